@@ -1,0 +1,28 @@
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench lint clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt torch==2.13.0
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,dask]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/fedbound check mllsgd.theorem1 --plot demo_mllsgd.png
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_sim.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check bounds sim verify tests benchmarks
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info

@@ -1,0 +1,19 @@
+"""fedbound.bounds: the convergence results of the four papers as symbolic objects.
+
+Pure mathematics (sympy, numpy, scipy); never imports torch or the simulator.
+
+>>> import bounds
+>>> thm = bounds.get("mllsgd.theorem1")          # default variant: "proof"
+>>> [row["key"] for row in bounds.list()][:1]
+['mllsgd.corollary1']
+"""
+
+from . import mllsgd  # noqa: F401  (registers the mllsgd.* results)
+from .core import Condition, Erratum, Param, Theorem, get, register, unregister
+from .core import list_results as list  # noqa: A001  (bounds.list(), as the design fixes)
+from .tuning import choose_step
+
+__all__ = [
+    "Condition", "Erratum", "Param", "Theorem", "choose_step", "get", "list", "register",
+    "unregister",
+]

@@ -1,0 +1,504 @@
+"""The Theorem contract and the registry.
+
+Every published statement (lemma, theorem, corollary) is one :class:`Theorem` with
+one interface, the way ``scipy.stats`` gives every distribution the same methods::
+
+    thm = bounds.get("mllsgd.theorem1")            # default variant ("proof")
+    thm.evaluate(L=1, sigma=1, Delta=1, eta=1e-3, K=64, q=2, tau=4, zeta=0.5,
+                 a=np.full(4, .25), p=np.ones(4))
+
+A theorem is built from sympy expressions over scalar symbols. Vector parameters over
+workers (``a``, ``p``) enter in two ways:
+
+* through *aggregates*: scalar symbols such as ``P = sum_i a_i p_i`` whose value is a
+  numpy reduction over the last axis and whose display form is a sympy ``Sum``;
+* through *per-worker conditions*: a condition written in ``a_i``, ``p_i`` that must
+  hold for every worker i; it is evaluated with the worker axis last and reduced.
+
+Numerical evaluation is lambdified once per theorem and cached; numpy arrays
+broadcast, so a grid of step sizes evaluates in one call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+import sympy as sp
+
+STATUSES = ("holds", "holds-with-erratum", "refuted", "unverified")
+
+# --------------------------------------------------------------------------- domains
+
+#: domain name -> (predicate on a float array, human description)
+_DOMAINS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
+    "positive": (lambda x: x > 0, "> 0"),
+    "nonnegative": (lambda x: x >= 0, ">= 0"),
+    "unit": (lambda x: (x >= 0) & (x < 1), "in [0, 1)"),
+    "probability": (lambda x: (x > 0) & (x <= 1), "in (0, 1]"),
+    "positive_integer": (lambda x: (x >= 1) & (x == np.floor(x)), "an integer >= 1"),
+    "weights": (lambda x: x > 0, "> 0 and summing to 1 over workers"),
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """A parameter of a theorem: ``domain`` is a key of the domain table, ``vector``
+    marks a per-worker array (worker axis last)."""
+
+    name: str
+    description: str
+    domain: str
+    unit: str = ""
+    vector: bool = False
+
+    def __post_init__(self):
+        if self.domain not in _DOMAINS:
+            raise ValueError(f"Param {self.name}: unknown domain {self.domain!r}")
+
+    def check(self, value) -> np.ndarray:
+        """Return ``value`` as a float array, or raise ValueError naming the parameter."""
+        try:
+            x = np.asarray(value, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"{self.name}={value!r} is not a number") from None
+        if self.vector and x.ndim == 0:
+            raise ValueError(f"{self.name} must be an array over workers, got the scalar {value!r}")
+        if x.size == 0:
+            raise ValueError(f"{self.name} is empty")
+        bad = ~np.isfinite(x)
+        if bad.any():
+            raise ValueError(f"{self.name}{_index(bad)}={x[bad].flat[0]} is not a finite number")
+        ok, desc = _DOMAINS[self.domain]
+        bad = ~ok(x)
+        if bad.any():
+            raise ValueError(
+                f"{self.name}{_index(bad)}={x[bad].flat[0]:.6g} is outside its domain: "
+                f"{self.name} must be {desc} ({self.description})"
+            )
+        if self.domain == "weights":
+            total = x.sum(axis=-1)
+            if not np.allclose(total, 1.0, rtol=0, atol=1e-9):
+                raise ValueError(
+                    f"{self.name} sums to {np.ravel(total)[0]:.12g}, not 1: "
+                    f"{self.name} must be {desc} ({self.description})"
+                )
+        return x
+
+
+def _index(mask: np.ndarray) -> str:
+    """'[i]' / '[i, j]' of the first True entry of ``mask`` ('' for a scalar)."""
+    if mask.ndim == 0:
+        return ""
+    idx = tuple(int(i) for i in np.argwhere(mask)[0])
+    return "[" + ", ".join(map(str, idx)) + "]"
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A hypothesis of a theorem, ``relation`` a sympy ``>=``/``<=``/``Eq``.
+
+    ``per_worker`` conditions are written in the per-worker symbols (``a_i``, ``p_i``)
+    and must hold for every worker. ``hint`` is added to error messages (e.g. the
+    equivalent requirement on a parameter)."""
+
+    name: str
+    relation: sp.Basic
+    citation: str
+    per_worker: bool = False
+    hint: str = ""
+
+    @property
+    def margin(self) -> sp.Expr:
+        """lhs - rhs oriented so that the condition holds iff margin >= 0 (or == 0 for Eq)."""
+        r = self.relation
+        if isinstance(r, sp.Eq):
+            return r.lhs - r.rhs
+        if isinstance(r, (sp.GreaterThan, sp.StrictGreaterThan)):
+            return r.lhs - r.rhs
+        if isinstance(r, (sp.LessThan, sp.StrictLessThan)):
+            return r.rhs - r.lhs
+        raise TypeError(f"condition {self.name}: unsupported relation {type(r).__name__}")
+
+    @property
+    def is_equality(self) -> bool:
+        return isinstance(self.relation, sp.Eq)
+
+
+@dataclass(frozen=True)
+class Erratum:
+    """A difference between what the paper prints and what its proof supports."""
+
+    where: str
+    printed: str
+    corrected: str
+    citation: str
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """A scalar symbol reducing vector parameters, e.g. ``P = sum_i a_i p_i``.
+
+    ``display`` is its sympy form for printing; ``reduce`` maps the parameter values
+    (worker axis last) to its numeric value."""
+
+    symbol: sp.Symbol
+    display: sp.Expr
+    reduce: Callable[[Mapping[str, np.ndarray]], np.ndarray]
+    uses: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class StepChoice:
+    """The largest admissible step and the condition that binds there."""
+
+    step: float
+    binding: str
+    worker: int | None = None
+
+
+@dataclass(frozen=True)
+class Violation:
+    condition: str
+    citation: str
+    shortfall: float
+    worker: int | None = None
+
+    def __str__(self) -> str:
+        who = f" at worker {self.worker}" if self.worker is not None else ""
+        return f"{self.condition} ({self.citation}) fails{who} by {self.shortfall:.6g}"
+
+
+# --------------------------------------------------------------------------- theorem
+
+_TOL = 1e-12  # relative tolerance for conditions at their boundary (e.g. at max_step)
+
+
+@dataclass
+class Theorem:
+    """One published statement, in one variant.
+
+    ``expr`` is the right-hand side as a sum of named ``term_exprs``; ``lhs`` says in
+    words (and LaTeX) what it bounds. ``step`` names the step-size parameter, if any.
+    ``worker_symbols`` maps per-worker symbols (``a_i``) to the vector parameter names
+    (``a``)."""
+
+    key: str
+    variant: str
+    title: str
+    citation: str
+    lhs: str
+    params: dict[str, Param]
+    term_exprs: dict[str, sp.Expr]
+    symbols: dict[str, sp.Symbol]
+    conditions: list[Condition] = field(default_factory=list)
+    errata: list[Erratum] = field(default_factory=list)
+    aggregates: list[Aggregate] = field(default_factory=list)
+    worker_symbols: dict[sp.Symbol, str] = field(default_factory=dict)
+    step: str | None = None
+    status: str = "unverified"
+    notes: str = ""
+    _compiled: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"{self.key}: status {self.status!r} not in {STATUSES}")
+        known = set(self.symbols.values()) | {g.symbol for g in self.aggregates}
+        known |= set(self.worker_symbols)
+        for name, e in self.term_exprs.items():
+            unknown = e.free_symbols - known
+            if unknown:
+                raise ValueError(f"{self.key}: term {name} uses undeclared symbols {unknown}")
+
+    # ---- symbolic ------------------------------------------------------------
+    @cached_property
+    def expr(self) -> sp.Expr:
+        """The right-hand side: the sum of the terms."""
+        return sp.Add(*self.term_exprs.values())
+
+    @property
+    def expr_display(self) -> sp.Expr:
+        """``expr`` with aggregates written out as sums over workers."""
+        return self.expr.subs({g.symbol: g.display for g in self.aggregates})
+
+    def latex(self) -> str:
+        conds = r" \\ ".join(
+            sp.latex(c.relation) + (r"\ \forall i" if c.per_worker else "")
+            for c in self.conditions
+        )
+        body = rf"{self.lhs} \le {sp.latex(self.expr_display)}"
+        return body if not conds else rf"{body} \quad\text{{if}}\quad \begin{{cases}} {conds} \end{{cases}}"
+
+    def _repr_latex_(self) -> str:
+        return f"$\\displaystyle {self.latex()}$"
+
+    def __repr__(self) -> str:
+        return f"<Theorem {self.key} [{self.variant}] {self.status}: {self.title}>"
+
+    # ---- parameter handling -----------------------------------------------------
+    def _needed(self, exprs: Sequence[sp.Expr]) -> list[str]:
+        """Parameter names that the given expressions depend on (aggregates expanded)."""
+        by_symbol = {s: n for n, s in self.symbols.items()}
+        names: set[str] = set()
+        agg = {g.symbol: g for g in self.aggregates}
+        for e in exprs:
+            for s in e.free_symbols:
+                if s in by_symbol:
+                    names.add(by_symbol[s])
+                elif s in agg:
+                    names.update(agg[s].uses)
+                elif s in self.worker_symbols:
+                    names.add(self.worker_symbols[s])
+        return sorted(names, key=list(self.params).index)
+
+    def _values(self, names: Sequence[str], given: Mapping[str, object]) -> dict[str, np.ndarray]:
+        unknown = set(given) - set(self.params)
+        if unknown:
+            raise ValueError(
+                f"{self.key}: unknown parameter(s) {sorted(unknown)}; "
+                f"parameters are {sorted(self.params)}"
+            )
+        missing = [n for n in names if n not in given]
+        if missing:
+            raise ValueError(f"{self.key}: missing parameter(s) {missing}")
+        vals = {n: self.params[n].check(given[n]) for n in names}
+        sizes = {vals[n].shape[-1] for n in names if self.params[n].vector}
+        if len(sizes) > 1:
+            vec = [f"{n}: {vals[n].shape[-1]}" for n in names if self.params[n].vector]
+            raise ValueError(f"{self.key}: vector parameters differ in length ({', '.join(vec)})")
+        return vals
+
+    def _scalar_args(self, vals: Mapping[str, np.ndarray]) -> dict[sp.Symbol, np.ndarray]:
+        args = {self.symbols[n]: v for n, v in vals.items() if not self.params[n].vector}
+        for g in self.aggregates:
+            if all(u in vals for u in g.uses):
+                args[g.symbol] = g.reduce(vals)
+        return args
+
+    def _worker_args(self, vals: Mapping[str, np.ndarray]) -> dict[sp.Symbol, np.ndarray]:
+        """Arguments for per-worker evaluation: scalars get a trailing worker axis."""
+        args = {s: np.asarray(v)[..., None] for s, v in self._scalar_args(vals).items()}
+        for sym, name in self.worker_symbols.items():
+            if name in vals:
+                args[sym] = vals[name]
+        return args
+
+    # ---- numeric -----------------------------------------------------------------
+    def _fn(self, e: sp.Expr) -> tuple[list[sp.Symbol], Callable]:
+        """Lambdified ``e`` (compiled once per expression and cached)."""
+        if e not in self._compiled:
+            syms = sorted(e.free_symbols, key=str)
+            self._compiled[e] = (syms, sp.lambdify(syms, e, "numpy"))
+        return self._compiled[e]
+
+    def _eval(self, e: sp.Expr, args: Mapping[sp.Symbol, np.ndarray]) -> np.ndarray:
+        syms, f = self._fn(e)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            out = f(*(args[s] for s in syms))
+        shape = np.broadcast_shapes(*(np.shape(args[s]) for s in syms)) if syms else ()
+        return np.broadcast_to(np.asarray(out, dtype=float), shape)
+
+    def evaluate(self, **values) -> float | np.ndarray:
+        """The right-hand side at ``values``; arrays broadcast (vectors over workers
+        are reduced inside). Raises ValueError for a missing or out-of-domain
+        parameter, or if the value is not finite."""
+        vals = self._values(self._needed([self.expr]), values)
+        out = self._eval(self.expr, self._scalar_args(vals))
+        return _finite(out, f"{self.key} [{self.variant}]")
+
+    def terms(self, **values) -> dict[str, float | np.ndarray]:
+        """Each named term of the right-hand side; they sum to :meth:`evaluate`."""
+        vals = self._values(self._needed([self.expr]), values)
+        args = self._scalar_args(vals)
+        return {
+            n: _finite(self._eval(e, args), f"{self.key} term {n}")
+            for n, e in self.term_exprs.items()
+        }
+
+    # ---- conditions ------------------------------------------------------------------
+    def _margins(self, vals, without: sp.Symbol | None = None
+                 ) -> list[tuple[Condition, np.ndarray, np.ndarray]]:
+        """(condition, margin, scale) per condition (those free of ``without`` only);
+        per-worker ones keep the worker axis."""
+        out = []
+        for c in self.conditions:
+            if without is not None and without in c.margin.free_symbols:
+                continue
+            args = self._worker_args(vals) if c.per_worker else self._scalar_args(vals)
+            m = self._eval(c.margin, args)
+            r = c.relation
+            scale = np.abs(self._eval(r.lhs, args)) + np.abs(self._eval(r.rhs, args))
+            out.append((c, m, scale))
+        return out
+
+    def violations(self, **values) -> list[Violation]:
+        """Every condition that fails at ``values``, with the amount by which it fails
+        (for a grid, the worst point; for a per-worker condition, the worst worker)."""
+        vals = self._values(self._needed([c.margin for c in self.conditions]), values)
+        found = []
+        for c, m, scale in self._margins(vals):
+            bad = ~_holds(c, m, scale)
+            if not bad.any():
+                continue
+            short = np.where(bad, np.abs(m), -np.inf)
+            worst = np.unravel_index(int(np.argmax(short)), short.shape) if short.ndim else ()
+            worker = int(worst[-1]) if c.per_worker and worst else None
+            found.append(Violation(c.name, c.citation, float(short[worst]), worker))
+        return found
+
+    def admissible(self, **values) -> bool | np.ndarray:
+        """True where every condition holds. With array inputs, an array of the
+        broadcast shape (per-worker conditions are reduced over workers)."""
+        vals = self._values(self._needed([c.margin for c in self.conditions]), values)
+        ok = np.asarray(True)
+        for c, m, scale in self._margins(vals):
+            holds = _holds(c, m, scale)
+            if c.per_worker:
+                holds = holds.all(axis=-1)
+            ok = ok & holds
+        return bool(ok) if ok.ndim == 0 else ok
+
+    # ---- step size ------------------------------------------------------------------
+    def max_step(self, **values) -> float:
+        """The largest admissible step size (parameter ``self.step``).
+
+        Every condition is a polynomial of degree <= 2 in the step for the encoded
+        papers; the admissible set of each is then ``(0, root]`` with the root in the
+        rationalised closed form ``2C / (-B + sqrt(B^2 - 4AC))`` of
+        ``A s^2 + B s + C >= 0``. See :meth:`step_choice` for the binding condition."""
+        return self.step_choice(**values).step
+
+    def step_choice(self, **values) -> StepChoice:
+        """Largest admissible step and the condition (and worker) that binds."""
+        if self.step is None:
+            raise ValueError(f"{self.key} has no step-size parameter")
+        if self.step in values:
+            raise ValueError(f"{self.key}: give the parameters without the step {self.step!r}")
+        s = self.symbols[self.step]
+        needed = [n for n in self._needed([c.margin for c in self.conditions]) if n != self.step]
+        vals = self._values(needed, values)
+        best = StepChoice(math.inf, "none: no condition limits the step")
+        for c, m, scale in self._margins(vals, without=s):
+            if not _holds(c, m, scale).all():
+                raise ValueError(f"{c.name} ({c.citation}) fails whatever the step")
+        for c in self.conditions:
+            if s not in c.margin.free_symbols:
+                continue
+            args = self._worker_args(vals) if c.per_worker else self._scalar_args(vals)
+            root = self._condition_root(c, s, args)
+            r = np.asarray(root)
+            if r.ndim > (1 if c.per_worker else 0):
+                raise ValueError(f"{self.key}: max_step needs scalar parameters, got a grid")
+            if c.per_worker:
+                i = int(np.argmin(r))
+                cand = StepChoice(float(r[i]), c.name, i)
+            else:
+                cand = StepChoice(float(r), c.name)
+            if cand.step < best.step:
+                best = cand
+        return best
+
+    def _condition_root(self, c: Condition, s: sp.Symbol, args) -> np.ndarray:
+        poly = sp.Poly(sp.expand(c.margin), s)
+        if poly.degree() > 2:
+            raise NotImplementedError(f"{c.name}: degree {poly.degree()} in {s}")
+        coeffs = dict(zip((m[0] for m in poly.monoms()), poly.coeffs(), strict=True))
+        A, B, C = (self._eval(coeffs.get(d, sp.Integer(0)), args) for d in (2, 1, 0))
+        if (C <= 0).any():
+            bad = C <= 0
+            worker = f" at worker {int(np.argwhere(bad)[0][-1])}" if c.per_worker else ""
+            vals = ""
+            if c.per_worker:
+                i = int(np.argwhere(bad)[0][-1])
+                vals = ": " + ", ".join(
+                    f"{name}[{i}]={float(np.ravel(args[sym])[i]):.6g}"
+                    for sym, name in self.worker_symbols.items()
+                    if sym in c.margin.free_symbols
+                )
+            hint = f" ({c.hint})" if c.hint else ""
+            raise ValueError(
+                f"no {self.step} > 0 satisfies {c.name} ({c.citation}){worker}{vals}{hint}"
+            )
+        with np.errstate(divide="ignore", invalid="ignore"):
+            disc = np.sqrt(np.maximum(B * B - 4 * A * C, 0.0))
+            quad = 2 * C / (-B + disc)
+            lin = np.where(B < 0, -C / np.where(B < 0, B, -1.0), np.inf)
+        if (A > 0).any():
+            raise NotImplementedError(f"{c.name}: admissible set in {s} is not an interval from 0")
+        return np.where(A < 0, quad, lin)
+
+
+def _holds(c: Condition, margin: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Whether ``c`` holds, up to a relative tolerance for round-off at its boundary."""
+    tol = _TOL * np.maximum(scale, 1.0)
+    return (np.abs(margin) <= tol) if c.is_equality else (margin >= -tol)
+
+
+def _finite(x: np.ndarray, what: str) -> float | np.ndarray:
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{what} is not finite at the given parameters")
+    return float(x) if np.ndim(x) == 0 else np.asarray(x)
+
+
+# --------------------------------------------------------------------------- registry
+
+
+@dataclass
+class _Entry:
+    key: str
+    title: str
+    build: Callable[[str], Theorem]
+    variants: tuple[str, ...]
+    default: str
+    cache: dict[str, Theorem] = field(default_factory=dict)
+
+
+_REGISTRY: dict[str, _Entry] = {}
+
+
+def register(key: str, title: str, build: Callable[[str], Theorem], variants, default: str):
+    """Register a result; ``build(variant)`` constructs it on first use."""
+    if key in _REGISTRY:
+        raise ValueError(f"result {key!r} is already registered")
+    if default not in variants:
+        raise ValueError(f"{key}: default variant {default!r} not in {variants}")
+    _REGISTRY[key] = _Entry(key, title, build, tuple(variants), default)
+
+
+def unregister(key: str) -> None:
+    """Remove a registered result (for tests that plant deliberately wrong bounds)."""
+    _REGISTRY.pop(key, None)
+
+
+def get(key: str, variant: str | None = None) -> Theorem:
+    """The registered result ``key`` in ``variant`` (default: the entry's default)."""
+    if key not in _REGISTRY:
+        raise ValueError(f"unknown result {key!r}; registered: {', '.join(sorted(_REGISTRY))}")
+    e = _REGISTRY[key]
+    v = e.default if variant is None else variant
+    if v not in e.variants:
+        raise ValueError(f"{key}: unknown variant {v!r}; variants are {', '.join(e.variants)}")
+    if v not in e.cache:
+        e.cache[v] = e.build(v)
+    return e.cache[v]
+
+
+def list_results() -> list[dict]:
+    """One row per registered result: key, title, variants, default, status
+    (exposed as ``bounds.list()``)."""
+    return [
+        {
+            "key": e.key,
+            "title": e.title,
+            "variants": [*e.variants],
+            "default": e.default,
+            "status": get(e.key).status,
+        }
+        for e in sorted(_REGISTRY.values(), key=lambda e: e.key)
+    ]

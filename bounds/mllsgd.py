@@ -1,0 +1,290 @@
+"""Multi-Level Local SGD (Castiglia, Das, Patterson, ICLR 2021): ``papers/mllsgd.txt``.
+
+Registered results
+------------------
+``mllsgd.theorem1``        Theorem 1, bound (13) under step-size condition (12), L148-L158.
+``mllsgd.theorem1_limit``  its K -> infinity limit, (14), L155.
+``mllsgd.corollary1``      Corollary 1, (15), L190-L197, with explicit constants.
+
+Variants (each difference is an :class:`~bounds.core.Erratum` with its lines):
+
+``printed``  exactly as printed: Gamma of L153, the constant 8 of (12).
+``proof``    (default) what the proof supports: Gamma as the proof defines it (L1117),
+             and the coefficient of (12) corrected for beta > 1 (the gradient terms of
+             (176) and (209) sum to 4 q^2 tau^2 Gamma (2 + p_i (beta - 1)), L1214).
+``tight``    sharper constants from the same proof (derived here, not published): the
+             exact geometric sum in (188) and the exact power sums in (180).
+
+The right-hand side of ``printed`` and ``proof`` is the same; they differ only in the
+admissible step sizes. beta appears only in condition (12), never in the bound.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from .core import Aggregate, Condition, Erratum, Param, Theorem, register
+
+PAPER = "papers/mllsgd.txt"
+VARIANTS = ("printed", "proof", "tight")
+
+# ---------------------------------------------------------------------- symbols
+
+L, beta, sigma, Delta, eta, K, q, tau, zeta = sp.symbols(
+    "L beta sigma Delta eta K q tau zeta", nonnegative=True
+)
+SYMBOLS = {
+    "L": L, "beta": beta, "sigma": sigma, "Delta": Delta, "eta": eta,
+    "K": K, "q": q, "tau": tau, "zeta": zeta,
+}
+#: per-worker symbols a_i, p_i (the worker axis of the arrays a, p)
+a_i, p_i = sp.symbols("a_i p_i", positive=True)
+#: aggregates over workers: S2 = sum_i a_i^2 p_i (second term of (13)), P = sum_i a_i p_i (L158)
+S2, P = sp.symbols("S_2 P", nonnegative=True)
+_i, _N = sp.symbols("i N", integer=True, positive=True)
+_a, _p = sp.IndexedBase("a"), sp.IndexedBase("p")
+
+AGGREGATES = [
+    Aggregate(S2, sp.Sum(_a[_i] ** 2 * _p[_i], (_i, 1, _N)),
+              lambda v: (v["a"] ** 2 * v["p"]).sum(axis=-1), ("a", "p")),
+    Aggregate(P, sp.Sum(_a[_i] * _p[_i], (_i, 1, _N)),
+              lambda v: (v["a"] * v["p"]).sum(axis=-1), ("a", "p")),
+]
+
+PARAMS = {
+    "L": Param("L", "Lipschitz constant of grad F, Assumption 1a (L52)", "positive"),
+    "beta": Param("beta", "multiplicative gradient-noise constant, Assumption 1d (L55)",
+                  "nonnegative"),
+    "sigma": Param("sigma", "additive gradient-noise constant, Assumption 1d (L55)",
+                   "nonnegative"),
+    "Delta": Param("Delta", "initial gap F(x_1) - F_inf, Assumption 1b (L53)", "nonnegative"),
+    "eta": Param("eta", "step size", "positive"),
+    "K": Param("K", "number of iterations (time steps)", "positive_integer"),
+    "q": Param("q", "sub-network averagings per hub averaging", "positive_integer"),
+    "tau": Param("tau", "time steps per sub-network averaging", "positive_integer"),
+    "zeta": Param("zeta", "second-largest eigenvalue magnitude of H (L153)", "unit"),
+    "a": Param("a", "worker weights a_i = w_i / w_tot (L127)", "weights", vector=True),
+    "p": Param("p", "probability that worker i takes a gradient step (L89)", "probability",
+               vector=True),
+}
+
+# ---------------------------------------------------------------------- constants
+
+#: Gamma as printed in Theorem 1, L153 (and L892).
+GAMMA_PRINTED = zeta / (1 - zeta**2) + 2 / (1 - zeta) + zeta / (1 - zeta) ** 2
+#: Gamma as the proof derives and defines it, (186) and L1117; = GAMMA_PRINTED + 1/(1+zeta).
+GAMMA_PROOF = 1 / (1 - zeta**2) + 2 / (1 - zeta) + zeta / (1 - zeta) ** 2
+#: bracket of the third term of (13), L155 (= (188) with the loose last piece, L1123).
+LAMBDA_PAPER = zeta**2 / (1 - zeta**2) + 2 * zeta / (1 - zeta) + 1 / (1 - zeta) ** 2
+#: exact value of the geometric sum of (188), L1119: sum_{m>=1} (z^2m + 2 z^m + z^(m+1)/(1-z)).
+LAMBDA_TIGHT = zeta**2 / (1 - zeta**2) + 2 * zeta / (1 - zeta) + zeta**2 / (1 - zeta) ** 2
+#: factor of the fourth term of (13), L155 (from (170)).
+C_ZETA = (2 - zeta) / (1 - zeta)
+#: power sums of (180), L1090, as printed: (2q+1) and (2tau+1) bound the exact (2q-1), (2tau-1).
+S4_PAPER = tau**2 * (q - 1) * (2 * q + 1) / 6 + (tau - 1) * (2 * tau + 1) / 6
+#: exact per-period consensus sum of (180) divided by q tau.
+S4_TIGHT = tau**2 * (q - 1) * (2 * q - 1) / 6 + (tau - 1) * (2 * tau - 1) / 6
+
+
+def gamma(variant: str) -> sp.Expr:
+    """Gamma of condition (12): printed (L153) or as the proof defines it (L1117)."""
+    return GAMMA_PRINTED if variant == "printed" else GAMMA_PROOF
+
+
+def kappa(variant: str) -> sp.Expr:
+    """Coefficient of L^2 eta^2 in condition (12) for worker i.
+
+    printed: 8 q^2 tau^2 Gamma (L150). The proof's gradient terms, T1 of (176) and T2 of
+    (209), sum to 4 q^2 tau^2 Gamma (2 + p_i (beta - 1)) (the printed (211), L1214,
+    writes 8 (p_i (beta - 1) + 1)); 8 suffices only when beta <= 1. ``proof`` keeps 8
+    for beta <= 1 and the corrected factor above it; ``tight`` uses the exact factor."""
+    g = gamma(variant)
+    if variant == "printed":
+        return 8 * q**2 * tau**2 * g
+    if variant == "proof":
+        return 4 * q**2 * tau**2 * g * (2 + p_i * sp.Max(beta - 1, 0))
+    return 4 * q**2 * tau**2 * g * (2 + p_i * (beta - 1))
+
+
+def condition12(variant: str, step: sp.Expr = eta) -> Condition:
+    """Step-size condition (12), L150 (= (214), L1230), for every worker i:
+    (4p_i - p_i^2 - 2) >= eta L (a_i p_i (beta+1) - a_i p_i^2 + p_i^2) + kappa_i L^2 eta^2."""
+    rhs = step * L * (a_i * p_i * (beta + 1) - a_i * p_i**2 + p_i**2) + kappa(variant) * L**2 * step**2
+    return Condition(
+        "(12)", sp.GreaterThan(4 * p_i - p_i**2 - 2, rhs), f"{PAPER} L150", per_worker=True,
+        hint="needs p_i > 2 - sqrt(2) ~ 0.5858, since 4p - p^2 - 2 <= 0 otherwise",
+    )
+
+
+#: K must be a multiple of q tau: the proof sums over hub periods j = 0..K/(q tau) - 1 (L1102).
+CONDITION_PERIODS = Condition("K multiple of q*tau", sp.Eq(sp.Mod(K, q * tau), 0), f"{PAPER} L1102")
+
+
+def terms(variant: str) -> dict[str, sp.Expr]:
+    """The four terms of (13), L155 (restated (215), L1235)."""
+    lam = LAMBDA_TIGHT if variant == "tight" else LAMBDA_PAPER
+    s4 = S4_TIGHT if variant == "tight" else S4_PAPER
+    return {
+        "optimisation": 2 * Delta / (eta * K),
+        "variance": sigma**2 * eta * L * S2,
+        "hub consensus": 4 * L**2 * eta**2 * sigma**2 * q**3 * tau**3
+        * (1 / (q * tau) - 1 / K) * lam * P,
+        "sub-network consensus": 4 * L**2 * eta**2 * sigma**2 * C_ZETA * s4 * P,
+    }
+
+
+# ---------------------------------------------------------------------- errata
+
+ERRATUM_GAMMA = Erratum(
+    "Gamma in Theorem 1 / condition (12)",
+    "zeta/(1-zeta^2) + 2/(1-zeta) + zeta/(1-zeta)^2",
+    "1/(1-zeta^2) + 2/(1-zeta) + zeta/(1-zeta)^2 (larger by 1/(1+zeta))",
+    f"{PAPER} L153, L892 (printed) vs (186) and L1117 (proof)",
+)
+ERRATUM_KAPPA = Erratum(
+    "coefficient of L^2 eta^2 in (12)",
+    "8 q^2 tau^2 Gamma for every beta",
+    "4 q^2 tau^2 Gamma (2 + p_i (beta - 1)); 8 q^2 tau^2 Gamma suffices only for beta <= 1",
+    f"{PAPER} (176), (209) L1205, (211) L1214, (213)-(214) L1224-L1230",
+)
+ERRATUM_BRACKET = Erratum(
+    "first term of (13)", "2(F(x_1)-F_inf])/(eta K)", "2(F(x_1)-F_inf)/(eta K)",
+    f"{PAPER} L155, L194, L894, L1218",
+)
+ERRATUM_LAMBDA_N = Erratum(
+    "definition of zeta", "max{|lambda_2(H)|, |lambda_N(H)|}",
+    "max{|lambda_2(H)|, |lambda_D(H)|} (H is D x D)", f"{PAPER} L153, L892",
+)
+ERRATUM_2C = Erratum(
+    "Assumption 2c", "b_i H_ij = b_j H_ji", "H_ij b_j = H_ji b_i (H diag(b) symmetric, so H b = b)",
+    f"{PAPER} L105, L419 (printed) vs (32) L433 (proof)",
+)
+ERRATUM_PERIODS = Erratum(
+    "hypotheses of Theorem 1", "(none)", "K is a multiple of q tau and all workers start at x_1",
+    f"{PAPER} L1102 (sum over j = 0..K/(q tau)-1), Lemma 4 L710",
+)
+ERRATUM_LAMBDA_TIGHT = Erratum(
+    "bracket of the third term (tight variant)", "... + 1/(1-zeta)^2",
+    "... + zeta^2/(1-zeta)^2 (the exact sum of (188))", f"{PAPER} (188) L1119-L1123",
+)
+ERRATUM_S4_TIGHT = Erratum(
+    "power sums of the fourth term (tight variant)", "(q-1)(2q+1)/6 and (tau-1)(2tau+1)/6",
+    "(q-1)(2q-1)/6 and (tau-1)(2tau-1)/6 (exact sums of l^2 and (f-1)^2)", f"{PAPER} (180) L1090",
+)
+ERRATUM_COROLLARY = Erratum(
+    "hypotheses of Corollary 1", "eta = 1/(L sqrt K), q^2 tau^2 <= sqrt K, q tau < K",
+    "also (12) at eta = 1/(L sqrt K), possible only if every p_i > 2 - sqrt(2)",
+    f"{PAPER} L192 (needs Theorem 1, whose hypothesis is (12) L150)",
+)
+
+
+def _errata(variant: str) -> list[Erratum]:
+    common = [ERRATUM_BRACKET, ERRATUM_LAMBDA_N, ERRATUM_2C, ERRATUM_PERIODS]
+    if variant == "printed":
+        return common
+    extra = [ERRATUM_GAMMA, ERRATUM_KAPPA]
+    if variant == "tight":
+        extra += [ERRATUM_LAMBDA_TIGHT, ERRATUM_S4_TIGHT]
+    return [*extra, *common]
+
+
+_STATUS = {"printed": "unverified", "proof": "holds-with-erratum", "tight": "holds-with-erratum"}
+_LHS = r"\mathbb{E}\Big[\frac{1}{K}\sum_{k=1}^{K}\|\nabla F(u_k)\|^2\Big]"
+
+
+def _theorem(key: str, title: str, citation: str, lhs: str, variant: str,
+             term_exprs: dict[str, sp.Expr], conditions: list[Condition], errata: list[Erratum],
+             step: str | None, notes: str) -> Theorem:
+    return Theorem(
+        key=key, variant=variant, title=title, citation=citation, lhs=lhs,
+        params=PARAMS, term_exprs=term_exprs, symbols=SYMBOLS, conditions=conditions,
+        errata=errata, aggregates=AGGREGATES, worker_symbols={a_i: "a", p_i: "p"},
+        step=step, status=_STATUS[variant], notes=notes,
+    )
+
+
+def theorem1(variant: str = "proof") -> Theorem:
+    """Theorem 1, (13) under (12), L148-L158 (restated L884-L899, proof C.3 to (215) L1235).
+
+    Bounds E[(1/K) sum_{k=1}^K ||grad F(u_k)||^2] at u_k = X_k a (eq. (8))."""
+    return _theorem(
+        "mllsgd.theorem1", "MLL-SGD convergence bound (13)", f"{PAPER} L148-L158", _LHS, variant,
+        terms(variant), [condition12(variant), CONDITION_PERIODS], _errata(variant), "eta",
+        "Assumes all workers start at the same x_1 (Lemma 4, L710).",
+    )
+
+
+def theorem1_limit(variant: str = "proof") -> Theorem:
+    """The K -> infinity limit (14) of (13), L155: the error floor. Computed from
+    :func:`terms` with ``sympy.limit`` (the optimisation term vanishes)."""
+    lim = {n: sp.limit(e, K, sp.oo) for n, e in terms(variant).items()}
+    lim = {n: e for n, e in lim.items() if e != 0}
+    return _theorem(
+        "mllsgd.theorem1_limit", "MLL-SGD error floor (14), K -> infinity", f"{PAPER} L155 (14)",
+        r"\limsup_{K\to\infty}" + _LHS, variant, lim, [condition12(variant)],
+        _errata(variant), "eta", "The limit of the right-hand side of (13) as K grows.",
+    )
+
+
+def corollary1(variant: str = "proof") -> Theorem:
+    """Corollary 1, (15), L190-L197, with explicit constants [derived from (13)].
+
+    At eta = 1/(L sqrt K): term 1 = 2 L Delta / sqrt K; term 2 = sigma^2 S2 / sqrt K;
+    term 3 = 4 sigma^2 (q tau)^2/K (1 - q tau/K) Lambda P <= 4 sigma^2 Lambda P / sqrt K
+    using q^2 tau^2 <= sqrt K; term 4 <= (4/3) sigma^2 C_zeta P / sqrt K using
+    S4 <= q^2 tau^2 / 3 (both power-sum forms; checked symbolically in the tests).
+    The corollary silently needs (12) at that eta (erratum)."""
+    lam = LAMBDA_TIGHT if variant == "tight" else LAMBDA_PAPER
+    rk = sp.sqrt(K)
+    term_exprs = {
+        "optimisation": 2 * L * Delta / rk,
+        "variance": sigma**2 * S2 / rk,
+        "hub consensus": 4 * sigma**2 * lam * P / rk,
+        "sub-network consensus": sp.Rational(4, 3) * sigma**2 * C_ZETA * P / rk,
+    }
+    conditions = [
+        Condition("q^2 tau^2 <= sqrt(K)", sp.LessThan(q**2 * tau**2, rk), f"{PAPER} L192"),
+        Condition("q tau < K", sp.StrictLessThan(q * tau, K), f"{PAPER} L192"),
+        condition12(variant, step=1 / (L * rk)),
+        CONDITION_PERIODS,
+    ]
+    return _theorem(
+        "mllsgd.corollary1", "MLL-SGD rate at eta = 1/(L sqrt K), (15)", f"{PAPER} L190-L197",
+        _LHS, variant, term_exprs, conditions, [ERRATUM_COROLLARY, *_errata(variant)], None,
+        "Explicit constants for the O(.) of (15); the step is fixed at 1/(L sqrt K).",
+    )
+
+
+register("mllsgd.theorem1", "MLL-SGD convergence bound (13)", theorem1, VARIANTS, "proof")
+register("mllsgd.theorem1_limit", "MLL-SGD error floor (14)", theorem1_limit, VARIANTS, "proof")
+register("mllsgd.corollary1", "MLL-SGD rate at eta = 1/(L sqrt K)", corollary1,
+         ("proof", "tight"), "proof")
+
+# ---------------------------------------------------------------------- special cases
+
+N = sp.Symbol("N", positive=True, integer=True)
+
+#: Special cases of MLL-SGD (L160, L188, L205, L219) as substitutions into (13) with
+#: uniform weights a_i = 1/N and p_i = 1 (so S2 = 1/N, P = 1).
+SPECIAL_CASES: dict[str, dict[sp.Symbol, sp.Expr]] = {
+    "distributed_sgd": {zeta: 0, q: 1, tau: 1},   # D = 1, average every step (L160)
+    "local_sgd": {zeta: 0, q: 1},                 # complete hub graph, period tau (L205)
+    "hl_sgd": {zeta: 0},                          # HL-SGD: Local SGD with q > 1 (L33, L219)
+    "cooperative_sgd": {q: 1},                    # Wang & Joshi: any H, q = 1 (L188, C.4)
+}
+
+
+def special_case(name: str, variant: str = "proof") -> dict[str, sp.Expr]:
+    """Bound (13) and condition (12) reduced to a special case, with N workers.
+
+    Returns ``{"bound": ..., "condition": ...}`` where the condition is the margin
+    (>= 0 when admissible) for a worker with a_i = 1/N, p_i = 1."""
+    if name not in SPECIAL_CASES:
+        raise ValueError(f"unknown special case {name!r}; known: {', '.join(SPECIAL_CASES)}")
+    uniform = {S2: 1 / N, P: 1, a_i: 1 / N, p_i: 1}
+    subs = {**uniform, **SPECIAL_CASES[name]}
+    thm = theorem1(variant)
+    return {
+        "bound": sp.simplify(thm.expr.subs(subs)),
+        "condition": sp.simplify(condition12(variant).margin.subs(subs)),
+    }

@@ -1,0 +1,32 @@
+"""Compact, vectorised torch simulator: problems with exact constants, algorithms, traces.
+
+Never imports sympy, ``bounds`` or ``verify`` (see DESIGN.md, section "sim").
+"""
+
+from sim.mllsgd import (
+    HubWeights,
+    apply_operator,
+    hub_period_slots,
+    hub_weights,
+    mixing_matrices,
+    operator_at,
+    run_mllsgd,
+)
+from sim.problems import LogisticRegression, Problem, Quadratic
+from sim.trace import DIVERGENCE_THRESHOLD, Trace, freeze_diverged
+
+__all__ = [
+    "DIVERGENCE_THRESHOLD",
+    "HubWeights",
+    "LogisticRegression",
+    "Problem",
+    "Quadratic",
+    "Trace",
+    "apply_operator",
+    "freeze_diverged",
+    "hub_period_slots",
+    "hub_weights",
+    "mixing_matrices",
+    "operator_at",
+    "run_mllsgd",
+]

@@ -1,0 +1,300 @@
+"""Objectives whose constants (Assumption 1 of papers/mllsgd.txt L50-L55) are known exactly.
+
+Every problem exposes ``dim``, ``L``, ``beta``, ``sigma``, ``G``, ``f_inf`` and batched
+``loss``, ``grad`` and ``stochastic_grad`` over arbitrary leading dimensions: ``x`` has
+shape ``[..., dim]``. The constants are the ones the theorems consume:
+
+- 1a, L-Lipschitz gradient: ``||grad F(x) - grad F(y)|| <= L ||x - y||``, papers/mllsgd.txt L52.
+- 1b, ``F(x) >= f_inf``, papers/mllsgd.txt L53.
+- 1c, ``E[g(x)] = grad F(x)``, papers/mllsgd.txt L54.
+- 1d, ``E||g(x) - grad F(x)||^2 <= beta ||grad F(x)||^2 + sigma^2``, papers/mllsgd.txt L55.
+
+Everything is float64. Randomness comes only from the ``torch.Generator`` passed in: the
+draws are made on the generator's own device and then moved to the device of ``x``, so a
+CPU generator gives the same numbers whatever device the problem lives on.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import torch
+
+DTYPE = torch.float64
+
+
+def rand(shape: Sequence[int], generator: torch.Generator, device) -> torch.Tensor:
+    """Uniform draws on [0, 1) from ``generator`` (on its device), moved to ``device``."""
+    draws = torch.rand(tuple(shape), generator=generator, device=generator.device, dtype=DTYPE)
+    return draws.to(device)
+
+
+def randn(shape: Sequence[int], generator: torch.Generator, device) -> torch.Tensor:
+    """Standard normal draws from ``generator`` (on its device), moved to ``device``."""
+    draws = torch.randn(tuple(shape), generator=generator, device=generator.device, dtype=DTYPE)
+    return draws.to(device)
+
+
+def randint(high: int, shape: Sequence[int], generator: torch.Generator, device) -> torch.Tensor:
+    """Uniform integers in [0, high) from ``generator`` (on its device), moved to ``device``."""
+    draws = torch.randint(high, tuple(shape), generator=generator, device=generator.device)
+    return draws.to(device)
+
+
+def softplus(t: torch.Tensor) -> torch.Tensor:
+    """``log(1 + exp(t))`` without overflow or the cut-off of ``torch.nn.functional.softplus``."""
+    return t.clamp(min=0) + torch.log1p(torch.exp(-t.abs()))
+
+
+class Problem(ABC):
+    """Common interface of the simulator's objectives F (eq. (1), papers/mllsgd.txt L45).
+
+    Attributes: ``dim`` (n), ``L`` (1a), ``beta`` and ``sigma`` (1d), ``G`` (bound on the
+    norm of every per-sample gradient, ``None`` where no such bound exists) and ``f_inf``
+    (1b: exact infimum or certified lower bound, each subclass says which).
+    """
+
+    dim: int
+    L: float
+    beta: float
+    sigma: float
+    G: float | None
+    f_inf: float
+
+    @abstractmethod
+    def loss(self, x: torch.Tensor) -> torch.Tensor:
+        """F(x), shape ``[...]`` for ``x`` of shape ``[..., dim]``."""
+
+    @abstractmethod
+    def grad(self, x: torch.Tensor) -> torch.Tensor:
+        """True gradient of F, shape ``[..., dim]``."""
+
+    @abstractmethod
+    def stochastic_grad(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """One unbiased sample g(x) per leading index (1c), shape ``[..., dim]``."""
+
+    def delta(self, x1: torch.Tensor) -> float:
+        """``F(x1) - f_inf``, the numerator of the first term of (13), papers/mllsgd.txt L155."""
+        x1 = torch.as_tensor(x1, dtype=DTYPE, device=self.device)
+        return float(self.loss(x1)) - self.f_inf
+
+    @property
+    def device(self) -> torch.device:
+        """Device holding the problem's tensors."""
+        return next(v.device for v in vars(self).values() if isinstance(v, torch.Tensor))
+
+    def to(self, device) -> Problem:
+        """A copy of the problem with every tensor attribute on ``device``."""
+        moved = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, torch.Tensor):
+                setattr(moved, name, value.to(device))
+        return moved
+
+
+def _spd_eigendecomposition(hessian: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Validated ascending eigenvalues and eigenvectors of a diagonal vector or an SPD matrix."""
+    if hessian.numel() == 0 or not torch.isfinite(hessian).all():
+        raise ValueError("hessian must be non-empty and finite")
+    if hessian.ndim == 1:
+        eigenvalues, order = torch.sort(hessian)
+        eigvecs = torch.eye(hessian.numel(), dtype=DTYPE, device=hessian.device)[:, order]
+    elif hessian.ndim == 2 and hessian.shape[0] == hessian.shape[1]:
+        scale = hessian.abs().max().clamp(min=1.0)
+        if not torch.allclose(hessian, hessian.T, rtol=0.0, atol=1e-12 * float(scale)):
+            raise ValueError("hessian must be symmetric: hessian != hessian.T")
+        eigenvalues, eigvecs = torch.linalg.eigh(0.5 * (hessian + hessian.T))
+    else:
+        raise ValueError(
+            f"hessian must be a vector of eigenvalues or a square matrix, got shape "
+            f"{tuple(hessian.shape)}"
+        )
+    if eigenvalues[0] <= 0:
+        raise ValueError(
+            f"hessian must be positive definite: smallest eigenvalue {float(eigenvalues[0])} <= 0"
+        )
+    return eigenvalues, eigvecs
+
+
+class Quadratic(Problem):
+    """F(x) = 0.5 (x - x_star)^T A (x - x_star) + f_star with A symmetric positive definite.
+
+    Noise: g(x) = grad F(x) + eps with eps ~ N(0, (sigma^2/dim) I), independent of x, so
+    E||eps||^2 = sigma^2 exactly and Assumption 1d (papers/mllsgd.txt L55) holds with
+    equality for beta = 0. ``L`` and ``mu`` are the extreme eigenvalues of A (1a exact),
+    ``f_inf = f_star`` is the exact minimum (1b), ``G = None`` (gradients are unbounded).
+    ``eigenvalues`` (ascending) and ``eigvecs`` satisfy A = eigvecs diag(eigenvalues)
+    eigvecs^T, for exact-expectation computations in the eigenbasis.
+
+    ``hessian`` is either the vector of A's diagonal or the full matrix A.
+    """
+
+    def __init__(self, hessian, x_star=None, *, f_star: float = 0.0, sigma: float = 0.0,
+                 device=None):
+        hessian = torch.as_tensor(hessian, dtype=DTYPE, device=device)
+        self.eigenvalues, self.eigvecs = _spd_eigendecomposition(hessian)
+        self.dim = int(self.eigenvalues.numel())
+        self.hessian = torch.diag(hessian) if hessian.ndim == 1 else 0.5 * (hessian + hessian.T)
+        if x_star is None:
+            x_star = torch.zeros(self.dim, dtype=DTYPE)
+        self.x_star = torch.as_tensor(x_star, dtype=DTYPE, device=hessian.device)
+        if self.x_star.shape != (self.dim,):
+            raise ValueError(
+                f"x_star must have shape ({self.dim},), got {tuple(self.x_star.shape)}"
+            )
+        if not (sigma >= 0 and math.isfinite(sigma)):
+            raise ValueError(f"sigma={sigma} must be finite and >= 0")
+        if not math.isfinite(f_star):
+            raise ValueError(f"f_star={f_star} must be finite")
+        self.sigma = float(sigma)
+        self.beta = 0.0
+        self.L = float(self.eigenvalues[-1])
+        self.mu = float(self.eigenvalues[0])
+        self.G = None
+        self.f_inf = float(f_star)
+
+    @classmethod
+    def random(cls, dim: int, L: float, mu: float, sigma: float, generator: torch.Generator,
+               *, rotate: bool = False, f_star: float = 0.0) -> Quadratic:
+        """A quadratic with eigenvalues log-uniform in [mu, L], both endpoints included.
+
+        The smallest eigenvalue is exactly ``mu`` and the largest exactly ``L``; the other
+        ``dim - 2`` are ``exp(U(log mu, log L))``. With ``rotate=True`` the Hessian is
+        Q diag(eigenvalues) Q^T for a Haar-random orthogonal Q, and ``L``/``mu`` are then
+        the extreme eigenvalues of that matrix (equal to the requested ones up to rounding).
+        ``x_star`` ~ N(0, I). All draws come from ``generator``.
+        """
+        if dim < 1:
+            raise ValueError(f"dim={dim} must be >= 1")
+        if not (0 < mu <= L < math.inf):
+            raise ValueError(f"need 0 < mu <= L < inf, got mu={mu}, L={L}")
+        if dim == 1 and mu != L:
+            raise ValueError(f"dim=1 has one eigenvalue: need mu == L, got mu={mu}, L={L}")
+        device = generator.device
+        interior = math.log(mu) + (math.log(L) - math.log(mu)) * rand((dim,), generator, device)
+        eigenvalues = torch.exp(interior)
+        eigenvalues[0], eigenvalues[-1] = mu, L
+        hessian = eigenvalues
+        if rotate:
+            q, r = torch.linalg.qr(randn((dim, dim), generator, device))
+            q = q * torch.sign(torch.diagonal(r))
+            hessian = (q * eigenvalues) @ q.T
+        x_star = randn((dim,), generator, device)
+        return cls(hessian, x_star, f_star=f_star, sigma=sigma, device=device)
+
+    def loss(self, x: torch.Tensor) -> torch.Tensor:
+        r = x - self.x_star
+        return 0.5 * ((r @ self.hessian) * r).sum(-1) + self.f_inf
+
+    def grad(self, x: torch.Tensor) -> torch.Tensor:
+        """A (x - x_star), computed as x A - x_star A in one fused ``addmm``."""
+        flat = torch.addmm(self.x_star @ self.hessian, x.reshape(-1, self.dim), self.hessian,
+                           beta=-1)
+        return flat.reshape(x.shape)
+
+    def stochastic_grad(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """grad F(x) + eps, eps ~ N(0, (sigma^2/dim) I): one ``randn(x.shape)`` draw."""
+        noise = randn(x.shape, generator, x.device)
+        return noise.mul_(self.sigma / math.sqrt(self.dim)).add_(self.grad(x))
+
+
+class LogisticRegression(Problem):
+    """F(x) = (1/n) sum_j log(1 + exp(-y_j a_j^T x)) + lam/2 ||x||^2, eq. (1) L45.
+
+    Stochastic gradient: the mean of ``batch`` per-sample gradients with indices drawn
+    uniformly with replacement (the mini-batch g(x; xi) of papers/mllsgd.txt L48).
+
+    Constants (all certified):
+    - ``L = lambda_max(A^T A) / (4 n) + lam``: the Hessian is
+      A^T diag(s_j (1 - s_j)) A / n + lam I with s_j (1 - s_j) <= 1/4, attained at x = 0.
+    - ``beta = 0`` and ``sigma^2 = max_j ||a_j||^2 / batch``: per-sample gradients
+      -y_j sigmoid(-y_j a_j^T x) a_j have norm < max_j ||a_j||, the l2 term cancels in
+      g - grad F, and the variance of a mean of ``batch`` i.i.d. draws is at most
+      E||grad f_J||^2 / batch.
+    - ``G = max_j ||a_j||`` when ``lam == 0``: a bound on every per-sample gradient norm.
+      With ``lam > 0`` the per-sample gradient contains ``lam x`` and is unbounded: ``G = None``.
+    - ``f_inf = 0``: a certified lower bound (softplus > 0, lam/2 ||x||^2 >= 0), not the
+      exact infimum.
+    """
+
+    def __init__(self, features, labels, *, lam: float = 0.0, batch: int = 1, device=None):
+        self.features = torch.as_tensor(features, dtype=DTYPE, device=device)
+        self.labels = torch.as_tensor(labels, dtype=DTYPE, device=self.features.device)
+        if self.features.ndim != 2 or min(self.features.shape) < 1:
+            raise ValueError(
+                f"features must be an [n, dim] matrix with n, dim >= 1, got shape "
+                f"{tuple(self.features.shape)}"
+            )
+        n, dim = self.features.shape
+        if not torch.isfinite(self.features).all():
+            raise ValueError("features must be finite")
+        if self.labels.shape != (n,) or not (self.labels.abs() == 1).all():
+            raise ValueError(f"labels must be a vector of {n} entries in {{-1, +1}}")
+        if not (lam >= 0 and math.isfinite(lam)):
+            raise ValueError(f"lam={lam} must be finite and >= 0")
+        if int(batch) != batch or batch < 1:
+            raise ValueError(f"batch={batch} must be an integer >= 1")
+        self.n, self.dim = int(n), int(dim)
+        self.lam = float(lam)
+        self.batch = int(batch)
+        self.R = float(self.features.norm(dim=1).max())
+        gram_max = float(torch.linalg.eigvalsh(self.features.T @ self.features)[-1])
+        self.L = gram_max / (4 * self.n) + self.lam
+        self.beta = 0.0
+        self.sigma = self.R / math.sqrt(self.batch)
+        self.G = self.R if self.lam == 0 else None
+        self.f_inf = 0.0
+
+    @classmethod
+    def random(cls, n: int, dim: int, R: float, generator: torch.Generator, *,
+               label_noise: float = 0.1, lam: float = 0.0, batch: int = 1) -> LogisticRegression:
+        """Gaussian features rescaled so that max_j ||a_j|| = R exactly, planted labels.
+
+        Labels are sign(a_j^T x_true) with x_true ~ N(0, I), each flipped with probability
+        ``label_noise`` so that the data are (with high probability) not separable.
+        """
+        if n < 1:
+            raise ValueError(f"n={n} must be >= 1")
+        if dim < 1:
+            raise ValueError(f"dim={dim} must be >= 1")
+        if not (0 < R < math.inf):
+            raise ValueError(f"R={R} must be finite and > 0")
+        if not (0 <= label_noise <= 0.5):
+            raise ValueError(f"label_noise={label_noise} must lie in [0, 0.5]")
+        device = generator.device
+        features = randn((n, dim), generator, device)
+        features = features * (R / features.norm(dim=1).max())
+        x_true = randn((dim,), generator, device)
+        clean = torch.where(features @ x_true >= 0, 1.0, -1.0).to(DTYPE)
+        flips = rand((n,), generator, device) < label_noise
+        labels = torch.where(flips, -clean, clean)
+        return cls(features, labels, lam=lam, batch=batch, device=device)
+
+    def _margins(self, x: torch.Tensor) -> torch.Tensor:
+        """y_j a_j^T x, shape ``[..., n]``."""
+        return (x @ self.features.T) * self.labels
+
+    def loss(self, x: torch.Tensor) -> torch.Tensor:
+        data = softplus(-self._margins(x)).mean(-1)
+        return data + 0.5 * self.lam * (x * x).sum(-1)
+
+    def grad(self, x: torch.Tensor) -> torch.Tensor:
+        weights = -self.labels * torch.sigmoid(-self._margins(x)) / self.n
+        return weights @ self.features + self.lam * x
+
+    def sample_grads(self, x: torch.Tensor) -> torch.Tensor:
+        """Per-sample gradients grad f_j(x) (l2 term included), shape ``[..., n, dim]``."""
+        weights = -self.labels * torch.sigmoid(-self._margins(x))
+        return weights[..., None] * self.features + self.lam * x[..., None, :]
+
+    def stochastic_grad(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """Mean gradient over ``batch`` indices drawn with replacement by one ``randint``."""
+        idx = randint(self.n, (*x.shape[:-1], self.batch), generator, x.device)
+        rows = self.features[idx]
+        labels = self.labels[idx]
+        margins = labels * torch.einsum("...bd,...d->...b", rows, x)
+        weights = -labels * torch.sigmoid(-margins) / self.batch
+        return torch.einsum("...b,...bd->...d", weights, rows) + self.lam * x

@@ -1,0 +1,77 @@
+"""What a simulator run records, and the divergence policy every algorithm shares.
+
+Divergence: a replica whose candidate next state is non-finite or has an entry of
+magnitude above ``DIVERGENCE_THRESHOLD`` is marked ``diverged`` and frozen (via
+``torch.where``) at its last accepted state for the rest of the run. Its recorded losses
+and gradient norms are then those of the frozen state: finite (huge, typically) and never
+NaN, and the gradient it records as applied is zero from then on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+DIVERGENCE_THRESHOLD = 1e100
+
+
+def freeze_diverged(state: torch.Tensor, candidate: torch.Tensor,
+                    diverged: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Next state and divergence flags: replicas (leading dim) that blow up keep ``state``.
+
+    ``state`` and ``candidate`` have shape ``[R, ...]``, ``diverged`` shape ``[R]``. A
+    replica is flagged once ``candidate`` is non-finite or exceeds the threshold (the
+    max-norm is NaN or above it), and stays flagged (and frozen) afterwards.
+    """
+    size = torch.linalg.vector_norm(candidate.reshape(candidate.shape[0], -1), ord=math.inf,
+                                    dim=1)
+    diverged = diverged | ~(size <= DIVERGENCE_THRESHOLD)
+    if diverged.any():
+        keep = diverged.reshape(-1, *([1] * (state.ndim - 1)))
+        candidate = torch.where(keep, state, candidate)
+    return candidate, diverged
+
+
+@dataclass(frozen=True)
+class Trace:
+    """The record of ``R`` replicas of a ``K``-iteration run; CPU tensors, float64.
+
+    - ``grad_sq_norm`` [R, K]: ||grad F(u_k)||^2 for k = 1..K, with u_k = X_k a (8),
+      papers/mllsgd.txt L131, taken before the step of iteration k (k = 1 is x1): the
+      summand of the left-hand side of Theorem 1, (13) papers/mllsgd.txt L155.
+    - ``loss`` [R, K]: F(u_k).
+    - ``steps_taken`` [R, N] int64: gradient steps each worker took (realised coins).
+    - ``slots`` [R, K] float64: time slot at which iteration k ends.
+    - ``diverged`` [R] bool: see the module docstring for what a frozen replica records.
+    - ``u`` [R, K+1, d], ``Ga`` [R, K, d] (a-weighted sum G_k a of the applied worker
+      gradients, zeros included), ``X`` [R, K+1, N, d] (worker models X_k) and ``G``
+      [R, K, N, d] (applied worker gradients G_k): only with ``record_iterates=True``,
+      else ``None``; they satisfy u_{k+1} = u_k - eta G_k a, (10) papers/mllsgd.txt L137.
+    """
+
+    grad_sq_norm: torch.Tensor
+    loss: torch.Tensor
+    steps_taken: torch.Tensor
+    slots: torch.Tensor
+    diverged: torch.Tensor
+    u: torch.Tensor | None = None
+    Ga: torch.Tensor | None = None
+    X: torch.Tensor | None = None
+    G: torch.Tensor | None = None
+
+    @property
+    def lhs(self) -> torch.Tensor:
+        """(1/K) sum_k ||grad F(u_k)||^2 per replica, [R]: one realisation of (13)'s LHS."""
+        return self.grad_sq_norm.mean(dim=1)
+
+    @property
+    def replicas(self) -> int:
+        """Number of independent replicas R."""
+        return self.grad_sq_norm.shape[0]
+
+    @property
+    def K(self) -> int:
+        """Number of iterations K."""
+        return self.grad_sq_norm.shape[1]

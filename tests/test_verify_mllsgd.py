@@ -1,0 +1,161 @@
+"""The MLL-SGD bounds against the simulator (Monte Carlo) and the exact-expectation mode,
+on random admissible scenarios; the Scenario contract."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bounds
+from bounds import topology
+from verify import check, default_scenario, load_scenario
+from verify.check import Z95
+from verify.mllsgd import MLLSGDScenario, build
+
+KEYS = ("mllsgd.theorem1", "mllsgd.theorem1_limit", "mllsgd.corollary1")
+
+
+@st.composite
+def scenarios(draw, replicas=32):
+    """Random admissible MLL-SGD scenarios: graph kinds, unequal hubs, weights, p > 2 - sqrt 2,
+    q, tau, and eta anywhere up to the largest admissible step."""
+    hubs = draw(st.integers(1, 5))
+    sizes = draw(st.lists(st.integers(1, 4), min_size=hubs, max_size=hubs))
+    n = sum(sizes)
+    q, tau = draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    rule = draw(st.sampled_from([None, "mh", "diffusion"]))
+    s = MLLSGDScenario(
+        hubs=hubs, workers_per_hub=sizes, graph=draw(st.sampled_from(topology.GRAPH_KINDS)),
+        hub_rule=rule,
+        weights=draw(st.lists(st.floats(0.2, 5), min_size=n, max_size=n)),
+        p=draw(st.lists(st.floats(0.6, 1.0), min_size=n, max_size=n)),
+        K=q * tau * draw(st.integers(1, 6)), q=q, tau=tau,
+        problem={"kind": "quadratic", "dim": draw(st.integers(2, 4)),
+                 "L": draw(st.floats(0.5, 4)), "mu": 0.5, "sigma": draw(st.floats(0, 3)),
+                 "distance": draw(st.floats(0, 5)), "rotate": draw(st.booleans())},
+        replicas=replicas, seed=draw(st.integers(0, 2**16)),
+    )
+    s.validate()
+    return s, draw(st.floats(0.05, 1.0))
+
+
+def with_step_fraction(key, s, frac, variant):
+    thm = bounds.get(key, variant)
+    from verify.mllsgd import MLLSGDAdapter
+    eta = MLLSGDAdapter().parameters(key, s, thm)["eta"]
+    return s.replace(eta=frac * eta)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(), st.sampled_from(bounds.mllsgd.VARIANTS))
+def test_theorem1_holds_exactly_on_random_admissible_scenarios(drawn, variant):
+    s, frac = drawn
+    s = with_step_fraction("mllsgd.theorem1", s, frac, variant)
+    v = check("mllsgd.theorem1", s, variant=variant, exact=True)
+    assert v.verdict == "holds", v.as_dict()
+    assert v.measured_mean <= v.bound
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios(replicas=64))
+def test_theorem1_holds_in_monte_carlo_and_agrees_with_exact(drawn):
+    s, frac = drawn
+    s = with_step_fraction("mllsgd.theorem1", s, frac, "proof")
+    mc = check("mllsgd.theorem1", s)
+    ex = check("mllsgd.theorem1", s, exact=True)
+    assert mc.verdict == "holds", mc.as_dict()
+    se = (mc.measured_ci[1] - mc.measured_ci[0]) / (2 * Z95)
+    assert abs(mc.measured_mean - ex.measured_mean) <= 5 * se + 1e-12 * ex.measured_mean + 1e-20
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_default_scenarios_hold_and_monte_carlo_matches_exact(key):
+    mc, ex = check(key), check(key, exact=True)
+    assert mc.verdict == ex.verdict == "holds"
+    assert mc.measured_ci[0] <= ex.measured_mean <= mc.measured_ci[1] or \
+        abs(mc.measured_mean - ex.measured_mean) < 4 * (mc.measured_ci[1] - mc.measured_ci[0]) / (2 * Z95)
+    assert mc.bound == ex.bound and mc.slack > 1
+
+
+def test_logistic_scenario_holds():
+    s = default_scenario("mllsgd.theorem1").replace(
+        problem={"kind": "logistic", "dim": 4, "n": 100, "R": 1.0, "batch": 2}, replicas=64)
+    v = check("mllsgd.theorem1", s)
+    assert v.verdict == "holds" and v.params["sigma"] == pytest.approx(math.sqrt(1 / 2))
+    with pytest.raises(ValueError, match="exact mode needs problem.kind='quadratic'"):
+        check("mllsgd.theorem1", s, exact=True)
+
+
+def test_corollary_uses_its_fixed_step():
+    v = check("mllsgd.corollary1", exact=True)
+    assert v.params["eta"] == pytest.approx(1 / (v.params["L"] * math.sqrt(v.params["K"])))
+
+
+def test_same_seed_same_verdict_bit_for_bit():
+    s = default_scenario("mllsgd.theorem1").replace(replicas=16)
+    a, b = check("mllsgd.theorem1", s).as_dict(), check("mllsgd.theorem1", s).as_dict()
+    a.pop("seconds"), b.pop("seconds")
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    c = check("mllsgd.theorem1", s.replace(seed=1)).as_dict()
+    assert c["measured_mean"] != a["measured_mean"]
+
+
+def test_derived_parameters_come_from_the_scenario():
+    s = MLLSGDScenario(hubs=5, workers_per_hub=[1, 2, 3, 1, 2], graph="path", p=0.95,
+                       weights=[1, 2, 3, 4, 5, 6, 7, 8, 9], K=32, q=2, tau=2)
+    st_ = build(s)
+    assert st_.zeta == pytest.approx(topology.zeta(st_.H, st_.matrices.b))
+    assert st_.matrices.a == pytest.approx(np.arange(1, 10) / 45)
+    v = check("mllsgd.theorem1", s, exact=True)
+    assert v.params["Delta"] == pytest.approx(float(st_.problem.delta(st_.x1)))
+    assert v.params["L"] == pytest.approx(1.0) and v.params["zeta"] == pytest.approx(st_.zeta)
+
+
+# ------------------------------------------------------------------ scenario contract
+
+
+@settings(max_examples=30, deadline=None)
+@given(scenarios())
+def test_scenario_json_round_trip(drawn):
+    s, _ = drawn
+    again = MLLSGDScenario.from_dict(json.loads(s.to_json()))
+    assert again == s and again.digest() == s.digest()
+
+
+def test_load_scenario_fills_defaults():
+    s = load_scenario("mllsgd.theorem1", '{"K": 128, "graph": "ring"}')
+    assert s.K == 128 and s.graph == "ring" and s.hubs == default_scenario("mllsgd.theorem1").hubs
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"hubs": 0}, r"hubs=0 must be an integer >= 1"),
+    ({"workers_per_hub": [1, 2]}, r"workers_per_hub has 2 entries, expected hubs=4"),
+    ({"graph": "torus"}, r"graph='torus' must be one of"),
+    ({"weights": [1.0] * 15 + [-1.0]}, r"weights\[15\]=-1 must lie in"),
+    ({"p": 1.5}, r"p=1.5 must lie in \(0, 1\]"),
+    ({"eta": -0.1}, r"eta=-0.1 must lie in"),
+    ({"K": 63}, r"K=63 must be a multiple of q\*tau=8"),
+    ({"problem": {"kind": "mlp"}}, r"problem.kind='mlp' must be one of"),
+    ({"problem": {"kind": "quadratic", "mu": 2.0}}, r"problem.mu=2.0 must be <= problem.L"),
+    ({"problem": {"kind": "quadratic", "depth": 2}}, r"unknown field\(s\) \['depth'\]"),
+    ({"replicas": 0}, r"replicas=0 must be an integer >= 1"),
+    ({"colour": "red"}, r"unknown field\(s\) \['colour'\]"),
+])
+def test_bad_scenarios_name_the_field(change, message):
+    with pytest.raises(ValueError, match=message):
+        load_scenario("mllsgd.theorem1", change)
+
+
+def test_inadmissible_p_is_reported_by_the_check():
+    s = default_scenario("mllsgd.theorem1").replace(p=0.5)
+    with pytest.raises(ValueError, match=r"p\[0\]=0.5"):
+        check("mllsgd.theorem1", s)
+
+
+def test_divergent_step_is_reported_not_measured():
+    s = default_scenario("mllsgd.theorem1").replace(eta=50.0, replicas=8)
+    v = check("mllsgd.theorem1", s)
+    assert v.diverged == 8 and v.verdict == "diverged"

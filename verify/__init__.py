@@ -1,0 +1,11 @@
+"""fedbound.verify: where theory meets measurement.
+
+Scenarios (dataclass <-> JSON), ``check(key, scenario) -> Verdict``, plots and the
+``fedbound`` command. Depends on ``bounds`` and ``sim``; neither depends on it.
+"""
+
+from . import mllsgd  # noqa: F401  (registers the MLL-SGD scenario adapter)
+from .check import Verdict, check
+from .scenario import default_scenario, load_scenario
+
+__all__ = ["Verdict", "check", "default_scenario", "load_scenario"]

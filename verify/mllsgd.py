@@ -1,0 +1,246 @@
+"""MLL-SGD scenarios: defaults, parameter derivation and measurement (papers/mllsgd.txt).
+
+A scenario fixes the hub graph and its H, the workers and their weights and step
+probabilities, eta (null = the largest admissible), K, q, tau, the problem, the number of
+replicas and the seed. From it the theorem's parameters follow: L, beta, sigma from the
+problem, Delta = F(x_1) - F_inf, zeta from H (bounds.topology), a and p over workers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from bounds import topology
+from sim.mllsgd import run_mllsgd
+from sim.problems import LogisticRegression, Quadratic
+
+from . import exact as exact_mode
+from .scenario import (
+    Measurement,
+    ScenarioBase,
+    register_adapter,
+    require_float,
+    require_floats,
+    require_int,
+)
+
+PROBLEM_KINDS = {
+    # kind: {field: (default, validator kwargs)}
+    "quadratic": {"dim": 8, "L": 1.0, "mu": 0.1, "sigma": 1.0, "distance": 3.0, "rotate": False},
+    "logistic": {"dim": 5, "n": 200, "R": 1.0, "batch": 4, "lam": 0.0, "distance": 2.0},
+}
+
+
+def _quadratic_default() -> dict[str, Any]:
+    return {"kind": "quadratic", **PROBLEM_KINDS["quadratic"]}
+
+
+@dataclass
+class MLLSGDScenario(ScenarioBase):
+    """A run of MLL-SGD and the data the bound needs. JSON keys are the field names.
+
+    ``workers_per_hub``: one size for every hub or a list of D sizes; ``weights``: the
+    worker weights w (null = uniform; L92); ``p``: one probability or one per worker;
+    ``hub_rule``: "complete" (H = b 1^T), "mh" or "diffusion" (null: "complete" on a
+    complete graph, "mh" otherwise); ``problem``: {"kind": "quadratic", "dim", "L",
+    "mu", "sigma", "distance" (= ||x_1 - x*||), "rotate"} or {"kind": "logistic",
+    "dim", "n", "R", "batch", "lam", "distance" (= ||x_1||)}."""
+
+    hubs: int = 4
+    workers_per_hub: int | list[int] = 4
+    graph: str = "path"
+    hub_rule: str | None = None
+    weights: list[float] | None = None
+    p: float | list[float] = 0.9
+    eta: float | None = None
+    K: int = 64
+    q: int = 2
+    tau: int = 4
+    problem: dict[str, Any] = field(default_factory=_quadratic_default)
+    replicas: int = 200
+    seed: int = 0
+
+    # ---- validation -----------------------------------------------------------
+    def validate(self) -> None:
+        require_int("hubs", self.hubs)
+        self.sizes()
+        if self.graph not in topology.GRAPH_KINDS:
+            raise ValueError(f"graph={self.graph!r} must be one of {topology.GRAPH_KINDS}")
+        if self.hub_rule is not None and self.hub_rule not in topology.HUB_RULES:
+            raise ValueError(f"hub_rule={self.hub_rule!r} must be null or one of "
+                             f"{topology.HUB_RULES}")
+        n = int(self.sizes().sum())
+        if self.weights is not None:
+            require_floats("weights", self.weights, n, low=0, low_open=True)
+        require_floats("p", self.p, n, low=0, high=1, low_open=True)
+        if self.eta is not None:
+            require_float("eta", self.eta, low=0, low_open=True)
+        for name in ("K", "q", "tau", "replicas"):
+            require_int(name, getattr(self, name))
+        require_int("seed", self.seed, minimum=0)
+        if self.K % (self.q * self.tau):
+            raise ValueError(f"K={self.K} must be a multiple of q*tau={self.q * self.tau} "
+                             "(the proof sums over whole hub periods, papers/mllsgd.txt L1102)")
+        self.problem_spec()
+
+    def sizes(self) -> np.ndarray:
+        """Workers per hub, [D]."""
+        if isinstance(self.workers_per_hub, (list, tuple)):
+            if len(self.workers_per_hub) != self.hubs:
+                raise ValueError(f"workers_per_hub has {len(self.workers_per_hub)} entries, "
+                                 f"expected hubs={self.hubs}")
+            return np.array([require_int(f"workers_per_hub[{d}]", s)
+                             for d, s in enumerate(self.workers_per_hub)])
+        return np.full(self.hubs, require_int("workers_per_hub", self.workers_per_hub))
+
+    def problem_spec(self) -> dict[str, Any]:
+        """The problem fields with defaults filled in, validated."""
+        if not isinstance(self.problem, dict) or "kind" not in self.problem:
+            raise ValueError("problem must be an object with a 'kind' "
+                             f"(one of {sorted(PROBLEM_KINDS)})")
+        kind = self.problem["kind"]
+        if kind not in PROBLEM_KINDS:
+            raise ValueError(f"problem.kind={kind!r} must be one of {sorted(PROBLEM_KINDS)}")
+        spec = {**PROBLEM_KINDS[kind], **self.problem}
+        unknown = sorted(set(spec) - set(PROBLEM_KINDS[kind]) - {"kind"})
+        if unknown:
+            raise ValueError(f"problem: unknown field(s) {unknown} for kind {kind!r}")
+        for name in ("dim", "n", "batch"):
+            if name in spec:
+                require_int(f"problem.{name}", spec[name])
+        for name in ("L", "mu", "R"):
+            if name in spec:
+                require_float(f"problem.{name}", spec[name], low=0, low_open=True)
+        for name in ("sigma", "lam", "distance"):
+            if name in spec:
+                require_float(f"problem.{name}", spec[name], low=0)
+        if kind == "quadratic" and spec["mu"] > spec["L"]:
+            raise ValueError(f"problem.mu={spec['mu']} must be <= problem.L={spec['L']}")
+        if kind == "quadratic" and spec["dim"] == 1 and spec["mu"] != spec["L"]:
+            raise ValueError("problem.dim=1 needs problem.mu == problem.L")
+        return spec
+
+
+# ---------------------------------------------------------------------- set-up
+
+
+@dataclass
+class Setup:
+    """Everything built from a scenario (deterministic in the seed)."""
+
+    problem: Quadratic | LogisticRegression
+    x1: torch.Tensor
+    generator: torch.Generator
+    H: np.ndarray
+    hub_of: np.ndarray
+    w: np.ndarray
+    p: np.ndarray
+    matrices: topology.WorkerMatrices
+    zeta: float
+
+
+def build(s: MLLSGDScenario) -> Setup:
+    """Hub graph, H (validated against Assumption 2), problem and x_1 from the seed."""
+    sizes = s.sizes()
+    n = int(sizes.sum())
+    hub_of = np.repeat(np.arange(s.hubs), sizes)
+    w = np.ones(n) if s.weights is None else np.asarray(s.weights, dtype=float)
+    adj = topology.hub_graph(s.graph, s.hubs, seed=s.seed)
+    _, _, b = topology.hub_weights(hub_of, w)
+    H = topology.hub_matrix(adj, b, rule=s.hub_rule)
+    topology.validate_hub_matrix(H, b, adj)
+    gen = torch.Generator().manual_seed(s.seed)
+    spec = s.problem_spec()
+    if spec["kind"] == "quadratic":
+        problem = Quadratic.random(spec["dim"], spec["L"], spec["mu"], spec["sigma"], gen,
+                                   rotate=spec["rotate"])
+        origin = problem.x_star
+    else:
+        problem = LogisticRegression.random(spec["n"], spec["dim"], spec["R"], gen,
+                                            batch=spec["batch"], lam=spec["lam"])
+        origin = torch.zeros(spec["dim"], dtype=torch.float64)
+    direction = torch.randn(spec["dim"], generator=gen, dtype=torch.float64)
+    x1 = origin + spec["distance"] * direction / direction.norm()
+    p = np.asarray(s.p, dtype=float) * np.ones(n)
+    return Setup(problem, x1, gen, H, hub_of, w, p, topology.worker_matrices(hub_of, w, H),
+                 topology.zeta(H, b))
+
+
+# ---------------------------------------------------------------------- adapter
+
+
+def _roundoff(st: Setup) -> float:
+    """Round-off level of ||grad F(u_k)||^2: (1e3 eps L |x|)^2 with |x| the scale of the
+    iterates, so that an exactly zero bound (sigma = 0, x_1 = x*) is not "violated"."""
+    scale = max(float(st.x1.norm()), float(getattr(st.problem, "x_star", st.x1).norm()), 1.0)
+    return (1e3 * np.finfo(float).eps * st.problem.L * scale) ** 2
+
+
+def _late(series: np.ndarray) -> np.ndarray:
+    """Mean over the second half of the iterations (the stationary floor of (14))."""
+    return series[..., series.shape[-1] // 2:].mean(axis=-1)
+
+
+class MLLSGDAdapter:
+    scenario_type = MLLSGDScenario
+    defaults = {
+        "mllsgd.theorem1": MLLSGDScenario(),
+        # K -> infinity: a long run; measured = mean over its second half
+        "mllsgd.theorem1_limit": MLLSGDScenario(K=1024, replicas=100),
+        # eta = 1/(L sqrt K) must satisfy (12) and q^2 tau^2 <= sqrt K: small q tau, zeta = 0
+        "mllsgd.corollary1": MLLSGDScenario(hubs=2, graph="complete", p=1.0, q=1, tau=4,
+                                            K=1024, replicas=100),
+    }
+
+    def parameters(self, key: str, s: MLLSGDScenario, thm) -> dict[str, Any]:
+        """Theorem parameters derived from the scenario. eta: the scenario's, else the
+        largest admissible (theorem 1 and its limit) or 1/(L sqrt K) (corollary 1)."""
+        st = build(s)
+        pr = st.problem
+        params: dict[str, Any] = {
+            "L": pr.L, "beta": pr.beta, "sigma": pr.sigma, "Delta": pr.delta(st.x1),
+            "K": s.K, "q": s.q, "tau": s.tau, "zeta": st.zeta, "a": st.matrices.a, "p": st.p,
+        }
+        if thm.step is None:
+            params["eta"] = 1.0 / (pr.L * math.sqrt(s.K))
+        elif s.eta is None:
+            params["eta"] = thm.max_step(**{k: v for k, v in params.items() if k in thm.params})
+        else:
+            params["eta"] = float(s.eta)
+        return params
+
+    def measure(self, key: str, s: MLLSGDScenario, params, exact: bool) -> Measurement:
+        st = build(s)
+        reduce = _late if key == "mllsgd.theorem1_limit" else (lambda x: x.mean(axis=-1))
+        atol = _roundoff(st)
+        if exact:
+            series = self.exact_series(s, st, params["eta"])
+            return Measurement(exact=float(reduce(series)), series=series, atol=atol)
+        trace = run_mllsgd(
+            st.problem, H=torch.as_tensor(st.H), hub_of=torch.as_tensor(st.hub_of),
+            w=torch.as_tensor(st.w), p=torch.as_tensor(st.p), eta=params["eta"], K=s.K, q=s.q,
+            tau=s.tau, x1=st.x1, replicas=s.replicas, generator=st.generator)
+        ok = ~trace.diverged.numpy()
+        per_k = trace.grad_sq_norm.numpy()[ok]
+        return Measurement(values=reduce(per_k), diverged=int((~ok).sum()),
+                           series=per_k.mean(axis=0) if ok.any() else None, atol=atol)
+
+    @staticmethod
+    def exact_series(s: MLLSGDScenario, st: Setup, eta: float) -> np.ndarray:
+        """E||grad F(u_k)||^2, k = 1..K, exactly (quadratic problems only)."""
+        if s.problem_spec()["kind"] != "quadratic":
+            raise ValueError("exact mode needs problem.kind='quadratic' (linear-Gaussian "
+                             f"dynamics), got {s.problem['kind']!r}")
+        pr = st.problem
+        y1 = (pr.eigvecs.T @ (st.x1 - pr.x_star)).numpy()
+        m = st.matrices
+        return exact_mode.expected_grad_sq_norms(pr.eigenvalues.numpy(), y1, pr.sigma, st.p, m.a,
+                                                 m.V, m.Z, eta, s.K, s.q, s.tau)
+
+
+register_adapter("mllsgd", MLLSGDAdapter())

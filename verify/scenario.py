@@ -1,0 +1,175 @@
+"""Scenarios: everything a check needs, as a dataclass that round-trips through JSON.
+
+Each paper has one Scenario dataclass (in ``verify/<paper>.py``) whose fields are the
+top-level JSON keys, and one :class:`Adapter` that turns a scenario into theorem
+parameters and measurements. This module holds what they share: JSON conversion with
+field-naming errors, the stable hash that keys sweeps, and the adapter registry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+
+class ScenarioBase:
+    """Mixin for scenario dataclasses: ``to_dict``/``from_dict``/JSON and ``digest``.
+
+    Subclasses define ``validate(self)`` raising ValueError naming the field."""
+
+    def validate(self) -> None:  # pragma: no cover - each subclass defines it
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]):
+        if not isinstance(data, Mapping):
+            raise ValueError(f"scenario must be a JSON object, got {type(data).__name__}")
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"scenario: unknown field(s) {unknown}; fields are {sorted(names)}")
+        obj = cls(**dict(data))
+        obj.validate()
+        return obj
+
+    def replace(self, **changes):
+        obj = dataclasses.replace(self, **changes)
+        obj.validate()
+        return obj
+
+    def digest(self) -> str:
+        """Stable SHA-256 of the canonical JSON (the key of a sweep's store)."""
+        return hashlib.sha256(self.to_json(indent=None).encode()).hexdigest()
+
+
+def _plain(x):
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    return x
+
+
+# ---------------------------------------------------------------- field validators
+
+
+def require_int(name: str, value, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
+    if value < minimum:
+        raise ValueError(f"{name}={value} must be an integer >= {minimum}")
+    return int(value)
+
+
+def require_float(name: str, value, *, low: float = -math.inf, high: float = math.inf,
+                  low_open: bool = False, high_open: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name}={value!r} must be a number")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name}={value!r} must be finite")
+    bad_low = v <= low if low_open else v < low
+    bad_high = v >= high if high_open else v > high
+    if bad_low or bad_high:
+        lo = "(" if low_open else "["
+        hi = ")" if high_open else "]"
+        raise ValueError(f"{name}={v:g} must lie in {lo}{low:g}, {high:g}{hi}")
+    return v
+
+
+def require_floats(name: str, value, n: int, **bounds) -> np.ndarray:
+    """A scalar (broadcast to n) or a list of n numbers, each checked."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        if len(value) != n:
+            raise ValueError(f"{name} has {len(value)} entries, expected {n} (one per worker)")
+        return np.array([require_float(f"{name}[{i}]", v, **bounds) for i, v in enumerate(value)])
+    return np.full(n, require_float(name, value, **bounds))
+
+
+# ---------------------------------------------------------------- adapters
+
+
+@dataclass
+class Measurement:
+    """Per-replica realisations of a theorem's left-hand side, or its exact value.
+
+    ``values``: [R] finite realisations (replicas that diverged are excluded and
+    counted in ``diverged``); ``exact``: the exact expectation when computed;
+    ``atol``: the round-off level below which a measurement cannot exceed a bound."""
+
+    values: np.ndarray | None = None
+    exact: float | None = None
+    diverged: int = 0
+    series: np.ndarray | None = None  # [K] mean of the per-iteration quantity (for plots)
+    atol: float = 0.0  # floating-point floor of the measurement (bounds can be exactly 0)
+
+
+class Adapter(Protocol):
+    """What a paper's verify module provides."""
+
+    scenario_type: type
+    defaults: dict[str, ScenarioBase]
+
+    def parameters(self, key: str, scenario, thm) -> dict[str, Any]: ...
+
+    def measure(self, key: str, scenario, params: Mapping[str, Any], exact: bool
+                ) -> Measurement: ...
+
+
+ADAPTERS: dict[str, Adapter] = {}
+
+
+def register_adapter(prefix: str, adapter: Adapter) -> None:
+    ADAPTERS[prefix] = adapter
+
+
+def adapter_for(key: str) -> Adapter:
+    prefix = key.split(".", 1)[0]
+    if prefix not in ADAPTERS:
+        raise ValueError(f"no scenario adapter for {key!r}; papers: {', '.join(sorted(ADAPTERS))}")
+    return ADAPTERS[prefix]
+
+
+def default_scenario(key: str):
+    """The default scenario of a registered result."""
+    ad = adapter_for(key)
+    if key not in ad.defaults:
+        raise ValueError(f"no default scenario for {key!r}; defaults: {', '.join(ad.defaults)}")
+    return ad.defaults[key]
+
+
+def load_scenario(key: str, data: Mapping[str, Any] | str):
+    """A scenario for ``key`` from a dict or JSON text; missing fields take the defaults."""
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"scenario is not valid JSON: {e.msg} at line {e.lineno}") from None
+    base = default_scenario(key).to_dict()
+    if not isinstance(data, Mapping):
+        raise ValueError(f"scenario must be a JSON object, got {type(data).__name__}")
+    return type(default_scenario(key)).from_dict({**base, **data})
+
+
+def jsonable(x) -> Any:
+    """Numbers and arrays as plain JSON values (used for params in verdicts)."""
+    return _plain(x)
+
+
