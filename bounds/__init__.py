@@ -4,8 +4,10 @@ Pure mathematics (sympy, numpy, scipy); never imports torch or the simulator.
 
 >>> import bounds
 >>> thm = bounds.get("mllsgd.theorem1")          # default variant: "proof"
->>> [row["key"] for row in bounds.list()][:1]
-['mllsgd.corollary1']
+>>> thm.variant, thm.step
+('proof', 'eta')
+>>> "mllsgd.theorem1" in {row["key"] for row in bounds.list()}
+True
 """
 
 from . import mllsgd  # noqa: F401  (registers the mllsgd.* results)

@@ -374,8 +374,11 @@ class Theorem:
         ``A s^2 + B s + C >= 0``. See :meth:`step_choice` for the binding condition."""
         return self.step_choice(**values).step
 
-    def step_choice(self, **values) -> StepChoice:
-        """Largest admissible step and the condition (and worker) that binds."""
+    def step_limits(self, **values) -> dict[str, float | np.ndarray]:
+        """The largest step each step-size condition allows, by condition name: a float,
+        or an array over workers for a per-worker condition (e.g. eta_i^max of (12)).
+        Raises ValueError if a condition free of the step fails, or if no step > 0
+        satisfies one."""
         if self.step is None:
             raise ValueError(f"{self.key} has no step-size parameter")
         if self.step in values:
@@ -383,25 +386,27 @@ class Theorem:
         s = self.symbols[self.step]
         needed = [n for n in self._needed([c.margin for c in self.conditions]) if n != self.step]
         vals = self._values(needed, values)
-        best = StepChoice(math.inf, "none: no condition limits the step")
         for c, m, scale in self._margins(vals, without=s):
             if not _holds(c, m, scale).all():
                 raise ValueError(f"{c.name} ({c.citation}) fails whatever the step")
+        limits = {}
         for c in self.conditions:
-            if s not in c.margin.free_symbols:
-                continue
-            args = self._worker_args(vals) if c.per_worker else self._scalar_args(vals)
-            root = self._condition_root(c, s, args)
-            r = np.asarray(root)
-            if r.ndim > (1 if c.per_worker else 0):
-                raise ValueError(f"{self.key}: max_step needs scalar parameters, got a grid")
-            if c.per_worker:
-                i = int(np.argmin(r))
-                cand = StepChoice(float(r[i]), c.name, i)
-            else:
-                cand = StepChoice(float(r), c.name)
-            if cand.step < best.step:
-                best = cand
+            if s in c.margin.free_symbols:
+                args = self._worker_args(vals) if c.per_worker else self._scalar_args(vals)
+                root = np.asarray(self._condition_root(c, s, args))
+                if root.ndim > (1 if c.per_worker else 0):
+                    raise ValueError(f"{self.key}: step limits need scalar parameters, got a grid")
+                limits[c.name] = root if c.per_worker else float(root)
+        return limits
+
+    def step_choice(self, **values) -> StepChoice:
+        """Largest admissible step and the condition (and worker) that binds."""
+        best = StepChoice(math.inf, "none: no condition limits the step")
+        for name, limit in self.step_limits(**values).items():
+            worker = int(np.argmin(limit)) if np.ndim(limit) else None
+            step = float(np.min(limit))
+            if step < best.step:
+                best = StepChoice(step, name, worker)
         return best
 
     def _condition_root(self, c: Condition, s: sp.Symbol, args) -> np.ndarray:

@@ -46,7 +46,7 @@ class WorkerMatrices:
     V: [N, N] sub-network averaging, V = diag(v) E E^T, V_ij = v_i if d(i) = d(j).
     Z: [N, N] sub-network plus hub averaging, Z = diag(v) E H E^T,
        Z_ij = H[d(i), d(j)] v_i ((7), L124).
-    A: [N, N] the consensus projector A = a 1^T (Lemma 4, L710-L777).
+    A: [N, N] the consensus projector A = a 1^T (Proposition 4, L542).
     """
 
     v: np.ndarray

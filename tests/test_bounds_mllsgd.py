@@ -166,6 +166,11 @@ def test_max_step_is_the_boundary_of_condition_12(v, variant):
     free = {k: x for k, x in v.items() if k != "eta"}
     choice = thm.step_choice(**free)
     assert choice.step == pytest.approx(reference_max_step(v, variant), rel=1e-10)
+    per_worker = thm.step_limits(**free)["(12)"]
+    assert per_worker.shape == v["p"].shape and per_worker.min() == choice.step
+    for i in range(per_worker.size):   # each worker's limit is its own root of (12)
+        ref = reference_max_step({**v, "a": v["a"][[i]], "p": v["p"][[i]]}, variant)
+        assert per_worker[i] == pytest.approx(ref, rel=1e-10)
     assert choice.binding == "(12)"
     assert thm.admissible(eta=choice.step, **free)
     assert thm.admissible(eta=0.999 * choice.step, **free)
