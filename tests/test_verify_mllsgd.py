@@ -92,6 +92,8 @@ def test_logistic_scenario_holds():
 def test_corollary_uses_its_fixed_step():
     v = check("mllsgd.corollary1", exact=True)
     assert v.params["eta"] == pytest.approx(1 / (v.params["L"] * math.sqrt(v.params["K"])))
+    with pytest.raises(ValueError, match="fixes eta = 1/\\(L sqrt K\\)"):
+        check("mllsgd.corollary1", default_scenario("mllsgd.corollary1").replace(eta=0.01))
 
 
 def test_same_seed_same_verdict_bit_for_bit():

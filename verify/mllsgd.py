@@ -207,6 +207,8 @@ class MLLSGDAdapter:
             "K": s.K, "q": s.q, "tau": s.tau, "zeta": st.zeta, "a": st.matrices.a, "p": st.p,
         }
         if thm.step is None:
+            if s.eta is not None:
+                raise ValueError(f"eta={s.eta}: {key} fixes eta = 1/(L sqrt K); leave eta null")
             params["eta"] = 1.0 / (pr.L * math.sqrt(s.K))
         elif s.eta is None:
             params["eta"] = thm.max_step(**{k: v for k, v in params.items() if k in thm.params})

@@ -1,19 +1,16 @@
-"""Plots of bounds against measurements (matplotlib; no display needed)."""
+"""Plots of bounds against measurements (matplotlib; without a display it uses Agg)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import bounds
 
-import bounds  # noqa: E402
-
-from .check import check  # noqa: E402
-from .scenario import adapter_for, default_scenario  # noqa: E402
+from .check import check
+from .scenario import adapter_for, default_scenario
 
 
 def _theorem_args(thm, params) -> dict:

@@ -28,7 +28,7 @@ class ScenarioBase:
         raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {f.name: jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
@@ -55,15 +55,16 @@ class ScenarioBase:
         return hashlib.sha256(self.to_json(indent=None).encode()).hexdigest()
 
 
-def _plain(x):
+def jsonable(x) -> Any:
+    """Numbers and arrays (nested in dicts and lists) as plain JSON values."""
     if isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, (np.floating, np.integer)):
         return x.item()
     if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
+        return {k: jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
+        return [jsonable(v) for v in x]
     return x
 
 
@@ -168,8 +169,5 @@ def load_scenario(key: str, data: Mapping[str, Any] | str):
     return type(default_scenario(key)).from_dict({**base, **data})
 
 
-def jsonable(x) -> Any:
-    """Numbers and arrays as plain JSON values (used for params in verdicts)."""
-    return _plain(x)
 
 
