@@ -106,14 +106,21 @@ def test_same_seed_same_verdict_bit_for_bit():
 
 
 def test_derived_parameters_come_from_the_scenario():
+    """Each derived parameter against an independent computation from the scenario."""
     s = MLLSGDScenario(hubs=5, workers_per_hub=[1, 2, 3, 1, 2], graph="path", p=0.95,
                        weights=[1, 2, 3, 4, 5, 6, 7, 8, 9], K=32, q=2, tau=2)
     st_ = build(s)
-    assert st_.zeta == pytest.approx(topology.zeta(st_.H, st_.matrices.b))
-    assert st_.matrices.a == pytest.approx(np.arange(1, 10) / 45)
-    v = check("mllsgd.theorem1", s, exact=True)
-    assert v.params["Delta"] == pytest.approx(float(st_.problem.delta(st_.x1)))
-    assert v.params["L"] == pytest.approx(1.0) and v.params["zeta"] == pytest.approx(st_.zeta)
+    v = check("mllsgd.theorem1", s, exact=True).params
+    moduli = np.sort(np.abs(np.linalg.eigvals(st_.H)))[::-1]   # not via the symmetrisation
+    assert moduli[0] == pytest.approx(1.0) and v["zeta"] == pytest.approx(moduli[1], rel=1e-10)
+    assert v["a"] == pytest.approx(np.arange(1, 10) / 45)
+    assert v["p"] == pytest.approx(np.full(9, 0.95))
+    A = st_.problem.hessian.numpy()
+    r = (st_.x1 - st_.problem.x_star).numpy()
+    assert v["Delta"] == pytest.approx(0.5 * r @ A @ r, rel=1e-12)
+    assert np.linalg.norm(r) == pytest.approx(s.problem_spec()["distance"], rel=1e-12)
+    assert v["L"] == pytest.approx(np.linalg.eigvalsh(A).max(), rel=1e-12)
+    assert (v["K"], v["q"], v["tau"], v["sigma"], v["beta"]) == (32, 2, 2, 1.0, 0.0)
 
 
 # ------------------------------------------------------------------ scenario contract

@@ -211,7 +211,7 @@ class MLLSGDAdapter:
                 raise ValueError(f"eta={s.eta}: {key} fixes eta = 1/(L sqrt K); leave eta null")
             params["eta"] = 1.0 / (pr.L * math.sqrt(s.K))
         elif s.eta is None:
-            params["eta"] = thm.max_step(**{k: v for k, v in params.items() if k in thm.params})
+            params["eta"] = thm.max_step(**params)
         else:
             params["eta"] = float(s.eta)
         return params

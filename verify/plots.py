@@ -13,10 +13,6 @@ from .check import check
 from .scenario import adapter_for, default_scenario
 
 
-def _theorem_args(thm, params) -> dict:
-    return {k: v for k, v in params.items() if k in thm.params}
-
-
 def along_K(key: str, scenario=None, *, variant: str | None = None, exact: bool = False,
             ax=None):
     """Bound and measured running average of ||grad F(u_k)||^2 against K.
@@ -34,9 +30,7 @@ def along_K(key: str, scenario=None, *, variant: str | None = None, exact: bool 
     running = np.cumsum(m.series) / k
     period = scenario.q * scenario.tau
     ks = k[k % period == 0]
-    args = _theorem_args(thm, params)
-    args["K"] = ks.astype(float)
-    bound = thm.evaluate(**args)
+    bound = thm.evaluate(**{**params, "K": ks.astype(float)})
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     ax.loglog(k, running, label="measured " + ("(exact)" if exact else "(Monte Carlo mean)"))
     ax.loglog(ks, bound, "o-", ms=3, label=f"bound {key} [{thm.variant}]")

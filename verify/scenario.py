@@ -128,7 +128,8 @@ class Adapter(Protocol):
     scenario_type: type
     defaults: dict[str, ScenarioBase]
 
-    def parameters(self, key: str, scenario, thm) -> dict[str, Any]: ...
+    def parameters(self, key: str, scenario, thm) -> dict[str, Any]:
+        """The theorem's parameters (names of ``thm.params`` only) derived from ``scenario``."""
 
     def measure(self, key: str, scenario, params: Mapping[str, Any], exact: bool
                 ) -> Measurement: ...
