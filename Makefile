@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/fedbound check mllsgd.theorem1 --plot demo_mllsgd.png
+	$(BIN)/fedbound check --all
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

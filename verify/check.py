@@ -27,7 +27,10 @@ class Verdict:
     bound, "violated" when the lower limit is above it, "inconclusive" otherwise
     (exact mode: the exact value against the bound, up to round-off); "diverged" when
     any replica diverged (its left-hand side is infinite: the measured mean is inf,
-    never a huge finite number). ``slack`` = bound / measured mean (inf when it is 0)."""
+    never a huge finite number). ``slack`` = bound / measured mean (inf when it is 0).
+    ``admissible``: whether the theorem's hypotheses (its conditions) hold at the derived
+    parameters; a violation where they do not contradicts nothing (``violations`` says
+    which condition fails and by how much)."""
 
     key: str
     variant: str
@@ -36,6 +39,8 @@ class Verdict:
     measured_ci: tuple[float, float]
     verdict: str
     slack: float
+    admissible: bool
+    violations: list[str]
     params: dict[str, Any]
     scenario: dict[str, Any]
     mode: str
@@ -44,7 +49,10 @@ class Verdict:
     seconds: float
 
     def as_dict(self) -> dict[str, Any]:
+        """The result as JSON values. The wall time ``seconds`` is left out: it is not part
+        of the result, and the same scenario and seed must give the same JSON bit for bit."""
         d = asdict(self)
+        del d["seconds"]
         d["measured_ci"] = list(self.measured_ci)
         return jsonable(d)
 
@@ -90,13 +98,15 @@ def check(key: str, scenario=None, *, variant: str | None = None, exact: bool = 
     ad = adapter_for(key)
     params = ad.parameters(key, scenario, thm)
     bound = float(thm.evaluate(**params))
+    violations = [str(v) for v in thm.violations(**params)]
     m = ad.measure(key, scenario, params, exact)
     mean, ci, mode = _interval(m)
     verdict = classify(bound, mean, ci, mode, m.atol)
     slack = bound / mean if mean > 0 else math.inf
     return Verdict(
         key=key, variant=thm.variant, bound=bound, measured_mean=mean, measured_ci=ci,
-        verdict=verdict, slack=slack, params=jsonable(params), scenario=scenario.to_dict(),
+        verdict=verdict, slack=slack, admissible=not violations, violations=violations,
+        params=jsonable(params), scenario=scenario.to_dict(),
         mode=mode, replicas=0 if m.values is None else int(np.size(m.values)),
         diverged=m.diverged, seconds=time.perf_counter() - t0,
     )

@@ -5,6 +5,12 @@ fedbound bound KEY [--variant V] --params JSON  value, terms, admissibility of a
 fedbound step KEY [--variant V] --params JSON   largest admissible step and what binds
 fedbound scenario KEY                           the default scenario of KEY as JSON
 fedbound check KEY [--scenario FILE|-] [--exact] [--plot PNG]   bound vs simulator
+fedbound check --all [--only KEYS] [--battery N] [--seed S] [--report DIR] [--jobs N]
+                                                every result: table, report, exit 1 if a
+                                                result registered as holding was violated
+fedbound sweep SPEC [--db FILE] [--jobs N | --scheduler ADDR | --dask-local N]
+                                                resumable sweep into SQLite
+fedbound report [--db FILE] [--out DIR]         plots and tables of a sweep
 
 Every command takes ``--json``. Bad input exits with status 2 and one line naming the
 problem, never a traceback.
@@ -14,21 +20,31 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 import bounds
 
-from . import plots
+from . import plots, report, suite, sweep
 from .check import Verdict, check
-from .scenario import default_scenario, jsonable, load_scenario
+from .scenario import default_scenario, json_text, load_scenario
 
 
 class UsageError(Exception):
     """Bad input from the command line (exit status 2)."""
+
+
+@dataclass
+class Exit:
+    """A command's output (printed as JSON unless None) and its exit status."""
+
+    payload: object
+    status: int
 
 
 class _Parser(argparse.ArgumentParser):
@@ -46,21 +62,6 @@ def _params(text: str | None) -> dict:
     if not isinstance(data, dict):
         raise UsageError("--params must be a JSON object of parameter values")
     return {k: np.asarray(v, dtype=float) if isinstance(v, list) else v for k, v in data.items()}
-
-
-def _finite_json(obj) -> str:
-    """JSON text; infinities are written as the strings "inf"/"-inf", never NaN."""
-    def fix(x):
-        if isinstance(x, float) and not math.isfinite(x):
-            if math.isnan(x):
-                raise ValueError("internal error: NaN in output")
-            return "inf" if x > 0 else "-inf"
-        if isinstance(x, dict):
-            return {k: fix(v) for k, v in x.items()}
-        if isinstance(x, list):
-            return [fix(v) for v in x]
-        return x
-    return json.dumps(fix(jsonable(obj)), indent=2, sort_keys=True)
 
 
 # ---------------------------------------------------------------- commands
@@ -130,7 +131,8 @@ def _verdict_table(v: Verdict) -> str:
         ("bound", f"{v.bound:.6g}"),
         ("measured", f"{v.measured_mean:.6g}" + ("" if v.mode == "exact" else
                                                  f"  (95% CI {lo:.6g} .. {hi:.6g})")),
-        ("verdict", v.verdict.upper()),
+        ("verdict", v.verdict.upper() + ("" if v.admissible else
+                                          "  (hypotheses fail: " + "; ".join(v.violations) + ")")),
         ("slack", f"{v.slack:.3g}x  (bound / measured)"),
         ("mode", f"{v.mode}, {v.replicas} replicas" + (f", {v.diverged} diverged"
                                                         if v.diverged else "")),
@@ -142,6 +144,10 @@ def _verdict_table(v: Verdict) -> str:
 
 
 def cmd_check(args):
+    if args.all:
+        return _check_all(args)
+    if args.key is None:
+        raise UsageError("check needs a result KEY, or --all")
     scenario = _read_scenario(args.key, args.scenario)
     v = check(args.key, scenario, variant=args.variant, exact=args.exact)
     if args.plot:
@@ -152,6 +158,67 @@ def cmd_check(args):
     print(_verdict_table(v))
     if args.plot:
         print(f"  plot      {args.plot}")
+    return None
+
+
+def _check_all(args) -> Exit:
+    """Every result on its defaults and a random battery; table, report, exit status."""
+    if args.key or args.scenario or args.exact or args.plot or args.variant:
+        raise UsageError("check --all takes no KEY, --variant, --scenario, --exact or --plot")
+    todo = suite.tasks(suite.select(args.only), battery=args.battery, seed=args.seed)
+    with tqdm(total=len(todo), desc="fedbound check --all", unit="check", file=sys.stderr,
+              disable=None) as bar:
+        def progress(row):
+            bar.set_postfix_str(row.key, refresh=False)
+            bar.update()
+        with sweep.executor(jobs=args.jobs) as pool:
+            rows = suite.run(todo, executor=pool, progress=progress)
+    out = report.write(rows, args.report, seed=args.seed, battery=args.battery,
+                       figures=not args.no_figures)
+    summ = suite.summary(rows)
+    status = 1 if summ["unexpected"] else 0
+    if args.json:
+        return Exit({"summary": summ, "rows": [r.as_dict() for r in rows],
+                     "report": str(out / "index.html")}, status)
+    print(suite.table(rows))
+    print(f"\n{summ['checks']} checks of {summ['results']} results: "
+          + ", ".join(f"{n} {k}" for k, n in sorted(summ["outcomes"].items()))
+          + f"; {len(summ['unexpected'])} unexpected. Report: {out / 'index.html'}")
+    return Exit(None, status)
+
+
+def cmd_sweep(args):
+    spec = sweep.SweepSpec.load(args.spec)
+    store = sweep.Store(args.db)
+    try:
+        total = len(spec.scenarios())
+        with tqdm(total=total, desc=f"sweep {spec.key}", unit="scenario", file=sys.stderr,
+                  disable=None) as bar, \
+                sweep.executor(jobs=args.jobs, scheduler=args.scheduler,
+                               dask_local=args.dask_local) as ex:
+            res = sweep.run_sweep(spec, store, ex, progress=bar.update)
+    finally:
+        store.close()
+    out = {**res.as_dict(), "db": args.db}
+    if args.json:
+        return out
+    print(f"{spec.key}: {res.total} scenarios, {res.skipped} already stored, {res.ran} run "
+          f"({res.errors} errors) -> {args.db}")
+    return None
+
+
+def cmd_report(args):
+    if not Path(args.db).exists():
+        raise UsageError(f"--db {args.db}: no such file")
+    store = sweep.Store(args.db)
+    try:
+        rows = store.rows()
+    finally:
+        store.close()
+    out = report.write_sweep(rows, args.out)
+    if args.json:
+        return {"rows": len(rows), "report": str(out / "index.html")}
+    print(f"{len(rows)} stored results -> {out / 'index.html'}")
     return None
 
 
@@ -176,12 +243,31 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--objective", choices=bounds.tuning.OBJECTIVES, default="max")
     p = add("scenario", cmd_scenario, "the default scenario of a result as JSON")
     p.add_argument("key")
-    p = add("check", cmd_check, "check a bound against the simulator")
-    p.add_argument("key"), p.add_argument("--variant")
+    p = add("check", cmd_check, "check a bound against the simulator (or --all of them)")
+    p.add_argument("key", nargs="?"), p.add_argument("--variant")
     p.add_argument("--scenario", help="scenario JSON file, or - for standard input")
     p.add_argument("--exact", action="store_true",
                    help="exact expectation instead of Monte Carlo (quadratic problems)")
     p.add_argument("--plot", help="also write the bound-vs-measurement plot to this PNG")
+    p.add_argument("--all", action="store_true",
+                   help="every registered result on its defaults and a random battery")
+    p.add_argument("--battery", type=int, default=2,
+                   help="random admissible scenarios per result (--all; default 2)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the battery (--all)")
+    p.add_argument("--report", default="report", help="report directory (--all)")
+    p.add_argument("--no-figures", action="store_true", help="report without figures (--all)")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes (--all; default 1)")
+    p.add_argument("--only", help="comma-separated keys or papers, e.g. mllsgd,hfl.theorem2 (--all)")
+    p = add("sweep", cmd_sweep, "run a sweep spec into an SQLite store (resumable)")
+    p.add_argument("spec", help="sweep spec JSON file")
+    p.add_argument("--db", default="fedbound.sqlite", help="SQLite store (default fedbound.sqlite)")
+    p.add_argument("--jobs", type=int, help="local worker processes (default: every core)")
+    p.add_argument("--scheduler", help="address of a running Dask distributed scheduler")
+    p.add_argument("--dask-local", type=int, metavar="N",
+                   help="start a Dask LocalCluster of N workers for this sweep")
+    p = add("report", cmd_report, "plots and tables of a sweep's store")
+    p.add_argument("--db", default="fedbound.sqlite", help="SQLite store of a sweep")
+    p.add_argument("--out", default="sweep-report", help="report directory")
     return ap
 
 
@@ -189,9 +275,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
         out = args.fn(args)
+        status = 0
+        if isinstance(out, Exit):
+            out, status = out.payload, out.status
         if out is not None:
-            print(_finite_json(out))
-        return 0
+            print(json_text(out))
+        return status
     except (UsageError, ValueError, NotImplementedError) as e:
         print(f"fedbound: error: {e}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
+import bounds
 from bounds import topology
 from sim.mllsgd import run_mllsgd
 from sim.problems import LogisticRegression, Quadratic
@@ -231,6 +232,53 @@ class MLLSGDAdapter:
         per_k = trace.grad_sq_norm.numpy()[ok]
         return Measurement(values=reduce(per_k), diverged=int((~ok).sum()),
                            series=per_k.mean(axis=0) if ok.any() else None, atol=atol)
+
+    def random_scenario(self, key: str, rng: np.random.Generator) -> MLLSGDScenario:
+        """A small random scenario on which ``key``'s hypotheses hold.
+
+        2-4 hubs of 1-4 workers on a random graph kind, per-worker p in [0.6, 1] (above
+        2 - sqrt 2, where (12) can hold, L1214), q, tau in 1..3, a quadratic or logistic
+        problem; eta a random fraction of the largest admissible step (theorem 1 and its
+        limit) or the corollary's fixed 1/(L sqrt K), with zeta = 0, q = tau = 1 and K = 256
+        so that (12) holds at that step, as Corollary 1 silently needs (papers/mllsgd.txt
+        L192). The limit (14) is checked on a well-conditioned quadratic started near x*
+        whose run is long enough to reach its floor (eta mu K / 2 >= 20)."""
+        hubs = int(rng.integers(2, 5))
+        sizes = [int(v) for v in rng.integers(1, 5, size=hubs)]
+        n = sum(sizes)
+        q, tau = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        L = float(np.round(rng.uniform(0.5, 4), 3))
+        if key == "mllsgd.theorem1_limit" or rng.random() < 0.7:
+            limit = key == "mllsgd.theorem1_limit"
+            problem = {"kind": "quadratic", "dim": int(rng.integers(2, 6)), "L": L,
+                       "mu": L / 2 if limit else 0.05, "rotate": True,
+                       "sigma": float(np.round(rng.uniform(0.1 if limit else 0, 2), 3)),
+                       "distance": float(np.round(rng.uniform(0, 0.5) if limit
+                                                  else rng.uniform(0.5, 4), 3))}
+        else:
+            problem = {"kind": "logistic", "dim": int(rng.integers(2, 6)), "n": 64,
+                       "R": float(np.round(rng.uniform(0.5, 2), 3)), "batch": 4,
+                       "lam": 0.0, "distance": float(np.round(rng.uniform(0.5, 2), 3))}
+        s = MLLSGDScenario(
+            hubs=hubs, workers_per_hub=sizes, graph=str(rng.choice(topology.GRAPH_KINDS)),
+            p=[float(v) for v in np.round(rng.uniform(0.6, 1.0, size=n), 3)], eta=None,
+            q=q, tau=tau, K=q * tau * int(rng.integers(2, 9)), problem=problem, replicas=64,
+            seed=int(rng.integers(2**31)))
+        if key == "mllsgd.corollary1":
+            return s.replace(graph="complete", q=1, tau=1, K=256,
+                             p=[float(v) for v in np.round(rng.uniform(0.95, 1.0, size=n), 3)])
+        s.validate()
+        eta = float(self.parameters(key, s, bounds.get(key))["eta"] * rng.uniform(0.2, 1.0))
+        if key == "mllsgd.theorem1_limit":
+            periods = math.ceil(40 / (eta * problem["mu"] * q * tau))
+            return s.replace(eta=eta, K=q * tau * min(periods, 4096 // (q * tau)))
+        return s.replace(eta=eta)
+
+    def plot(self, key: str, s: MLLSGDScenario, *, variant: str | None, exact: bool, ax):
+        """Bound and measured running average of ||grad F(u_k)||^2 along K."""
+        from .plots import along_K  # matplotlib only when a figure is drawn
+
+        return along_K(key, s, variant=variant, exact=exact, ax=ax)
 
     @staticmethod
     def exact_series(s: MLLSGDScenario, st: Setup, eta: float) -> np.ndarray:

@@ -70,3 +70,80 @@ def save(ax, path: str) -> str:
     ax.figure.savefig(path, dpi=120)
     plt.close(ax.figure)
     return path
+
+
+# ---------------------------------------------------------------- sweeps
+
+
+def flatten(d: dict, prefix: str = "") -> dict:
+    """Nested scenario fields as dotted names: {"problem": {"sigma": 1}} -> {"problem.sigma": 1}."""
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def swept_fields(rows: Sequence[dict]) -> list[str]:
+    """Numeric scalar scenario fields that take more than one value over the sweep's rows."""
+    flat = [flatten(r["scenario"]) for r in rows]
+    names = sorted(set().union(*flat)) if flat else []
+    def numeric(v):
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    return [n for n in names
+            if all(numeric(f.get(n)) for f in flat) and len({f.get(n) for f in flat}) > 1]
+
+
+def sweep_against(rows: Sequence[dict], field: str, ax=None):
+    """Bound and measured mean (95% interval) of a sweep's stored verdicts against ``field``."""
+    done = sorted((r for r in rows if r["verdict"] is not None),
+                  key=lambda r: flatten(r["scenario"])[field])
+    x = np.array([flatten(r["scenario"])[field] for r in done], dtype=float)
+    bound = np.array([r["verdict"]["bound"] for r in done], dtype=float)
+    mean = np.array([r["verdict"]["measured_mean"] for r in done], dtype=float)
+    lo, hi = (np.array([r["verdict"]["measured_ci"][i] for r in done], dtype=float) for i in (0, 1))
+    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    ax.plot(x, bound, "o", label="bound")
+    ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], fmt="s", capsize=3, label="measured (95% CI)")
+    ax.set_yscale("log")
+    ax.set_xlabel(field)
+    ax.set_ylabel("left-hand side")
+    key = done[0]["key"] if done else ""
+    ax.set_title(f"{key}: bound and measurement against {field}")
+    ax.legend()
+    return ax
+
+
+def slack_heatmap(rows: Sequence[dict], fx: str, fy: str, ax=None):
+    """log10 of the slack (bound / measured) over two swept fields; the median over the
+    sweep's other fields in each cell. Below 0 (red) is a violation of the bound."""
+    cells: dict[tuple, list[float]] = {}
+    for r in rows:
+        if r["verdict"] is None:
+            continue
+        f = flatten(r["scenario"])
+        slack = r["verdict"]["slack"]
+        slack = np.inf if slack == "inf" else float(slack)
+        cells.setdefault((f[fx], f[fy]), []).append(np.log10(slack) if slack > 0 else -np.inf)
+    xs = sorted({c[0] for c in cells})
+    ys = sorted({c[1] for c in cells})
+    grid = np.full((len(ys), len(xs)), np.nan)
+    for (x, y), v in cells.items():
+        grid[ys.index(y), xs.index(x)] = np.median(v)
+    finite = np.abs(grid[np.isfinite(grid)])
+    lim = max(float(finite.max()) if finite.size else 1.0, 0.1)
+    ax = ax or plt.subplots(figsize=(6, 4.5))[1]
+    im = ax.imshow(np.clip(grid, -lim, lim), origin="lower", cmap="RdBu", vmin=-lim, vmax=lim,
+                   aspect="auto")
+    ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])
+    ax.set_yticks(range(len(ys)), [f"{y:g}" for y in ys])
+    for (i, j), v in np.ndenumerate(grid):
+        if not np.isnan(v):
+            ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=8)
+    ax.set_xlabel(fx)
+    ax.set_ylabel(fy)
+    ax.set_title("log10 slack (bound / measured)")
+    ax.figure.colorbar(im, ax=ax)
+    return ax

@@ -68,6 +68,22 @@ def jsonable(x) -> Any:
     return x
 
 
+def json_text(obj) -> str:
+    """Indented, key-sorted JSON; infinities are written as the strings "inf"/"-inf"
+    (a bound can be genuinely infinite), and a NaN is an error, never output."""
+    def fix(x):
+        if isinstance(x, float) and not math.isfinite(x):
+            if math.isnan(x):
+                raise ValueError("internal error: NaN in output")
+            return "inf" if x > 0 else "-inf"
+        if isinstance(x, dict):
+            return {k: fix(v) for k, v in x.items()}
+        if isinstance(x, list):
+            return [fix(v) for v in x]
+        return x
+    return json.dumps(fix(jsonable(obj)), indent=2, sort_keys=True)
+
+
 # ---------------------------------------------------------------- field validators
 
 
@@ -132,7 +148,16 @@ class Adapter(Protocol):
         """The theorem's parameters (names of ``thm.params`` only) derived from ``scenario``."""
 
     def measure(self, key: str, scenario, params: Mapping[str, Any], exact: bool
-                ) -> Measurement: ...
+                ) -> Measurement:
+        """The left-hand side of ``key`` measured on ``scenario`` (``exact``: in expectation)."""
+
+    def random_scenario(self, key: str, rng: np.random.Generator):
+        """A small random scenario on which ``key``'s hypotheses hold (its check takes about
+        a second); drawn from ``rng`` only, so a seed reproduces it. Used by the battery of
+        ``fedbound check --all`` and by the counterexample search."""
+
+    def plot(self, key: str, scenario, *, variant: str | None, exact: bool, ax):
+        """The report's figure of ``key`` on ``scenario``: bound against measurement."""
 
 
 ADAPTERS: dict[str, Adapter] = {}

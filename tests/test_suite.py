@@ -1,0 +1,166 @@
+"""``fedbound check --all``: the suite, its exit status, and the report directory."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import bounds
+from verify import report, suite
+from verify.cli import main
+from verify.scenario import adapter_for
+
+VARIANTS = next(r["variants"] for r in bounds.list() if r["key"] == "mllsgd.theorem1")
+
+
+@pytest.fixture
+def planted():
+    """A deliberately wrong result registered as ``holds``: theorem 1 divided by 1000."""
+    key = "mllsgd.planted"
+    base = bounds.get("mllsgd.theorem1")
+
+    def build(variant):
+        return dataclasses.replace(
+            base, key=key, variant=variant, status="holds", title="theorem 1 / 1000",
+            term_exprs={k: v / 1000 for k, v in base.term_exprs.items()}, _compiled={})
+
+    bounds.register(key, "theorem 1 / 1000", build, ("proof",), "proof")
+    ad = adapter_for("mllsgd.theorem1")
+    ad.defaults[key] = ad.defaults["mllsgd.theorem1"].replace(replicas=32)
+    yield key
+    del ad.defaults[key]
+    bounds.unregister(key)
+
+
+def test_tasks_cover_every_variant_and_a_seeded_battery():
+    todo = suite.tasks(["mllsgd.theorem1", "mllsgd.corollary1"], battery=3, seed=7)
+    variants = {row["key"]: row["variants"] for row in bounds.list()}
+    defaults = [(t.key, t.variant) for t in todo if t.label == "default"]
+    assert defaults == [("mllsgd.theorem1", v) for v in variants["mllsgd.theorem1"]] + \
+        [("mllsgd.corollary1", v) for v in variants["mllsgd.corollary1"]]
+    randoms = [t for t in todo if t.label != "default"]
+    assert len(randoms) == 6 and {t.variant for t in randoms} == {"proof"}
+    again = suite.tasks(["mllsgd.theorem1", "mllsgd.corollary1"], battery=3, seed=7)
+    assert [t.scenario for t in again] == [t.scenario for t in todo]
+    other = suite.tasks(["mllsgd.theorem1", "mllsgd.corollary1"], battery=3, seed=8)
+    assert [t.scenario for t in other if t.label != "default"] != [t.scenario for t in randoms]
+
+
+@pytest.mark.parametrize("key", ["mllsgd.theorem1", "mllsgd.theorem1_limit", "mllsgd.corollary1"])
+def test_random_scenarios_satisfy_the_hypotheses(key):
+    ad = adapter_for(key)
+    for i in range(4):
+        s = ad.random_scenario(key, np.random.default_rng(i))
+        thm = bounds.get(key)
+        params = ad.parameters(key, s, thm)
+        assert thm.admissible(**params), thm.violations(**params)
+
+
+def test_select_keys_and_papers():
+    assert suite.select("mllsgd.theorem1") == ["mllsgd.theorem1"]
+    assert set(suite.select("mllsgd")) >= {"mllsgd.theorem1", "mllsgd.corollary1"}
+    with pytest.raises(ValueError, match="no registered result matches \\['nope'\\]"):
+        suite.select("mllsgd,nope")
+    with pytest.raises(ValueError, match="battery=-1"):
+        suite.tasks(["mllsgd.theorem1"], battery=-1)
+
+
+def test_a_violated_holds_result_is_unexpected_and_exits_1(planted, tmp_path, capsys):
+    code = main(["check", "--all", "--only", planted, "--battery", "1", "--report",
+                 str(tmp_path), "--no-figures"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "VIOLATED (!)" in out and "unexpected" in out
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["summary"]["unexpected"]
+    assert all(r["outcome"] == "violated" for r in summary["rows"])
+
+
+def test_a_clean_run_exits_0_and_writes_the_report(tmp_path, capsys):
+    code = main(["check", "--all", "--only", "mllsgd.theorem1", "--battery", "1",
+                 "--report", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    page = (tmp_path / "index.html").read_text()
+    assert "mllsgd.theorem1" in page
+    for variant in VARIANTS:
+        for e in bounds.get("mllsgd.theorem1", variant).errata:
+            assert e.citation in page
+    pngs = sorted(p.name for p in (tmp_path / "figures").glob("*.png"))
+    assert "mllsgd_theorem1.png" in pngs and "mllsgd_theorem1_proof_statement.png" in pngs
+    for p in (tmp_path / "figures").glob("*.png"):
+        assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = json.loads((tmp_path / "summary.json").read_text())["rows"]
+    assert {r["outcome"] for r in rows} == {"holds"}
+    assert [r["scenario_label"] for r in rows] == ["default"] * len(VARIANTS) + ["random 1"]
+
+
+def test_same_seed_same_summary_bit_for_bit(tmp_path):
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    for d, seed in ((a, 0), (b, 0), (c, 1)):
+        assert main(["check", "--all", "--only", "mllsgd.theorem1", "--battery", "2", "--seed",
+                     str(seed), "--report", str(d), "--no-figures", "--json"]) == 0
+    assert (a / "summary.json").read_bytes() == (b / "summary.json").read_bytes()
+    assert (a / "summary.json").read_bytes() != (c / "summary.json").read_bytes()
+
+
+def test_parallel_jobs_give_the_same_rows(tmp_path):
+    todo = suite.tasks(["mllsgd.theorem1"], battery=1, seed=3)
+    serial = [r.as_dict() for r in suite.run(todo)]
+    from verify.sweep import executor
+    with executor(jobs=2) as pool:
+        parallel = [r.as_dict() for r in suite.run(todo, executor=pool)]
+    assert json.dumps(serial, sort_keys=True) == json.dumps(parallel, sort_keys=True)
+
+
+def test_check_all_usage_errors(capsys):
+    assert main(["check", "mllsgd.theorem1", "--all"]) == 2
+    assert "takes no KEY" in capsys.readouterr().err
+    assert main(["check"]) == 2
+    assert "needs a result KEY, or --all" in capsys.readouterr().err
+    assert main(["check", "--all", "--only", "nope"]) == 2
+
+
+def test_an_error_in_a_check_becomes_an_error_row(monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("simulator exploded")
+    monkeypatch.setattr(suite, "check", boom)
+    rows = [suite.run_task(t) for t in suite.tasks(["mllsgd.theorem1"], battery=0)]
+    assert all(r.outcome == "error" and "simulator exploded" in r.error for r in rows)
+    # failing to check a result registered as holding counts; an unverified one does not
+    assert [r.unexpected for r in rows] == [r.status in suite.TRUSTED for r in rows]
+    assert any(r.unexpected for r in rows) and not all(r.unexpected for r in rows)
+
+
+@pytest.mark.parametrize("tex, expected", [
+    (r"a \le b", r"a \leq b"),
+    (r"\mathbb{E}\Big[x\Big] \ge 0", r"\mathbb{E}[x] \geq 0"),
+    (r"\left(x\right) \leq \text{if}", r"\left(x\right) \leq \mathrm{if}"),
+])
+def test_mathtext_rewrites(tex, expected):
+    assert report.mathtext(tex) == expected
+
+
+def test_mathtext_refuses_what_it_cannot_read():
+    assert report.mathtext(r"\begin{cases} x \end{cases}") is None
+
+
+def test_every_statement_line_renders():
+    for row in bounds.list():
+        for v in row["variants"]:
+            lines = report.statement_lines(bounds.get(row["key"], v))
+            assert len(lines) >= 2
+            for line in lines:
+                if line.startswith("$"):
+                    assert report.mathtext(line[1:-1]) is not None
+
+
+def test_a_violation_where_the_hypotheses_fail_is_not_unexpected():
+    verdict = {"verdict": "violated", "admissible": False}
+    row = suite.Row("mllsgd.theorem1", "proof", "default", "holds", verdict, None, 0.0)
+    assert row.outcome == "violated" and not row.unexpected
+    assert suite.Row("mllsgd.theorem1", "proof", "default", "holds",
+                     {**verdict, "admissible": True}, None, 0.0).unexpected
