@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/bench_sim.py
+	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
 
 lint: $(STAMP)
 	$(BIN)/ruff check bounds sim verify tests benchmarks

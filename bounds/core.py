@@ -307,17 +307,17 @@ class Theorem:
     def evaluate(self, **values) -> float | np.ndarray:
         """The right-hand side at ``values``; arrays broadcast (vectors over workers
         are reduced inside). Raises ValueError for a missing or out-of-domain
-        parameter, or if the value is not finite."""
+        parameter, or where the expression is undefined; +inf is returned as such."""
         vals = self._values(self._needed([self.expr]), values)
         out = self._eval(self.expr, self._scalar_args(vals))
-        return _finite(out, f"{self.key} [{self.variant}]")
+        return _bound_value(out, f"{self.key} [{self.variant}]")
 
     def terms(self, **values) -> dict[str, float | np.ndarray]:
         """Each named term of the right-hand side; they sum to :meth:`evaluate`."""
         vals = self._values(self._needed([self.expr]), values)
         args = self._scalar_args(vals)
         return {
-            n: _finite(self._eval(e, args), f"{self.key} term {n}")
+            n: _bound_value(self._eval(e, args), f"{self.key} term {n}")
             for n, e in self.term_exprs.items()
         }
 
@@ -445,9 +445,13 @@ def _holds(c: Condition, margin: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return (np.abs(margin) <= tol) if c.is_equality else (margin >= -tol)
 
 
-def _finite(x: np.ndarray, what: str) -> float | np.ndarray:
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{what} is not finite at the given parameters")
+def _bound_value(x: np.ndarray, what: str) -> float | np.ndarray:
+    """An upper bound's value: finite, or +inf (a genuinely infinite right-hand side, or
+    one beyond the float range, which is still a valid upper bound). NaN and -inf are
+    not values of a bound and raise."""
+    bad = np.isnan(x) | (x == -np.inf)
+    if np.any(bad):
+        raise ValueError(f"{what} is undefined (NaN or -inf) at the given parameters")
     return float(x) if np.ndim(x) == 0 else np.asarray(x)
 
 
