@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 
 import bounds
 from bounds.core import Param
+from verify import check
 from verify.cli import main
-from verify.scenario import default_scenario, load_scenario
+from verify.scenario import adapter_for, default_scenario, load_scenario
 
 RESULTS = [(row["key"], v) for row in bounds.list() for v in row["variants"]]
 KEYS = sorted({k for k, _ in RESULTS})
@@ -179,3 +180,20 @@ def test_an_infinite_bound_is_reported_as_such(capsys):
     code = main(["bound", "mllsgd.theorem1", "--params",
                  json.dumps({**v, "a": [0.5, 0.5], "p": [1, 1]}), "--json"])
     assert code == 0 and json.loads(capsys.readouterr().out)["value"] == "inf"
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_a_step_far_above_the_admissible_range_is_reported_as_diverged(key):
+    """Replicas that blow up make the verdict "diverged" with measured = inf, never a huge
+    finite number passed off as a measurement."""
+    thm = bounds.get(key)
+    base = default_scenario(key)
+    if thm.step is None or thm.step not in base.to_dict():
+        pytest.skip(f"{key}: no free step in its scenario")
+    ad = adapter_for(key)
+    step = ad.parameters(key, base, thm)[thm.step]
+    s = load_scenario(key, {**base.to_dict(), thm.step: 1e4 * step,
+                            "replicas": min(base.to_dict().get("replicas", 4), 4)})
+    v = check(key, s)
+    assert v.verdict == "diverged" and v.measured_mean == math.inf and v.diverged > 0
+    assert not v.admissible
