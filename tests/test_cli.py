@@ -96,3 +96,30 @@ def test_console_script_reads_scenario_from_stdin():
                        input='{"K": 63}', capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "K=63 must be a multiple" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_choose_q_eta_from_the_bound(capsys):
+    from verify.tdcd import choose_q_eta
+
+    code, out, _ = run(capsys, "choose-q-eta", "--epsilon", "0.05", "--t-comm", "100",
+                       "--t-comp", "1", "--method", "bound", "--Q", "1,4", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["simulation"] is None and d["Q_grid"] == [1, 4]
+    assert d == json.loads(json.dumps(choose_q_eta(epsilon=0.05, t_comm=100, t_comp=1,
+                                                   method="bound", Q_grid=[1, 4])))
+    best = d["bound"]["best"]
+    assert best["Q"] == 1  # the bound depends on eta*Q only: extra local steps only cost time
+    assert best["eta"] == pytest.approx(d["bound"]["eta_Q"])
+    code, out, _ = run(capsys, "choose-q-eta", "--epsilon", "0.05", "--t-comm", "100",
+                       "--t-comp", "1", "--method", "bound")
+    assert code == 0 and "best: Q = 1" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--epsilon", "0", "--t-comm", "1", "--t-comp", "1"], "epsilon=0 must lie in"),
+    (["--epsilon", "0.1", "--t-comm", "1", "--t-comp", "1", "--Q", "1,x"], "--Q must be"),
+    (["--epsilon", "0.1", "--t-comm", "-1", "--t-comp", "1"], "t_comm=-1"),
+])
+def test_choose_q_eta_bad_input(capsys, argv, message):
+    code, _, err = run(capsys, "choose-q-eta", *argv)
+    assert code == 2 and message in err

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 import bounds
 from bounds.core import Param
+from sim.trace import DIVERGENCE_THRESHOLD
 from verify import check
 from verify.cli import main
 from verify.scenario import adapter_for, default_scenario, load_scenario
@@ -185,7 +186,8 @@ def test_an_infinite_bound_is_reported_as_such(capsys):
 @pytest.mark.parametrize("key", KEYS)
 def test_a_step_far_above_the_admissible_range_is_reported_as_diverged(key):
     """Replicas that blow up make the verdict "diverged" with measured = inf, never a huge
-    finite number passed off as a measurement."""
+    finite number passed off as a measurement (problems with bounded gradients, such as
+    logistic regression, cannot blow up: their measurement stays finite)."""
     thm = bounds.get(key)
     base = default_scenario(key)
     if thm.step is None or thm.step not in base.to_dict():
@@ -195,5 +197,9 @@ def test_a_step_far_above_the_admissible_range_is_reported_as_diverged(key):
     s = load_scenario(key, {**base.to_dict(), thm.step: 1e4 * step,
                             "replicas": min(base.to_dict().get("replicas", 4), 4)})
     v = check(key, s)
-    assert v.verdict == "diverged" and v.measured_mean == math.inf and v.diverged > 0
     assert not v.admissible
+    if v.verdict == "diverged":
+        assert v.measured_mean == math.inf and v.diverged > 0
+    else:
+        assert v.diverged == 0 and math.isfinite(v.measured_mean)
+        assert v.measured_ci[1] < DIVERGENCE_THRESHOLD

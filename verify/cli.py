@@ -11,6 +11,8 @@ fedbound check --all [--only KEYS] [--battery N] [--seed S] [--report DIR] [--jo
 fedbound sweep SPEC [--db FILE] [--jobs N | --scheduler ADDR | --dask-local N]
                                                 resumable sweep into SQLite
 fedbound report [--db FILE] [--out DIR]         plots and tables of a sweep
+fedbound choose-q-eta --epsilon E --t-comm T --t-comp T [--method bound|simulation|both]
+                                                TDCD: fastest (Q, eta) to accuracy E
 
 Every command takes ``--json``. Bad input exits with status 2 and one line naming the
 problem, never a traceback.
@@ -30,7 +32,7 @@ from tqdm import tqdm
 
 import bounds
 
-from . import plots, report, suite, sweep
+from . import plots, report, suite, sweep, tdcd
 from .check import Verdict, check
 from .scenario import default_scenario, json_text, load_scenario
 
@@ -222,6 +224,26 @@ def cmd_report(args):
     return None
 
 
+def _grid(text: str | None, name: str, kind=float) -> list | None:
+    """A comma-separated list of numbers (None when not given)."""
+    if text is None:
+        return None
+    try:
+        return [kind(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UsageError(f"{name} must be comma-separated numbers, got {text!r}") from None
+
+
+def cmd_choose_q_eta(args):
+    scenario = None if args.scenario is None else _read_scenario("tdcd.theorem1", args.scenario)
+    rep = tdcd.choose_q_eta(epsilon=args.epsilon, t_comm=args.t_comm, t_comp=args.t_comp,
+                            scenario=scenario, method=args.method, Q_grid=_grid(args.Q, "--Q", int))
+    if args.json:
+        return rep
+    print(tdcd.format_choose_q_eta(rep))
+    return None
+
+
 # ---------------------------------------------------------------- parser
 
 
@@ -258,6 +280,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-figures", action="store_true", help="report without figures (--all)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (--all; default 1)")
     p.add_argument("--only", help="comma-separated keys or papers, e.g. mllsgd,hfl.theorem2 (--all)")
+    p = add("choose-q-eta", cmd_choose_q_eta,
+            "TDCD: which Q and eta reach accuracy epsilon fastest in wall-clock time")
+    p.add_argument("--epsilon", type=float, required=True, help="target of the left side of (15)")
+    p.add_argument("--t-comm", type=float, required=True, help="time of one communication")
+    p.add_argument("--t-comp", type=float, required=True, help="time of one local step")
+    p.add_argument("--scenario", help="TDCD scenario JSON file (default: tdcd.theorem1's)")
+    p.add_argument("--method", choices=("bound", "simulation", "both"), default="both")
+    p.add_argument("--Q", help="comma-separated local-step counts to compare")
     p = add("sweep", cmd_sweep, "run a sweep spec into an SQLite store (resumable)")
     p.add_argument("spec", help="sweep spec JSON file")
     p.add_argument("--db", default="fedbound.sqlite", help="SQLite store (default fedbound.sqlite)")

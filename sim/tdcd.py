@@ -1,0 +1,564 @@
+"""TDCD, Algorithm 1 of papers/tdcd.txt L135-L170, vectorised over replicas, silos and clients.
+
+State: hub models ``[R, N, d]`` and client models ``[R, N, K, d]`` (R replicas, N silos,
+K = max_j K_j clients, d = the largest block; silo j uses its first d_j coordinates and
+its first K_j clients). One round (t0 = rQ), as cleaned in theory/tdcd.md section 2.2:
+
+1. one mini-batch zeta of sample IDs, the same in every silo (L174);
+2. embeddings Phi_j = h_j(theta_j^{t0}; X_j^zeta) at the hub models; each silo receives
+   Phi_{-j} = sum_{l != j} Phi_l, frozen for the round (Algorithm 1 lines 17-22, L152-L157);
+3. Q local steps (5), L182, on the same batch: client k of silo j steps along g_kj of (4),
+   L178, the mean over its samples zeta_kj of the gradient in its own block, with its own
+   embedding recomputed from theta_kj every step and Phi_{-j} stale;
+4. uniform averaging theta_j = (1/K_j) sum_k theta_kj^{t0+Q} (L186, with T3's correction).
+
+Data layout (theory/tdcd.md section 6.1, "every client holding a copy of a base dataset"):
+the n base samples are copied into C = lcm(K_1..K_N) cells, so M = C n sample IDs, and
+client k of silo j holds the C/K_j contiguous cells k C/K_j .. (k+1) C/K_j - 1. A batch of
+``batch`` IDs takes b = batch/C distinct samples from every cell (uniformly, without
+replacement), so every client of silo j gets exactly b_j = batch/K_j samples, each client's
+g_kj is unbiased for grad_(j) L (Assumption 3 (8), L216, exactly), and the client
+average of Q = 1 is mini-batch SGD on the union batch. In batch slot order, client k of
+silo j owns slots k b_j .. (k+1) b_j - 1.
+
+Models: :class:`BlockLinear` (linear or logistic regression with h_j(theta_j; x_j) =
+x_j^T theta_j, exact constants) and :class:`ModuleModel` (one ``torch.nn.Module`` per silo
+through ``torch.func.functional_call`` + ``vmap``; the per-silo architectures may differ,
+so its client gradients loop over the N silos and vmap over replicas and clients).
+
+Random draws: one ``rand((R, C, n))`` per round from the generator, argsorted to pick the
+batch. Everything is float64; the same seed gives the same trace bit for bit.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import torch
+from torch.func import functional_call, grad, vmap
+
+from sim.problems import DTYPE, rand, randn, softplus
+from sim.trace import freeze_diverged
+
+LOSSES = ("squared", "logistic")
+
+# ---------------------------------------------------------------------- layout
+
+
+def _int_at_least(name: str, value, minimum: int, why: str = "") -> int:
+    if isinstance(value, bool) or int(value) != value or value < minimum:
+        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}{why}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Vertical blocks, clients per silo and the batch (see the module docstring).
+
+    ``blocks[j]`` = D_j features of silo j (contiguous columns), ``clients[j]`` = K_j,
+    ``n`` base samples, ``batch`` = |zeta| (a multiple of C = lcm(K_j), at most M = C n)."""
+
+    blocks: tuple[int, ...]
+    clients: tuple[int, ...]
+    n: int
+    batch: int
+
+    def __post_init__(self):
+        blocks, clients = tuple(self.blocks), tuple(self.clients)
+        object.__setattr__(self, "blocks", blocks)
+        object.__setattr__(self, "clients", clients)
+        if not blocks:
+            raise ValueError("blocks is empty: TDCD needs at least one silo")
+        if len(clients) != len(blocks):
+            raise ValueError(f"clients has {len(clients)} entries, blocks has {len(blocks)}: "
+                             "one K_j per silo")
+        for j, D in enumerate(blocks):
+            _int_at_least(f"blocks[{j}]", D, 1, " (an empty feature block leaves silo "
+                          f"{j} without features)")
+        for j, K in enumerate(clients):
+            _int_at_least(f"clients[{j}]", K, 1, f" (silo {j} needs at least one client, K_j >= 1)")
+        _int_at_least("n", self.n, 1)
+        _int_at_least("batch", self.batch, 1)
+        if self.batch > self.M:
+            raise ValueError(f"batch={self.batch} is larger than the data: M = lcm(K_j) n = "
+                             f"{self.cells} * {self.n} = {self.M} samples")
+        if self.batch % self.cells:
+            raise ValueError(f"batch={self.batch} must be a multiple of lcm(K_j)={self.cells} so "
+                             f"that every client of silo j gets batch/K_j samples")
+
+    @property
+    def N(self) -> int:  # noqa: N802  (paper notation)
+        return len(self.blocks)
+
+    @property
+    def D(self) -> int:  # noqa: N802
+        return sum(self.blocks)
+
+    @property
+    def cells(self) -> int:
+        """C = lcm(K_1, ..., K_N): copies of the base data."""
+        return math.lcm(*self.clients)
+
+    @property
+    def M(self) -> int:  # noqa: N802
+        """Number of sample IDs, C n."""
+        return self.cells * self.n
+
+    @property
+    def per_cell(self) -> int:
+        """Samples drawn from each cell per round, batch / C."""
+        return self.batch // self.cells
+
+    @property
+    def client_batch(self) -> tuple[int, ...]:
+        """b_j = |zeta_kj| = batch / K_j, the same for every client of silo j."""
+        return tuple(self.batch // K for K in self.clients)
+
+    def owner(self, device=None) -> torch.Tensor:
+        """[N, batch] int64: the client of silo j that holds batch slot s, s // b_j."""
+        slots = torch.arange(self.batch, device=device)
+        return torch.stack([slots // b for b in self.client_batch])
+
+    def client_mask(self, device=None) -> torch.Tensor:
+        """[N, K] bool: client k exists in silo j (k < K_j), K = max_j K_j."""
+        ks = torch.arange(max(self.clients), device=device)
+        return ks[None, :] < torch.tensor(self.clients, device=device)[:, None]
+
+    def averaging_weights(self, device=None) -> torch.Tensor:
+        """[N, K] float64: 1/K_j for the clients of silo j, 0 for padding (L186)."""
+        K = torch.tensor(self.clients, dtype=DTYPE, device=device)
+        return self.client_mask(device).to(DTYPE) / K[:, None]
+
+    def sampling_factor(self) -> torch.Tensor:
+        """[N]: Var(g_kj) = factor_j * V_j(theta) with V_j the population variance of the
+        per-sample block gradients: (1/b_j) (n - b)/(n - 1) for b = batch/C samples drawn
+        without replacement from each of the client's C/K_j cells (0 when b = n)."""
+        fpc = (self.n - self.per_cell) / (self.n - 1) if self.n > 1 else 0.0
+        return torch.tensor([fpc / b for b in self.client_batch], dtype=DTYPE)
+
+
+def draw_batch(layout: Layout, replicas: int, generator: torch.Generator, device) -> torch.Tensor:
+    """[R, batch] base-sample indices: b = batch/C distinct samples from every cell, cell by
+    cell (so client k of silo j owns slots k b_j .. (k+1) b_j - 1)."""
+    keys = rand((replicas, layout.cells, layout.n), generator, device)
+    picks = keys.argsort(dim=-1)[..., : layout.per_cell]
+    return picks.reshape(replicas, layout.batch)
+
+
+# ---------------------------------------------------------------------- losses
+
+
+def loss_value(kind: str, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """l(z; y): 0.5 (z - y)^2 ("squared") or log(1 + exp(-y z)) ("logistic", y in {-1, 1})."""
+    if kind == "squared":
+        return 0.5 * (z - y) ** 2
+    return softplus(-y * z)
+
+
+def loss_slope(kind: str, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """dl/dz: z - y, or -y sigmoid(-y z)."""
+    if kind == "squared":
+        return z - y
+    return -y * torch.sigmoid(-y * z)
+
+
+def _check_loss(kind) -> str:
+    if kind not in LOSSES:
+        raise ValueError(f"loss={kind!r} must be one of {LOSSES}")
+    return kind
+
+
+# ---------------------------------------------------------------------- data
+
+
+def synthetic_data(n: int, dim: int, *, loss: str, generator: torch.Generator, scale: float = 1.0,
+                   noise: float = 0.1) -> tuple[torch.Tensor, torch.Tensor]:
+    """Features [n, dim] ~ N(0, I) rescaled so that max_p ||x_p|| = ``scale``; labels from a
+    planted theta* ~ N(0, I): sign(x^T theta*) flipped with probability ``noise``
+    (logistic), or x^T theta* + noise N(0, 1) (squared). All draws from ``generator``."""
+    _check_loss(loss)
+    _int_at_least("n", n, 1)
+    _int_at_least("dim", dim, 1)
+    if not (0 < scale < math.inf):
+        raise ValueError(f"scale={scale} must be finite and > 0")
+    if not (0 <= noise < math.inf) or (loss == "logistic" and noise > 0.5):
+        raise ValueError(f"noise={noise} must lie in [0, 0.5] (logistic) or [0, inf) (squared)")
+    device = generator.device
+    X = randn((n, dim), generator, device)
+    X = X * (scale / X.norm(dim=1).max())
+    truth = randn((dim,), generator, device)
+    if loss == "logistic":
+        clean = torch.where(X @ truth >= 0, 1.0, -1.0).to(DTYPE)
+        y = torch.where(rand((n,), generator, device) < noise, -clean, clean)
+    else:
+        y = X @ truth + noise * randn((n,), generator, device)
+    return X, y
+
+
+def _validated_data(X, y, layout: Layout, loss: str, device) -> tuple[torch.Tensor, torch.Tensor]:
+    X = torch.as_tensor(X, dtype=DTYPE, device=device)
+    y = torch.as_tensor(y, dtype=DTYPE, device=device)
+    if X.shape != (layout.n, layout.D):
+        raise ValueError(f"X has shape {tuple(X.shape)}, expected (n, sum(blocks)) = "
+                         f"({layout.n}, {layout.D})")
+    if y.shape != (layout.n,):
+        raise ValueError(f"y has shape {tuple(y.shape)}, expected ({layout.n},)")
+    if not (torch.isfinite(X).all() and torch.isfinite(y).all()):
+        raise ValueError("X and y must be finite")
+    if loss == "logistic" and not (y.abs() == 1).all():
+        raise ValueError("logistic loss needs labels y in {-1, +1}")
+    return X, y
+
+
+def padded_blocks(X: torch.Tensor, layout: Layout) -> torch.Tensor:
+    """[n, N, d] with [p, j, :D_j] = the silo-j features of sample p, zeros beyond D_j."""
+    d = max(layout.blocks)
+    out = torch.zeros(X.shape[0], layout.N, d, dtype=DTYPE, device=X.device)
+    start = 0
+    for j, D in enumerate(layout.blocks):
+        out[:, j, :D] = X[:, start:start + D]
+        start += D
+    return out
+
+
+# ---------------------------------------------------------------------- models
+
+
+class BlockLinear:
+    """L(theta) = (1/n) sum_p l(sum_j x_pj^T theta_j; y_p), (2)-(3) L96-L102, with
+    l squared (linear regression) or logistic. Parameters: theta_j in R^{D_j}.
+
+    Constants (exact or certified; theory/tdcd.md section 6.1):
+    - ``L``: lambda_max(X^T X)/n (squared, exact) or lambda_max(X^T X)/(4n) (logistic: the
+      Hessian X^T diag(s(1-s)) X/n peaks at theta = 0, where s = 1/2; exact).
+    - ``L_max``: Lipschitz constant of theta_j -> g_kj for every batch a client can hold,
+      sup lambda_max(X_zj^T X_zj)/b_j <= max_p ||x_pj||^2 (times 1/4 for logistic): a
+      certified bound, attained when batch/C = 1 (a client's cells can all give one sample).
+      The block constant suffices: Lemma 2 moves only block j (theory/tdcd.md section 3.3).
+    - ``sigma``: logistic only: sigma_j^2 = factor_j mean_p ||x_pj||^2 >= Var(g_kj) for every
+      theta (per-sample block gradients are s x_pj with |s| <= 1; factor_j of
+      :meth:`Layout.sampling_factor`). Least squares has no uniform sigma (its gradient
+      variance grows with theta); :meth:`sigma2_at` gives the exact Var(g_kj) at any theta.
+    - ``f_inf``: exact least-squares minimum (squared), or 0 (logistic, a lower bound).
+    """
+
+    def __init__(self, X, y, layout: Layout, *, loss: str, device=None):
+        self.loss_kind = _check_loss(loss)
+        self.layout = layout
+        self.X, self.y = _validated_data(X, y, layout, loss, device)
+        self.Xp = padded_blocks(self.X, layout)
+        self.dims = layout.blocks
+        self.d = max(layout.blocks)
+        n = layout.n
+        factor = 0.25 if loss == "logistic" else 1.0
+        self.L = factor * float(torch.linalg.eigvalsh(self.X.T @ self.X)[-1]) / n
+        self.L_max = factor * float(self.Xp.square().sum(-1).max())
+        if loss == "logistic":
+            block_sq = self.Xp.square().sum(-1).mean(0).cpu()
+            self.sigma = (layout.sampling_factor() * block_sq).sqrt().tolist()
+            self.f_inf = 0.0
+        else:
+            self.sigma = None
+            solution = torch.linalg.lstsq(self.X, self.y[:, None]).solution[:, 0]
+            self.f_inf = float(loss_value("squared", self.X @ solution, self.y).mean())
+
+    @property
+    def dim(self) -> int:
+        return self.layout.D
+
+    @property
+    def device(self) -> torch.device:
+        return self.X.device
+
+    # -- parameters as a flat vector [D] <-> padded blocks [N, d]
+    def split(self, flat: torch.Tensor) -> torch.Tensor:
+        """[..., D] -> [..., N, d] (zeros beyond D_j)."""
+        out = flat.new_zeros(*flat.shape[:-1], self.layout.N, self.d)
+        start = 0
+        for j, D in enumerate(self.dims):
+            out[..., j, :D] = flat[..., start:start + D]
+            start += D
+        return out
+
+    def join(self, blocks: torch.Tensor) -> torch.Tensor:
+        """[..., N, d] -> [..., D]."""
+        return torch.cat([blocks[..., j, :D] for j, D in enumerate(self.dims)], dim=-1)
+
+    # -- what TDCD needs
+    def embed(self, theta: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """Phi_j^(p) = x_pj^T theta_j for the batch: theta [R, N, d], rows [R, B] -> [R, N, B, 1]."""
+        return torch.einsum("rbnd,rnd->rnb", self.Xp[rows], theta)[..., None]
+
+    def client_grads(self, theta: torch.Tensor, rows: torch.Tensor, other: torch.Tensor,
+                     owner: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """g_kj of (4), L178: theta [R, N, K, d], other = Phi_{-j} [R, N, B, 1], owner
+        [N, B] (client of each slot), weights [N, B, K] (1/b_j where the slot is the
+        client's) -> [R, N, K, d]."""
+        xb = self.Xp[rows].transpose(1, 2)                                  # [R, N, B, d]
+        own = theta[:, torch.arange(theta.shape[1])[:, None], owner]         # [R, N, B, d]
+        z = (xb * own).sum(-1) + other[..., 0]
+        slope = loss_slope(self.loss_kind, z, self.y[rows][:, None, :])      # [R, N, B]
+        return torch.einsum("rnb,rnbd,nbk->rnkd", slope, xb, weights)
+
+    def scores(self, theta: torch.Tensor) -> torch.Tensor:
+        """sum_j x_pj^T theta_j for all n base samples: theta [R, N, d] -> [R, n]."""
+        return torch.einsum("pnd,rnd->rp", self.Xp, theta)
+
+    def loss(self, theta: torch.Tensor) -> torch.Tensor:
+        """L(theta), (2) L96: [R, N, d] -> [R]."""
+        return loss_value(self.loss_kind, self.scores(theta), self.y).mean(-1)
+
+    def grad(self, theta: torch.Tensor) -> torch.Tensor:
+        """grad L(theta) by blocks: [R, N, d] -> [R, N, d]."""
+        slope = loss_slope(self.loss_kind, self.scores(theta), self.y)
+        return torch.einsum("rp,pnd->rnd", slope, self.Xp) / self.layout.n
+
+    def sigma2_at(self, theta: torch.Tensor) -> torch.Tensor:
+        """Exact Var(g_kj) at theta (the same for every client k): factor_j V_j(theta), V_j
+        the population variance of the per-sample block gradients. [R, N, d] -> [R, N]."""
+        slope = loss_slope(self.loss_kind, self.scores(theta), self.y)          # [R, n]
+        per_sample = slope[..., None, None] * self.Xp                           # [R, n, N, d]
+        mean = per_sample.mean(1)
+        V = per_sample.square().sum(-1).mean(1) - mean.square().sum(-1)
+        return V.clamp(min=0) * self.layout.sampling_factor().to(theta.device)
+
+
+class ModuleModel:
+    """One ``torch.nn.Module`` h_j per silo (input: the D_j features of a sample, output: an
+    embedding of size E, the same for all silos), embeddings summed, (3) L102, and a loss
+    l(z [..., E], y [...]) -> [...] ("squared" or "logistic" for E = 1, or a callable).
+
+    Parameters are the modules' (float64 copies), flattened per silo in ``named_parameters``
+    order and padded to the largest silo. Client gradients use ``torch.func.grad`` of the
+    client's mean loss through ``functional_call``, vmapped over replicas and clients; the
+    architectures may differ between silos, so they loop over the N silos. No constants
+    (L, L_max, sigma) are known for a general network."""
+
+    def __init__(self, modules: Sequence[torch.nn.Module], X, y, layout: Layout, *,
+                 loss: str | Callable = "squared", device=None):
+        if len(modules) != layout.N:
+            raise ValueError(f"{len(modules)} modules for {layout.N} silos: one module per silo")
+        self.layout = layout
+        kind = loss if callable(loss) else _check_loss(loss)
+        self.X, self.y = _validated_data(X, y, layout, "squared" if callable(kind) else kind,
+                                         device)
+        self.loss_fn = kind if callable(kind) else (
+            lambda z, y, _k=kind: loss_value(_k, z[..., 0], y))
+        self.modules = [copy.deepcopy(m).to(device=self.X.device, dtype=DTYPE) for m in modules]
+        self.shapes = [[(name, p.shape) for name, p in m.named_parameters()] for m in self.modules]
+        self.dims = tuple(sum(math.prod(s) for _, s in shp) for shp in self.shapes)
+        self.d = max(self.dims)
+        starts = [0, *torch.tensor(layout.blocks).cumsum(0).tolist()]
+        self.features = [self.X[:, starts[j]:starts[j + 1]] for j in range(layout.N)]
+
+    @property
+    def dim(self) -> int:
+        return sum(self.dims)
+
+    @property
+    def device(self) -> torch.device:
+        return self.X.device
+
+    def initial(self) -> torch.Tensor:
+        """The modules' current parameters as one flat vector [sum_j d_j]."""
+        return torch.cat([torch.cat([p.detach().reshape(-1) for p in m.parameters()])
+                          for m in self.modules])
+
+    def split(self, flat: torch.Tensor) -> torch.Tensor:
+        out = flat.new_zeros(*flat.shape[:-1], self.layout.N, self.d)
+        start = 0
+        for j, d in enumerate(self.dims):
+            out[..., j, :d] = flat[..., start:start + d]
+            start += d
+        return out
+
+    def join(self, blocks: torch.Tensor) -> torch.Tensor:
+        return torch.cat([blocks[..., j, :d] for j, d in enumerate(self.dims)], dim=-1)
+
+    def _params(self, j: int, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        out, start = {}, 0
+        for name, shape in self.shapes[j]:
+            size = math.prod(shape)
+            out[name] = flat[start:start + size].reshape(shape)
+            start += size
+        return out
+
+    def _h(self, j: int, flat: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """h_j(theta_j; x) for x [..., D_j] -> [..., E]."""
+        return functional_call(self.modules[j], self._params(j, flat[: self.dims[j]]), (x,))
+
+    def embed(self, theta: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        """[R, N, d], rows [R, B] -> [R, N, B, E]."""
+        per_silo = [vmap(lambda th, r, _j=j: self._h(_j, th, self.features[_j][r]))(theta[:, j], rows)
+                    for j in range(self.layout.N)]
+        return torch.stack(per_silo, dim=1)
+
+    def client_grads(self, theta, rows, other, owner, weights) -> torch.Tensor:
+        """g_kj of (4), L178, silo by silo: vmap over replicas and the K_j clients of each
+        client's mean loss over its b_j contiguous slots (``owner``/``weights`` are implied
+        by that layout)."""
+        R, N, K, d = theta.shape
+        out = theta.new_zeros(R, N, K, d)
+        for j, (Kj, bj) in enumerate(zip(self.layout.clients, self.layout.client_batch, strict=True)):
+            def client_loss(th, r, oth, _j=j):
+                z = self._h(_j, th, self.features[_j][r]) + oth
+                return self.loss_fn(z, self.y[r]).mean()
+
+            g = vmap(vmap(grad(client_loss)))(
+                theta[:, j, :Kj], rows.reshape(R, Kj, bj), other[:, j].reshape(R, Kj, bj, -1))
+            out[:, j, :Kj, : self.dims[j]] = g[..., : self.dims[j]]
+        return out
+
+    def _total_loss(self, theta: torch.Tensor) -> torch.Tensor:
+        z = sum(self._h(j, theta[j], self.features[j]) for j in range(self.layout.N))
+        return self.loss_fn(z, self.y).mean()
+
+    def loss(self, theta: torch.Tensor) -> torch.Tensor:
+        return vmap(self._total_loss)(theta)
+
+    def grad(self, theta: torch.Tensor) -> torch.Tensor:
+        return vmap(grad(self._total_loss))(theta)
+
+
+# ---------------------------------------------------------------------- trace
+
+
+@dataclass(frozen=True)
+class TDCDTrace:
+    """The record of R replicas of ``rounds`` TDCD rounds; CPU tensors, float64.
+
+    - ``grad_sq_norm`` [R, rounds]: ||grad L(theta^{rQ})||^2 at the round-start hub models,
+      r = 0..rounds-1: the summands of the left side of (15), L246 (T15).
+    - ``loss`` [R, rounds + 1]: L(theta^{rQ}), r = 0..rounds.
+    - ``drift`` [R, rounds]: left side of Lemma 2, (30) L449, per round:
+      sum_{t=t0}^{t0+Q-1} sum_j (1/K_j) sum_k ||g_kj(y^t) - g_kj(y^t0)||^2.
+    - ``g0`` [R, rounds]: sum_j (1/K_j) sum_k ||g_kj(y^t0)||^2, Lemma 2's right side / (C L_max^2 eta^2).
+    - ``sigma2`` [R, rounds, N]: exact Var(g_kj) at theta^{rQ} (block-linear models), else None.
+    - ``time`` [rounds + 1]: wall-clock time at the start of round r, r t_Q with
+      t_Q = 3 t_comm + Q t_comp (L290).
+    - ``diverged`` [R]: see sim.trace; a diverged replica is frozen at its last hub model,
+      and its drift and g0 are recorded as 0 from the round it diverged in.
+    - with ``record_iterates``: ``hub`` [R, rounds + 1, N, d], ``virtual`` [R, T + 1, N, d]
+      (theta^t = per-silo client average, (11)-(13) L225-L236), ``G`` [R, T, N, d] (G^t of
+      (11)-(12)), ``rows`` [R, rounds, batch] (the batches); else None.
+    """
+
+    grad_sq_norm: torch.Tensor
+    loss: torch.Tensor
+    drift: torch.Tensor
+    g0: torch.Tensor
+    time: torch.Tensor
+    diverged: torch.Tensor
+    sigma2: torch.Tensor | None = None
+    hub: torch.Tensor | None = None
+    virtual: torch.Tensor | None = None
+    G: torch.Tensor | None = None
+    rows: torch.Tensor | None = None
+
+    @property
+    def lhs(self) -> torch.Tensor:
+        """(1/R) sum_r ||grad L(theta^{rQ})||^2 per replica, [R]: one realisation of (15)'s left side."""
+        return self.grad_sq_norm.mean(dim=1)
+
+    @cached_property
+    def running_lhs(self) -> torch.Tensor:
+        """[R, rounds]: the left side of (15) after r + 1 rounds."""
+        steps = torch.arange(1, self.grad_sq_norm.shape[1] + 1, dtype=DTYPE)
+        return self.grad_sq_norm.cumsum(dim=1) / steps
+
+
+# ---------------------------------------------------------------------- run
+
+
+def _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm, t_comp, device):
+    Q = _int_at_least("Q", Q, 1, " (local iterations per round)")
+    rounds = _int_at_least("rounds", rounds, 1)
+    replicas = _int_at_least("replicas", replicas, 1)
+    steps = torch.as_tensor(eta, dtype=DTYPE)
+    if steps.ndim > 1 or (steps.ndim == 1 and steps.numel() != replicas):
+        raise ValueError(f"eta must be a number or one step per replica ({replicas}), got shape "
+                         f"{tuple(steps.shape)}")
+    if not (torch.isfinite(steps) & (steps > 0)).all():
+        raise ValueError(f"eta={eta!r} must be finite and > 0")
+    for name, value in (("t_comm", t_comm), ("t_comp", t_comp)):
+        if not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name}={value!r} must be finite and >= 0")
+    theta0 = torch.as_tensor(theta0, dtype=DTYPE, device=device)
+    if theta0.shape != (model.dim,) or not torch.isfinite(theta0).all():
+        raise ValueError(f"theta0 must be finite with shape ({model.dim},), got {tuple(theta0.shape)}")
+    return steps.to(device).expand(replicas)[:, None, None, None], Q, rounds, theta0, replicas
+
+
+def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, theta0,
+             replicas: int, generator: torch.Generator, t_comm: float = 0.0, t_comp: float = 1.0,
+             record_iterates: bool = False) -> TDCDTrace:
+    """Run ``replicas`` independent realisations of ``rounds`` TDCD rounds (T = Q rounds
+    iterations), Algorithm 1 of papers/tdcd.txt L135-L170 (see the module docstring).
+
+    ``eta``: one step size, or one per replica (a step-size grid in a single run).
+    ``theta0`` [model.dim]: the hub models at t = 0, blocks concatenated. The simulation
+    runs on the model's device; the generator may live on any device. Returns a CPU trace."""
+    device = model.device
+    steps, Q, rounds, theta0, R = _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm,
+                                               t_comp, device)
+    lay = model.layout
+    N, K, d = lay.N, max(lay.clients), model.d
+    owner = lay.owner(device)
+    avg = lay.averaging_weights(device)                                           # [N, K]
+    b = torch.tensor(lay.client_batch, dtype=DTYPE, device=device)
+    weights = torch.nn.functional.one_hot(owner, K).to(DTYPE) / b[:, None, None]  # [N, B, K]
+    exact_sigma = hasattr(model, "sigma2_at")
+
+    hub = model.split(theta0).expand(R, N, d).clone()
+    diverged = torch.zeros(R, dtype=torch.bool, device=device)
+    grad_sq = torch.empty(R, rounds, dtype=DTYPE, device=device)
+    loss = torch.empty(R, rounds + 1, dtype=DTYPE, device=device)
+    drift = torch.zeros(R, rounds, dtype=DTYPE, device=device)
+    g0 = torch.zeros(R, rounds, dtype=DTYPE, device=device)
+    sigma2 = torch.empty(R, rounds, N, dtype=DTYPE, device=device) if exact_sigma else None
+    hubs, virtual, directions, batches = [hub], [], [], []
+
+    for r in range(rounds):
+        grad_sq[:, r] = model.grad(hub).square().sum(dim=(-2, -1))
+        loss[:, r] = model.loss(hub)
+        if exact_sigma:
+            sigma2[:, r] = model.sigma2_at(hub)
+        rows = draw_batch(lay, R, generator, device)
+        own = model.embed(hub, rows)                                   # [R, N, B, E]
+        other = own.sum(dim=1, keepdim=True) - own                     # Phi_{-j}, frozen
+        clients = hub[:, :, None].expand(R, N, K, d).clone()
+        for q in range(Q):
+            g = model.client_grads(clients, rows, other, owner, weights)
+            if q == 0:
+                first = g
+                g0[:, r] = torch.einsum("rnkd,nk->r", g.square(), avg)
+            else:
+                drift[:, r] += torch.einsum("rnkd,nk->r", (g - first).square(), avg)
+            if record_iterates:
+                virtual.append(torch.einsum("rnkd,nk->rnd", clients, avg))
+                directions.append(torch.einsum("rnkd,nk->rnd", g, avg))
+            clients = clients - steps * g
+        candidate = torch.einsum("rnkd,nk->rnd", clients, avg)
+        hub, diverged = freeze_diverged(hub, candidate, diverged)
+        drift[:, r] = torch.where(diverged, 0.0, drift[:, r])
+        g0[:, r] = torch.where(diverged, 0.0, g0[:, r])
+        if record_iterates:
+            hubs.append(hub)
+            batches.append(rows)
+    loss[:, rounds] = model.loss(hub)
+
+    recorded = {}
+    if record_iterates:
+        recorded = {"hub": torch.stack(hubs, 1), "virtual": torch.stack([*virtual, hub], 1),
+                    "G": torch.stack(directions, 1), "rows": torch.stack(batches, 1)}
+    t_round = 3.0 * t_comm + Q * t_comp
+    return TDCDTrace(
+        grad_sq_norm=grad_sq.cpu(), loss=loss.cpu(), drift=drift.cpu(), g0=g0.cpu(),
+        time=torch.arange(rounds + 1, dtype=DTYPE) * t_round, diverged=diverged.cpu(),
+        sigma2=None if sigma2 is None else sigma2.cpu(),
+        **{name: value.cpu() for name, value in recorded.items()},
+    )
