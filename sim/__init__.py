@@ -3,6 +3,7 @@
 Never imports sympy, ``bounds`` or ``verify`` (see DESIGN.md, section "sim").
 """
 
+from sim.hfl import HFLTrace, run_hfl
 from sim.mllsgd import (
     HubWeights,
     apply_operator,
@@ -13,14 +14,17 @@ from sim.mllsgd import (
     run_mllsgd,
 )
 from sim.problems import LogisticRegression, Problem, Quadratic
+from sim.tdcd import TDCDTrace, run_tdcd
 from sim.trace import DIVERGENCE_THRESHOLD, Trace, freeze_diverged
 
 __all__ = [
     "DIVERGENCE_THRESHOLD",
+    "HFLTrace",
     "HubWeights",
     "LogisticRegression",
     "Problem",
     "Quadratic",
+    "TDCDTrace",
     "Trace",
     "apply_operator",
     "freeze_diverged",
@@ -28,5 +32,7 @@ __all__ = [
     "hub_weights",
     "mixing_matrices",
     "operator_at",
+    "run_hfl",
     "run_mllsgd",
+    "run_tdcd",
 ]

@@ -123,3 +123,36 @@ def test_choose_q_eta_from_the_bound(capsys):
 def test_choose_q_eta_bad_input(capsys, argv, message):
     code, _, err = run(capsys, "choose-q-eta", *argv)
     assert code == 2 and message in err
+
+
+FIG7A = "0.01,0.85,0.001,0.085,4.0,2.0,0.4,0.2"
+
+
+def test_choose_sync_time_from_the_bound(capsys):
+    from bounds import delays
+
+    argv = ["choose-sync-time", "--sizes", "15,15", "--delays", FIG7A, "--T", "2000",
+            "--alpha", "0.05", "--L", "1", "--G", "10", "--sigma", "1", "--Delta", "10",
+            "--method", "bound"]
+    code, out, _ = run(capsys, *argv, "--json")
+    d = json.loads(out)
+    assert code == 0 and "simulation" not in d
+    model = delays.DelayModel.linear(FIG7A.split(","), [15, 15])
+    lib = bounds.choose_sync_time(model=model, T=2000, alpha=0.05, L=1, G=10, sigma=1,
+                                  Delta=10, sizes=[15, 15])
+    assert d["bound"]["best_S"] == lib.best_S and d["bound"]["bound"] == list(lib.bound)
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and f"best S = {lib.best_S:g}" in out
+
+
+@pytest.mark.parametrize("change, message", [
+    (["--delays", "1,2,3"], "needs the 8 parameters"),
+    (["--sizes", "15,x"], "--sizes must be comma-separated numbers"),
+    (["--alpha", "-1"], "alpha=-1"),
+])
+def test_choose_sync_time_bad_input(capsys, change, message):
+    argv = {"--sizes": "15,15", "--delays": FIG7A, "--T": "100", "--alpha": "0.05", "--L": "1",
+            "--G": "1", "--sigma": "1", "--Delta": "1", "--method": "bound"}
+    argv.update(dict(zip(change[::2], change[1::2], strict=True)))
+    code, _, err = run(capsys, "choose-sync-time", *[x for kv in argv.items() for x in kv])
+    assert code == 2 and message in err, err

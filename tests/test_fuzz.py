@@ -20,7 +20,7 @@ from bounds.core import Param
 from sim.trace import DIVERGENCE_THRESHOLD
 from verify import check
 from verify.cli import main
-from verify.scenario import adapter_for, default_scenario, load_scenario
+from verify.scenario import default_scenario, load_scenario
 
 RESULTS = [(row["key"], v) for row in bounds.list() for v in row["variants"]]
 KEYS = sorted({k for k, _ in RESULTS})
@@ -192,8 +192,7 @@ def test_a_step_far_above_the_admissible_range_is_reported_as_diverged(key):
     base = default_scenario(key)
     if thm.step is None or thm.step not in base.to_dict():
         pytest.skip(f"{key}: no free step in its scenario")
-    ad = adapter_for(key)
-    step = ad.parameters(key, base, thm)[thm.step]
+    step = check(key, base.replace(replicas=2)).params[thm.step]
     s = load_scenario(key, {**base.to_dict(), thm.step: 1e4 * step,
                             "replicas": min(base.to_dict().get("replicas", 4), 4)})
     v = check(key, s)

@@ -11,6 +11,9 @@ fedbound check --all [--only KEYS] [--battery N] [--seed S] [--report DIR] [--jo
 fedbound sweep SPEC [--db FILE] [--jobs N | --scheduler ADDR | --dask-local N]
                                                 resumable sweep into SQLite
 fedbound report [--db FILE] [--out DIR]         plots and tables of a sweep
+fedbound choose-sync-time --sizes 15,15 --delays d,b,e,f,d_g,b_g,e_g,f_g --T T --alpha A
+         --L L --G G --sigma S --Delta D [--method bound|simulate|both]
+                                                HFL: the sync time S, bound vs simulation
 fedbound choose-q-eta --epsilon E --t-comm T --t-comp T [--method bound|simulation|both]
                                                 TDCD: fastest (Q, eta) to accuracy E
 
@@ -32,7 +35,7 @@ from tqdm import tqdm
 
 import bounds
 
-from . import plots, report, suite, sweep, tdcd
+from . import hfl, plots, report, suite, sweep, tdcd
 from .check import Verdict, check
 from .scenario import default_scenario, json_text, load_scenario
 
@@ -234,6 +237,21 @@ def _grid(text: str | None, name: str, kind=float) -> list | None:
         raise UsageError(f"{name} must be comma-separated numbers, got {text!r}") from None
 
 
+def cmd_choose_sync_time(args):
+    delays = [x.strip() for x in args.delays.split(",")]  # strings: decimals stay exact
+    if len(delays) != 8:
+        raise UsageError(f"--delays needs the 8 parameters d,b,e,f,d_g,b_g,e_g,f_g of the "
+                         f"linear delay model, got {len(delays)}")
+    rep = hfl.choose_sync_time_report(
+        sizes=_grid(args.sizes, "--sizes", int), delays=delays, T=args.T, alpha=args.alpha,
+        L=args.L, G=args.G, sigma=args.sigma, Delta=args.Delta, variant=args.variant,
+        method=args.method, S_grid=_grid(args.S, "--S"), seed=args.seed)
+    if args.json:
+        return rep
+    print(hfl.format_choose_sync_time(rep))
+    return None
+
+
 def cmd_choose_q_eta(args):
     scenario = None if args.scenario is None else _read_scenario("tdcd.theorem1", args.scenario)
     rep = tdcd.choose_q_eta(epsilon=args.epsilon, t_comm=args.t_comm, t_comp=args.t_comp,
@@ -280,6 +298,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-figures", action="store_true", help="report without figures (--all)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (--all; default 1)")
     p.add_argument("--only", help="comma-separated keys or papers, e.g. mllsgd,hfl.theorem2 (--all)")
+    p = add("choose-sync-time", cmd_choose_sync_time,
+            "HFL: the sync time S from the expected bound and/or from simulation")
+    p.add_argument("--sizes", required=True, help="clients per group, e.g. 15,15")
+    p.add_argument("--delays", required=True,
+                   help="d,b,e,f,d_g,b_g,e_g,f_g of the paper's linear delay model")
+    for name, help_ in (("T", "system time"), ("alpha", "step size"), ("L", "smoothness"),
+                        ("G", "gradient bound"), ("sigma", "gradient noise"),
+                        ("Delta", "initial gap F(x1) - F_inf")):
+        p.add_argument(f"--{name}", type=float, required=True, help=help_)
+    p.add_argument("--variant", help="variant of hfl.theorem2 (default: proof)")
+    p.add_argument("--method", choices=("bound", "simulate", "both"), default="both")
+    p.add_argument("--S", help="comma-separated sync times to compare (default: a grid)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the simulation")
     p = add("choose-q-eta", cmd_choose_q_eta,
             "TDCD: which Q and eta reach accuracy epsilon fastest in wall-clock time")
     p.add_argument("--epsilon", type=float, required=True, help="target of the left side of (15)")

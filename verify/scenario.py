@@ -159,6 +159,11 @@ class Adapter(Protocol):
     def plot(self, key: str, scenario, *, variant: str | None, exact: bool, ax):
         """The report's figure of ``key`` on ``scenario``: bound against measurement."""
 
+    # Optional: ``check_override(key, scenario, *, variant, exact) -> Verdict | None`` for
+    # comparisons the generic one bound / one measured mean cannot express (a bound per
+    # round and group, a mean bound over random schedules paired with the measurement);
+    # None means "use the generic check".
+
 
 ADAPTERS: dict[str, Adapter] = {}
 

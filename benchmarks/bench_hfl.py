@@ -1,0 +1,120 @@
+"""Vectorised run_hfl against a plain loop over groups, local iterations and clients, on the
+same scenario, schedule and draws; and the throughput of the delay-path sampler.
+
+    python benchmarks/bench_hfl.py [--quick]
+
+The loop reference implements Algorithm 1 of papers/hfl_delay_arxiv.txt A139-A161 literally
+for one replica: one 1-D tensor per group model, one SGD step per client (5), the group
+average (6), the normalised upload (10) and the |N_i|-weighted global update (12). It
+consumes the generator exactly as run_hfl does with one replica (per round and local
+iteration one quadratic-noise draw ``randn((1, G, n_max, d))``), so both traces agree to
+1e-10. Prints groups | clients | loop s | vectorised s | ratio (best of a few repeats, one
+intra-op thread), then schedules per second of bounds.delays.sample_schedules for 2 to 64
+groups.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bounds import delays as D  # noqa: E402
+from sim.hfl import run_hfl  # noqa: E402
+from sim.problems import Quadratic, randn  # noqa: E402
+
+FIG7A = [0.01, 0.85, 1e-3, 0.085, 4, 2, 0.4, 0.2]
+
+
+def scenario(groups: int, clients: int, T: float, seed: int = 0) -> dict:
+    """Quadratic d = 10, ``groups`` groups of ``clients`` (the last one smaller), Fig. 7a
+    delays, S = 5; one delay path drawn with bounds.delays."""
+    sizes = [clients] * (groups - 1) + [max(1, clients // 2)]
+    model = D.DelayModel.linear(FIG7A, sizes)
+    t = D.sample_schedules(model, 5, T, 1, np.random.default_rng(seed)).path(0)
+    problem = Quadratic.random(10, 1.0, 0.1, 2.0, torch.Generator().manual_seed(seed))
+    return dict(problem=problem, sizes=sizes, t=t, alpha=0.05, x1=problem.x_star + 1.0)
+
+
+def loop_reference(problem: Quadratic, *, sizes, t, alpha, x1, generator) -> list[float]:
+    """||grad f(x^u)||^2 for each round and f(x^{U+1}), one group and one client at a time."""
+    G, n_max, d = len(sizes), max(sizes), problem.dim
+    N = sum(sizes)
+    scale = problem.sigma / math.sqrt(d)
+    x = x1.clone()
+    out = []
+    for u in range(t.shape[0]):
+        out.append(float(problem.grad(x).square().sum()))
+        ys = [x.clone() for _ in range(G)]
+        for step in range(int(t[u].max())):
+            noise = randn((1, G, n_max, d), generator, x.device)
+            for i in range(G):
+                if step >= t[u, i]:
+                    continue
+                total = torch.zeros(d, dtype=torch.float64)
+                for k in range(sizes[i]):
+                    total = total + (noise[0, i, k] * scale + problem.grad(ys[i]))
+                ys[i] = ys[i] - alpha * total / sizes[i]
+        x = x + sum(sizes[i] / N * (ys[i] - x) / int(t[u, i]) for i in range(G))
+    out.append(float(problem.loss(x)))
+    return out
+
+
+def best_of(fn, repeats: int) -> tuple[float, object]:
+    best, result = math.inf, None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
+def compare(groups: int, clients: int, T: float, repeats: int) -> tuple[float, float]:
+    sc = scenario(groups, clients, T)
+    loop_s, ref = best_of(lambda: loop_reference(
+        sc["problem"], sizes=sc["sizes"], t=sc["t"], alpha=sc["alpha"], x1=sc["x1"],
+        generator=torch.Generator().manual_seed(1)), repeats)
+    vec_s, trace = best_of(lambda: run_hfl(
+        sc["problem"], sizes=sc["sizes"], t=sc["t"], alpha=sc["alpha"], x1=sc["x1"], replicas=1,
+        generator=torch.Generator().manual_seed(1)), repeats)
+    got = [*trace.grad_sq_norm[0].tolist(), float(trace.final_loss[0])]
+    err = max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(got, ref, strict=True))
+    assert err < 1e-10, f"traces differ by {err:.3g}"
+    return loop_s, vec_s
+
+
+def sampler_throughput(groups: int, T: float, paths: int) -> float:
+    model = D.DelayModel.linear(FIG7A, [max(1, 64 // groups)] * groups)
+    t0 = time.perf_counter()
+    D.sample_schedules(model, 5, T, paths, np.random.default_rng(0))
+    return paths / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    repeats = 1 if args.quick else 3
+    T = 300.0 if args.quick else 1000.0
+    cases = [(2, 5), (4, 10)] if args.quick else [(2, 15), (4, 15), (8, 30)]
+    print("groups | clients/group | loop s | vectorised s | ratio")
+    for groups, clients in cases:
+        loop_s, vec_s = compare(groups, clients, T, repeats)
+        print(f"{groups:6d} | {clients:13d} | {loop_s:6.3f} | {vec_s:12.4f} | {loop_s / vec_s:5.1f}x")
+    print(f"\nschedule sampler (bounds.delays.sample_schedules, S = 5, T = {T:g})")
+    print("groups | schedules/s")
+    for groups in (2, 4, 8, 16, 32, 64):
+        rate = sampler_throughput(groups, T, 100 if args.quick else 1000)
+        print(f"{groups:6d} | {rate:11.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,525 @@
+"""Delay-sensitive hierarchical FL (Ali & Arafa): ``papers/hfl_delay_journal.txt`` (J) and
+``papers/hfl_delay_arxiv.txt`` (A); guide ``theory/hfl_delay.md``.
+
+Registered results
+------------------
+``hfl.lemma1``      Lemma 1, model deviation (18), J218-J220 / A185-A189, per (u, i).
+``hfl.theorem1``    Theorem 1, per-group bound (19), J230-J237 / A204-A213, per group.
+``hfl.theorem2``    Theorem 2, global bound (20), J241-J255 / A219-A226.
+``hfl.corollary1``  Corollary 1 (J287; App. E A505-A518) at alpha = min(1/sqrt(U), 1/L),
+                    with explicit constants.
+
+Line numbers: ``J123`` is line 123 of the journal text, ``A123`` of the arXiv text;
+citations of theorems, conditions and errata write them as ``<file> L123``.
+
+Parameters: ``alpha, L, G, sigma, Delta`` (scalars; ``Delta`` is per group in Theorem 1),
+``sizes`` [G] (group sizes |N_i|) and ``t`` [..., U, G], the realised schedule of local
+iteration counts t_i^u (rounds x groups). A batch of schedules of different lengths is
+zero-padded: a row of zeros is a round that did not happen (after round U), so
+U = the number of non-zero rows. The corollary also takes ``t_max`` [G] (t_i^max of (22)).
+
+The schedule reductions (U, sums over rounds, kappa) are :class:`~bounds.core.Aggregate`
+symbols whose ``reduce`` keeps the batch axes: Theorem 2 and Corollary 1 evaluate to
+[...] (one bound per schedule), Theorem 1 to [..., G] (one per group), Lemma 1 to
+[..., U, G] (one per round and group; padded rows carry no meaning).
+
+Variants of Theorem 2 (each difference is an Erratum):
+
+``printed`` journal text: second term 12 a^2 L^2 G^2 |N_g|^2 / (sum |N_i|^2)^2 (J247, an
+            OCR/typesetting error) and no G^2 on the t^{u-1} term (J251).
+``arxiv``   arXiv text: second term 12 a^2 L^2 G^2 kappa^2 (A224), no G^2 on the t^{u-1}
+            term (A225).
+``proof``   (default) what the proof supports: kappa^2 term ((40) J562) and G^2 on the
+            t^{u-1} term (Lemma 1 in (39), J552), with t_i^0 := 0.
+``tight``   derived in the guide (section 3.4), NOT published: bound ||x^u - x_i^{u,l}||^2
+            directly in (37): 2 Delta/(a U) + a L kappa sigma^2
+            + a^2 L^2 G^2 W/U sum_u sum_i |N_i|^2 (t-1)(2t-1)/6.
+
+Expectations over delay paths (t and U random, independent of the SGD noise):
+:func:`expected` gives a Monte-Carlo mean with a 95% interval (exact in the limit) and
+:func:`plug_in` the closed-form plug-in of the guide (section 6.3), an approximation.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from . import delays as dl
+from .core import Aggregate, Condition, Erratum, Param, Theorem, get, register
+
+PAPER = "papers/hfl_delay_journal.txt"
+ARXIV = "papers/hfl_delay_arxiv.txt"
+THEOREM2_VARIANTS = ("printed", "arxiv", "proof", "tight")
+KEYS = ("hfl.lemma1", "hfl.theorem1", "hfl.theorem2", "hfl.corollary1")
+
+# ---------------------------------------------------------------------- symbols
+
+alpha, L, G, sigma, Delta = sp.symbols("alpha L G sigma Delta", nonnegative=True)
+SYMBOLS = {"alpha": alpha, "L": L, "G": G, "sigma": sigma, "Delta": Delta}
+#: aggregates: U rounds, kappa (J237), kappa_J of the printed J247 term, the sums
+#: Z4 = W sum_u sum_i |N_i|^2 (t_i^{u-1})^2 and Z5 = W sum_u sum_i |N_i|^2 (t-1)(2t-1)/6,
+#: M = W sum_i (|N_i| t_i^max)^2; per group (Theorem 1): A_i = sum_u t_i^u,
+#: Q_i = sum_{u<U} (t_i^u)^2, n_i = |N_i|, Delta_i; per (u, i) (Lemma 1): t_ui^2.
+U, kappa, kappa_J, Z4, Z5, M = sp.symbols("U kappa kappa_J Z_4 Z_5 M", nonnegative=True)
+A_i, Q_i, n_i, Delta_i, t2 = sp.symbols("A_i Q_i n_i Delta_i t_ui^2", nonnegative=True)
+
+_u, _i, _j, _U, _Ng = sp.symbols("u i j U N_g", integer=True, positive=True)
+_t, _n, _tm = sp.IndexedBase("t"), sp.IndexedBase("n"), sp.IndexedBase("t^max")
+_N = sp.Sum(_n[_j], (_j, 1, _Ng))
+_W_DISPLAY = _Ng / _N**2
+_KAPPA = _W_DISPLAY * sp.Sum(_n[_j] ** 2, (_j, 1, _Ng))
+
+
+def _param(name: str, description: str, domain: str, vector: bool = False) -> Param:
+    return Param(name, description, domain, vector=vector)
+
+
+BASE_PARAMS = {
+    "alpha": _param("alpha", "learning rate, common to all clients (J78)", "positive"),
+    "L": _param("L", "smoothness constant, Assumption 1 (14) J197", "positive"),
+    "G": _param("G", "bound on E||g~||^2 <= G^2, Assumption 3 (16) J205", "positive"),
+    "sigma": _param("sigma", "variance bound, Assumption 4 (17) J210", "nonnegative"),
+    "Delta": _param("Delta", "initial gap f(x^1) - f_inf (J243)", "nonnegative"),
+    "sizes": _param("sizes", "group sizes |N_i| (J59)", "positive_integer", vector=True),
+    "t": _param("t", "schedule t[u, i] of local iterations (7) J89, rows = rounds; zero "
+                "rows pad rounds after U", "nonnegative", vector=True),
+}
+THEOREM1_PARAMS = {**BASE_PARAMS, "Delta": _param(
+    "Delta", "per-group gaps f_i(x^1) - f_i,inf (19) J233", "nonnegative", vector=True)}
+COROLLARY1_PARAMS = {**BASE_PARAMS, "t_max": _param(
+    "t_max", "a.s. maxima t_i^max = max(1, ceil(S/c_i)) of (22) J282", "positive_integer",
+    vector=True)}
+
+
+# ---------------------------------------------------------------------- schedule reductions
+
+
+def schedule(t) -> tuple[np.ndarray, np.ndarray]:
+    """Validated schedule ``t`` [..., U, G] as int64 and the mask of real rounds [..., U].
+
+    Raises ValueError naming the entry if t is not an integer array, has a row mixing zero
+    and non-zero counts (t_i^u >= 1 by (7), J89), a zero row before a non-zero one, or no
+    real round at all."""
+    arr = np.asarray(t, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    if arr.ndim < 2 or arr.shape[-2] == 0:
+        raise ValueError(f"t must have shape [..., U, G] with U >= 1, got {arr.shape}")
+    bad = (arr != np.floor(arr)) | (arr < 0)
+    if bad.any():
+        idx = tuple(int(k) for k in np.argwhere(bad)[0])
+        raise ValueError(f"t{list(idx)}={arr[idx]:g} must be an integer >= 0")
+    real = arr > 0
+    rows = real.all(axis=-1)
+    mixed = real.any(axis=-1) & ~rows
+    if mixed.any():
+        idx = tuple(int(k) for k in np.argwhere(mixed)[0])
+        raise ValueError(f"t row {list(idx)} mixes zero and non-zero counts: every group does "
+                         f"t_i^u >= 1 local iterations in a real round ((7), J89)")
+    later = np.flip(np.logical_or.accumulate(np.flip(rows, -1), -1), -1)
+    if (later & ~rows).any():
+        idx = tuple(int(k) for k in np.argwhere(later & ~rows)[0])
+        raise ValueError(f"t row {list(idx)} is zero before a real round: zero rows may only "
+                         "pad the end of a schedule")
+    if not rows[..., 0].all():
+        raise ValueError("t has a schedule without any round (U >= 1 by (13), J128)")
+    return arr.astype(np.int64), rows
+
+
+def kappa_of(sizes) -> np.ndarray:
+    """kappa = |N_g| sum_j |N_j|^2 / (sum_i |N_i|)^2, J237 / A213; 1 <= kappa <= |N_g|, and
+    kappa = 1 iff all groups have equal size (Cauchy-Schwarz, guide 1.1)."""
+    n = np.asarray(sizes, dtype=float)
+    return n.shape[-1] * (n * n).sum(-1) / n.sum(-1) ** 2
+
+
+def _W(n: np.ndarray) -> np.ndarray:
+    """W = |N_g| / N^2 (guide section 0)."""
+    return n.shape[-1] / n.sum(-1) ** 2
+
+
+def _rounds(v) -> np.ndarray:
+    return schedule(v["t"])[1].sum(-1).astype(float)
+
+
+def _z4(v) -> np.ndarray:
+    """W sum_{u=1}^U sum_i |N_i|^2 (t_i^{u-1})^2 with t_i^0 = 0 (guide 3.4): the previous
+    round's counts, over real rounds u >= 2."""
+    t, real = schedule(v["t"])
+    n = np.asarray(v["sizes"], dtype=float)
+    prev = np.zeros(t.shape)
+    prev[..., 1:, :] = t[..., :-1, :] * real[..., 1:, None]
+    return _W(n) * (n**2 * prev**2).sum((-1, -2))
+
+
+def avg_l2(t: np.ndarray) -> np.ndarray:
+    """(1/t) sum_{l=0}^{t-1} l^2 = (t-1)(2t-1)/6, used in (40) J561 / "direct
+    simplifications" J565."""
+    return (t - 1) * (2 * t - 1) / 6
+
+
+def _z5(v) -> np.ndarray:
+    t, real = schedule(v["t"])
+    n = np.asarray(v["sizes"], dtype=float)
+    return _W(n) * (n**2 * np.where(real[..., None], avg_l2(t.astype(float)), 0.0)).sum((-1, -2))
+
+
+def _m(v) -> np.ndarray:
+    t, _ = schedule(v["t"])
+    tm = np.asarray(v["t_max"], dtype=float)
+    short = tm < t.max(axis=-2)
+    if short.any():
+        i = int(np.argwhere(short)[0][-1])
+        raise ValueError(f"t_max[{i}]={tm[..., i].flat[0]:g} is below the realised "
+                         f"max_u t[u, {i}]={t.max(axis=-2)[..., i].flat[0]}: (22) J282 needs "
+                         "t_i^u <= t_i^max")
+    n = np.asarray(v["sizes"], dtype=float)
+    return _W(n) * ((n * tm) ** 2).sum(-1)
+
+
+def _kappa_j(v) -> np.ndarray:
+    """|N_g|^2 / (sum_i |N_i|^2)^2, the printed second term of (20), J247."""
+    n = np.asarray(v["sizes"], dtype=float)
+    return n.shape[-1] ** 2 / ((n * n).sum(-1)) ** 2
+
+
+def _per_group_count(v) -> np.ndarray:
+    return schedule(v["t"])[0].sum(-2).astype(float)
+
+
+def _per_group_sq_before_last(v) -> np.ndarray:
+    """sum_{u=1}^{U-1} (t_i^u)^2 per group, the last term of (19), J235."""
+    t, real = schedule(v["t"])
+    last = real & ~np.concatenate([real[..., 1:], np.zeros_like(real[..., :1])], axis=-1)
+    keep = real & ~last
+    return (np.where(keep[..., None], t, 0).astype(float) ** 2).sum(-2)
+
+
+_DISPLAY_U = sp.Symbol("U")
+_TSUM = sp.Sum(_t[_u, _i], (_u, 1, _DISPLAY_U))
+_AGG_U = Aggregate(U, _DISPLAY_U, _rounds, ("t",))
+_AGG_KAPPA = Aggregate(kappa, _KAPPA, lambda v: kappa_of(v["sizes"]), ("sizes",))
+_AGG_Z4 = Aggregate(Z4, _W_DISPLAY * sp.Sum(sp.Sum(_n[_i] ** 2 * _t[_u - 1, _i] ** 2, (_i, 1, _Ng)),
+                                    (_u, 1, _DISPLAY_U)), _z4, ("t", "sizes"))
+_AGG_Z5 = Aggregate(Z5, _W_DISPLAY * sp.Sum(sp.Sum(_n[_i] ** 2 * (_t[_u, _i] - 1) * (2 * _t[_u, _i] - 1)
+                                           / 6, (_i, 1, _Ng)), (_u, 1, _DISPLAY_U)),
+                    _z5, ("t", "sizes"))
+_AGG_KJ = Aggregate(kappa_J, _Ng**2 / sp.Sum(_n[_j] ** 2, (_j, 1, _Ng)) ** 2, _kappa_j,
+                    ("sizes",))
+_AGG_M = Aggregate(M, _W_DISPLAY * sp.Sum((_n[_i] * _tm[_i]) ** 2, (_i, 1, _Ng)), _m,
+                   ("t", "sizes", "t_max"))
+
+# ---------------------------------------------------------------------- conditions, errata
+
+CONDITION_STEP = Condition("alpha <= 1/L", sp.LessThan(alpha, 1 / L),
+                           f"{PAPER} L230, L241 (used in (28) L465 and (36) L524)")
+
+ERRATUM_J247 = Erratum(
+    "second term of (20)", "12 a^2 L^2 G^2 |N_g|^2 / (sum_i |N_i|^2)^2 (J247)",
+    "12 a^2 L^2 G^2 |N_g|^2 (sum_i |N_i|^2)^2 / (sum_i |N_i|)^4 = 12 a^2 L^2 G^2 kappa^2",
+    f"{PAPER} L247 vs its own (40) L562 and App. E L573; {ARXIV} L224")
+ERRATUM_G2 = Erratum(
+    "fourth term of (20) and App. E", "12 a^2 L^2 W sum_i |N_i|^2 (t_i^{u-1})^2 (no G^2)",
+    "12 a^2 L^2 G^2 W sum_i |N_i|^2 (t_i^{u-1})^2: Lemma 1 bounds ||x^u - x_i^{u-1,t}||^2 "
+    "by 2 a^2 ((t_i^{u-1})^2 + kappa) G^2",
+    f"{PAPER} L251, (39) L552, (40) L561; {ARXIV} L225, L492, L499, L515")
+ERRATUM_T0 = Erratum(
+    "t_i^0 in (20)", "t_i^{u-1} at u = 1 (undefined)",
+    "t_i^0 := 0: at u = 1 the reference point of (37) can be x^1 itself",
+    f"{PAPER} L251, (37) L535-L540")
+ERRATUM_TIGHT = Erratum(
+    "Theorem 2, tight variant (derived in theory/hfl_delay.md 3.4, not published)",
+    "route ||x^u - x_i^{u,l}|| through x_i^{u-1,t_i^{u-1}} ((38) J544)",
+    "bound ||x^u - x_i^{u,l}||^2 <= a^2 l^2 G^2 directly in (37): no kappa^2 and t^{u-1} "
+    "terms, factor 4 -> 1",
+    f"{PAPER} (37) L535-L540, (38) L544-L546")
+ERRATUM_J233 = Erratum(
+    "last function value in (19)", "f_i(x_i^{u,t_i^U}) (J233)", "f_i(x_i^{U,t_i^U})",
+    f"{PAPER} L233 vs L491, L493; {ARXIV} L209")
+ERRATUM_LEMMA_STEP = Erratum(
+    "hypothesis of Lemma 1", "0 <= alpha <= 1/L", "any alpha >= 0 (App. B never uses it)",
+    f"{PAPER} L218 vs App. B L415-L425")
+ERRATUM_REMARK2 = Erratum(
+    "Remark 2 on Lemma 1", "|N_q| = 1 (J224)", "|N_g| = 1 (one group; OCR)",
+    f"{PAPER} L224; {ARXIV} L194-L196")
+ERRATUM_TMAX = Erratum(
+    "t_i^max of (22)", "ceil(S / c_i)", "max(1, ceil(S / c_i)) (S = 0 gives t = 1)",
+    f"{PAPER} L282; {ARXIV} L245")
+ERRATUM_COR_STEP = Erratum(
+    "Corollary 1 step", "alpha <= 1/sqrt(U) gives O(1/sqrt(U))",
+    "alpha = min(1/sqrt(U), 1/L) as stated; a much smaller alpha inflates 2 Delta/(alpha U)",
+    f"{PAPER} L287; {ARXIV} L518")
+
+_LHS2 = r"\frac{1}{\mathcal{U}}\sum_{u=1}^{\mathcal{U}}\mathbb{E}\|\nabla f(x^u)\|^2"
+_LHS1 = (r"\frac{1}{\sum_u t_i^u}\sum_{u=1}^{\mathcal{U}}\sum_{l=1}^{t_i^u}"
+         r"\mathbb{E}\|\nabla f_i(x_i^{u,l-1})\|^2")
+_LHSL = r"\mathbb{E}\|x^{u+1}-x_i^{u,t_i^u}\|^2"
+
+
+def _theorem(key, variant, title, citation, lhs, params, terms, aggregates, conditions,
+             errata, status, notes, step="alpha") -> Theorem:
+    return Theorem(key=key, variant=variant, title=title, citation=citation, lhs=lhs,
+                   params=params, term_exprs=terms, symbols=SYMBOLS, conditions=conditions,
+                   errata=errata, aggregates=aggregates, step=step, status=status, notes=notes)
+
+
+# ---------------------------------------------------------------------- results
+
+
+def lemma1(variant: str = "proof") -> Theorem:
+    """Lemma 1, (18) J218-J220: E||x^{u+1} - x_i^{u,t_i^u}||^2 <= 2 a^2 ((t_i^u)^2 + kappa) G^2
+    for every (u, i). ``printed`` keeps the stated 0 <= alpha <= 1/L; ``proof`` drops it
+    (App. B J415-J425 never uses it). Evaluates to [..., U, G]."""
+    t2_agg = Aggregate(t2, _t[_u, _i] ** 2, lambda v: schedule(v["t"])[0].astype(float) ** 2,
+                       ("t",))
+    kap = Aggregate(kappa, _KAPPA, lambda v: kappa_of(v["sizes"])[..., None, None], ("sizes",))
+    conditions = [CONDITION_STEP] if variant == "printed" else []
+    errata = [ERRATUM_REMARK2] + ([] if variant == "printed" else [ERRATUM_LEMMA_STEP])
+    return _theorem(
+        "hfl.lemma1", variant, "HFL model deviation (18)", f"{PAPER} L218-L220; {ARXIV} L185",
+        _LHSL, {n: BASE_PARAMS[n] for n in ("alpha", "L", "G", "sizes", "t")
+                if n != "L" or conditions},
+        {"own group": 2 * alpha**2 * t2 * G**2, "all groups": 2 * alpha**2 * kappa * G**2},
+        [t2_agg, kap], conditions, errata, "holds",
+        "Holds pathwise when ||g~|| <= G a.s. (guide 3.2).",
+        step="alpha" if conditions else None)
+
+
+def theorem1(variant: str = "proof") -> Theorem:
+    """Theorem 1, (19) J230-J237: the per-group bound, [..., G]. Vacuous (>= G^2) whenever
+    U >= 2 with balanced counts (guide 3.3, T1-vacuous): see :func:`vacuous`."""
+    aggs = [
+        Aggregate(A_i, _TSUM, _per_group_count, ("t",)),
+        Aggregate(Q_i, sp.Sum(_t[_u, _i] ** 2, (_u, 1, _DISPLAY_U - 1)),
+                  _per_group_sq_before_last, ("t",)),
+        Aggregate(U, _DISPLAY_U, lambda v: _rounds(v)[..., None], ("t",)),
+        Aggregate(n_i, _n[_i], lambda v: np.asarray(v["sizes"], dtype=float), ("sizes",)),
+        Aggregate(Delta_i, sp.IndexedBase("Delta")[_i],
+                  lambda v: np.asarray(v["Delta"], dtype=float), ("Delta",)),
+        Aggregate(kappa, _KAPPA, lambda v: kappa_of(v["sizes"])[..., None], ("sizes",)),
+    ]
+    terms = {
+        "transient": 2 * Delta_i / (alpha * A_i),
+        "noise": alpha * L * sigma**2 / n_i,
+        "restart gaps": (1 / (alpha * A_i) + 2 * (L + 1) * kappa * alpha / A_i) * (U - 1) * G**2,
+        "local drift": 2 * (L + 1) * alpha / A_i * Q_i * G**2,
+    }
+    return _theorem(
+        "hfl.theorem1", variant, "HFL per-group bound (19)", f"{PAPER} L230-L237; {ARXIV} L204",
+        _LHS1, THEOREM1_PARAMS, terms, aggs, [CONDITION_STEP], [ERRATUM_J233],
+        "holds-with-erratum", "Vacuous (>= G^2) whenever U >= 2 with balanced t (guide 3.3); "
+        "informative only for isolated groups (U = 1, S >= T), Remark 4 J239.")
+
+
+def _theorem2_terms(variant: str) -> dict[str, sp.Expr]:
+    """The five terms of (20), J243-J255 (A223-A226), per variant (module docstring)."""
+    if variant == "tight":
+        return {"transient": 2 * Delta / (alpha * U), "noise": alpha * L * kappa * sigma**2,
+                "within-round drift": alpha**2 * L**2 * G**2 * Z5 / U}
+    second = kappa_J if variant == "printed" else kappa**2
+    g4 = G**2 if variant == "proof" else 1
+    return {
+        "transient": 2 * Delta / (alpha * U),
+        "kappa^2": 12 * alpha**2 * L**2 * G**2 * second,
+        "noise": alpha * L * kappa * sigma**2,
+        "previous-round drift": 12 * alpha**2 * L**2 * g4 * Z4 / U,
+        "within-round drift": 4 * alpha**2 * L**2 * G**2 * Z5 / U,
+    }
+
+
+_T2_ERRATA = {
+    "printed": [ERRATUM_T0],
+    "arxiv": [ERRATUM_J247, ERRATUM_T0],
+    "proof": [ERRATUM_J247, ERRATUM_G2, ERRATUM_T0],
+    "tight": [ERRATUM_TIGHT, ERRATUM_J247, ERRATUM_G2],
+}
+#: printed and arxiv have a wrong proof step (no G^2 in (39)) but their statements hold: each is
+#: >= tight term by term (the 4 a^2 L^2 G^2 Z5/U term alone is >= tight's drift term), and
+#: tight follows from the paper's own steps (37)-(38) (guide 3.4).
+_T2_STATUS = {"printed": "holds-with-erratum", "arxiv": "holds-with-erratum",
+              "proof": "holds-with-erratum", "tight": "holds-with-erratum"}
+IMPLIED_BY_TIGHT = ("Holds as printed: it is >= the tight variant term by term (tight follows from "
+                    "(37)-(38), guide 3.4), although its proof drops G^2 in (39).")
+
+
+def theorem2(variant: str = "proof") -> Theorem:
+    """Theorem 2, (20) J241-J255 / A219-A226, with Delta >= f(x^1) - E f(x^{U+1}); [...]."""
+    aggs = [_AGG_U, _AGG_KAPPA, _AGG_Z4, _AGG_Z5, _AGG_KJ]
+    label = " [derived, not published]" if variant == "tight" else ""
+    return _theorem(
+        "hfl.theorem2", variant, "HFL global bound (20)" + label,
+        f"{PAPER} L241-L255; {ARXIV} L219-L226", _LHS2, BASE_PARAMS, _theorem2_terms(variant),
+        aggs, [CONDITION_STEP], _T2_ERRATA[variant], _T2_STATUS[variant],
+        "Conditional on the delay path (t, U); t_i^0 := 0. " + {
+            "tight": "Derived in theory/hfl_delay.md 3.4, not published.",
+            "printed": IMPLIED_BY_TIGHT, "arxiv": IMPLIED_BY_TIGHT}.get(variant, ""))
+
+
+#: Corollary 1's step alpha = min(1/sqrt(U), 1/L), J287 / A251
+COROLLARY_STEP = 1 / sp.Max(sp.sqrt(U), L)
+
+
+def corollary1(variant: str = "proof") -> Theorem:
+    """Corollary 1, J287-J289, via App. E (A509-A516): Theorem 2 with t_i^u <= t_i^max and
+    (t-1)(2t-1)/6 <= t^2/3, at alpha = min(1/sqrt(U), 1/L). Explicit constants:
+    2 Delta/(a U) + 12 a^2 L^2 G^2 kappa^2 + a L kappa sigma^2 + 12 a^2 L^2 G^2 M
+    + (4/3) a^2 L^2 G^2 M with M = W sum_i (|N_i| t_i^max)^2 <= kappa max_i (t_i^max)^2; for
+    U >= L^2 this is (2 Delta + L kappa sigma^2)/sqrt(U) + L^2 G^2 (12 kappa^2 + 40/3 M)/U.
+    ``printed``: the fourth term without G^2 (A515). ``alpha`` is not a parameter."""
+    a = COROLLARY_STEP
+    g4 = G**2 if variant == "proof" else 1
+    terms = {
+        "transient": 2 * Delta / (a * U),
+        "kappa^2": 12 * a**2 * L**2 * G**2 * kappa**2,
+        "noise": a * L * kappa * sigma**2,
+        "previous-round drift": 12 * a**2 * L**2 * g4 * M,
+        "within-round drift": sp.Rational(4, 3) * a**2 * L**2 * G**2 * M,
+    }
+    params = {k: v for k, v in COROLLARY1_PARAMS.items() if k != "alpha"}
+    errata = [ERRATUM_TMAX, ERRATUM_COR_STEP] + ([ERRATUM_G2] if variant == "proof" else [])
+    return _theorem(
+        "hfl.corollary1", variant, "HFL rate at alpha = min(1/sqrt(U), 1/L)",
+        f"{PAPER} L287-L289; {ARXIV} L505-L518", _LHS2, params, terms,
+        [_AGG_U, _AGG_KAPPA, _AGG_M], [], errata, "holds-with-erratum",
+        "alpha = min(1/sqrt(U), 1/L) needs U, known only at the end (guide 3.5). The printed "
+        "form (no G^2 on the fourth term) still holds: its (4/3) a^2 L^2 G^2 M term alone is >= "
+        "the drift term of the tight Theorem 2, since (t-1)(2t-1)/6 <= t^2/3.", step=None)
+
+
+register("hfl.lemma1", "HFL model deviation (18)", lemma1, ("printed", "proof"), "proof")
+register("hfl.theorem1", "HFL per-group bound (19)", theorem1, ("proof",), "proof")
+register("hfl.theorem2", "HFL global bound (20)", theorem2, THEOREM2_VARIANTS, "proof")
+register("hfl.corollary1", "HFL rate, Corollary 1", corollary1, ("printed", "proof"), "proof")
+
+
+def vacuous(key: str, variant: str | None = None, **values) -> np.ndarray | bool:
+    """True where the bound of ``key`` is >= G^2: the left-hand side is an average of
+    ||grad f||^2 <= G^2 (Assumption 3 and Jensen, guide 3.1), so such a bound says nothing.
+    Theorem 1 is vacuous whenever U >= 2 with balanced counts (guide 3.3)."""
+    if key == "hfl.lemma1":
+        raise ValueError("hfl.lemma1 bounds a model deviation, not a squared gradient norm")
+    out = np.asarray(get(key, variant).evaluate(**values)) >= float(values["G"]) ** 2
+    return bool(out) if out.ndim == 0 else out
+
+
+# ---------------------------------------------------------------------- expectations
+
+
+@dataclass(frozen=True)
+class ExpectedBound:
+    """E over delay paths of a bound: Monte-Carlo mean with its 95% interval over ``paths``
+    sampled schedules, and the closed-form plug-in (an approximation, guide 6.3: replaces
+    1/U by 1/E U and averages over rounds by E t, E t^2; Jensen makes it under-estimate the
+    transient term). Arrays over groups for Theorem 1 and Lemma 1."""
+
+    key: str
+    variant: str
+    mean: float | np.ndarray
+    ci: tuple
+    paths: int
+    plug_in: float | np.ndarray
+    plug_in_label: str = "approximation (renewal plug-in, guide 6.3)"
+
+
+Z95 = 1.959963984540054
+
+
+def schedule_params(key: str, model: dl.DelayModel, S) -> dict:
+    """The non-schedule parameters that a delay model fixes: ``t_max`` for the corollary."""
+    if key != "hfl.corollary1":
+        return {}
+    return {"t_max": np.array([dl.count_max(law, S) for law in model.local], dtype=float)}
+
+
+def expected(key: str, model: dl.DelayModel, S, T, *, variant: str | None = None,
+             paths: int = 200, seed: int = 0, ramp: bool = False, **params) -> ExpectedBound:
+    """E_delays of the bound ``key`` at (S, T): Monte Carlo over ``paths`` schedules drawn by
+    :func:`bounds.delays.sample_schedules` from ``seed`` (by the tower property this bounds
+    the unconditional left-hand side, guide 6.3), plus :func:`plug_in`. ``params``: the
+    theorem's parameters except ``t`` (and ``t_max``, which the model fixes)."""
+    thm = get(key, variant)
+    sizes = dl.validate_sizes(params.get("sizes", ()))
+    if len(sizes) != model.groups:
+        raise ValueError(f"sizes has {len(sizes)} groups, the delay model {model.groups}")
+    sched = dl.sample_schedules(model, S, T, paths, np.random.default_rng(seed), ramp=ramp)
+    full = {**params, **schedule_params(key, model, S)}
+    values = np.asarray(thm.evaluate(**full, t=sched.t))
+    if key == "hfl.lemma1":
+        real = (sched.t > 0)
+        values = np.where(real, values, np.nan)
+        per_path = np.nanmean(values, axis=1)
+    else:
+        per_path = values
+    mean = per_path.mean(axis=0)
+    half = Z95 * per_path.std(axis=0, ddof=1) / math.sqrt(paths) if paths > 1 else np.inf
+    stats_ = dl.round_statistics(model, S, T, seed=seed)
+    pi = plug_in(key, stats_, variant=variant, **full)
+    lo, hi = mean - half, mean + half
+    as_out = (lambda x: float(x)) if np.ndim(mean) == 0 else np.asarray
+    return ExpectedBound(key, thm.variant, as_out(mean), (as_out(lo), as_out(hi)), paths,
+                         as_out(pi) if np.ndim(pi) else float(pi),
+                         "exact (t_i^u i.i.d. over rounds)" if key == "hfl.lemma1"
+                         else ExpectedBound.plug_in_label)
+
+
+def _plug_in_aggregates(key: str, stats: dl.RoundStatistics, sizes: np.ndarray,
+                        params: dict) -> dict[sp.Symbol, np.ndarray]:
+    """Aggregate values with the schedule replaced by its moments (guide 6.3)."""
+    n = sizes.astype(float)
+    EU, Et, Et2 = stats.mean_U, stats.mean_t, stats.mean_t2
+    W = _W(n)
+    out = {kappa: kappa_of(n), U: EU}
+    if key == "hfl.theorem2":
+        out[Z4] = W * (n**2 * Et2).sum() * (EU - 1)
+        out[Z5] = W * (n**2 * (2 * Et2 - 3 * Et + 1) / 6).sum() * EU
+        out[kappa_J] = _kappa_j({"sizes": n})
+    elif key == "hfl.theorem1":
+        out.update({A_i: EU * Et, Q_i: (EU - 1) * Et2, n_i: n,
+                    Delta_i: np.asarray(params["Delta"], dtype=float)})
+    elif key == "hfl.corollary1":
+        out[M] = W * ((n * np.asarray(params["t_max"], dtype=float)) ** 2).sum()
+    elif key == "hfl.lemma1":
+        out[t2] = Et2
+    return out
+
+
+def plug_in(key: str, stats: dl.RoundStatistics, *, variant: str | None = None,
+            terms: bool = False, **params):
+    """Closed-form plug-in of E_delays[bound] (guide 6.3), an APPROXIMATION except for
+    Lemma 1 (exact: 2 a^2 (E t_i^2 + kappa) G^2 per group): U -> E U (renewal), the round
+    averages (1/U) sum_u h(t^u) -> E h(t) (Wald), (U-1)/U for the t^{u-1} sums. Broadcasts
+    over array-valued scalar parameters (e.g. a grid of alpha). ``terms=True`` returns
+    {term name: value}."""
+    thm = get(key, variant)
+    sizes = np.asarray(dl.validate_sizes(params["sizes"]))
+    for k, v in params.items():
+        if k in thm.params:
+            thm.params[k].check(v)
+    scal = {thm.symbols[k]: np.asarray(v, dtype=float) for k, v in params.items()
+            if k in thm.symbols and not thm.params[k].vector}
+    args = {**scal, **_plug_in_aggregates(key, stats, sizes, params)}
+    exprs = thm.term_exprs if terms else {"bound": thm.expr}
+    out = {}
+    for name, e in exprs.items():
+        syms = sorted(e.free_symbols, key=str)
+        missing = [s for s in syms if s not in args]
+        if missing:
+            raise ValueError(f"{key}: missing parameter(s) {[str(s) for s in missing]}")
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[name] = np.asarray(_lambdified(e)(*(args[s] for s in syms)), dtype=float)
+    if not all(np.isfinite(v).all() for v in out.values()):
+        raise ValueError(f"{key}: plug-in is not finite at the given parameters")
+    return out if terms else out["bound"]
+
+
+_LAMBDIFIED: dict[sp.Expr, object] = {}
+
+
+def _lambdified(e: sp.Expr):
+    if e not in _LAMBDIFIED:
+        _LAMBDIFIED[e] = sp.lambdify(sorted(e.free_symbols, key=str), e, "numpy")
+    return _LAMBDIFIED[e]

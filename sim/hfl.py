@@ -1,0 +1,294 @@
+"""Delay-sensitive hierarchical FL, Algorithm 1 of papers/hfl_delay_arxiv.txt A139-A161
+(journal papers/hfl_delay_journal.txt J153-J191), vectorised over replicas, groups, clients.
+
+Line numbers ``J123`` refer to papers/hfl_delay_journal.txt, ``A123`` to the arXiv text.
+
+State: the global model ``x`` [R, d] and the group models ``y`` [R, G, d]; the clients of
+group i are a padded axis [R, G, n_max, d] with a mask for unequal sizes. Per round u:
+
+- every group starts at x^u (3)-(4) J72; each local iteration l every client takes one SGD
+  step from the group model (5) and the group averages (6) J76-J80, i.e. minibatch SGD on
+  f_i with the |N_i| clients' gradients;
+- group i performs t_i^u local iterations, t_i^u = min{n >= 1: tau_1 + ... + tau_n >= S}
+  (7) J89: the iteration that crosses S is performed and counted, S = 0 gives one;
+- uploads are normalised by t_i^u (10) J103 and the global update weights them by
+  |N_i| / N (12) J118;
+- the system time ACCUMULATES the round duration max_i sum_l tau + tau_g (9) J99, (13)
+  J128 (printed line 21 assigns instead, A157: erratum), and U is the first round at
+  which it reaches T (that round is counted).
+
+The schedule (t[u, i], U, wall-clock round ends) is drawn first by :func:`draw_schedule`
+(shifted-exponential delays per group and for the server, J304) or given by the caller (a
+fixed delay path, or paths drawn elsewhere); then the SGD part runs on it. Random draws,
+in this order, from the one ``generator``: the schedule (per round: local-iteration times
+[R, G] one iteration at a time until every group crossed S_u, then tau_g [R]), then per
+round and local iteration ``problem.stochastic_grad`` on [R, G, n_max, d]. Same seed, same
+trace, bit for bit. S_u = min(u, S) (Fig. 13, J392) with ``ramp=True``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from sim.problems import DTYPE, Problem, rand
+from sim.trace import freeze_diverged
+
+
+@dataclass(frozen=True)
+class HFLDelays:
+    """Shifted-exponential delay laws tau = shift + Exp(mean) (J304): one per group for a
+    local iteration and one for the global server. ``mean = 0`` is deterministic."""
+
+    local_shift: tuple[float, ...]
+    local_mean: tuple[float, ...]
+    global_shift: float
+    global_mean: float
+
+    def __post_init__(self):
+        if len(self.local_shift) != len(self.local_mean) or not self.local_shift:
+            raise ValueError("local_shift and local_mean need one entry per group (>= 1 group)")
+        for name in ("local_shift", "local_mean"):
+            for i, v in enumerate(getattr(self, name)):
+                _nonnegative(f"{name}[{i}]", v)
+        _nonnegative("global_shift", self.global_shift)
+        _nonnegative("global_mean", self.global_mean)
+        for i, (c, m) in enumerate(zip(self.local_shift, self.local_mean, strict=True)):
+            if c == 0 and m == 0:
+                raise ValueError(f"group {i}: local_shift = local_mean = 0 (zero delay)")
+
+    @property
+    def groups(self) -> int:
+        return len(self.local_shift)
+
+
+def _nonnegative(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name}={value!r} must be a finite number")
+    if value < 0:
+        raise ValueError(f"{name}={value} must be >= 0 (a delay cannot be negative)")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class HFLSchedule:
+    """``t`` [R, U_max, G] int64 local-iteration counts (0 after round U), ``U`` [R] rounds,
+    ``end_time`` [R, U_max] accumulated wall-clock time at the end of each round (0 after U)."""
+
+    t: torch.Tensor
+    U: torch.Tensor
+    end_time: torch.Tensor
+
+
+def _exp_draws(shape, generator: torch.Generator, device) -> torch.Tensor:
+    """Standard exponential draws by inversion of uniforms on [0, 1)."""
+    return -torch.log1p(-rand(shape, generator, device))
+
+
+def draw_schedule(delays: HFLDelays, S: float, T: float, replicas: int,
+                  generator: torch.Generator, *, ramp: bool = False,
+                  device=None) -> HFLSchedule:
+    """Rounds of Algorithm 1 (A139-A161) with wall-clock time: per round the local phase of
+    every group runs until its elapsed time reaches S_u ((7) J89, one local iteration at a
+    time), the round lasts max_i elapsed_i + tau_g (9) J99, the system time accumulates
+    it, and replicas stop after the round that reaches T ((13) J128)."""
+    S = _nonnegative("S", S)
+    T = _nonnegative("T", T)
+    if T <= 0:
+        raise ValueError(f"T={T} must be > 0")
+    R = _positive_int("replicas", replicas)
+    device = torch.device("cpu") if device is None else torch.device(device)
+    G = delays.groups
+    shift = torch.tensor(delays.local_shift, dtype=DTYPE, device=device)
+    mean = torch.tensor(delays.local_mean, dtype=DTYPE, device=device)
+    clock = torch.zeros(R, dtype=DTYPE, device=device)
+    running = torch.ones(R, dtype=torch.bool, device=device)
+    rows, ends = [], []
+    u = 0
+    while running.any():
+        u += 1
+        level = min(float(u), S) if ramp else S
+        t = torch.zeros(R, G, dtype=torch.int64, device=device)
+        elapsed = torch.zeros(R, G, dtype=DTYPE, device=device)
+        todo = running[:, None].expand(R, G).clone()
+        while todo.any():
+            tau = shift + mean * _exp_draws((R, G), generator, device)
+            elapsed = torch.where(todo, elapsed + tau, elapsed)
+            t = t + todo.long()
+            todo = todo & (elapsed < level)
+        tau_g = delays.global_shift + delays.global_mean * _exp_draws((R,), generator, device)
+        clock = torch.where(running, clock + elapsed.amax(dim=1) + tau_g, clock)
+        rows.append(t)
+        ends.append(torch.where(running, clock, 0.0))
+        running = running & (clock < T)
+    t = torch.stack(rows, dim=1)
+    return HFLSchedule(t=t, U=(t[..., 0] > 0).sum(dim=1), end_time=torch.stack(ends, dim=1))
+
+
+def schedule_from_counts(t, replicas: int, device=None, end_time=None) -> HFLSchedule:
+    """A given schedule t [U, G] (one fixed delay path for all replicas) or [R, U_max, G]
+    (zero-padded), validated: integers, rows all >= 1 or all 0 (padding at the end).
+    ``end_time`` ([U] or [R, U_max], the wall-clock round ends of the same path(s)) defaults
+    to the round index when no wall clock is known."""
+    t = torch.as_tensor(t, device=device)
+    if t.dtype.is_floating_point:
+        if not torch.equal(t, torch.floor(t)):
+            raise ValueError("t must hold integer local-iteration counts")
+        t = t.long()
+    if t.ndim == 2:
+        t = t.expand(_positive_int("replicas", replicas), *t.shape)
+    if t.ndim != 3 or t.shape[1] == 0 or t.shape[2] == 0:
+        raise ValueError(f"t must have shape [U, G] or [R, U, G], got {tuple(t.shape)}")
+    real = t > 0
+    rows = real.all(dim=2)
+    if (t < 0).any() or (real.any(dim=2) & ~rows).any():
+        raise ValueError("t: every real round needs t_i^u >= 1 in every group ((7) J89)")
+    if not rows[:, 0].all() or (rows[:, 1:] & ~rows[:, :-1]).any():
+        raise ValueError("t: zero rows may only pad the end of a schedule (U >= 1)")
+    U = rows.sum(dim=1)
+    if end_time is None:
+        end_time = torch.arange(1, t.shape[1] + 1, dtype=DTYPE, device=t.device)
+    end_time = torch.as_tensor(end_time, dtype=DTYPE, device=t.device).expand(t.shape[:2])
+    if not torch.isfinite(end_time).all() or (torch.diff(end_time, dim=1)[rows[:, 1:]] < 0).any():
+        raise ValueError("end_time must be finite and non-decreasing over the rounds")
+    return HFLSchedule(t=t, U=U, end_time=torch.where(rows, end_time, 0.0))
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{name}={value} must be an integer >= 1")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class HFLTrace:
+    """Record of R replicas (CPU tensors, float64).
+
+    - ``grad_sq_norm`` [R, U_max]: ||grad f(x^u)||^2 at the global model of round u (0 after
+      U): the summand of the left-hand side of Theorem 2, (20) J243.
+    - ``loss`` [R, U_max + 1]: f(x^u), u = 1..U_max + 1 (frozen after U: the last is
+      f(x^{U+1}), the analysis' final model).
+    - ``group_grad_sq_sum`` [R, G]: sum_u sum_{l=1}^{t_i^u} ||grad f_i(x_i^{u,l-1})||^2, the
+      numerator of Theorem 1's left-hand side (19) J232 (clients i.i.d.: f_i = f).
+    - ``deviation`` [R, U_max, G]: ||x^{u+1} - x_i^{u,t_i^u}||^2, Lemma 1 (18) J220.
+    - ``t`` [R, U_max, G], ``U`` [R], ``end_time`` [R, U_max]: the realised schedule.
+    - ``diverged`` [R] (see sim.trace).
+    """
+
+    grad_sq_norm: torch.Tensor
+    loss: torch.Tensor
+    group_grad_sq_sum: torch.Tensor
+    deviation: torch.Tensor
+    t: torch.Tensor
+    U: torch.Tensor
+    end_time: torch.Tensor
+    diverged: torch.Tensor
+
+    @property
+    def real(self) -> torch.Tensor:
+        """[R, U_max] mask of rounds that happened."""
+        return self.t[..., 0] > 0
+
+    @property
+    def lhs(self) -> torch.Tensor:
+        """(1/U) sum_{u=1}^U ||grad f(x^u)||^2 per replica, [R]: Theorem 2's left-hand side."""
+        return (self.grad_sq_norm * self.real).sum(dim=1) / self.U
+
+    @property
+    def group_lhs(self) -> torch.Tensor:
+        """Theorem 1's left-hand side per replica and group, [R, G]."""
+        return self.group_grad_sq_sum / self.t.sum(dim=1)
+
+    @property
+    def final_loss(self) -> torch.Tensor:
+        """f(x^{U+1}) per replica, [R]."""
+        return self.loss[:, -1]
+
+
+def _validated(problem: Problem, sizes, alpha, x1, device):
+    sizes = torch.as_tensor(sizes, device=device)
+    if sizes.ndim != 1 or sizes.numel() == 0 or sizes.dtype.is_floating_point:
+        raise ValueError("sizes must be a non-empty 1-D integer tensor of group sizes")
+    if (sizes < 1).any():
+        i = int(torch.nonzero(sizes < 1)[0])
+        raise ValueError(f"sizes[{i}]={int(sizes[i])} must be >= 1 (a group cannot be empty)")
+    if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"alpha={alpha!r} must be finite and > 0")
+    x1 = torch.as_tensor(x1, dtype=DTYPE, device=device)
+    if x1.shape != (problem.dim,) or not torch.isfinite(x1).all():
+        raise ValueError(f"x1 must be finite with shape ({problem.dim},), got {tuple(x1.shape)}")
+    return sizes.long(), float(alpha), x1
+
+
+def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float, x1, replicas: int,
+            generator: torch.Generator, schedule: HFLSchedule | None = None, t=None,
+            end_time=None, delays: HFLDelays | None = None, S: float | None = None, T: float | None = None,
+            ramp: bool = False, device=None) -> HFLTrace:
+    """Run ``replicas`` realisations of Algorithm 1 (A139-A161) on ``problem`` (every client
+    i.i.d. on it). The schedule is ``schedule``, or the counts ``t`` ([U, G]: one fixed delay
+    path; [R, U_max, G]: zero-padded paths; ``end_time`` their wall-clock round ends, if
+    known), or drawn from ``delays`` at ``S``, ``T``
+    (and ``ramp``) by :func:`draw_schedule` with ``generator``. Returns a CPU
+    :class:`HFLTrace`."""
+    device = problem.device if device is None else torch.device(device)
+    problem = problem.to(device)
+    sizes, alpha, x1 = _validated(problem, sizes, alpha, x1, device)
+    replicas = _positive_int("replicas", replicas)
+    given = [schedule is not None, t is not None, delays is not None]
+    if sum(given) != 1:
+        raise ValueError("give exactly one of schedule, t, or delays (with S and T)")
+    if delays is not None:
+        if S is None or T is None:
+            raise ValueError("delays need S and T")
+        if delays.groups != sizes.numel():
+            raise ValueError(f"delays have {delays.groups} groups, sizes {sizes.numel()}")
+        schedule = draw_schedule(delays, S, T, replicas, generator, ramp=ramp, device=device)
+    elif t is not None:
+        schedule = schedule_from_counts(t, replicas, device, end_time)
+    if schedule.t.shape[0] != replicas or schedule.t.shape[2] != sizes.numel():
+        raise ValueError(f"schedule has shape {tuple(schedule.t.shape)}; need "
+                         f"[replicas={replicas}, U, groups={sizes.numel()}]")
+    return _run(problem, sizes, alpha, x1, schedule, generator, device)
+
+
+def _run(problem: Problem, sizes: torch.Tensor, alpha: float, x1: torch.Tensor,
+         schedule: HFLSchedule, generator: torch.Generator, device) -> HFLTrace:
+    t = schedule.t.to(device)
+    R, U_max, G = t.shape
+    d, n_max = problem.dim, int(sizes.max())
+    client_mask = (torch.arange(n_max, device=device)[None, :] < sizes[:, None]).to(DTYPE)
+    weights = sizes.to(DTYPE) / sizes.sum()
+    x = x1.expand(R, d).clone()
+    diverged = torch.zeros(R, dtype=torch.bool, device=device)
+    grad_sq = torch.zeros(R, U_max, dtype=DTYPE, device=device)
+    loss = torch.empty(R, U_max + 1, dtype=DTYPE, device=device)
+    group_sum = torch.zeros(R, G, dtype=DTYPE, device=device)
+    deviation = torch.zeros(R, U_max, G, dtype=DTYPE, device=device)
+    for u in range(U_max):
+        tu = t[:, u, :]
+        active_round = tu[:, 0] > 0
+        grad_sq[:, u] = torch.where(active_round, problem.grad(x).square().sum(-1), 0.0)
+        loss[:, u] = problem.loss(x)
+        y = x[:, None, :].expand(R, G, d).clone()
+        for step in range(int(tu.max())):
+            active = (step < tu) & ~diverged[:, None]
+            group_sum += torch.where(active, problem.grad(y).square().sum(-1), 0.0)
+            g = problem.stochastic_grad(y[:, :, None, :].expand(R, G, n_max, d), generator)
+            g_mean = (g * client_mask[None, :, :, None]).sum(dim=2) / sizes[None, :, None]
+            y = torch.where(active[..., None], y - alpha * g_mean, y)
+        upload = (y - x[:, None, :]) / tu.clamp(min=1)[..., None].to(DTYPE)
+        candidate = x + (weights[None, :, None] * upload).sum(dim=1)
+        candidate = torch.where(active_round[:, None], candidate, x)
+        x_next, diverged = freeze_diverged(x, candidate, diverged)
+        deviation[:, u] = torch.where(active_round[:, None] & ~diverged[:, None],
+                                      (x_next[:, None, :] - y).square().sum(-1), 0.0)
+        x = x_next
+    loss[:, U_max] = problem.loss(x)
+    return HFLTrace(
+        grad_sq_norm=grad_sq.cpu(), loss=loss.cpu(), group_grad_sq_sum=group_sum.cpu(),
+        deviation=deviation.cpu(), t=t.cpu(), U=schedule.U.cpu(),
+        end_time=schedule.end_time.cpu(), diverged=diverged.cpu())
+
