@@ -35,7 +35,15 @@ from sim.problems import LogisticRegression, Quadratic
 
 from .check import Z95, Verdict, classify
 from .check import check as check_scalar
-from .scenario import Measurement, ScenarioBase, jsonable, register_adapter, require_float, require_int
+from .scenario import (
+    Measurement,
+    ScenarioBase,
+    jsonable,
+    problem_spec,
+    register_adapter,
+    require_float,
+    require_int,
+)
 
 #: Fig. 7a of the paper (J361; A298): {d, b, e, f, d_g, b_g, e_g, f_g}
 FIG7A = [0.01, 0.85, 0.001, 0.085, 4.0, 2.0, 0.4, 0.2]
@@ -94,24 +102,8 @@ class HFLScenario(ScenarioBase):
         return dl.DelayModel.linear(self.delays, self.sizes)
 
     def problem_spec(self) -> dict[str, Any]:
-        if not isinstance(self.problem, dict) or self.problem.get("kind") not in PROBLEM_KINDS:
-            raise ValueError(f"problem must be an object with kind in {sorted(PROBLEM_KINDS)}")
-        kind = self.problem["kind"]
-        spec = {**PROBLEM_KINDS[kind], **self.problem}
-        unknown = sorted(set(spec) - set(PROBLEM_KINDS[kind]) - {"kind"})
-        if unknown:
-            raise ValueError(f"problem: unknown field(s) {unknown} for kind {kind!r}")
-        for name in ("dim", "n", "batch"):
-            if name in spec:
-                require_int(f"problem.{name}", spec[name])
-        for name in ("R", "L", "mu"):
-            if name in spec:
-                require_float(f"problem.{name}", spec[name], low=0, low_open=True)
-        for name in ("sigma", "distance"):
-            require_float(f"problem.{name}", spec.get(name, 0.0), low=0)
-        if kind == "quadratic" and spec["mu"] > spec["L"]:
-            raise ValueError(f"problem.mu={spec['mu']} must be <= problem.L={spec['L']}")
-        return spec
+        """The problem fields with defaults filled in, validated."""
+        return problem_spec(self.problem, PROBLEM_KINDS)
 
 
 # ---------------------------------------------------------------------- set-up

@@ -24,6 +24,7 @@ from . import exact as exact_mode
 from .scenario import (
     Measurement,
     ScenarioBase,
+    problem_spec,
     register_adapter,
     require_float,
     require_floats,
@@ -31,7 +32,7 @@ from .scenario import (
 )
 
 PROBLEM_KINDS = {
-    # kind: {field: (default, validator kwargs)}
+    # kind: {field: default}
     "quadratic": {"dim": 8, "L": 1.0, "mu": 0.1, "sigma": 1.0, "distance": 3.0, "rotate": False},
     "logistic": {"dim": 5, "n": 200, "R": 1.0, "batch": 4, "lam": 0.0, "distance": 2.0},
 }
@@ -101,30 +102,7 @@ class MLLSGDScenario(ScenarioBase):
 
     def problem_spec(self) -> dict[str, Any]:
         """The problem fields with defaults filled in, validated."""
-        if not isinstance(self.problem, dict) or "kind" not in self.problem:
-            raise ValueError("problem must be an object with a 'kind' "
-                             f"(one of {sorted(PROBLEM_KINDS)})")
-        kind = self.problem["kind"]
-        if kind not in PROBLEM_KINDS:
-            raise ValueError(f"problem.kind={kind!r} must be one of {sorted(PROBLEM_KINDS)}")
-        spec = {**PROBLEM_KINDS[kind], **self.problem}
-        unknown = sorted(set(spec) - set(PROBLEM_KINDS[kind]) - {"kind"})
-        if unknown:
-            raise ValueError(f"problem: unknown field(s) {unknown} for kind {kind!r}")
-        for name in ("dim", "n", "batch"):
-            if name in spec:
-                require_int(f"problem.{name}", spec[name])
-        for name in ("L", "mu", "R"):
-            if name in spec:
-                require_float(f"problem.{name}", spec[name], low=0, low_open=True)
-        for name in ("sigma", "lam", "distance"):
-            if name in spec:
-                require_float(f"problem.{name}", spec[name], low=0)
-        if kind == "quadratic" and spec["mu"] > spec["L"]:
-            raise ValueError(f"problem.mu={spec['mu']} must be <= problem.L={spec['L']}")
-        if kind == "quadratic" and spec["dim"] == 1 and spec["mu"] != spec["L"]:
-            raise ValueError("problem.dim=1 needs problem.mu == problem.L")
-        return spec
+        return problem_spec(self.problem, PROBLEM_KINDS)
 
 
 # ---------------------------------------------------------------------- set-up

@@ -120,6 +120,37 @@ def require_floats(name: str, value, n: int, **bounds) -> np.ndarray:
     return np.full(n, require_float(name, value, **bounds))
 
 
+def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """A scenario's ``problem`` object with the defaults of its kind filled in, validated.
+
+    ``kinds``: kind -> {field: default}. Integers (dim, n, batch) must be >= 1; L, mu, R
+    positive; sigma, lam, distance nonnegative; a quadratic needs mu <= L (and mu == L in
+    one dimension, where the spectrum is a single eigenvalue)."""
+    if not isinstance(problem, Mapping) or "kind" not in problem:
+        raise ValueError(f"problem must be an object with a 'kind' (one of {sorted(kinds)})")
+    kind = problem["kind"]
+    if not isinstance(kind, str) or kind not in kinds:
+        raise ValueError(f"problem.kind={kind!r} must be one of {sorted(kinds)}")
+    spec = {**kinds[kind], **problem}
+    unknown = sorted(set(spec) - set(kinds[kind]) - {"kind"})
+    if unknown:
+        raise ValueError(f"problem: unknown field(s) {unknown} for kind {kind!r}")
+    for name in ("dim", "n", "batch"):
+        if name in spec:
+            require_int(f"problem.{name}", spec[name])
+    for name in ("L", "mu", "R"):
+        if name in spec:
+            require_float(f"problem.{name}", spec[name], low=0, low_open=True)
+    for name in ("sigma", "lam", "distance"):
+        if name in spec:
+            require_float(f"problem.{name}", spec[name], low=0)
+    if kind == "quadratic" and spec["mu"] > spec["L"]:
+        raise ValueError(f"problem.mu={spec['mu']} must be <= problem.L={spec['L']}")
+    if kind == "quadratic" and spec["dim"] == 1 and spec["mu"] != spec["L"]:
+        raise ValueError("problem.dim=1 needs problem.mu == problem.L")
+    return spec
+
+
 # ---------------------------------------------------------------- adapters
 
 
