@@ -10,7 +10,7 @@ Pure mathematics (sympy, numpy, scipy); never imports torch or the simulator.
 True
 """
 
-from . import hfl, mllsgd, tdcd  # noqa: F401  (register the results of each paper)
+from . import afl, hfl, mllsgd, tdcd  # noqa: F401  (register the results of each paper)
 from .core import Condition, Erratum, Param, Theorem, get, register, unregister
 from .core import list_results as list  # noqa: A001  (bounds.list(), as the design fixes)
 from .tuning import choose_step, choose_sync_time

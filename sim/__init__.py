@@ -3,6 +3,7 @@
 Never imports sympy, ``bounds`` or ``verify`` (see DESIGN.md, section "sim").
 """
 
+from sim.afl import AFLTrace, run_afl
 from sim.hfl import HFLTrace, run_hfl
 from sim.mllsgd import (
     HubWeights,
@@ -18,6 +19,7 @@ from sim.tdcd import TDCDTrace, run_tdcd
 from sim.trace import DIVERGENCE_THRESHOLD, Trace, freeze_diverged
 
 __all__ = [
+    "AFLTrace",
     "DIVERGENCE_THRESHOLD",
     "HFLTrace",
     "HubWeights",
@@ -32,6 +34,7 @@ __all__ = [
     "hub_weights",
     "mixing_matrices",
     "operator_at",
+    "run_afl",
     "run_hfl",
     "run_mllsgd",
     "run_tdcd",

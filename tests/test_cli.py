@@ -156,3 +156,18 @@ def test_choose_sync_time_bad_input(capsys, change, message):
     argv.update(dict(zip(change[::2], change[1::2], strict=True)))
     code, _, err = run(capsys, "choose-sync-time", *[x for kv in argv.items() for x in kv])
     assert code == 2 and message in err, err
+
+
+def test_search_json_and_its_witness_reproduces_through_check(capsys, tmp_path):
+    code, out, _ = run(capsys, "search", "afl.theorem3", "--budget", "50", "--seed", "0", "--json")
+    d = json.loads(out)
+    assert code == 0 and set(d) == {"key", "variant", "found", "witness", "verdict", "tried"}
+    assert d["found"] and d["verdict"]["verdict"] == "violated" and d["tried"] >= 1
+    path = tmp_path / "witness.json"
+    path.write_text(json.dumps(d["witness"]))
+    code, out, _ = run(capsys, "check", "afl.theorem3", "--scenario", str(path), "--exact",
+                       "--json")
+    again = json.loads(out)
+    assert code == 0 and again == d["verdict"]
+    code, out, _ = run(capsys, "search", "afl.theorem3", "--budget", "0")
+    assert code == 2

@@ -4,7 +4,7 @@ Scenarios (dataclass <-> JSON), ``check(key, scenario) -> Verdict``, plots and t
 ``fedbound`` command. Depends on ``bounds`` and ``sim``; neither depends on it.
 """
 
-from . import hfl, mllsgd, tdcd  # noqa: F401  (register each paper's scenario adapter)
+from . import afl, hfl, mllsgd, tdcd  # noqa: F401  (register each paper's scenario adapter)
 from .check import Verdict, check
 from .scenario import default_scenario, load_scenario
 

@@ -11,6 +11,8 @@ fedbound check --all [--only KEYS] [--battery N] [--seed S] [--report DIR] [--jo
 fedbound sweep SPEC [--db FILE] [--jobs N | --scheduler ADDR | --dask-local N]
                                                 resumable sweep into SQLite
 fedbound report [--db FILE] [--out DIR]         plots and tables of a sweep
+fedbound search KEY [--variant V] [--budget N] [--seed S]
+                                                counterexample search, with a witness
 fedbound choose-sync-time --sizes 15,15 --delays d,b,e,f,d_g,b_g,e_g,f_g --T T --alpha A
          --L L --G G --sigma S --Delta D [--method bound|simulate|both]
                                                 HFL: the sync time S, bound vs simulation
@@ -35,7 +37,7 @@ from tqdm import tqdm
 
 import bounds
 
-from . import hfl, plots, report, suite, sweep, tdcd
+from . import hfl, plots, report, search, suite, sweep, tdcd
 from .check import Verdict, check
 from .scenario import default_scenario, json_text, load_scenario
 
@@ -141,10 +143,12 @@ def _verdict_table(v: Verdict) -> str:
         ("slack", f"{v.slack:.3g}x  (bound / measured)"),
         ("mode", f"{v.mode}, {v.replicas} replicas" + (f", {v.diverged} diverged"
                                                         if v.diverged else "")),
-        ("eta", f"{v.params.get('eta', float('nan')):.6g}"),
-        ("zeta", f"{v.params.get('zeta', float('nan')):.6g}"),
         ("time", f"{v.seconds:.2f} s"),
     ]
+    step = bounds.get(v.key, v.variant).step
+    shown = [step, "zeta"] if step else ["zeta"]
+    rows[-1:-1] = [(name, f"{v.params[name]:.6g}") for name in shown
+                   if isinstance(v.params.get(name), (int, float))]
     return "\n".join(f"  {k:<9} {val}" for k, val in rows)
 
 
@@ -227,6 +231,14 @@ def cmd_report(args):
     return None
 
 
+def cmd_search(args):
+    res = search.search(args.key, variant=args.variant, budget=args.budget, seed=args.seed)
+    if args.json:
+        return res.as_dict()
+    print(search.format_search(res))
+    return None
+
+
 def _grid(text: str | None, name: str, kind=float) -> list | None:
     """A comma-separated list of numbers (None when not given)."""
     if text is None:
@@ -298,6 +310,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-figures", action="store_true", help="report without figures (--all)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (--all; default 1)")
     p.add_argument("--only", help="comma-separated keys or papers, e.g. mllsgd,hfl.theorem2 (--all)")
+    p = add("search", cmd_search, "search admissible scenarios for a violation of a bound")
+    p.add_argument("key"), p.add_argument("--variant")
+    p.add_argument("--budget", type=int, default=50, help="admissible scenarios to try (default 50)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the search")
     p = add("choose-sync-time", cmd_choose_sync_time,
             "HFL: the sync time S from the expected bound and/or from simulation")
     p.add_argument("--sizes", required=True, help="clients per group, e.g. 15,15")

@@ -123,9 +123,10 @@ def require_floats(name: str, value, n: int, **bounds) -> np.ndarray:
 def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """A scenario's ``problem`` object with the defaults of its kind filled in, validated.
 
-    ``kinds``: kind -> {field: default}. Integers (dim, n, batch) must be >= 1; L, mu, R
-    positive; sigma, lam, distance nonnegative; a quadratic needs mu <= L (and mu == L in
-    one dimension, where the spectrum is a single eigenvalue)."""
+    ``kinds``: kind -> {field: default}. Integers (dim, n, batch) must be >= 1; L, mu, R, G
+    positive; sigma, sigma_L, sigma_G, lam, distance nonnegative; skew in [0, 1]; a
+    quadratic needs mu <= L (and mu == L in one dimension, where the spectrum is a single
+    eigenvalue)."""
     if not isinstance(problem, Mapping) or "kind" not in problem:
         raise ValueError(f"problem must be an object with a 'kind' (one of {sorted(kinds)})")
     kind = problem["kind"]
@@ -138,12 +139,14 @@ def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, A
     for name in ("dim", "n", "batch"):
         if name in spec:
             require_int(f"problem.{name}", spec[name])
-    for name in ("L", "mu", "R"):
+    for name in ("L", "mu", "R", "G"):
         if name in spec:
             require_float(f"problem.{name}", spec[name], low=0, low_open=True)
-    for name in ("sigma", "lam", "distance"):
+    for name in ("sigma", "sigma_L", "sigma_G", "lam", "distance"):
         if name in spec:
             require_float(f"problem.{name}", spec[name], low=0)
+    if "skew" in spec:
+        require_float("problem.skew", spec["skew"], low=0, high=1)
     if kind == "quadratic" and spec["mu"] > spec["L"]:
         raise ValueError(f"problem.mu={spec['mu']} must be <= problem.L={spec['L']}")
     if kind == "quadratic" and spec["dim"] == 1 and spec["mu"] != spec["L"]:

@@ -1,0 +1,524 @@
+"""Anarchic Federated Learning (Yang, Zhang, Khanduri, Liu, ICML 2022): ``papers/afl.txt``.
+
+Registered results
+------------------
+``afl.theorem1``    Theorem 1, the Omega(sigma_G^2) lower bound, L89-L92 (proof L366-L368), as
+                    an executable instance (:func:`lower_bound_instance`), written as an upper
+                    bound on -||grad f(x_hat)||^2 so that ``check`` reads it like the others.
+``afl.theorem2``    AFA-CD, general arrivals, L131-L147 (proof B.2, L374-L483).
+``afl.theorem3``    AFA-CD, uniform arrivals, L164-L176 (proof B.3, L502-L621).
+``afl.theorem4``    AFA-CS, bounded staleness, L213-L225 (proof App. C, L638-L734).
+``afl.corollary1..3``  L149-L153, L180-L184, L229-L233 at eta_L = 1/sqrt(T) and
+                    eta = sqrt(mK) (sqrt(MK) for Corollary 3), with explicit constants and the
+                    minimum T each silently needs (the theorem's conditions at those steps).
+
+The step: every proof uses the server step x_{t+1} = x_t - eta eta_L G_t (L383, L389, L408,
+L504, L644), not the printed x_{t+1} = x_t - eta G_t (L118, L205); only s = eta eta_L and
+eta_L enter the bounds (erratum ``ERRATUM_SERVER_STEP`` on every result).
+
+K statistics: ``K`` is a constant, or an array of per-round local-step counts whose last
+axis is the workers of a round and whose leading axes (rounds, replicas) are averaged:
+1/K_t = mean_i 1/K_{t,i} (harmonic), Kbar_t = mean_i K_{t,i}, Khat_t^2 = mean_i K_{t,i}^2
+(L145). For Theorems 2 and 3 (printed) the last axis is the m arriving workers; for
+Theorem 3 (proof, L579) and Theorem 4 (L730-L732) it is all M workers (for Theorem 4 the
+K of each worker's stored update). Reductions happen inside (``Aggregate``).
+
+Variants: ``printed`` as the paper prints it; ``proof`` what the proofs support (the
+(tau+1) factor of the delayed sums, L467/L570/L708; for Theorem 3 the factor 2 of L576 and
+the all-M averages of L579; for Theorem 4 the sums of L731-L732). Statuses are the ones
+the toolkit established: Theorems 3 and 4 and Corollaries 2 and 3 are ``refuted`` by the
+witnesses in ``tests/witnesses/`` (found by ``verify.search``, re-checked by the tests).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import sympy as sp
+
+from .core import Aggregate, Condition, Erratum, Param, Theorem, register
+
+PAPER = "papers/afl.txt"
+VARIANTS = ("printed", "proof")
+
+# ---------------------------------------------------------------------- symbols
+
+L, sigma_L, sigma_G, Delta, eta, eta_L, T, m, M, tau, m_prime = sp.symbols(
+    "L sigma_L sigma_G Delta eta eta_L T m M tau m'", nonnegative=True)
+SYMBOLS = {
+    "L": L, "sigma_L": sigma_L, "sigma_G": sigma_G, "Delta": Delta, "eta": eta,
+    "eta_L": eta_L, "T": T, "m": m, "M": M, "tau": tau, "m_prime": m_prime,
+}
+K = sp.Symbol("K", positive=True)  #: a constant K (corollaries); theorems use the statistics
+SYMBOLS["K"] = K
+#: K statistics: mean_t 1/K_t, mean_t Kbar_t, mean_t Khat_t^2, max K_{t,i}, max_t Khat_t^2
+H_K, BAR_K, HAT_K2, K_MAX, HAT_K2_MAX = sp.symbols(
+    r"\overline{K^{-1}} \overline{K} \overline{\hat{K}^2} K_{max} \hat{K}^2_{max}", positive=True)
+_t, _i = sp.symbols("t i", integer=True)
+_Kti = sp.IndexedBase("K")
+
+
+def k_statistics(K_values) -> dict[str, float]:
+    """The K statistics of L145 from a constant or an array [..., workers]:
+    ``harmonic`` = mean_t (1/K_t), ``mean`` = mean_t Kbar_t, ``quadratic`` = mean_t Khat_t^2,
+    ``max`` = max K_{t,i}, ``quadratic_max`` = max_t Khat_t^2 (leading axes averaged)."""
+    k = np.asarray(K_values, dtype=float)
+    if k.ndim == 0:
+        k = k[None]
+    return {
+        "harmonic": float(np.mean(np.mean(1.0 / k, axis=-1))),
+        "mean": float(np.mean(np.mean(k, axis=-1))),
+        "quadratic": float(np.mean(np.mean(k * k, axis=-1))),
+        "max": float(np.max(k)),
+        "quadratic_max": float(np.max(np.mean(k * k, axis=-1))),
+    }
+
+
+def _stat(name: str, axis: str | None):
+    """Reducer for an Aggregate; checks the worker axis against ``axis`` ("m" or "M")."""
+    def reduce(v: Mapping[str, np.ndarray]) -> np.ndarray:
+        k = np.asarray(v["K"])
+        if axis is not None and k.ndim >= 1 and np.ndim(v[axis]) == 0 and k.shape[-1] != v[axis]:
+            raise ValueError(f"K has {k.shape[-1]} entries per round, expected {axis}={v[axis]:g} "
+                             f"(the last axis of K is the workers of a round)")
+        return np.asarray(k_statistics(k)[name])
+    return reduce
+
+
+def _aggregates(axis: str | None) -> list[Aggregate]:
+    uses = ("K",) if axis is None else ("K", axis)
+    n = m if axis == "m" else M
+    mean_i = lambda e: sp.Sum(e, (_i, 1, n)) / n  # noqa: E731
+    mean_t = lambda e: sp.Sum(e, (_t, 0, T - 1)) / T  # noqa: E731
+    k = _Kti[_t, _i]
+    return [
+        Aggregate(H_K, mean_t(mean_i(1 / k)), _stat("harmonic", axis), uses),
+        Aggregate(BAR_K, mean_t(mean_i(k)), _stat("mean", axis), uses),
+        Aggregate(HAT_K2, mean_t(mean_i(k**2)), _stat("quadratic", axis), uses),
+        Aggregate(K_MAX, sp.Max(k), _stat("max", axis), uses),
+        Aggregate(HAT_K2_MAX, sp.Max(mean_i(k**2)), _stat("quadratic_max", axis), uses),
+    ]
+
+
+PARAMS = {
+    "L": Param("L", "smoothness constant of every f_i, A1 (L74)", "positive"),
+    "sigma_L": Param("sigma_L", "local stochastic-gradient deviation, A3 (L82)", "nonnegative"),
+    "sigma_G": Param("sigma_G", "global variability max_i ||grad f_i - grad f||, A3 (L82)",
+                     "nonnegative"),
+    "Delta": Param("Delta", "initial gap f(x_0) - f_* (L129)", "nonnegative"),
+    "eta": Param("eta", "server learning rate (L118)", "positive"),
+    "eta_L": Param("eta_L", "worker learning rate (L122)", "positive"),
+    "T": Param("T", "number of global rounds (L103)", "positive_integer"),
+    "m": Param("m", "updates collected per round (L63, L113)", "positive_integer"),
+    "M": Param("M", "total number of workers (L40)", "positive_integer"),
+    "tau": Param("tau", "maximum delay (L133; Theorem 4: staleness of stored updates, L215)",
+                 "nonnegative"),
+    "K": Param("K", "local steps K_{t,i}: a constant or an array [..., workers] (L103, L145)",
+               "positive_integer"),
+    "m_prime": Param("m_prime", "fewest zero-delay updates in a round of AFA-CS (L211, L640)",
+                     "nonnegative"),
+}
+
+
+class AFLTheorem(Theorem):
+    """A Theorem whose parameters are also checked against each other: m <= M,
+    m' <= M and tau an integer (L40, L63, L103, L211)."""
+
+    def _values(self, names, given):
+        vals = super()._values(names, given)
+        given_vals = {n: self.params[n].check(v) for n, v in given.items()
+                      if n in ("m", "m_prime", "M")}
+        for small in ("m", "m_prime"):
+            if small in given_vals and "M" in given_vals and np.any(given_vals[small] > given_vals["M"]):
+                raise ValueError(f"{small}={np.max(given_vals[small]):g} exceeds "
+                                 f"M={np.min(given_vals['M']):g}: at most M workers can report "
+                                 f"({PAPER} L63, L211)")
+        if "tau" in vals and np.any(vals["tau"] != np.floor(vals["tau"])):
+            raise ValueError(f"tau={vals['tau']} must be an integer number of rounds >= 0 "
+                             f"({PAPER} L133)")
+        return vals
+
+
+# ---------------------------------------------------------------------- conditions
+
+S = eta * eta_L  #: the effective server step of the proofs
+
+
+def _delay_factor(variant: str) -> sp.Expr:
+    """tau as printed; tau + 1 in the proof variant: each x_s is referenced from rounds
+    s..s+tau, so the delayed sums of (a12) L467, (b8) L570, (c3) L708 carry tau + 1."""
+    return tau if variant == "printed" else tau + 1
+
+
+def local_condition(citation: str) -> Condition:
+    """6 eta_L^2 (2K^2 - 3K + 1) L^2 <= 1 for every K_{t,i} (C2a/C3a/C4a; monotone in K, so
+    at K_max), needed by the local-drift bound (1), (a11) L438."""
+    return Condition("local (a11)", sp.LessThan(6 * eta_L**2 * (2 * K_MAX**2 - 3 * K_MAX + 1) * L**2, 1),
+                     citation, hint="eta_L <= 1/(L sqrt(6 (2K-1)(K-1)))")
+
+
+def eta_L_limit(L_: float, K_max: float) -> float:
+    """Largest eta_L of the local condition: 1/(L sqrt(6 (2K-1)(K-1))), inf for K = 1
+    (C2a, L145; guide 5.2)."""
+    q = 6 * (2 * K_max - 1) * (K_max - 1)
+    return math.inf if q == 0 else 1.0 / (L_ * math.sqrt(q))
+
+
+def eta_L_cap(key: str, *, L: float, K, tau: float, variant: str = "proof") -> float:
+    """Largest eta_L allowed by the eta-free conditions of ``key`` in closed form: the local
+    condition (:func:`eta_L_limit`) and Theorem 2: 1/(K_max L sqrt(180 d)) (C2b, L141);
+    Theorems 3, 4: 1/(L sqrt(120 d max_t Khat_t^2)) (C3c L172, C4c L221), with d = tau
+    (printed) or tau + 1 (proof, L467/L570/L708). inf when nothing binds (K = 1, d = 0)."""
+    stats = k_statistics(K)
+    d = tau if variant == "printed" else tau + 1
+    cap = eta_L_limit(L, stats["max"])
+    if d > 0:
+        second = (stats["max"] * L * math.sqrt(180 * d) if key.split(".")[-1] in ("theorem2", "corollary1")
+                  else L * math.sqrt(120 * d * stats["quadratic_max"]))
+        cap = min(cap, 1.0 / second)
+    return cap
+
+
+def s_limit(key: str, *, L: float, tau: float, M: float = 1, m_prime: float = 1,
+            variant: str = "proof") -> float:
+    """Largest s = eta eta_L of the server condition of ``key`` in closed form (exact root
+    of the quadratic; guide 5.2): Theorem 2: 1/(L (1 + sqrt(1 + 6 tau^2))) (C2c, L145);
+    Theorem 3: 1/(M L (1 + sqrt(1 + c tau^2 / M))) with c = 2 printed, 4 proof (C3b, L174);
+    Theorem 4: 1/(L (1 + sqrt(1 + 4 (M - m')^2 tau^2 / M^2))) (C4b, L223)."""
+    if key.endswith("theorem2"):
+        return 1.0 / (L * (1 + math.sqrt(1 + 6 * tau**2)))
+    if key.endswith("theorem3"):
+        c = 2 if variant == "printed" else 4
+        return 1.0 / (M * L * (1 + math.sqrt(1 + c * tau**2 / M)))
+    if key.endswith("theorem4"):
+        return 1.0 / (L * (1 + math.sqrt(1 + 4 * (M - m_prime) ** 2 * tau**2 / M**2)))
+    raise ValueError(f"s_limit: no server condition for {key!r}")
+
+
+def conditions2(variant: str, s: sp.Expr = S) -> list[Condition]:
+    """C2a-C2c of Theorem 2, L137-L143 (C2b with tau + 1 in the proof variant, L467)."""
+    return [
+        local_condition(f"{PAPER} L139 (C2a)"),
+        Condition("C2b", sp.StrictLessThan(180 * eta_L**2 * K_MAX**2 * L**2 * _delay_factor(variant), 1),
+                  f"{PAPER} L141 (C2b), (a12) L467",
+                  hint="eta_L < 1/(K_max L sqrt(180 tau)); tau + 1 in the proof variant"),
+        Condition("C2c", sp.LessThan(2 * L * s + 6 * tau**2 * L**2 * s**2, 1), f"{PAPER} L143 (C2c), L474",
+                  hint="eta eta_L <= 1/(L (1 + sqrt(1 + 6 tau^2)))"),
+    ]
+
+
+def conditions3(variant: str, s: sp.Expr = S) -> list[Condition]:
+    """C3a-C3c of Theorem 3, L166-L172 (proof: factor 2 of L576 in C3b, tau + 1 in C3c)."""
+    c = 1 if variant == "printed" else 2
+    return [
+        local_condition(f"{PAPER} L168 (C3a)"),
+        Condition("C3b", sp.LessThan(L * s + c * L**2 * s**2 * tau**2, 1 / (2 * M)),
+                  f"{PAPER} L170 (C3b), L576 vs L591", hint="eta eta_L <= ~1/(2 M L)"),
+        Condition("C3c", sp.StrictLessThan(120 * L**2 * HAT_K2_MAX * eta_L**2 * _delay_factor(variant), 1),
+                  f"{PAPER} L172 (C3c), (b8) L570"),
+    ]
+
+
+def conditions4(variant: str, s: sp.Expr = S) -> list[Condition]:
+    """C4a-C4c of Theorem 4, L215-L221 (proof: tau + 1 in C4c, (c3) L708)."""
+    return [
+        local_condition(f"{PAPER} L217 (C4a)"),
+        Condition("C4b", sp.LessThan((s * (M - m_prime) ** 2 * L**2 * tau**2 / M**2 + L / 2) * s,
+                                     sp.Rational(1, 4)), f"{PAPER} L219 (C4b), (c4)"),
+        Condition("C4c", sp.LessThan(30 * L**2 * eta_L**2 * _delay_factor(variant) * HAT_K2_MAX,
+                                     sp.Rational(1, 4)), f"{PAPER} L221 (C4c), (c5), L708"),
+    ]
+
+
+# ---------------------------------------------------------------------- errata
+
+ERRATUM_SERVER_STEP = Erratum(
+    "server update", "x_{t+1} = x_t - eta G_t (Algorithms 2, 3)",
+    "x_{t+1} = x_t - eta eta_L G_t (what every proof and bound uses)",
+    f"{PAPER} L118, L205 (printed) vs L383, L389, L408, L504, L644 (proofs)")
+ERRATUM_TAU_PLUS_ONE = Erratum(
+    "delayed-sum factor in the eta_L condition", "tau (C2b, C3c, C4c)",
+    "tau + 1: x_s is referenced from rounds s..s+tau (at tau = 0 the printed condition is vacuous "
+    "and the drift-gradient term is dropped)", f"{PAPER} (a12) L467, (b8) L570, (c3) L708")
+ERRATUM_L468 = Erratum(
+    "delay coefficient in (a12)", "3 tau^2 L^2 eta^3 eta_L^3 / (2 m^2)",
+    "3 tau^2 L^2 eta^3 eta_L^3 / m^2 (what (a13) and C2c use)", f"{PAPER} L468")
+ERRATUM_L147 = Erratum(
+    "remark after Theorem 2", "eta_L^2 <= 1/K_{t,i}^2", "eta_L = O(1/(K L sqrt(tau)))",
+    f"{PAPER} L147")
+ERRATUM_C3B = Erratum(
+    "C3b", "L eta eta_L + L^2 eta^2 eta_L^2 tau^2 <= 1/(2M)",
+    "L eta eta_L + 2 L^2 eta^2 eta_L^2 tau^2 <= 1/(2M) (the factor 2 of L576 is dropped at L591)",
+    f"{PAPER} L170, L576 vs L591-L595")
+ERRATUM_K_AVERAGES3 = Erratum(
+    "K statistics of Theorem 3", "averages over the m arriving workers (as in Theorem 2)",
+    "averages over all M workers", f"{PAPER} L176 vs (b9) L579")
+ERRATUM_FALSE_INEQ = Erratum(
+    "proof of Theorem 3", "sum_{i!=j} ||z_i - z_j||^2 <= 2(M-1) sum_i ||z_i||^2",
+    "= 2M sum_i ||z_i||^2 - 2||sum_i z_i||^2: the sampling variance of partial participation "
+    "is dropped; no correction is known, the theorem is refuted by the stored witness",
+    f"{PAPER} L592-L593")
+ERRATUM_K_SUMS4 = Erratum(
+    "K statistics of Theorem 4", "Kbar_t, Khat_t^2 averages ('defined the same as in Theorem 2')",
+    "sums over all M workers (stale ones K_{t-tau,i}); the 1/M of the drift terms cancels",
+    f"{PAPER} L225 vs L730-L732, L742-L743")
+ERRATUM_STALE_NOISE = Erratum(
+    "proof of Theorem 4", "E<grad f(x_t), G_i(x_{t-tau})> = <grad f(x_t), Delta_i(x_{t-tau})>",
+    "stored stochastic updates are reused every round, so x_t depends on their noise; the "
+    "sigma_L term scales with 1/m (fresh samples), not 1/M; refuted by the stored witness",
+    f"{PAPER} L661-L662")
+ERRATUM_THM4_BRACKETS = Erratum(
+    "Theorem 4 first term", "4f(x_0)-f(x_T)/(eta eta_L T), no expectation",
+    "4 (f(x_0) - E f(x_T))/(eta eta_L T) <= 4 (f_0 - f_*)/(eta eta_L T) (Delta here)",
+    f"{PAPER} L217, L721")
+
+
+def _errata(key: str, variant: str) -> list[Erratum]:
+    common = [ERRATUM_SERVER_STEP]
+    if key == "theorem2":
+        extra = [ERRATUM_L468, ERRATUM_L147]
+        return common + extra + ([ERRATUM_TAU_PLUS_ONE] if variant == "proof" else [])
+    if key == "theorem3":
+        extra = [ERRATUM_FALSE_INEQ]
+        return common + extra + ([ERRATUM_TAU_PLUS_ONE, ERRATUM_C3B, ERRATUM_K_AVERAGES3]
+                                 if variant == "proof" else [])
+    extra = [ERRATUM_STALE_NOISE, ERRATUM_THM4_BRACKETS]
+    return common + extra + ([ERRATUM_TAU_PLUS_ONE, ERRATUM_K_SUMS4] if variant == "proof" else [])
+
+
+# ---------------------------------------------------------------------- terms
+
+
+def terms2(s: sp.Expr = S, e_L: sp.Expr = eta_L) -> dict[str, sp.Expr]:
+    """Right-hand side of Theorem 2, L135-L145: 4 Delta/(s T) + 4 (alpha_L sigma_L^2 +
+    alpha_G sigma_G^2), alpha_G = 3/2 + 45 L^2 eta_L^2 mean_t Khat_t^2 (floor 6 sigma_G^2)."""
+    return {
+        "optimisation": 4 * Delta / (s * T),
+        "sigma_L variance": 4 * L * s / m * H_K * sigma_L**2,
+        "sigma_L delay": 12 * tau**2 * L**2 * s**2 / m * H_K * sigma_L**2,
+        "sigma_L drift": 30 * e_L**2 * L**2 * BAR_K * sigma_L**2,
+        "sigma_G floor": 6 * sigma_G**2,
+        "sigma_G drift": 180 * L**2 * e_L**2 * HAT_K2 * sigma_G**2,
+    }
+
+
+def terms3(s: sp.Expr = S, e_L: sp.Expr = eta_L) -> dict[str, sp.Expr]:
+    """Right-hand side of Theorem 3, L166-L176 (no sigma_G^2 floor)."""
+    return {
+        "optimisation": 4 * Delta / (s * T),
+        "sigma_L variance": 4 * L * s / m * H_K * sigma_L**2,
+        "sigma_L delay": 8 * tau**2 * L**2 * s**2 / m * H_K * sigma_L**2,
+        "sigma_L drift": 20 * e_L**2 * L**2 * BAR_K * sigma_L**2,
+        "sigma_G drift": 120 * L**2 * e_L**2 * HAT_K2 * sigma_G**2,
+    }
+
+
+def terms4(variant: str, s: sp.Expr = S, e_L: sp.Expr = eta_L) -> dict[str, sp.Expr]:
+    """Right-hand side of Theorem 4, L217-L225 (no outer 4). ``printed``: Kbar, Khat^2 as
+    averages over M (L225); ``proof``: as sums (L731-L732), i.e. M times the averages."""
+    n = 1 if variant == "printed" else M
+    return {
+        "optimisation": 4 * Delta / (s * T),
+        "sigma_L variance": 4 / M * L * s * H_K * sigma_L**2,
+        "sigma_L staleness": 4 / M * 2 * s**2 * (M - m_prime) ** 2 * L**2 * tau**2 / M**2 * H_K * sigma_L**2,
+        "sigma_L drift": 4 / M * 5 * L**2 * e_L**2 * n * BAR_K * sigma_L**2,
+        "sigma_G drift": 120 * L**2 * e_L**2 / M * n * HAT_K2 * sigma_G**2,
+    }
+
+
+# ---------------------------------------------------------------------- theorems
+
+_LHS = r"\frac{1}{T}\sum_{t=0}^{T-1}\mathbb{E}\|\nabla f(x_t)\|^2"
+_STATUS = {
+    # toolkit-established: the counterexample search (verify.search) finds nothing for
+    # Theorem 2 (proof) and Corollary 1 (budget 50, seed 0); it found the witnesses in
+    # tests/witnesses/, which check(..., exact=True) confirms and tests re-check:
+    # Theorem 3 (budget 50, seed 0; printed: its own witness), Theorem 4 (budget 200,
+    # seed 1), Corollary 2 (budget 50, seed 0), Corollary 3 (see its note).
+    # Theorem 1's instance is executed by verify.afl (the floor is attained exactly).
+    ("theorem1", "proof"): "holds",
+    ("theorem2", "printed"): "unverified", ("theorem2", "proof"): "holds-with-erratum",
+    ("theorem3", "printed"): "refuted", ("theorem3", "proof"): "refuted",
+    ("theorem4", "printed"): "refuted", ("theorem4", "proof"): "refuted",
+}
+_NOTES = {
+    "theorem2": "Searched, no violation found (verify.search); the printed variant drops the "
+                "drift-gradient term at tau = 0 (its C2b is vacuous there), hence unverified.",
+    "theorem3": "Refuted: witness tests/witnesses/afl.theorem3.json (x_0 = x*, sigma_L = 0, K = 1, "
+                "m < M: the sampling variance ~ s (M-m)/(m(M-1)) sigma_G^2 exceeds the bound).",
+    "theorem4": "Refuted: witness tests/witnesses/afl.theorem4.json (sigma_G = 0, m << M, round-robin: "
+                "the noise floor ~ L s sigma_L^2 / (2m) exceeds 4 L s sigma_L^2 / M).",
+}
+
+
+def _theorem(key: str, variant: str, title: str, citation: str, terms, conditions, axis,
+             lhs: str = _LHS, step: str | None = "eta") -> AFLTheorem:
+    return AFLTheorem(
+        key=f"afl.{key}", variant=variant, title=title, citation=citation, lhs=lhs,
+        params=PARAMS, term_exprs=terms, symbols=SYMBOLS, conditions=conditions,
+        errata=_errata(key, variant) if key.startswith("theorem") and key != "theorem1"
+        else [ERRATUM_SERVER_STEP],
+        aggregates=_aggregates(axis), step=step,
+        status=_STATUS.get((key, variant), "unverified"), notes=_NOTES.get(key, ""))
+
+
+def theorem2(variant: str = "proof") -> AFLTheorem:
+    """Theorem 2 (AFA-CD, general arrivals), L131-L147; K statistics over the m arrivals (L145).
+    The bound holds for any independent arrival process (L87, L360)."""
+    return _theorem("theorem2", variant, "AFA-CD, general arrivals", f"{PAPER} L131-L147",
+                    terms2(), conditions2(variant), "m")
+
+
+def theorem3(variant: str = "proof") -> AFLTheorem:
+    """Theorem 3 (AFA-CD, uniform arrivals), L164-L176; K statistics over M_t (printed,
+    L176) or over all M workers (proof, L579)."""
+    return _theorem("theorem3", variant, "AFA-CD, uniform arrivals", f"{PAPER} L164-L176",
+                    terms3(), conditions3(variant), "m" if variant == "printed" else "M")
+
+
+def theorem4(variant: str = "proof") -> AFLTheorem:
+    """Theorem 4 (AFA-CS), L213-L225; K over all M stored updates; Kbar, Khat^2 averages
+    (printed, L225) or sums (proof, L731-L732)."""
+    return _theorem("theorem4", variant, "AFA-CS, bounded staleness", f"{PAPER} L213-L225",
+                    terms4(variant), conditions4(variant), "M")
+
+
+# ---------------------------------------------------------------------- theorem 1
+
+
+@dataclass(frozen=True)
+class LowerBoundInstance:
+    """The construction of Theorem 1 (proof L366-L368): M = 2 workers in one dimension,
+    f_1(x) = (x + G)^2, f_2(x) = (x - G)^2, f = x^2 + G^2 (L = 2, sigma_L = 0,
+    sigma_G^2 = 4 G^2), and only worker 1 ever participates. Any algorithm that converges
+    then converges to argmin f_1 = -G, where ||grad f||^2 = 4 G^2 = sigma_G^2."""
+
+    G: float
+    centres: tuple[float, float]
+    curvature: float  # f_i = curvature/2 (x - c_i)^2, curvature = L = 2
+    sigma_G: float
+    limit_point: float
+
+    @property
+    def floor(self) -> float:
+        """||grad f(limit_point)||^2 = sigma_G^2, the lower bound's value."""
+        return (self.curvature * self.limit_point) ** 2
+
+
+def lower_bound_instance(G: float) -> LowerBoundInstance:
+    """The Theorem 1 construction for a given G > 0 (L366-L368)."""
+    if not (math.isfinite(G) and G > 0):
+        raise ValueError(f"G={G} must be finite and > 0 (f_1 = (x + G)^2, {PAPER} L366)")
+    return LowerBoundInstance(G=float(G), centres=(-float(G), float(G)), curvature=2.0,
+                              sigma_G=2.0 * G, limit_point=-float(G))
+
+
+def theorem1(variant: str = "proof") -> AFLTheorem:
+    """Theorem 1, L89-L92: E||grad f(x_hat)||^2 >= sigma_G^2 on the construction of
+    :func:`lower_bound_instance`, for every convergent algorithm and every step. Written
+    as -E||grad f(x_hat)||^2 <= -sigma_G^2 (the exact constant 1, by Jensen)."""
+    return _theorem("theorem1", variant, "lower bound Omega(sigma_G^2), general arrivals",
+                    f"{PAPER} L89-L92, L366-L368", {"lower bound": -sigma_G**2}, [], None,
+                    lhs=r"-\mathbb{E}\|\nabla f(\hat x)\|^2", step=None)
+
+
+# ---------------------------------------------------------------------- corollaries
+
+#: Corollary steps: eta_L = 1/sqrt(T), eta = sqrt(n K) (n = m for Cor 1/2, M for Cor 3).
+COR_ETA_L = 1 / sp.sqrt(T)
+
+
+def _cor_steps(n: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    return sp.sqrt(n * K / T), COR_ETA_L
+
+
+def _constant_k(terms: dict[str, sp.Expr]) -> dict[str, sp.Expr]:
+    """Substitute a constant K for the K statistics (1/K_t = 1/K, Kbar = K, Khat^2 = K^2)."""
+    sub = {H_K: 1 / K, BAR_K: K, HAT_K2: K**2, K_MAX: K, HAT_K2_MAX: K**2}
+    return {n: sp.simplify(e.subs(sub)) for n, e in terms.items()}
+
+
+def minimum_T(key: str, variant: str = "proof") -> sp.Expr:
+    """The smallest T at which a corollary's steps satisfy its theorem's conditions
+    (guide 5.3; [derived]): max of the local bound 6(2K^2-3K+1)L^2, the delay bound
+    c K^2 L^2 (tau or tau + 1) and the server bound n K L^2 (root)^2."""
+    key = key.split(".")[-1]
+    d = _delay_factor(variant)
+    local = 6 * (2 * K**2 - 3 * K + 1) * L**2
+    if key == "corollary1":
+        return sp.Max(local, 180 * K**2 * L**2 * d, m * K * L**2 * (1 + sp.sqrt(1 + 6 * tau**2)) ** 2)
+    if key == "corollary2":
+        c = 2 if variant == "printed" else 4
+        return sp.Max(local, 120 * K**2 * L**2 * d,
+                      m * K * M**2 * L**2 * (1 + sp.sqrt(1 + c * tau**2 / M)) ** 2)
+    if key == "corollary3":
+        return sp.Max(local, 120 * K**2 * L**2 * d,
+                      M * K * L**2 * (1 + sp.sqrt(1 + 4 * (M - m_prime) ** 2 * tau**2 / M**2)) ** 2)
+    raise ValueError(f"minimum_T: unknown corollary {key!r}")
+
+
+def _corollary(key: str, variant: str, theorem_terms, theorem_conditions, n, title, citation
+               ) -> AFLTheorem:
+    s, e_L = _cor_steps(n)
+    terms = _constant_k(theorem_terms(s, e_L))
+    sub = {eta: s / e_L, eta_L: e_L, K_MAX: K, HAT_K2_MAX: K**2}
+    conds = [Condition(c.name, c.relation.subs(sub), c.citation, hint=f"T >= {minimum_T(key, variant)}")
+             for c in theorem_conditions]
+    status = {"corollary1": "holds-with-erratum" if variant == "proof" else "unverified",
+              "corollary2": "refuted", "corollary3": "refuted"}[key]
+    thm = AFLTheorem(
+        key=f"afl.{key}", variant=variant, title=title, citation=citation, lhs=_LHS,
+        params=PARAMS, term_exprs=terms, symbols=SYMBOLS, conditions=conds,
+        errata=[ERRATUM_SERVER_STEP, Erratum(
+            f"hypotheses of {key}", "sufficiently large T",
+            f"T >= {minimum_T(key, variant)} (the theorem's conditions at these steps)", citation)]
+        + ([ERRATUM_TAU_PLUS_ONE] if variant == "proof" else []),
+        aggregates=[], step=None, status=status,
+        notes={"corollary1": "Explicit constants of Corollary 1 [derived]; speedup only before "
+                             "the 6 sigma_G^2 floor.",
+               "corollary2": "Refuted with Theorem 3: witness tests/witnesses/afl.corollary2.json.",
+               "corollary3": "Refuted with Theorem 4: witness tests/witnesses/afl.corollary3.json "
+                             "(found by an earlier version of verify.search with random horizons up "
+                             "to 1e4, budget 200, seed 0; confirmed in exact mode)."
+               }[key])
+    return thm
+
+
+def corollary1(variant: str = "proof") -> AFLTheorem:
+    """Corollary 1, L149-L153 (proof L487-L494): Theorem 2 at eta_L = 1/sqrt(T),
+    eta = sqrt(mK): (4 Delta + 4 L sigma_L^2)/sqrt(mKT) + 12 tau^2 L^2 sigma_L^2/T
+    + 30 L^2 K sigma_L^2/T + 180 L^2 K^2 sigma_G^2/T + 6 sigma_G^2."""
+    return _corollary("corollary1", variant, terms2, conditions2(variant), m,
+                      "AFA-CD rate at eta_L = 1/sqrt(T), eta = sqrt(mK)", f"{PAPER} L149-L153")
+
+
+def corollary2(variant: str = "proof") -> AFLTheorem:
+    """Corollary 2, L180-L184 (proof L625-L632): Theorem 3 at eta_L = 1/sqrt(T), eta = sqrt(mK)."""
+    return _corollary("corollary2", variant, terms3, conditions3(variant), m,
+                      "AFA-CD uniform rate at eta_L = 1/sqrt(T), eta = sqrt(mK)", f"{PAPER} L180-L184")
+
+
+def corollary3(variant: str = "proof") -> AFLTheorem:
+    """Corollary 3, L229-L233 (proof L738-L745): Theorem 4 at eta_L = 1/sqrt(T), eta = sqrt(MK);
+    printed: averages (O(K/(MT)) terms), proof: sums (O(K/T))."""
+    return _corollary("corollary3", variant, lambda s, e: terms4(variant, s, e), conditions4(variant),
+                      M, "AFA-CS rate at eta_L = 1/sqrt(T), eta = sqrt(MK)", f"{PAPER} L229-L233")
+
+
+def corollary_steps(key: str, *, T: int, K: float, m: int = 1, M: int = 1) -> tuple[float, float]:
+    """(eta, eta_L) of a corollary: eta_L = 1/sqrt(T), eta = sqrt(mK) (Cor 1/2, L151, L182)
+    or sqrt(MK) (Cor 3, L231)."""
+    n = M if key.endswith("corollary3") else m
+    return math.sqrt(n * K), 1.0 / math.sqrt(T)
+
+
+register("afl.theorem1", "AFL lower bound Omega(sigma_G^2)", theorem1, ("proof",), "proof")
+register("afl.theorem2", "AFA-CD, general arrivals", theorem2, VARIANTS, "proof")
+register("afl.theorem3", "AFA-CD, uniform arrivals", theorem3, VARIANTS, "proof")
+register("afl.theorem4", "AFA-CS, bounded staleness", theorem4, VARIANTS, "proof")
+register("afl.corollary1", "AFA-CD rate, general arrivals", corollary1, VARIANTS, "proof")
+register("afl.corollary2", "AFA-CD rate, uniform arrivals", corollary2, VARIANTS, "proof")
+register("afl.corollary3", "AFA-CS rate", corollary3, VARIANTS, "proof")

@@ -1,0 +1,147 @@
+"""The counterexample search (verify/search.py): it finds a planted violation (a deliberately
+wrong bound registered only here), finds nothing for a true bound and says how much it
+tried, is reproducible from its seed, shrinks its witness, and finds Theorem 3's gap."""
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import bounds
+import verify.afl  # noqa: F401  (registers the afl adapter)
+from bounds.core import Condition, Param, Theorem
+from verify.check import check
+from verify.scenario import (
+    ADAPTERS,
+    Measurement,
+    ScenarioBase,
+    load_scenario,
+    register_adapter,
+    require_float,
+    require_int,
+)
+from verify.search import search
+
+a, n = sp.symbols("a n", positive=True)
+PARAMS = {"a": Param("a", "size", "nonnegative"), "n": Param("n", "count", "positive_integer")}
+
+
+@dataclass
+class ToyScenario(ScenarioBase):
+    """Measured (exactly) a^2 / n; a in [0, 100]."""
+
+    a: float = 0.5
+    n: int = 2
+    replicas: int = 1
+    seed: int = 0
+
+    def validate(self):
+        require_float("a", self.a, low=0, high=100)
+        require_int("n", self.n)
+        require_int("replicas", self.replicas)
+        require_int("seed", self.seed, minimum=0)
+
+
+class ToyAdapter:
+    scenario_type = ToyScenario
+    defaults = {"toy.wrong": ToyScenario(), "toy.true": ToyScenario()}
+
+    def parameters(self, key, s, thm):
+        return {"a": s.a, "n": s.n}
+
+    def measure(self, key, s, params, exact):
+        if not exact:
+            raise ValueError("toy: exact mode only")
+        return Measurement(exact=s.a**2 / s.n)
+
+    def random_scenario(self, key, rng):
+        # never violating by itself (a^2 < a + 1/10 for a < 1): the optimiser must move
+        return ToyScenario(a=float(rng.uniform(0.01, 0.99)), n=int(rng.integers(1, 20)),
+                           seed=int(rng.integers(1000)))
+
+    def plot(self, key, s, *, variant=None, exact=False, ax=None):
+        return ax
+
+
+def _theorem(key, expr):
+    return lambda variant: Theorem(
+        key=key, variant=variant, title=key, citation="test", lhs="a^2/n", params=PARAMS,
+        term_exprs={"rhs": expr}, symbols={"a": a, "n": n},
+        conditions=[Condition("a <= 100", sp.LessThan(a, 100), "test")])
+
+
+@pytest.fixture
+def toy():
+    wrong = _theorem("toy.wrong", (a + sp.Rational(1, 10)) / n)
+    bounds.register("toy.wrong", "planted: a^2/n <= (a + 1/10)/n", wrong, ("proof",), "proof")
+    bounds.register("toy.true", "true: a^2/n <= a^2/n + 1/n", _theorem("toy.true", (a**2 + 1) / n),
+                    ("proof",), "proof")
+    register_adapter("toy", ToyAdapter())
+    yield
+    bounds.unregister("toy.wrong")
+    bounds.unregister("toy.true")
+    ADAPTERS.pop("toy")
+
+
+def test_finds_the_planted_violation_and_shrinks_it(toy):
+    r = search("toy.wrong", budget=40, seed=0)
+    assert r.found and r.witness is not None
+    w = ToyScenario(**r.witness)
+    assert w.a**2 > w.a + 0.1  # really violated, by the independent formula
+    v = check("toy.wrong", w, exact=True)
+    assert v.verdict == "violated" and r.verdict.verdict == "violated"
+    # shrunk: a is a round number (at most 2 significant digits) and n small
+    assert float(f"{w.a:.2g}") == w.a and w.n <= 2
+    d = r.as_dict()
+    assert set(d) == {"key", "variant", "found", "witness", "verdict", "tried"}
+    assert d["verdict"]["verdict"] == "violated" and 1 <= d["tried"] <= 40
+    json.dumps(d)
+
+
+def test_finds_nothing_for_a_true_bound_and_reports_what_it_tried(toy):
+    r = search("toy.true", budget=25, seed=3)
+    assert not r.found and r.witness is None
+    assert r.tried == 25
+    assert r.verdict is not None and r.verdict.verdict == "holds"
+
+
+def test_same_seed_same_result(toy):
+    first = search("toy.wrong", budget=30, seed=5).as_dict()
+    assert first == search("toy.wrong", budget=30, seed=5).as_dict()
+    assert first["witness"] is not None
+
+
+def test_bad_budget_or_seed(toy):
+    with pytest.raises(ValueError, match="budget=0"):
+        search("toy.wrong", budget=0)
+    with pytest.raises(ValueError, match="seed=-1"):
+        search("toy.wrong", seed=-1)
+    with pytest.raises(ValueError, match="unknown result"):
+        search("toy.nothing")
+
+
+def test_search_refutes_theorem3_with_a_witness_fedbound_check_reproduces():
+    r = search("afl.theorem3", budget=50, seed=0)
+    assert r.found and r.verdict.mode == "exact"
+    scenario = load_scenario("afl.theorem3", json.dumps(r.witness))
+    v = check("afl.theorem3", scenario, exact=True)
+    assert v.verdict == "violated" and v.measured_mean > v.bound
+    assert bounds.get("afl.theorem3").admissible(**v.params)
+    # the mechanism of the gap: no local noise, start at the optimum, partial participation
+    assert scenario.problem["sigma_L"] == 0 and scenario.problem["distance"] == 0
+    assert scenario.m < scenario.M and not math.isnan(r.best_excess)
+
+
+def test_search_finds_nothing_for_theorem2_on_a_small_budget():
+    r = search("afl.theorem2", budget=8, seed=1)
+    assert not r.found and r.tried == 8
+    assert np.isfinite(r.verdict.bound)
+
+
+def test_search_is_generic_over_other_papers():
+    import verify.mllsgd  # noqa: F401  (registers the mllsgd adapter)
+    r = search("mllsgd.theorem1", budget=2, seed=0)
+    assert not r.found and r.tried == 2 and r.as_dict()["key"] == "mllsgd.theorem1"

@@ -1,0 +1,183 @@
+"""The AFL bounds against the simulator: Theorem 2 under every arrival process, the
+Theorem 1 floor, linear speedup where it holds and where it does not, printed vs proof
+server step, exact mode against Monte Carlo, the stored witnesses, scenario errors."""
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bounds
+import verify.afl as V
+from verify.check import check
+from verify.scenario import ADAPTERS, load_scenario
+
+matplotlib.use("Agg")
+KEYS = ("afl.theorem1", "afl.theorem2", "afl.theorem3", "afl.theorem4",
+        "afl.corollary1", "afl.corollary2", "afl.corollary3")
+WITNESSES = Path(__file__).resolve().parent / "witnesses"
+AD = ADAPTERS["afl"]
+
+
+def quad(**over):
+    return {"kind": "quadratic", "dim": 2, "L": 1.0, "mu": 0.5, "sigma_L": 1.0, "sigma_G": 0.5,
+            "distance": 2.0, **over}
+
+
+def test_every_key_has_a_default_whose_check_holds():
+    for key in KEYS:
+        for v in (("proof",) if key == "afl.theorem1" else V.B.VARIANTS):
+            verdict = check(key, variant=v)
+            assert verdict.verdict == "holds", (key, v, verdict.as_dict())
+            if key != "afl.theorem1":
+                assert bounds.get(key, v).admissible(**verdict.params)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(arrivals=st.sampled_from(["uniform", "biased", "round_robin", "single", "events"]),
+       M=st.integers(2, 6), tau=st.integers(0, 3), K=st.integers(1, 3), spread=st.integers(0, 2),
+       delays=st.sampled_from(["uniform", "max", "zero"]), local=st.floats(0.05, 1),
+       step=st.floats(0.05, 1), sigma_L=st.floats(0, 2), sigma_G=st.floats(0, 1.5),
+       distance=st.floats(0, 3), seed=st.integers(0, 999))
+def test_theorem2_holds_under_every_arrival_process(arrivals, M, tau, K, spread, delays, local, step,
+                                                    sigma_L, sigma_G, distance, seed):
+    m = 1 if arrivals == "single" else max(1, M // 2)
+    arr = [[(t + j) % M for j in range(m)] for t in range(3)] if arrivals == "events" else arrivals
+    s = V.AFLScenario(M=M, m=m, arrivals=arr, tau=tau, delays=delays, K=K, K_high=K + spread or None,
+                      local_fraction=local, step_fraction=step, T=80, replicas=24, seed=seed,
+                      problem=quad(sigma_L=sigma_L, sigma_G=sigma_G, distance=distance))
+    for v in V.B.VARIANTS:
+        verdict = check("afl.theorem2", s, variant=v)
+        assert bounds.get("afl.theorem2", v).admissible(**verdict.params)
+        assert verdict.verdict == "holds", verdict.as_dict()
+
+
+@settings(max_examples=8, deadline=None)
+@given(G=st.floats(0.2, 3), distance=st.floats(0, 2), K=st.integers(1, 4), eta_L=st.floats(0.01, 0.4),
+       s=st.floats(0.02, 0.5))
+def test_theorem1_floor_sigma_G_squared_is_not_removed_by_any_step(G, distance, K, eta_L, s):
+    scen = AD.defaults["afl.theorem1"].replace(
+        K=K, eta_L=eta_L, eta=s / eta_L, T=int(60 / s), problem={"kind": "lower_bound", "G": G,
+                                                                "distance": distance})
+    v = check("afl.theorem1", scen)
+    assert v.verdict == "holds"
+    assert -v.measured_mean == pytest.approx(4 * G**2, rel=1e-6)  # the limit is exactly sigma_G^2
+    assert v.bound == pytest.approx(-4 * G**2)
+
+
+def _speedup(key, m, K, M=16, **problem):
+    s = V.AFLScenario(M=M, m=m, K=K, tau=0, delays="zero", T=4000, replicas=2,
+                      arrivals="round_robin" if key == "afl.corollary1" else "uniform",
+                      problem=quad(dim=1, L=0.5, mu=0.5, distance=0.0, **problem))
+    return check(key, s, exact=True)
+
+
+def test_linear_speedup_in_m_and_K_where_it_holds():
+    """sigma_G = 0 (guide 6.5): at Corollary 1's steps sqrt(mK) x measured is about constant."""
+    prods = [math.sqrt(m * K) * _speedup("afl.corollary1", m, K, sigma_G=0.0).measured_mean
+             for m, K in ((1, 1), (4, 1), (16, 1), (1, 4), (4, 4))]
+    assert max(prods) / min(prods) < 1.3
+    assert _speedup("afl.corollary1", 16, 4, sigma_G=0.0).verdict == "holds"
+
+
+def test_no_speedup_in_K_under_uniform_partial_participation():
+    """sigma_L = 0, sigma_G > 0, m < M (guide 6.6): the error grows with K at Corollary 2's
+    steps, contradicting its O(1/sqrt(mKT)); with m = M it vanishes."""
+    err = [_speedup("afl.corollary2", 4, K, M=8, sigma_L=0.0).measured_mean for K in (1, 2, 4)]
+    assert err[0] < err[1] < err[2]
+    assert _speedup("afl.corollary2", 8, 4, M=8, sigma_L=0.0).measured_mean < 1e-20
+
+
+def test_printed_server_step_diverges_proof_step_converges():
+    s = AD.defaults["afl.corollary1"].replace(K=4, m=8, M=8, T=1500)
+    assert check("afl.corollary1", s.replace(server_step="printed")).verdict == "diverged"
+    assert check("afl.corollary1", s).verdict == "holds"
+
+
+@pytest.mark.parametrize("algorithm, arrivals", [("cd", "uniform"), ("cd", "round_robin"),
+                                                 ("cs", "round_robin"), ("cs", [[0], [2], [1, 3]])])
+def test_exact_mode_agrees_with_monte_carlo(algorithm, arrivals):
+    m = 2 if arrivals in ("uniform", "round_robin") else 1
+    if isinstance(arrivals, list):
+        arrivals = [[0, 1], [2, 3]]
+    s = V.AFLScenario(algorithm=algorithm, M=4, m=m, K=2, tau=0, delays="zero", arrivals=arrivals,
+                      T=60, replicas=3000, problem=quad())
+    key = "afl.theorem2" if algorithm == "cd" else "afl.theorem4"
+    ex, mc = check(key, s, exact=True), check(key, s)
+    lo, hi = mc.measured_ci
+    half = (hi - lo) / 2
+    assert lo - half <= ex.measured_mean <= hi + half  # within ~2 standard errors x 2
+
+
+def test_exact_mode_refuses_what_it_cannot_compute():
+    for s in (AD.defaults["afl.theorem2"], AD.defaults["afl.theorem4"].replace(arrivals="uniform"),
+              AD.defaults["afl.theorem3"].replace(K_high=3)):
+        key = "afl.theorem4" if s.algorithm == "cs" else "afl.theorem2"
+        with pytest.raises(ValueError, match="exact mode unavailable"):
+            check(key, s, exact=True)
+
+
+@pytest.mark.parametrize("path", sorted(WITNESSES.glob("afl.*.json")), ids=lambda p: p.stem)
+def test_stored_witnesses_still_violate(path):
+    """The witnesses found by verify.search (tests/witnesses/<key>[.<variant>].json)."""
+    key = ".".join(path.stem.split(".")[:2])
+    if path.stem.count(".") == 2:  # <key>.<variant>.json: a witness for that variant
+        variants = [path.stem.split(".")[2]]
+    else:  # <key>.json: the default variant, and the printed one unless it has its own file
+        variants = ["proof"] + ([] if (WITNESSES / f"{key}.printed.json").exists() else ["printed"])
+    scenario = load_scenario(key, json.loads(path.read_text()))
+    for v in variants:
+        try:  # exact where the scenario allows it, else Monte Carlo (its CI is above the bound)
+            verdict = check(key, scenario, variant=v, exact=True)
+        except ValueError:
+            verdict = check(key, scenario, variant=v)
+        assert verdict.verdict == "violated", verdict.as_dict()
+        assert bounds.get(key, v).admissible(**verdict.params)
+        assert bounds.get(key, v).status == "refuted"
+
+
+@pytest.mark.parametrize("key", KEYS)
+def test_random_scenarios_are_admissible_and_reproducible(key):
+    for seed in range(3):
+        a = AD.random_scenario(key, np.random.default_rng(seed))
+        assert a == AD.random_scenario(key, np.random.default_rng(seed))
+        a.validate()
+        if key != "afl.theorem1":
+            thm = bounds.get(key)
+            assert thm.admissible(**AD.parameters(key, a, thm))
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(m=9), "m=9 exceeds M=8"),
+    (dict(tau=-1), "tau=-1 must be an integer >= 0"),
+    (dict(K=0), "K=0 must be an integer >= 1"),
+    (dict(K=3, eta_L=0.5), "eta_L=0.5 violates the local condition"),
+    (dict(arrivals="single"), "arrivals='single' needs m=1"),
+    (dict(arrivals=[[0, 9, 1, 2]]), "arrivals must be a process name or a list"),
+    (dict(problem=quad(mu=2.0)), "problem.mu=2.0 must be <= problem.L"),
+    (dict(step_fraction=0.0), "step_fraction=0 must lie in"),
+])
+def test_bad_scenarios_name_the_field(bad, match):
+    with pytest.raises(ValueError, match=match):
+        V.AFLScenario(**bad).validate()
+
+
+def test_key_and_algorithm_must_agree():
+    with pytest.raises(ValueError, match="afl.theorem4 is about AFA-CS"):
+        check("afl.theorem4", V.AFLScenario())
+    with pytest.raises(ValueError, match="assumes uniform arrivals"):
+        check("afl.theorem3", V.AFLScenario(arrivals="biased"))
+    with pytest.raises(ValueError, match="fixes eta_L"):
+        check("afl.corollary1", AD.defaults["afl.corollary1"].replace(eta=1.0))
+
+
+def test_json_round_trip_and_plot():
+    s = AD.defaults["afl.theorem4"]
+    assert load_scenario("afl.theorem4", s.to_json()) == s
+    ax = AD.plot("afl.theorem2", AD.defaults["afl.theorem2"].replace(T=50))
+    assert ax.get_lines() and "afl.theorem2" in ax.get_title()

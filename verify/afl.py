@@ -1,0 +1,476 @@
+"""AFL scenarios: defaults, parameter derivation, measurement, exact mode (papers/afl.txt).
+
+A scenario fixes the algorithm (AFA-CD "cd" or AFA-CS "cs"), M, m, the arrival process,
+the delays, K (constant, or uniform on {K..K_high}), T, the step sizes, the problem, the
+replicas and the seed. The schedule (arrivals, delays, K) is drawn before the run, so the
+theorem's realised parameters (tau, m', the K statistics) are known when the step is
+chosen: eta_L null -> ``local_fraction`` times its largest admissible value
+(bounds.afl.eta_L_cap; 1/L where nothing binds); eta null -> ``step_fraction`` times the
+largest admissible eta (the corollaries fix both: leave them null).
+
+Exact mode (a quadratic, zero delays, constant K; AFA-CD with uniform or deterministic
+arrivals, AFA-CS with deterministic arrivals, whose state (y, G_1..G_M) is propagated):
+with a shared diagonal Hessian every coordinate y = x - x* evolves (AFA-CD) as
+y_{t+1} = (1 - s a) y_t + s a (cbar_S - cbar) - (s/m) sum_{i in S} n_i, a = (1 - (1 -
+eta_L lam)^K)/(eta_L K) (the K local steps in closed form), n_i the local noise with
+variance (1/K^2) sum_j (1 - eta_L lam)^(2j) sigma_L^2/d; the mean and second moment of y
+follow exactly (for uniform arrivals Var(cbar_S) = (M-m)/(m(M-1)) mean_i (c_i - cbar)^2).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+import bounds
+import bounds.afl as B
+from sim.afl import ARRIVALS, DELAYS, HeterogeneousQuadratic, LabelSkewedLogistic, draw_schedule, run_afl
+from sim.trace import DIVERGENCE_THRESHOLD
+
+from .scenario import (
+    Measurement,
+    ScenarioBase,
+    problem_spec,
+    register_adapter,
+    require_float,
+    require_floats,
+    require_int,
+)
+
+PROBLEM_KINDS = {
+    "quadratic": {"dim": 2, "L": 1.0, "mu": 0.5, "sigma_L": 1.0, "sigma_G": 0.5, "distance": 2.0},
+    "logistic": {"dim": 3, "n": 20, "R": 1.0, "batch": 1, "lam": 0.0, "skew": 0.9, "distance": 1.0},
+    "lower_bound": {"G": 1.0, "distance": 0.5},
+}
+CD_KEYS = ("afl.theorem1", "afl.theorem2", "afl.theorem3", "afl.corollary1", "afl.corollary2")
+UNIFORM_KEYS = ("afl.theorem3", "afl.corollary2")
+
+
+def _quadratic() -> dict[str, Any]:
+    return {"kind": "quadratic", **PROBLEM_KINDS["quadratic"]}
+
+
+@dataclass
+class AFLScenario(ScenarioBase):
+    """A run of AFA-CD / AFA-CS. ``arrivals``: "uniform", "biased" (with ``probs``, null:
+    weights proportional to 1/(i+1)), "round_robin", "single", or a list of worker-index
+    lists (round t uses entry t mod len). ``delays``: "uniform" on {0..tau}, "max", "zero".
+    ``problem``: {"kind": "quadratic", "dim", "L", "mu", "sigma_L", "sigma_G", "distance"
+    (= ||x_0 - x*||)}, {"kind": "logistic", "dim", "n", "R", "batch", "lam", "skew",
+    "distance" (= ||x_0||)} or {"kind": "lower_bound", "G", "distance"} (Theorem 1's
+    instance, x_0 = -G - distance)."""
+
+    algorithm: str = "cd"
+    M: int = 8
+    m: int = 4
+    T: int = 200
+    K: int = 2
+    K_high: int | None = None
+    tau: int = 2
+    delays: str = "uniform"
+    arrivals: str | list = "uniform"
+    probs: list[float] | None = None
+    eta: float | None = None
+    eta_L: float | None = None
+    local_fraction: float = 0.5
+    step_fraction: float = 1.0
+    server_step: str = "proof"
+    problem: dict[str, Any] = field(default_factory=_quadratic)
+    replicas: int = 32
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.algorithm not in ("cd", "cs"):
+            raise ValueError(f"algorithm={self.algorithm!r} must be 'cd' (AFA-CD) or 'cs' (AFA-CS)")
+        for name in ("M", "m", "T", "K", "replicas"):
+            require_int(name, getattr(self, name))
+        require_int("tau", self.tau, minimum=0)
+        require_int("seed", self.seed, minimum=0)
+        if self.m > self.M:
+            raise ValueError(f"m={self.m} exceeds M={self.M}: the server collects at most M updates "
+                             "(papers/afl.txt L63)")
+        if self.K_high is not None and require_int("K_high", self.K_high) < self.K:
+            raise ValueError(f"K_high={self.K_high} must be >= K={self.K}")
+        if self.delays not in DELAYS:
+            raise ValueError(f"delays={self.delays!r} must be one of {DELAYS}")
+        if isinstance(self.arrivals, str):
+            if self.arrivals not in ARRIVALS:
+                raise ValueError(f"arrivals={self.arrivals!r} must be one of {ARRIVALS} or a list of "
+                                 "worker-index lists")
+            if self.arrivals == "single" and self.m != 1:
+                raise ValueError(f"arrivals='single' needs m=1, got m={self.m}")
+        elif not isinstance(self.arrivals, list) or not self.arrivals or any(
+                not isinstance(e, list) or len(e) != self.m
+                or any(not isinstance(i, int) or not 0 <= i < self.M for i in e) for e in self.arrivals):
+            raise ValueError(f"arrivals must be a process name or a list of lists of m={self.m} "
+                             f"worker indices in [0, M={self.M})")
+        if self.probs is not None:
+            require_floats("probs", self.probs, self.M, low=0, low_open=True)
+        for name in ("eta", "eta_L"):
+            if getattr(self, name) is not None:
+                require_float(name, getattr(self, name), low=0, low_open=True)
+        for name in ("local_fraction", "step_fraction"):
+            require_float(name, getattr(self, name), low=0, high=1, low_open=True)
+        if self.server_step not in ("proof", "printed"):
+            raise ValueError(f"server_step={self.server_step!r} must be 'proof' or 'printed'")
+        spec = self.problem_spec()
+        if (spec["kind"] != "lower_bound"  # Theorem 1 holds for every step: no step hypothesis
+                and self.eta_L is not None and self.eta_L > B.eta_L_limit(self.L(), self.k_max())):
+            raise ValueError(
+                f"eta_L={self.eta_L:g} violates the local condition 6 eta_L^2 (2K^2-3K+1) L^2 <= 1 "
+                f"(C2a, papers/afl.txt L139): eta_L must be <= "
+                f"{B.eta_L_limit(self.L(), self.k_max()):.6g} for K_max={self.k_max()}, L={self.L():g}")
+        if spec["kind"] == "lower_bound" and (self.M != 2 or self.arrivals != "single"
+                                              or (self.tau > 0 and self.delays != "zero")):
+            raise ValueError("problem.kind='lower_bound' is Theorem 1's instance: M=2, "
+                             "arrivals='single', no delays (delays='zero' or tau=0)")
+
+    def k_max(self) -> int:
+        return self.K if self.K_high is None else self.K_high
+
+    def L(self) -> float:
+        """The smoothness constant: exact for quadratics and the instance (2), certified
+        for logistic regression (built from the seed)."""
+        spec = self.problem_spec()
+        if spec["kind"] == "quadratic":
+            return float(spec["L"])
+        if spec["kind"] == "lower_bound":
+            return 2.0
+        return build(self).clients.L
+
+    def problem_spec(self) -> dict[str, Any]:
+        """The problem fields with defaults filled in, validated."""
+        spec = problem_spec(self.problem, PROBLEM_KINDS)
+        if spec["kind"] == "quadratic" and spec["sigma_G"] > 0 and self.M < 2:
+            raise ValueError("problem.sigma_G > 0 needs M >= 2")
+        return spec
+
+
+# ---------------------------------------------------------------------- set-up
+
+
+@dataclass
+class Setup:
+    clients: HeterogeneousQuadratic | LabelSkewedLogistic
+    x0: torch.Tensor
+    generator: torch.Generator
+    schedule: Any
+
+
+def build(s: AFLScenario) -> Setup:
+    """Clients, x_0 and the schedule from the seed (one generator; the run continues it)."""
+    gen = torch.Generator().manual_seed(s.seed)
+    spec = s.problem_spec()
+    if spec["kind"] == "quadratic":
+        clients = HeterogeneousQuadratic.random(spec["dim"], s.M, spec["L"], spec["mu"],
+                                                spec["sigma_L"], spec["sigma_G"], gen)
+        origin = clients.x_star
+    elif spec["kind"] == "logistic":
+        clients = LabelSkewedLogistic.random(s.M, spec["n"], spec["dim"], spec["R"], gen,
+                                             skew=spec["skew"], lam=spec["lam"], batch=spec["batch"])
+        origin = torch.zeros(spec["dim"], dtype=torch.float64)
+    else:
+        inst = B.lower_bound_instance(spec["G"])
+        clients = HeterogeneousQuadratic([inst.curvature], [[c] for c in inst.centres])
+        return Setup(clients, torch.tensor([inst.limit_point - spec["distance"]], dtype=torch.float64),
+                     gen, _schedule(s, gen, None))
+    direction = torch.randn(clients.dim, generator=gen, dtype=torch.float64)
+    x0 = origin + spec["distance"] * direction / direction.norm()
+    probs = s.probs
+    if s.arrivals == "biased" and probs is None:
+        probs = [1.0 / (i + 1) for i in range(s.M)]
+    return Setup(clients, x0, gen, _schedule(s, gen, probs))
+
+
+def _schedule(s: AFLScenario, gen, probs):
+    K = s.K if s.K_high is None else (s.K, s.K_high)
+    return draw_schedule(M=s.M, m=s.m, T=s.T, replicas=s.replicas, generator=gen, K=K, tau=s.tau,
+                         delays=s.delays, arrivals=s.arrivals, probs=probs)
+
+
+def _delta(st: Setup) -> float:
+    return max(float(st.clients.loss(st.x0)) - st.clients.f_star, 0.0)
+
+
+def _roundoff(st: Setup) -> float:
+    scale = max(float(st.x0.abs().max()), 1.0)
+    return (1e3 * np.finfo(float).eps * st.clients.L * scale) ** 2
+
+
+# ---------------------------------------------------------------------- adapter
+
+
+class AFLAdapter:
+    scenario_type = AFLScenario
+    defaults = {
+        "afl.theorem1": AFLScenario(M=2, m=1, arrivals="single", delays="zero", tau=0, T=400,
+                                    eta=1.0, eta_L=0.2, problem={"kind": "lower_bound", "G": 1.0,
+                                                                  "distance": 0.5}, replicas=2),
+        "afl.theorem2": AFLScenario(arrivals="biased"),
+        "afl.theorem3": AFLScenario(),
+        "afl.theorem4": AFLScenario(algorithm="cs", m=2, arrivals="round_robin", delays="zero"),
+        "afl.corollary1": AFLScenario(T=600, problem={**_quadratic(), "L": 0.5, "mu": 0.25}),
+        "afl.corollary2": AFLScenario(T=600, tau=0, delays="zero", M=4, m=2,
+                                      problem={**_quadratic(), "L": 0.5, "mu": 0.25}),
+        "afl.corollary3": AFLScenario(algorithm="cs", T=600, m=2, arrivals="round_robin",
+                                      delays="zero", problem={**_quadratic(), "L": 0.5, "mu": 0.25}),
+    }
+
+    # ---- parameters --------------------------------------------------------------
+    def parameters(self, key: str, s: AFLScenario, thm) -> dict[str, Any]:
+        """Theorem parameters: L, sigma_L, sigma_G from the clients, Delta = f(x_0) - f_*,
+        the realised tau, m' and K arrays from the schedule, and the steps (module doc)."""
+        _require_algorithm(key, s)
+        st = build(s)
+        cl = st.clients
+        if key == "afl.theorem1":
+            return {"sigma_G": cl.sigma_G}
+        params: dict[str, Any] = {
+            "L": cl.L, "sigma_L": cl.sigma_L, "sigma_G": cl.sigma_G, "Delta": _delta(st),
+            "T": s.T, "m": s.m, "M": s.M, "K": self._k_array(key, s, thm, st),
+        }
+        if s.algorithm == "cs":
+            params["tau"], params["m_prime"] = st.schedule.staleness()
+        else:
+            params["tau"] = st.schedule.max_delay()
+        if thm.step is None:  # corollary: the steps are fixed
+            if s.eta is not None or s.eta_L is not None:
+                raise ValueError(f"eta={s.eta}, eta_L={s.eta_L}: {key} fixes eta_L = 1/sqrt(T) and "
+                                 "eta = sqrt(nK); leave both null")
+            if s.K_high is not None:
+                raise ValueError(f"K_high={s.K_high}: {key} assumes a constant K")
+            params["eta"], params["eta_L"] = B.corollary_steps(key, T=s.T, K=s.K, m=s.m, M=s.M)
+            return params
+        if s.eta_L is None:
+            cap = B.eta_L_cap(key, L=cl.L, K=params["K"], tau=params["tau"], variant=thm.variant)
+            params["eta_L"] = s.local_fraction * (cap if math.isfinite(cap) else 1.0 / cl.L)
+        else:
+            params["eta_L"] = s.eta_L
+        params["eta"] = s.eta if s.eta is not None else s.step_fraction * thm.max_step(**params)
+        return params
+
+    @staticmethod
+    def _k_array(key, s, thm, st) -> np.ndarray | int:
+        if s.K_high is None:
+            return s.K
+        sch = st.schedule
+        if key == "afl.theorem4" or key == "afl.corollary3":
+            return sch.memory()[1].numpy()
+        if key == "afl.theorem3" and thm.variant == "proof":
+            return sch.K.numpy()
+        return sch.K_arrived().numpy()
+
+    # ---- measurement ---------------------------------------------------------------
+    def measure(self, key: str, s: AFLScenario, params, exact: bool) -> Measurement:
+        _require_algorithm(key, s)
+        st = build(s)
+        atol = _roundoff(st)
+        if exact:
+            series = exact_series(s, st, params.get("eta", s.eta or 1.0), params.get("eta_L", s.eta_L or 0.2))
+            return Measurement(exact=float(_reduce(key, series[None])[0]), series=series, atol=atol)
+        if key == "afl.theorem1":  # the instance's claim holds for every step: any given, else 1, 0.2
+            eta, eta_L = s.eta or 1.0, s.eta_L or 0.2
+        else:
+            eta, eta_L = params["eta"], params["eta_L"]
+        trace = run_afl(st.clients, algorithm=s.algorithm, m=s.m, T=s.T, eta=eta, eta_L=eta_L,
+                        x0=st.x0, replicas=s.replicas, generator=st.generator, schedule=st.schedule,
+                        server_step=s.server_step)
+        ok = ~trace.diverged.numpy()
+        g = trace.grad_sq_norm.numpy()[ok]
+        if key == "afl.theorem1" and ok.all():  # deterministic: sigma_L = 0, fixed schedule
+            return Measurement(exact=float(_reduce(key, g[:1])[0]), series=g[0], atol=atol)
+        return Measurement(values=_reduce(key, g), diverged=int((~ok).sum()),
+                           series=g.mean(axis=0) if ok.any() else None, atol=atol)
+
+    # ---- random scenarios ---------------------------------------------------------------
+    def random_scenario(self, key: str, rng: np.random.Generator) -> AFLScenario:
+        """A small random scenario satisfying ``key``'s hypotheses (module doc)."""
+        if key == "afl.theorem1":
+            K, eta_L = int(rng.integers(1, 5)), float(rng.uniform(0.01, 0.4))
+            return AFLScenario(M=2, m=1, arrivals="single", delays="zero", tau=0, K=K,
+                               T=int(rng.integers(200, 600)), eta_L=eta_L,
+                               eta=float(rng.uniform(0.05, 0.5)) / eta_L, replicas=2,
+                               problem={"kind": "lower_bound", "G": float(rng.uniform(0.2, 3)),
+                                        "distance": float(rng.uniform(0, 2))},
+                               seed=int(rng.integers(2**16)))
+        cs = key in ("afl.theorem4", "afl.corollary3")
+        corollary = "corollary" in key
+        M = int(round(math.exp(rng.uniform(math.log(4), math.log(40))))) if cs else int(rng.integers(2, 9))
+        if key in UNIFORM_KEYS:
+            arrivals = "uniform"
+        elif cs:  # round-robin (bounded staleness, guide 2.2) half of the time
+            arrivals = "round_robin" if key == "afl.corollary3" or rng.random() < 0.5 else \
+                str(rng.choice(["uniform", "biased"]))
+        else:
+            arrivals = str(rng.choice(list(ARRIVALS)))
+        if arrivals == "single":
+            m = 1
+        elif cs:  # mostly m << M: the regime of AFA-CS's claimed speedup in M (L236)
+            m = 1 if rng.random() < 0.5 else int(rng.integers(1, max(M // 4, 1) + 1))
+        else:
+            m = int(rng.integers(1, M + 1))
+        L = float(rng.uniform(0.1, 0.5)) if corollary else float(rng.uniform(0.5, 2))
+        dim = int(rng.integers(1, 4))
+        problem = {"kind": "quadratic", "dim": dim, "L": L,
+                   "mu": L if dim == 1 else float(L * rng.uniform(0.1, 1)),
+                   "sigma_L": float(rng.uniform(0, 2)), "sigma_G": float(rng.uniform(0, 1)),
+                   "distance": float(rng.uniform(0, 3))}
+        K = int(rng.integers(1, 4))
+        s = AFLScenario(algorithm="cs" if cs else "cd", M=M, m=m, K=K,
+                        K_high=None if corollary or rng.random() < 0.5 else K + int(rng.integers(0, 3)),
+                        tau=int(rng.integers(0, 3)),
+                        delays="zero" if cs and rng.random() < 0.5 else str(rng.choice(DELAYS)),
+                        arrivals=arrivals, T=int(rng.integers(50, 200)), problem=problem, replicas=24,
+                        local_fraction=float(math.exp(rng.uniform(math.log(1e-3), 0))),
+                        step_fraction=float(math.exp(rng.uniform(math.log(1e-2), 0))),
+                        seed=int(rng.integers(2**16)))
+        if not _exact_unsupported(s):  # exact mode is cheap: longer horizons too
+            s = s.replace(T=int(math.exp(rng.uniform(math.log(50), math.log(3000)))))
+        if key == "afl.corollary2":
+            s = s.replace(delays="zero", tau=0)
+        if corollary:  # T large enough for the corollary's steps to satisfy the conditions
+            st = build(s)
+            tau, mp = st.schedule.staleness() if cs else (s.tau, 0)
+            need = B.minimum_T(key, "proof").subs({B.L: L, B.K: K, B.tau: tau, B.m: m, B.M: M,
+                                                  B.m_prime: mp})
+            s = s.replace(T=max(int(math.ceil(float(need))) + 1, s.T))
+        return s
+
+    # ---- plot -----------------------------------------------------------------------
+    def plot(self, key: str, s: AFLScenario, *, variant: str | None = None, exact: bool = False, ax=None):
+        """Running average (1/t) sum_{t' < t} ||grad f(x_t')||^2 against t, with the bound at T."""
+        thm = bounds.get(key, variant)
+        params = self.parameters(key, s, thm)
+        m = self.measure(key, s, params, exact)
+        if m.series is None:
+            raise ValueError(f"{key}: every replica diverged; nothing to plot")
+        ax = ax or plt.subplots(figsize=(6, 4))[1]
+        t = np.arange(1, m.series.size + 1)
+        sign = -1.0 if key == "afl.theorem1" else 1.0
+        ax.loglog(t, np.cumsum(m.series) / t, label="measured " + ("(exact)" if exact else "(mean)"))
+        ax.axhline(sign * float(thm.evaluate(**params)), color="C1", ls="--",
+                   label=f"bound {key} [{thm.variant}]" + (" (lower bound)" if sign < 0 else ""))
+        ax.set_xlabel("round t")
+        ax.set_ylabel(r"$\frac{1}{t}\sum_{t'<t}\|\nabla f(x_{t'})\|^2$")
+        ax.set_title(f"{key}: bound vs measurement")
+        ax.legend()
+        return ax
+
+
+def _require_algorithm(key: str, s: AFLScenario) -> None:
+    want = "cd" if key in CD_KEYS else "cs"
+    if s.algorithm != want:
+        name = "AFA-CD" if want == "cd" else "AFA-CS"
+        raise ValueError(f"algorithm={s.algorithm!r}: {key} is about {name} (algorithm={want!r})")
+    if key in UNIFORM_KEYS and s.arrivals != "uniform":
+        raise ValueError(f"arrivals={s.arrivals!r}: {key} assumes uniform arrivals (papers/afl.txt L164)")
+
+
+def _reduce(key: str, g: np.ndarray) -> np.ndarray:
+    """Per-replica left-hand side: the mean over rounds; Theorem 1: minus the mean over the
+    second half (the limit ||grad f(x_hat)||^2, written as an upper bound on its negative)."""
+    if key == "afl.theorem1":
+        return -g[:, g.shape[1] // 2:].mean(axis=1)
+    return g.mean(axis=1)
+
+
+# ---------------------------------------------------------------------- exact mode
+
+
+def exact_series(s: AFLScenario, st: Setup, eta: float, eta_L: float) -> np.ndarray:
+    """[T] E||grad f(x_t)||^2 exactly (module doc) for AFA-CD or AFA-CS on a quadratic with
+    zero delays and constant K (AFA-CD: uniform or deterministic arrivals; AFA-CS:
+    deterministic arrivals); ValueError otherwise."""
+    why = _exact_unsupported(s)
+    if why:
+        raise ValueError(f"exact mode unavailable: {why}")
+    cl = st.clients
+    lam = cl.a.numpy()
+    step = eta * eta_L if s.server_step == "proof" else eta
+    a = (1 - (1 - eta_L * lam) ** s.K) / (eta_L * s.K)  # G_i = a (x - c_i) + noise, per coordinate
+    noise_var = sum((1 - eta_L * lam) ** (2 * j) for j in range(s.K)) / s.K**2 * cl.sigma_L**2 / cl.dim
+    offsets = (cl.centres - cl.c_bar).numpy()  # [M, d]
+    y0 = (st.x0 - cl.c_bar).numpy()
+    run = _exact_cs if s.algorithm == "cs" else _exact_cd
+    out = run(s, st, lam, step, a, noise_var, offsets, y0)
+    if not np.all(np.isfinite(out)) or np.max(out) > DIVERGENCE_THRESHOLD:
+        raise ValueError(f"eta={eta}, eta_L={eta_L}: the exact moments diverge")
+    return out
+
+
+def _exact_cd(s, st, lam, step, a, noise_var, offsets, y0) -> np.ndarray:
+    """AFA-CD: y_{t+1} = (1 - s a) y_t + s a (cbar_S - cbar) - (s/m) sum_S n_i per coordinate."""
+    mean, second = y0.copy(), y0**2
+    out = np.empty(s.T)
+    keep = 1 - step * a
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(s.T):
+            out[t] = float(np.sum(lam**2 * second))
+            if s.arrivals == "uniform":
+                drift_mean = np.zeros_like(mean)
+                drift_sq = (s.M - s.m) / (s.m * max(s.M - 1, 1)) * (offsets**2).mean(axis=0)
+            else:
+                drift_mean = offsets[_arrived(st, t)].mean(axis=0)
+                drift_sq = drift_mean**2
+            second = (keep**2 * second + 2 * keep * step * a * mean * drift_mean
+                      + (step * a) ** 2 * drift_sq + step**2 * noise_var / s.m)
+            mean = keep * mean + step * a * drift_mean
+    return out
+
+
+def _exact_cs(s, st, lam, step, a, noise_var, offsets, y0) -> np.ndarray:
+    """AFA-CS: state z = (y, G_1..G_M, 1) per coordinate; arrivals overwrite G_i = a (y - o_i)
+    + n_i, then y <- y - (s/M) sum_i G_i: z' = F E_t z + F n_t, so the second moment
+    E[z z^T] propagates exactly as F E_t S E_t^T F^T + F Q_t F^T."""
+    d, M = lam.size, s.M
+    z0 = np.zeros((d, M + 2))
+    z0[:, 0], z0[:, -1] = y0, 1.0
+    z0[:, 1:-1] = a[:, None] * (y0[:, None] - offsets.T)  # initial memory G_i(x_0) ...
+    S2 = z0[:, :, None] * z0[:, None, :]
+    S2[:, 1:-1, 1:-1] += noise_var[:, None, None] * np.eye(M)  # ... with its own noise
+    F = np.eye(M + 2)
+    F[0, 1:-1] = -step / M
+    maps: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    out = np.empty(s.T)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for t in range(s.T):
+            out[t] = float(np.sum(lam**2 * S2[:, 0, 0]))
+            idx = 1 + _arrived(st, t)
+            if tuple(idx) not in maps:  # one linear map per distinct arrival set
+                E = np.broadcast_to(np.eye(M + 2), (d, M + 2, M + 2)).copy()
+                E[:, idx, idx] = 0.0
+                E[:, idx, 0] = a[:, None]
+                E[:, idx, -1] = -a[:, None] * offsets[idx - 1].T
+                G = F @ E
+                Fq = F[:, idx]
+                maps[tuple(idx)] = (G, G.transpose(0, 2, 1).copy(), noise_var[:, None, None] * (Fq @ Fq.T))
+            G, Gt, Q = maps[tuple(idx)]
+            S2 = G @ S2 @ Gt + Q
+    return out
+
+
+def _arrived(st: Setup, t: int) -> np.ndarray:
+    """Workers arriving in round t of a deterministic process (same in every replica)."""
+    return np.flatnonzero(st.schedule.arrivals[0, t].numpy())
+
+
+def _exact_unsupported(s: AFLScenario) -> str:
+    if s.algorithm == "cs" and s.arrivals in ("uniform", "biased"):
+        return "AFA-CS exact mode needs deterministic arrivals (round_robin, single or an event list)"
+    if s.problem_spec()["kind"] == "logistic":
+        return "logistic regression is not linear-Gaussian"
+    if s.delays != "zero" and s.tau > 0:
+        return "delays must be zero (delays='zero' or tau=0)"
+    if s.K_high is not None:
+        return "K must be constant"
+    if s.arrivals == "biased":
+        return "biased sampling without replacement has no closed-form pair inclusion law here"
+    return ""
+
+
+register_adapter("afl", AFLAdapter())
