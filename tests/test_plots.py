@@ -1,11 +1,13 @@
 """The plots draw the numbers that check() and the theorems compute."""
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
 import bounds
 from verify import check, default_scenario, plots
 from verify.mllsgd import MLLSGDAdapter
+from verify.scenario import adapter_for
 
 
 def test_along_K_draws_the_bound_at_every_whole_hub_period():
@@ -41,3 +43,13 @@ def test_against_draws_each_verdict(tmp_path, field, values, x):
         assert np.all(np.diff(bound_line.get_xdata()) > 0)
     out = plots.save(ax, str(tmp_path / f"{field}.png"))
     assert (tmp_path / f"{field}.png").stat().st_size > 5_000 and out.endswith(".png")
+
+
+@pytest.mark.parametrize("key", sorted(r["key"] for r in bounds.list()))
+def test_every_result_has_a_report_figure(key):
+    """The adapter's figure of each result on its default scenario (the HTML report's)."""
+    fig, ax = plt.subplots()
+    out = adapter_for(key).plot(key, default_scenario(key), variant=None, exact=False, ax=ax)
+    assert out is ax and len(ax.get_lines()) + len(ax.patches) + len(ax.collections) >= 2
+    assert ax.get_legend() is not None and ax.get_title()
+    plt.close(fig)

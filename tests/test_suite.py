@@ -85,7 +85,7 @@ def test_a_clean_run_exits_0_and_writes_the_report(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     page = (tmp_path / "index.html").read_text()
-    assert "mllsgd.theorem1" in page
+    assert "mllsgd.theorem1" in page and "No figure" not in page
     for variant in VARIANTS:
         for e in bounds.get("mllsgd.theorem1", variant).errata:
             assert e.citation in page

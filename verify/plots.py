@@ -30,7 +30,7 @@ def along_K(key: str, scenario=None, *, variant: str | None = None, exact: bool 
     running = np.cumsum(m.series) / k
     period = scenario.q * scenario.tau
     ks = k[k % period == 0]
-    bound = thm.evaluate(**{**params, "K": ks.astype(float)})
+    bound = np.broadcast_to(thm.evaluate(**{**params, "K": ks.astype(float)}), ks.shape)  # (14): no K
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     ax.loglog(k, running, label="measured " + ("(exact)" if exact else "(Monte Carlo mean)"))
     ax.loglog(ks, bound, "o-", ms=3, label=f"bound {key} [{thm.variant}]")
