@@ -223,7 +223,7 @@ def test_choose_q_eta_bound_prefers_q1_and_report_is_json():
 def test_choose_q_eta_slow_communication_favours_more_local_steps_in_simulation():
     """The paper's Figs 3-5 (L310-L324): with t_comm = 100 the simulation prefers Q > 1 (at
     a step beyond (14)); the bound, which depends on eta Q only, keeps Q = 1."""
-    report = V.choose_q_eta(epsilon=0.005, t_comm=100.0, t_comp=1.0, method="simulation",
+    report = V.choose_q_eta(epsilon=0.005, t_comm=100.0, t_comp=1.0, method="simulate",
                             Q_grid=(1, 10))
     assert report["bound"] is None and report["simulation"]["best"]["Q"] == 10
     assert "Only one method" in report["agreement"]

@@ -16,7 +16,7 @@ fedbound search KEY [--variant V] [--budget N] [--seed S]
 fedbound choose-sync-time --sizes 15,15 --delays d,b,e,f,d_g,b_g,e_g,f_g --T T --alpha A
          --L L --G G --sigma S --Delta D [--method bound|simulate|both]
                                                 HFL: the sync time S, bound vs simulation
-fedbound choose-q-eta --epsilon E --t-comm T --t-comp T [--method bound|simulation|both]
+fedbound choose-q-eta --epsilon E --t-comm T --t-comp T [--method bound|simulate|both]
                                                 TDCD: fastest (Q, eta) to accuracy E
 
 Every command takes ``--json``. Bad input exits with status 2 and one line naming the
@@ -333,7 +333,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--t-comm", type=float, required=True, help="time of one communication")
     p.add_argument("--t-comp", type=float, required=True, help="time of one local step")
     p.add_argument("--scenario", help="TDCD scenario JSON file (default: tdcd.theorem1's)")
-    p.add_argument("--method", choices=("bound", "simulation", "both"), default="both")
+    p.add_argument("--method", choices=("bound", "simulate", "both"), default="both")
     p.add_argument("--Q", help="comma-separated local-step counts to compare")
     p = add("sweep", cmd_sweep, "run a sweep spec into an SQLite store (resumable)")
     p.add_argument("spec", help="sweep spec JSON file")

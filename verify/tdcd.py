@@ -451,23 +451,24 @@ def choose_q_eta(*, epsilon: float, t_comm: float, t_comp: float,
     t_Q = 3 t_comm + Q t_comp (L290).
 
     ``method="bound"``: bounds.tdcd.rounds_needed at the best eta Q; R does not depend on Q,
-    so the bound always prefers the smallest Q. ``"simulation"``: for each Q of ``Q_grid``,
+    so the bound always prefers the smallest Q. ``"simulate"``: for each Q of ``Q_grid``,
     the TDCD simulator with SIM_REPLICAS replicas per step size, steps eta_max(Q) and
     ETA_MULTIPLES x eta_max(1) (larger steps than (14) allows included, flagged), over
     a time horizon of SIM_ROUNDS_Q1 rounds of Q = 1; the first round at which the replica
     mean of the running left side is <= epsilon. ``"both"`` runs the two and states whether
     they agree. Returns a JSON-able dict (see :func:`format_choose_q_eta`)."""
-    if method not in ("both", "bound", "simulation"):
-        raise ValueError(f"method={method!r} must be 'both', 'bound' or 'simulation'")
+    if method not in ("both", "bound", "simulate"):
+        raise ValueError(f"method={method!r} must be 'both', 'bound' or 'simulate'")
     epsilon = require_float("epsilon", epsilon, low=0, low_open=True)
     t_comm = require_float("t_comm", t_comm, low=0)
     t_comp = require_float("t_comp", t_comp, low=0)
     s = scenario or ADAPTER.defaults["tdcd.theorem1"]
     s.validate()
-    grid = tuple(int(require_int(f"Q_grid[{i}]", q)) for i, q in enumerate(Q_grid or DEFAULT_Q_GRID))
+    Qs = DEFAULT_Q_GRID if Q_grid is None else Q_grid
+    grid = tuple(require_int(f"Q_grid[{i}]", q) for i, q in enumerate(Qs))
     if not grid:
         raise ValueError("Q_grid is empty")
-    bound = _bound_choice(s, epsilon, t_comm, t_comp, grid) if method != "simulation" else None
+    bound = _bound_choice(s, epsilon, t_comm, t_comp, grid) if method != "simulate" else None
     sim = _simulation_choice(s, epsilon, t_comm, t_comp, grid) if method != "bound" else None
     return {"epsilon": epsilon, "t_comm": t_comm, "t_comp": t_comp, "method": method,
             "Q_grid": list(grid), "scenario": s.to_dict(), "bound": bound, "simulation": sim,
