@@ -10,13 +10,16 @@ consumes the generator exactly as run_hfl does with one replica (per round and l
 iteration one quadratic-noise draw ``randn((1, G, n_max, d))``), so both traces agree to
 1e-10. Prints groups | clients | loop s | vectorised s | ratio (best of a few repeats, one
 intra-op thread), then schedules per second of bounds.delays.sample_schedules for 2 to 64
-groups.
+groups, then the time of choosing S from the expected bound (bounds.choose_sync_time, the
+plug-in estimate) for the paper's Fig. 7a delays, in this process, and the time of a fresh
+``fedbound choose-sync-time --method bound`` command (which includes importing the stack).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,6 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import bounds  # noqa: E402
 from bounds import delays as D  # noqa: E402
 from sim.hfl import run_hfl  # noqa: E402
 from sim.problems import Quadratic, randn  # noqa: E402
@@ -114,6 +118,35 @@ def main() -> None:
     for groups in (2, 4, 8, 16, 32, 64):
         rate = sampler_throughput(groups, T, 100 if args.quick else 1000)
         print(f"{groups:6d} | {rate:11.0f}")
+    inner, outer = sync_time_seconds(repeats)
+    print(f"\nchoose S from the expected bound (Fig. 7a delays, 2 x 15 clients, T = 2000): "
+          f"{inner:.3f} s in process; {outer:.2f} s for a fresh `fedbound choose-sync-time "
+          f"--method bound` (Python, numpy, scipy, sympy and torch imports included)")
+
+
+FIG7A = ["0.01", "0.85", "0.001", "0.085", "4.0", "2.0", "0.4", "0.2"]
+
+
+def sync_time_seconds(repeats: int) -> tuple[float, float]:
+    """Best in-process time of bounds.choose_sync_time and of a fresh command process."""
+    model = D.DelayModel.linear(FIG7A, [15, 15])
+    params = dict(model=model, T=2000, alpha=0.05, L=1.0, G=10.0, sigma=1.0, Delta=10.0,
+                  sizes=[15, 15])
+    bounds.choose_sync_time(**params)  # compile the bound once, as any first call does
+    inner = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        bounds.choose_sync_time(**params)
+        inner = min(inner, time.perf_counter() - t0)
+    cmd = [str(Path(sys.executable).with_name("fedbound")), "choose-sync-time", "--sizes", "15,15",
+           "--delays", ",".join(FIG7A), "--T", "2000", "--alpha", "0.05", "--L", "1", "--G", "10",
+           "--sigma", "1", "--Delta", "10", "--method", "bound", "--json"]
+    outer = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        outer = min(outer, time.perf_counter() - t0)
+    return inner, outer
 
 
 if __name__ == "__main__":
