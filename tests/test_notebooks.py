@@ -34,7 +34,7 @@ KERNEL = "python3"
 ALL_PASSED = r"ALL \d+ CHECKS PASSED"
 EXPECTED = {
     "01_mllsgd.ipynb": [r"\| mllsgd\.theorem1 \|"],
-    "02_hfl.ipynb": [r"\| hfl\.theorem2 \|"],
+    "02_hfl_sync_time.ipynb": [r"\| hfl\.theorem2 \|"],
 }
 
 PROBE = "import os, sys\nprint('KERNEL-PROBE', sys.executable, os.environ.get('MPLBACKEND'))"
