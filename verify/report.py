@@ -69,11 +69,16 @@ def statement_lines(thm: bounds.Theorem) -> list[str]:
 
 def render_statement(thm: bounds.Theorem, path: Path) -> Path:
     """The statement as a PNG (one line per piece)."""
-    lines = statement_lines(thm)
-    fig = plt.figure(figsize=(10, 0.42 * len(lines) + 0.2))
-    for i, line in enumerate(lines):
-        fig.text(0.01, 1 - (i + 0.8) / len(lines), line, fontsize=12,
-                 usetex=False, parse_math=line.startswith("$"))
+    fig = plt.figure(figsize=(10, 1), dpi=100)
+    renderer = fig.canvas.get_renderer()
+    texts = [fig.text(0.01, 0, line, fontsize=12, va="bottom", parse_math=line.startswith("$"))
+             for line in statement_lines(thm)]
+    heights = [t.get_window_extent(renderer).height + 8 for t in texts]  # pixels, with a gap
+    fig.set_size_inches(10, sum(heights) / fig.dpi)
+    top = 1.0
+    for t, h in zip(texts, heights, strict=True):  # stacked by each line's own height
+        top -= h / sum(heights)
+        t.set_y(top)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
     return path
