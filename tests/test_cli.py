@@ -171,3 +171,10 @@ def test_search_json_and_its_witness_reproduces_through_check(capsys, tmp_path):
     assert code == 0 and again == d["verdict"]
     code, out, _ = run(capsys, "search", "afl.theorem3", "--budget", "0")
     assert code == 2
+
+
+@pytest.mark.parametrize("key", ["hfl.theorem2", "tdcd.theorem1", "afl.theorem2"])
+def test_check_plot_works_for_every_paper(capsys, tmp_path, key):
+    png = tmp_path / "p.png"
+    code, out, _ = run(capsys, "check", key, "--plot", str(png))
+    assert code == 0 and png.read_bytes()[:4] == b"\x89PNG" and f"plot      {png}" in out

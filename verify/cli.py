@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
 from tqdm import tqdm
 
@@ -39,7 +40,7 @@ import bounds
 
 from . import hfl, plots, report, search, suite, sweep, tdcd
 from .check import Verdict, check
-from .scenario import default_scenario, json_text, load_scenario
+from .scenario import adapter_for, default_scenario, json_text, load_scenario
 
 
 class UsageError(Exception):
@@ -160,8 +161,9 @@ def cmd_check(args):
     scenario = _read_scenario(args.key, args.scenario)
     v = check(args.key, scenario, variant=args.variant, exact=args.exact)
     if args.plot:
-        plots.save(plots.along_K(args.key, scenario, variant=args.variant, exact=args.exact),
-                   args.plot)
+        ax = plt.subplots(figsize=(6, 4))[1]
+        plots.save(adapter_for(args.key).plot(args.key, scenario, variant=args.variant,
+                                              exact=args.exact, ax=ax), args.plot)
     if args.json:
         return v.as_dict()
     print(_verdict_table(v))
