@@ -202,3 +202,26 @@ def test_a_step_far_above_the_admissible_range_is_reported_as_diverged(key):
     else:
         assert v.diverged == 0 and math.isfinite(v.measured_mean)
         assert v.measured_ci[1] < DIVERGENCE_THRESHOLD
+
+
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 5), st.floats(-2, 2), st.text(max_size=4)),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+    max_leaves=8)
+
+
+@FUZZ
+@given(spec=st.fixed_dictionaries(
+    {"key": st.sampled_from(KEYS)},
+    optional={"variant": JSON_VALUES, "exact": JSON_VALUES, "base": JSON_VALUES,
+              "grid": st.one_of(JSON_VALUES, st.dictionaries(st.sampled_from(["K", "p", "eta", "seed"]),
+                                                             st.lists(JSON_VALUES, max_size=2), max_size=2)),
+              "random": JSON_VALUES}))
+def test_malformed_sweep_specs_are_rejected_with_a_clear_error(spec):
+    from verify.sweep import SweepSpec
+
+    try:
+        SweepSpec.from_dict(spec).scenarios()
+    except ValueError as e:
+        assert str(e).strip()

@@ -61,6 +61,9 @@ def test_points_are_the_grid_times_the_draws_in_a_fixed_order():
     ({"grid": {"tau": [0]}}, "sweep point 0: tau=0 must be an integer >= 1"),
     ({"grid": {"K.x": [1]}}, "'K' is not an object"),
     ({"exact": "yes"}, "exact='yes' must be true or false"),
+    ({"base": [1]}, "base must be an object"),
+    ({"grid": [1]}, "grid must be an object"),
+    ({"random": {"n": 2, "seed": None, "fields": {"p": [0.8]}}}, "random must be"),
 ])
 def test_bad_specs_name_the_field(change, message):
     with pytest.raises(ValueError, match=message):

@@ -98,12 +98,16 @@ class SweepSpec:
         spec.variant_name()  # unknown key or variant -> ValueError
         if not isinstance(spec.exact, bool):
             raise ValueError(f"sweep spec: exact={spec.exact!r} must be true or false")
+        for name in ("base", "grid"):
+            if not isinstance(getattr(spec, name), Mapping):
+                raise ValueError(f"sweep spec: {name} must be an object of scenario fields")
         for name, values in spec.grid.items():
             if not isinstance(values, list) or not values:
                 raise ValueError(f"sweep spec: grid.{name} must be a non-empty list of values")
         if spec.random is not None:
             r = spec.random
             if not isinstance(r, Mapping) or not isinstance(r.get("n"), int) or r["n"] < 1 \
+                    or not isinstance(r.get("seed", 0), int) \
                     or not isinstance(r.get("fields"), Mapping) or not r["fields"]:
                 raise ValueError('sweep spec: random must be {"n": int >= 1, "seed": int, '
                                  '"fields": {field: rule}}')
