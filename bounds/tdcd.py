@@ -294,34 +294,38 @@ def quartic_coefficients(*, L: float, L_max: float, S: float, Delta: float, R: i
     return np.array([24 * L * L_max**2 * S, 8 * L_max**2 * S, L * S, 0.0, -Delta / R])
 
 
-def _unique_positive_root(coefficients: np.ndarray) -> float:
-    """The positive root of a polynomial (highest degree first) whose non-zero coefficients
-    change sign exactly once, the last negative: by Descartes' rule it has exactly one
-    positive root, and the polynomial increases through it; found by bracketing and bisection."""
-    signs = np.sign(coefficients[coefficients != 0])
-    if np.count_nonzero(np.diff(signs)) != 1 or signs[-1] >= 0:
-        raise ArithmeticError(f"coefficients {coefficients} do not have one sign change")
-    lo = hi = 1.0
-    while np.polyval(coefficients, hi) <= 0:
-        hi *= 2.0
-    while np.polyval(coefficients, lo) > 0:
-        lo /= 2.0
-    while hi > lo * (1 + 4e-16):   # geometric bisection: relative precision, any scale
-        mid = lo * math.sqrt(hi / lo)
+def _increasing_root(coefficients, log_target: float) -> float:
+    """The a > 0 with p(a) = sum_k c_k a^k = exp(log_target), for nonnegative c_k (highest
+    degree first, no constant term, some c_k > 0): p increases from 0 to infinity on a > 0,
+    so the root exists and is unique (Descartes' rule for p(a) - target). Geometric
+    bisection on x = log a with log p(e^x) as a log-sum-exp, so neither a tiny Delta nor a
+    huge R underflows or overflows the equation."""
+    c = np.asarray(coefficients, dtype=float)
+    degree = np.arange(c.size, 0, -1)
+    positive = c > 0
+    log_c, k = np.log(c[positive]), degree[positive]
+
+    def log_p(x: float) -> float:
+        return float(np.logaddexp.reduce(log_c + k * x))
+
+    lo, hi = -1.0, 1.0
+    while log_p(hi) < log_target:
+        hi += max(1.0, abs(hi))
+    while log_p(lo) > log_target:
+        lo -= max(1.0, abs(lo))
+    while hi - lo > 1e-15 * max(1.0, abs(lo), abs(hi)):
+        mid = 0.5 * (lo + hi)
         if mid in (lo, hi):
             break
-        if np.polyval(coefficients, mid) > 0:
-            hi = mid
-        else:
-            lo = mid
-    return float(hi)
+        lo, hi = (lo, mid) if log_p(mid) >= log_target else (mid, hi)
+    return math.exp(hi)
 
 
 def optimal_eta_q(*, L: float, L_max: float, sigma, Delta: float, R: int) -> dict:  # noqa: N803
     """The eta Q minimising (15) over (14) for R rounds.
 
     a* is the unique positive root of the quartic of :func:`quartic_coefficients` (one sign
-    change in its coefficients: unique by Descartes' rule, checked), a_max =
+    change in its coefficients: unique by Descartes' rule), a_max =
     1/(8 max(L, L_max)) from (14), and a_opt = min(a*, a_max). With S = 0 the bound
     4 Delta/(a R) decreases in a: a* = inf. Returns {"a_star", "a_max", "a_opt", "bound",
     "binding"} where eta = a_opt / Q for any Q (the bound is the same for every Q)."""
@@ -332,7 +336,8 @@ def optimal_eta_q(*, L: float, L_max: float, sigma, Delta: float, R: int) -> dic
     if S_ == 0:
         a_star = math.inf
     else:
-        a_star = _unique_positive_root(quartic_coefficients(L=L_, L_max=Lm, S=S_, Delta=D, R=R_))
+        quartic = quartic_coefficients(L=L_, L_max=Lm, S=S_, Delta=D, R=R_)
+        a_star = _increasing_root(quartic[:-1], math.log(D) - math.log(R_))
     a_opt = min(a_star, a_max)
     bound = get("tdcd.theorem1").evaluate(L=L_, L_max=Lm, sigma=np.atleast_1d(sigma), Delta=D,
                                           eta=a_opt, Q=1, R=R_)
@@ -365,8 +370,8 @@ def rounds_needed(epsilon: float, *, L: float, L_max: float, sigma, Delta: float
         if S_ == 0:
             a_ = a_max
         else:
-            cubic = [32 * 4 * S_ * L_ * Lm**2, 12 * 4 * S_ * Lm**2, 2 * 4 * S_ * L_, -eps]
-            a_ = min(_unique_positive_root(np.array(cubic)), a_max)
+            cubic = [32 * 4 * S_ * L_ * Lm**2, 12 * 4 * S_ * Lm**2, 2 * 4 * S_ * L_]
+            a_ = min(_increasing_root(cubic, math.log(eps)), a_max)
     else:
         a_ = _positive("a", a)
         if a_ > a_max * (1 + 1e-12):
