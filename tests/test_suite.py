@@ -47,6 +47,9 @@ def test_tasks_cover_every_variant_and_a_seeded_battery():
     assert [t.scenario for t in again] == [t.scenario for t in todo]
     other = suite.tasks(["mllsgd.theorem1", "mllsgd.corollary1"], battery=3, seed=8)
     assert [t.scenario for t in other if t.label != "default"] != [t.scenario for t in randoms]
+    alone = suite.tasks(["mllsgd.corollary1"], battery=3, seed=7)  # independent of the selection
+    assert [t.scenario for t in alone if t.label != "default"] == \
+        [t.scenario for t in randoms if t.key == "mllsgd.corollary1"]
 
 
 @pytest.mark.parametrize("key", ["mllsgd.theorem1", "mllsgd.theorem1_limit", "mllsgd.corollary1"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import traceback
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -88,18 +89,19 @@ def select(only: str | None) -> list[str]:
 def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0) -> list[Task]:
     """The suite's checks: every variant of every result (``keys``: all registered) on
     its default scenario, then ``battery`` random scenarios per result in its default
-    variant, drawn from ``numpy.random.default_rng([seed, i])`` for the i-th result."""
+    variant, drawn from ``numpy.random.default_rng([seed, crc32(key)])``: a result's battery
+    does not depend on which other results are selected."""
     if battery < 0:
         raise ValueError(f"battery={battery} must be >= 0")
     registered = {row["key"]: row for row in bounds.list()}
     keys = sorted(registered) if keys is None else list(keys)
     out: list[Task] = []
-    for i, key in enumerate(keys):
+    for key in keys:
         if key not in registered:
             raise ValueError(f"unknown result {key!r}; registered: {', '.join(sorted(registered))}")
         base = default_scenario(key).to_dict()
         out += [Task(key, v, "default", base) for v in registered[key]["variants"]]
-        rng = np.random.default_rng([seed, i])
+        rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
         default_variant = bounds.get(key).variant
         ad = adapter_for(key)
         out += [Task(key, default_variant, f"random {j + 1}",
