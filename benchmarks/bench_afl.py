@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.timing import best_time  # noqa: E402
 from sim.afl import HeterogeneousQuadratic, Schedule, draw_schedule, run_afl  # noqa: E402
 
 F64 = torch.float64
@@ -72,14 +72,6 @@ def loop_afl(clients: HeterogeneousQuadratic, *, algorithm: str, schedule: Sched
             models[r].append(x - s * G_t)
     return out
 
-
-def best_time(fn, repeats: int):
-    best, result = math.inf, None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def compare(M: int, algorithm: str, T: int, replicas: int, repeats: int) -> tuple[float, float]:

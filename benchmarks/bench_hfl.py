@@ -30,6 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bounds  # noqa: E402
+from benchmarks.timing import best_time  # noqa: E402
 from bounds import delays as D  # noqa: E402
 from sim.hfl import run_hfl  # noqa: E402
 from sim.problems import Quadratic, randn  # noqa: E402
@@ -71,21 +72,13 @@ def loop_reference(problem: Quadratic, *, sizes, t, alpha, x1, generator) -> lis
     return out
 
 
-def best_of(fn, repeats: int) -> tuple[float, object]:
-    best, result = math.inf, None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, result
-
 
 def compare(groups: int, clients: int, T: float, repeats: int) -> tuple[float, float]:
     sc = scenario(groups, clients, T)
-    loop_s, ref = best_of(lambda: loop_reference(
+    loop_s, ref = best_time(lambda: loop_reference(
         sc["problem"], sizes=sc["sizes"], t=sc["t"], alpha=sc["alpha"], x1=sc["x1"],
         generator=torch.Generator().manual_seed(1)), repeats)
-    vec_s, trace = best_of(lambda: run_hfl(
+    vec_s, trace = best_time(lambda: run_hfl(
         sc["problem"], sizes=sc["sizes"], t=sc["t"], alpha=sc["alpha"], x1=sc["x1"], replicas=1,
         generator=torch.Generator().manual_seed(1)), repeats)
     got = [*trace.grad_sq_norm[0].tolist(), float(trace.final_loss[0])]
@@ -124,28 +117,17 @@ def main() -> None:
           f"--method bound` (Python, numpy, scipy, sympy and torch imports included)")
 
 
-FIG7A = ["0.01", "0.85", "0.001", "0.085", "4.0", "2.0", "0.4", "0.2"]
-
-
 def sync_time_seconds(repeats: int) -> tuple[float, float]:
     """Best in-process time of bounds.choose_sync_time and of a fresh command process."""
     model = D.DelayModel.linear(FIG7A, [15, 15])
     params = dict(model=model, T=2000, alpha=0.05, L=1.0, G=10.0, sigma=1.0, Delta=10.0,
                   sizes=[15, 15])
     bounds.choose_sync_time(**params)  # compile the bound once, as any first call does
-    inner = math.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        bounds.choose_sync_time(**params)
-        inner = min(inner, time.perf_counter() - t0)
+    inner, _ = best_time(lambda: bounds.choose_sync_time(**params), repeats)
     cmd = [str(Path(sys.executable).with_name("fedbound")), "choose-sync-time", "--sizes", "15,15",
-           "--delays", ",".join(FIG7A), "--T", "2000", "--alpha", "0.05", "--L", "1", "--G", "10",
+           "--delays", ",".join(map(str, FIG7A)), "--T", "2000", "--alpha", "0.05", "--L", "1", "--G", "10",
            "--sigma", "1", "--Delta", "10", "--method", "bound", "--json"]
-    outer = math.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
-        outer = min(outer, time.perf_counter() - t0)
+    outer, _ = best_time(lambda: subprocess.run(cmd, check=True, capture_output=True), repeats)
     return inner, outer
 
 

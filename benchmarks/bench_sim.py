@@ -16,7 +16,6 @@ import argparse
 import math
 import resource
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.timing import best_time  # noqa: E402
 from sim.mllsgd import run_mllsgd  # noqa: E402
 from sim.problems import Quadratic  # noqa: E402
 
@@ -85,15 +85,6 @@ def loop_reference(problem: Quadratic, *, H, hub_of, w, p, eta, K, q, tau, x1,
         models = [z[hubs[i]].clone() for i in range(N)]
     return torch.stack(grad_sq), torch.stack(losses)
 
-
-def best_time(fn, repeats: int) -> tuple[float, object]:
-    """Smallest wall time of ``repeats`` calls and the last result."""
-    best, result = math.inf, None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def compare(N: int, D: int, K: int, q: int, tau: int, repeats: int) -> tuple[float, float]:

@@ -15,15 +15,14 @@ intra-op thread for both).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.timing import best_time  # noqa: E402
 from sim.tdcd import BlockLinear, Layout, draw_batch, run_tdcd, synthetic_data  # noqa: E402
 
 F64 = torch.float64
@@ -77,14 +76,6 @@ def loop_reference(model: BlockLinear, *, Q: int, eta: float, theta0, replicas: 
             hubs[i] = new_hub
     return out
 
-
-def best_time(fn, repeats: int) -> tuple[float, object]:
-    best, result = math.inf, None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
 
 
 def compare(N: int, K: int, replicas: int, rounds: int, repeats: int) -> tuple[float, float]:

@@ -40,6 +40,7 @@ from .scenario import (
     require_float,
     require_floats,
     require_int,
+    roundoff,
 )
 
 PROBLEM_KINDS = {
@@ -198,8 +199,8 @@ def _delta(st: Setup) -> float:
 
 
 def _roundoff(st: Setup) -> float:
-    scale = max(float(st.x0.abs().max()), 1.0)
-    return (1e3 * np.finfo(float).eps * st.clients.L * scale) ** 2
+    """Round-off level of ||grad f||^2 at the scale of x_0."""
+    return roundoff(st.clients.L, float(st.x0.abs().max()))
 
 
 # ---------------------------------------------------------------------- adapter

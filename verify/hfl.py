@@ -43,6 +43,7 @@ from .scenario import (
     register_adapter,
     require_float,
     require_int,
+    roundoff,
 )
 
 #: Fig. 7a of the paper (J361; A298): {d, b, e, f, d_g, b_g, e_g, f_g}
@@ -204,8 +205,8 @@ def measured_cells(key: str, trace) -> np.ndarray:
 
 
 def _roundoff(st: Setup) -> float:
-    scale = max(float(st.x1.norm()), 1.0)
-    return (1e3 * np.finfo(float).eps * st.problem.L * scale) ** 2
+    """Round-off level of ||grad f||^2 at the scale of x_1."""
+    return roundoff(st.problem.L, float(st.x1.norm()))
 
 
 class HFLAdapter:

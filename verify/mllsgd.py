@@ -29,6 +29,7 @@ from .scenario import (
     require_float,
     require_floats,
     require_int,
+    roundoff,
 )
 
 PROBLEM_KINDS = {
@@ -154,10 +155,9 @@ def build(s: MLLSGDScenario) -> Setup:
 
 
 def _roundoff(st: Setup) -> float:
-    """Round-off level of ||grad F(u_k)||^2: (1e3 eps L |x|)^2 with |x| the scale of the
-    iterates, so that an exactly zero bound (sigma = 0, x_1 = x*) is not "violated"."""
-    scale = max(float(st.x1.norm()), float(getattr(st.problem, "x_star", st.x1).norm()), 1.0)
-    return (1e3 * np.finfo(float).eps * st.problem.L * scale) ** 2
+    """Round-off level of ||grad F(u_k)||^2 at the scale of x_1 and x*."""
+    scale = max(float(st.x1.norm()), float(getattr(st.problem, "x_star", st.x1).norm()))
+    return roundoff(st.problem.L, scale)
 
 
 def _late(series: np.ndarray) -> np.ndarray:

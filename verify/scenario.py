@@ -154,6 +154,13 @@ def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, A
     return spec
 
 
+def roundoff(L: float, scale: float) -> float:
+    """Round-off level of a squared gradient norm, (1e3 eps L max(scale, 1))^2, with
+    ``scale`` the size of the iterates: the absolute tolerance of a check, so that a bound
+    that is exactly 0 (no noise, started at the optimum) is not "violated" by round-off."""
+    return (1e3 * np.finfo(float).eps * L * max(scale, 1.0)) ** 2
+
+
 # ---------------------------------------------------------------- adapters
 
 

@@ -41,6 +41,7 @@ from .scenario import (
     register_adapter,
     require_float,
     require_int,
+    roundoff,
 )
 
 KEYS = ("tdcd.theorem1", "tdcd.lemma2", "tdcd.remark5")
@@ -157,9 +158,8 @@ def remark5_eta(s: TDCDScenario, c: float) -> float:
 
 
 def _roundoff(st: Setup) -> float:
-    """Round-off level of ||grad L||^2 ((1e3 eps L |theta|)^2), so a zero bound is not violated."""
-    scale = max(float(st.theta0.norm()), 1.0)
-    return (1e3 * np.finfo(float).eps * st.model.L * scale) ** 2
+    """Round-off level of ||grad L||^2 at the scale of theta^0."""
+    return roundoff(st.model.L, float(st.theta0.norm()))
 
 
 # ---------------------------------------------------------------------- adapter
