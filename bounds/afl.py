@@ -27,7 +27,8 @@ Variants: ``printed`` as the paper prints it; ``proof`` what the proofs support 
 (tau+1) factor of the delayed sums, L467/L570/L708; for Theorem 3 the factor 2 of L576 and
 the all-M averages of L579; for Theorem 4 the sums of L731-L732). Statuses are the ones
 the toolkit established: Theorems 3 and 4 and Corollaries 2 and 3 are ``refuted`` by the
-witnesses in ``tests/witnesses/`` (found by ``verify.search``, re-checked by the tests).
+witnesses shipped with fedbound (``verify.witnesses(key)``: found by ``fedbound search``,
+replayed by ``fedbound check --all``).
 """
 
 from __future__ import annotations
@@ -335,7 +336,7 @@ _LHS = r"\frac{1}{T}\sum_{t=0}^{T-1}\mathbb{E}\|\nabla f(x_t)\|^2"
 _STATUS = {
     # toolkit-established: the counterexample search (verify.search) finds nothing for
     # Theorem 2 (proof) and Corollary 1 (budget 50, seed 0); it found the witnesses in
-    # tests/witnesses/, which check(..., exact=True) confirms and tests re-check:
+    # verify/witnesses/, which check(..., exact=True) confirms and check --all replays:
     # Theorem 3 (budget 50, seed 0; printed: its own witness), Theorem 4 (budget 200,
     # seed 1), Corollary 2 (budget 50, seed 0), Corollary 3 (see its note).
     # Theorem 1's instance is executed by verify.afl (the floor is attained exactly).
@@ -347,10 +348,12 @@ _STATUS = {
 _NOTES = {
     "theorem2": "Searched, no violation found (verify.search); the printed variant drops the "
                 "drift-gradient term at tau = 0 (its C2b is vacuous there), hence unverified.",
-    "theorem3": "Refuted: witness tests/witnesses/afl.theorem3.json (x_0 = x*, sigma_L = 0, K = 1, "
-                "m < M: the sampling variance ~ s (M-m)/(m(M-1)) sigma_G^2 exceeds the bound).",
-    "theorem4": "Refuted: witness tests/witnesses/afl.theorem4.json (sigma_G = 0, m << M, round-robin: "
-                "the noise floor ~ L s sigma_L^2 / (2m) exceeds 4 L s sigma_L^2 / M).",
+    "theorem3": "Refuted by its stored witness, verify.witnesses('afl.theorem3') (x_0 = x*, "
+                "sigma_L = 0, K = 1, m < M: the sampling variance ~ s (M-m)/(m(M-1)) sigma_G^2 "
+                "exceeds the bound).",
+    "theorem4": "Refuted by its stored witness, verify.witnesses('afl.theorem4') (sigma_G = 0, "
+                "m << M, round-robin: the noise floor ~ L s sigma_L^2 / (2m) exceeds "
+                "4 L s sigma_L^2 / M).",
 }
 
 
@@ -479,8 +482,8 @@ def _corollary(key: str, variant: str, theorem_terms, theorem_conditions, n, tit
         aggregates=[], step=None, status=status,
         notes={"corollary1": "Explicit constants of Corollary 1 [derived]; speedup only before "
                              "the 6 sigma_G^2 floor.",
-               "corollary2": "Refuted with Theorem 3: witness tests/witnesses/afl.corollary2.json.",
-               "corollary3": "Refuted with Theorem 4: witness tests/witnesses/afl.corollary3.json "
+               "corollary2": "Refuted with Theorem 3: stored witness verify.witnesses('afl.corollary2').",
+               "corollary3": "Refuted with Theorem 4: stored witness verify.witnesses('afl.corollary3') "
                              "(found by an earlier version of verify.search with random horizons up "
                              "to 1e4, budget 200, seed 0; confirmed in exact mode)."
                }[key])

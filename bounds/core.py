@@ -257,6 +257,11 @@ class Theorem:
                     names.add(self.worker_symbols[s])
         return sorted(names, key=list(self.params).index)
 
+    def required(self) -> list[str]:
+        """The parameters that the right-hand side and the conditions depend on (the others
+        of ``params`` are accepted and ignored, e.g. a step that a corollary fixes)."""
+        return self._needed([self.expr, *(c.margin for c in self.conditions)])
+
     def _values(self, names: Sequence[str], given: Mapping[str, object]) -> dict[str, np.ndarray]:
         unknown = set(given) - set(self.params)
         if unknown:
@@ -496,6 +501,18 @@ def get(key: str, variant: str | None = None) -> Theorem:
     if v not in e.cache:
         e.cache[v] = e.build(v)
     return e.cache[v]
+
+
+def keys() -> list[str]:
+    """The registered result keys, sorted (builds nothing)."""
+    return sorted(_REGISTRY)
+
+
+def variants(key: str) -> tuple[str, ...]:
+    """The variants of the registered result ``key`` (builds nothing)."""
+    if key not in _REGISTRY:
+        raise ValueError(f"unknown result {key!r}; registered: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[key].variants
 
 
 def list_results() -> list[dict]:

@@ -71,7 +71,7 @@ def test_every_key_is_registered_with_variants_errata_and_a_status():
     assert bounds.get("afl.theorem2").status == "holds-with-erratum"
     for key in ("afl.theorem3", "afl.theorem4"):
         assert all(bounds.get(key, v).status == "refuted" for v in A.VARIANTS)
-        assert "tests/witnesses" in bounds.get(key).notes
+        assert f"verify.witnesses('{key}')" in bounds.get(key).notes
 
 
 @settings(max_examples=60, deadline=None)

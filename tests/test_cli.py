@@ -25,7 +25,27 @@ def test_list_json(capsys):
     code, out, _ = run(capsys, "list", "--json")
     rows = json.loads(out)
     assert code == 0 and {r["key"] for r in rows} == {r["key"] for r in bounds.list()}
-    assert all({"key", "title", "variants", "status"} <= set(r) for r in rows)
+    assert all({"key", "title", "variants", "status", "statuses"} <= set(r) for r in rows)
+    for r in rows:  # every variant with its own status
+        assert r["statuses"] == {v: bounds.get(r["key"], v).status for v in r["variants"]}
+
+
+def test_list_text_shows_every_variant_in_aligned_columns(capsys):
+    code, out, _ = run(capsys, "list")
+    lines = out.splitlines()
+    assert code == 0
+    n = sum(len(bounds.variants(k)) for k in bounds.keys())
+    assert len(lines) == n + 2  # header, one per variant, footnote
+    status_col = lines[0].index("status")
+    assert all(line[status_col - 2: status_col] == "  " for line in lines[1:-1])
+    assert any(line.startswith("afl.theorem3") and "printed" in line and "refuted" in line
+               for line in lines)
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("fedbound ")
 
 
 def test_bound_json_matches_the_library(capsys):
@@ -38,11 +58,13 @@ def test_bound_json_matches_the_library(capsys):
     assert d["admissible"] is True and d["violations"] == []
 
 
-def test_bound_reports_violations(capsys):
-    code, out, _ = run(capsys, "bound", "mllsgd.theorem1", "--params",
-                       json.dumps({**PARAMS, "eta": 0.5}), "--json")
+def test_bound_reports_violations_and_exits_1(capsys):
+    argv = ["bound", "mllsgd.theorem1", "--params", json.dumps({**PARAMS, "eta": 0.5}), "--json"]
+    code, out, _ = run(capsys, *argv)
     d = json.loads(out)
-    assert code == 0 and d["admissible"] is False and "(12)" in d["violations"][0]
+    assert code == 1 and d["admissible"] is False and "(12)" in d["violations"][0]
+    code, out, _ = run(capsys, *argv, "--allow-inadmissible")
+    assert code == 0 and json.loads(out) == d
 
 
 def test_step_json(capsys):
@@ -83,6 +105,10 @@ def test_check_text_and_plot(capsys, tmp_path):
     (["check", "mllsgd.theorem1", "--scenario", "/no/such/file"], "No such file"),
     (["frobnicate"], "invalid choice"),
     (["bound", "mllsgd.theorem1", "--variant", "arxiv", "--params", "{}"], "unknown variant"),
+    (["bound", "mllsgd.theorem1", "--params", json.dumps({**PARAMS, "L": True})],
+     "L=true must be a number"),
+    (["check", "mllsgd.theorem1", "--plot", "/tmp"], "is a directory"),
+    (["check", "mllsgd.theorem1", "--plot", "/no/such/dir/p.png"], "does not exist"),
 ])
 def test_errors_exit_2_with_one_line(capsys, argv, message):
     code, out, err = run(capsys, *argv)
@@ -99,20 +125,21 @@ def test_console_script_reads_scenario_from_stdin():
 
 
 def test_choose_q_eta_from_the_bound(capsys):
-    from verify.tdcd import choose_q_eta
+    from verify.choose import QEta, choose
 
     code, out, _ = run(capsys, "choose-q-eta", "--epsilon", "0.05", "--t-comm", "100",
-                       "--t-comp", "1", "--method", "bound", "--Q", "1,4", "--json")
+                       "--t-comp", "1", "--method", "bound", "--Q", "1,4", "--variant", "proof",
+                       "--json")
     d = json.loads(out)
-    assert code == 0 and d["simulation"] is None and d["Q_grid"] == [1, 4]
-    assert d == json.loads(json.dumps(choose_q_eta(epsilon=0.05, t_comm=100, t_comp=1,
-                                                   method="bound", Q_grid=[1, 4])))
-    best = d["bound"]["best"]
-    assert best["Q"] == 1  # the bound depends on eta*Q only: extra local steps only cost time
-    assert best["eta"] == pytest.approx(d["bound"]["eta_Q"])
+    assert code == 0 and d["simulation"] is None and d["inputs"]["Q_grid"] == [1, 4]
+    lib = choose(QEta(epsilon=0.05, t_comm=100, t_comp=1, Q_grid=[1, 4]), variants=["proof"],
+                 method="bound")
+    assert d == json.loads(json.dumps(lib.as_dict()))
+    (proof,) = d["bound"]
+    assert proof["settings"]["Q"] == 1  # the proof bound depends on eta*Q only
     code, out, _ = run(capsys, "choose-q-eta", "--epsilon", "0.05", "--t-comm", "100",
-                       "--t-comp", "1", "--method", "bound")
-    assert code == 0 and "best: Q = 1" in out
+                       "--t-comp", "1", "--method", "bound", "--variant", "proof")
+    assert code == 0 and "proof chooses Q = 1" in out
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -136,13 +163,16 @@ def test_choose_sync_time_from_the_bound(capsys):
             "--method", "bound"]
     code, out, _ = run(capsys, *argv, "--json")
     d = json.loads(out)
-    assert code == 0 and "simulation" not in d
+    assert code == 0 and d["simulation"] is None
     model = delays.DelayModel.linear(FIG7A.split(","), [15, 15])
-    lib = bounds.choose_sync_time(model=model, T=2000, alpha=0.05, L=1, G=10, sigma=1,
-                                  Delta=10, sizes=[15, 15])
-    assert d["bound"]["best_S"] == lib.best_S and d["bound"]["bound"] == list(lib.bound)
+    assert [c["variant"] for c in d["bound"]] == list(bounds.variants("hfl.theorem2"))
+    for c in d["bound"]:
+        lib = bounds.choose_sync_time(model=model, T=2000, alpha=0.05, L=1, G=10, sigma=1,
+                                      Delta=10, sizes=[15, 15], variant=c["variant"])
+        assert c["settings"]["S"] == lib.best_S
+        assert [p["bound"] for p in c["curve"]] == list(lib.bound)
     code, out, _ = run(capsys, *argv)
-    assert code == 0 and f"best S = {lib.best_S:g}" in out
+    assert code == 0 and "proof chooses S = 0" in out
 
 
 @pytest.mark.parametrize("change, message", [
@@ -159,18 +189,100 @@ def test_choose_sync_time_bad_input(capsys, change, message):
 
 
 def test_search_json_and_its_witness_reproduces_through_check(capsys, tmp_path):
-    code, out, _ = run(capsys, "search", "afl.theorem3", "--budget", "50", "--seed", "0", "--json")
+    stored = tmp_path / "w.json"
+    code, out, _ = run(capsys, "search", "afl.theorem3", "--budget", "50", "--seed", "0", "--json",
+                       "--witness", str(stored))
     d = json.loads(out)
-    assert code == 0 and set(d) == {"key", "variant", "found", "witness", "verdict", "tried"}
-    assert d["found"] and d["verdict"]["verdict"] == "violated" and d["tried"] >= 1
+    # a violation of a result recorded as refuted is known: exit 0
+    assert code == 0 and d["found"] and not d["new_violation"] and d["status"] == "refuted"
+    assert d["verdict"]["verdict"] == "violated" and d["tried"] >= 1 and d["exact"]
     path = tmp_path / "witness.json"
     path.write_text(json.dumps(d["witness"]))
-    code, out, _ = run(capsys, "check", "afl.theorem3", "--scenario", str(path), "--exact",
-                       "--json")
-    again = json.loads(out)
-    assert code == 0 and again == d["verdict"]
+    for scenario in (path, stored):  # the scenario itself, or the stored witness file
+        code, out, _ = run(capsys, "check", "afl.theorem3", "--scenario", str(scenario), "--exact",
+                           "--json")
+        assert code == 1 and json.loads(out) == d["verdict"]  # violated: exit 1
     code, out, _ = run(capsys, "search", "afl.theorem3", "--budget", "0")
     assert code == 2
+
+
+def test_check_a_shipped_witness_exits_1_and_the_default_exits_0(capsys):
+    from verify import witnesses
+
+    (w,) = [w for w in witnesses("afl.theorem3") if w.variant == "proof"]
+    code, out, _ = run(capsys, "check", "afl.theorem3", "--scenario", w.source, "--exact")
+    assert code == 1 and "VIOLATED" in out
+    code, out, _ = run(capsys, "check", "afl.theorem3", "--exact", "--scenario", w.source,
+                       "--json")
+    assert json.loads(out)["variant"] == "proof"
+    assert run(capsys, "check", "afl.theorem3")[0] == 0
+
+
+def test_strict_makes_an_inconclusive_verdict_exit_3(capsys, tmp_path):
+    """A bound equal to the true mean, measured with 5 replicas: inconclusive."""
+    from dataclasses import dataclass
+
+    import sympy as sp
+
+    from bounds.core import Param, Theorem
+    from verify.api import Adapter, Measurement, Scenario, require_int
+    from verify.testing import registered
+
+    @dataclass
+    class Coin(Scenario):
+        replicas: int = 5
+        seed: int = 0
+
+        def validate(self):
+            require_int("replicas", self.replicas)
+            require_int("seed", self.seed, minimum=0)
+
+    class Mean(Adapter):
+        key = "toy.mean"
+        scenario_type = Coin
+        default = Coin()
+
+        def _derive(self, s, thm):
+            return {"mu": 1.0}
+
+        def _measure(self, s, params, exact):
+            return Measurement(values=np.random.default_rng(s.seed).normal(1.0, 0.1, s.replicas))
+
+    mu = sp.Symbol("mu", positive=True)
+    build = lambda v: Theorem(key="toy.mean", variant=v, title="E X <= mu", citation="test",  # noqa: E731
+                              lhs="E X", params={"mu": Param("mu", "mean", "positive")},
+                              term_exprs={"mu": mu}, symbols={"mu": mu})
+    with registered("toy.mean", "E X <= mu", build, adapter=Mean):
+        code, out, _ = run(capsys, "check", "toy.mean", "--json")
+        v = json.loads(out)
+        assert v["verdict"] == "inconclusive" and code == 0 and "only 5 replicas" in v["notes"][0]
+        assert run(capsys, "check", "toy.mean", "--strict")[0] == 3
+
+
+def test_an_internal_error_exits_70_with_one_line_and_a_log(capsys, monkeypatch):
+    import verify.adapter
+
+    def boom(*a, **k):
+        raise RuntimeError("kaboom")
+    monkeypatch.setattr(verify.adapter.Adapter, "check", boom)
+    code, out, err = run(capsys, "check", "mllsgd.theorem1")
+    assert code == 70 and err.count("\n") == 1 and "internal error: RuntimeError: kaboom" in err
+    log = err.split("traceback in ")[1].split(";")[0]
+    assert "Traceback" in open(log).read()
+
+
+def test_a_closed_pipe_ends_quietly():
+    exe = Path(sys.executable).with_name("fedbound")
+    r = subprocess.run(f"'{exe}' list --json | head -1", shell=True, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "[" and r.stderr == ""
+
+
+def test_subcommand_help_lists_an_example_and_the_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    out = capsys.readouterr().out
+    assert "example:" in out and "exit status:" in out and "130  interrupted" in out
 
 
 @pytest.mark.parametrize("key", ["hfl.theorem2", "tdcd.theorem1", "afl.theorem2"])

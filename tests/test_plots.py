@@ -5,17 +5,16 @@ import numpy as np
 import pytest
 
 import bounds
-from verify import check, default_scenario, plots
-from verify.mllsgd import MLLSGDAdapter
-from verify.scenario import adapter_for
+from verify import adapter_for, check, default_scenario, plots
 
 
-def test_along_K_draws_the_bound_at_every_whole_hub_period():
+def test_mllsgd_figure_draws_the_bound_at_every_whole_hub_period():
     key, s = "mllsgd.theorem1", default_scenario("mllsgd.theorem1")
-    ax = plots.along_K(key, s, exact=True)
+    ad = adapter_for(key)
+    ax = ad.plot(s, exact=True)
     measured, bound = ax.get_lines()
     thm = bounds.get(key)
-    params = MLLSGDAdapter().parameters(key, s, thm)
+    params = ad.parameters(s, thm)
     ks = bound.get_xdata()
     assert np.array_equal(ks, np.arange(s.q * s.tau, s.K + 1, s.q * s.tau))
     expected = [thm.evaluate(**{**params, "K": k}) for k in ks]
@@ -45,11 +44,11 @@ def test_against_draws_each_verdict(tmp_path, field, values, x):
     assert (tmp_path / f"{field}.png").stat().st_size > 5_000 and out.endswith(".png")
 
 
-@pytest.mark.parametrize("key", sorted(r["key"] for r in bounds.list()))
+@pytest.mark.parametrize("key", bounds.keys())
 def test_every_result_has_a_report_figure(key):
     """The adapter's figure of each result on its default scenario (the HTML report's)."""
     fig, ax = plt.subplots()
-    out = adapter_for(key).plot(key, default_scenario(key), variant=None, exact=False, ax=ax)
+    out = adapter_for(key).plot(default_scenario(key), ax=ax)
     assert out is ax and len(ax.get_lines()) + len(ax.patches) + len(ax.collections) >= 2
     assert ax.get_legend() is not None and ax.get_title()
     plt.close(fig)

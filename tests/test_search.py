@@ -11,26 +11,18 @@ import pytest
 import sympy as sp
 
 import bounds
-import verify.afl  # noqa: F401  (registers the afl adapter)
 from bounds.core import Condition, Param, Theorem
-from verify.check import check
-from verify.scenario import (
-    ADAPTERS,
-    Measurement,
-    ScenarioBase,
-    load_scenario,
-    register_adapter,
-    require_float,
-    require_int,
-)
+from verify import check, load_scenario
+from verify.api import Adapter, Draw, Measurement, Scenario, Tags, require_float, require_int
 from verify.search import search
+from verify.testing import registered
 
 a, n = sp.symbols("a n", positive=True)
 PARAMS = {"a": Param("a", "size", "nonnegative"), "n": Param("n", "count", "positive_integer")}
 
 
 @dataclass
-class ToyScenario(ScenarioBase):
+class ToyScenario(Scenario):
     """Measured (exactly) a^2 / n; a in [0, 100]."""
 
     a: float = 0.5
@@ -45,45 +37,45 @@ class ToyScenario(ScenarioBase):
         require_int("seed", self.seed, minimum=0)
 
 
-class ToyAdapter:
+class Toy(Adapter):
     scenario_type = ToyScenario
-    defaults = {"toy.wrong": ToyScenario(), "toy.true": ToyScenario()}
+    default = ToyScenario()
+    tags = Tags(exact=True)
 
-    def parameters(self, key, s, thm):
+    def _derive(self, s, thm):
         return {"a": s.a, "n": s.n}
 
-    def measure(self, key, s, params, exact):
-        if not exact:
-            raise ValueError("toy: exact mode only")
+    def _measure(self, s, params, exact):
         return Measurement(exact=s.a**2 / s.n)
 
-    def random_scenario(self, key, rng):
+    def _draw(self, draw: Draw):
         # never violating by itself (a^2 < a + 1/10 for a < 1): the optimiser must move
-        return ToyScenario(a=float(rng.uniform(0.01, 0.99)), n=int(rng.integers(1, 20)),
-                           seed=int(rng.integers(1000)))
-
-    def plot(self, key, s, *, variant=None, exact=False, ax=None):
-        return ax
+        return ToyScenario(a=draw.uniform(0.01, 0.99), n=draw.integer(1, 19),
+                           seed=draw.integer(0, 999))
 
 
-def _theorem(key, expr):
+class Wrong(Toy):
+    key = "toy.wrong"
+
+
+class TrueBound(Toy):
+    key = "toy.true"
+
+
+def _theorem(key, expr, status="unverified"):
     return lambda variant: Theorem(
         key=key, variant=variant, title=key, citation="test", lhs="a^2/n", params=PARAMS,
-        term_exprs={"rhs": expr}, symbols={"a": a, "n": n},
+        term_exprs={"rhs": expr}, symbols={"a": a, "n": n}, status=status,
         conditions=[Condition("a <= 100", sp.LessThan(a, 100), "test")])
 
 
 @pytest.fixture
 def toy():
-    wrong = _theorem("toy.wrong", (a + sp.Rational(1, 10)) / n)
-    bounds.register("toy.wrong", "planted: a^2/n <= (a + 1/10)/n", wrong, ("proof",), "proof")
-    bounds.register("toy.true", "true: a^2/n <= a^2/n + 1/n", _theorem("toy.true", (a**2 + 1) / n),
-                    ("proof",), "proof")
-    register_adapter("toy", ToyAdapter())
-    yield
-    bounds.unregister("toy.wrong")
-    bounds.unregister("toy.true")
-    ADAPTERS.pop("toy")
+    with registered("toy.wrong", "planted: a^2/n <= (a + 1/10)/n",
+                    _theorem("toy.wrong", (a + sp.Rational(1, 10)) / n), adapter=Wrong), \
+            registered("toy.true", "true: a^2/n <= a^2/n + 1/n",
+                       _theorem("toy.true", (a**2 + 1) / n), adapter=TrueBound):
+        yield
 
 
 def test_finds_the_planted_violation_and_shrinks_it(toy):
@@ -96,9 +88,13 @@ def test_finds_the_planted_violation_and_shrinks_it(toy):
     # shrunk: a is a round number (at most 2 significant digits) and n small
     assert float(f"{w.a:.2g}") == w.a and w.n <= 2
     d = r.as_dict()
-    assert set(d) == {"key", "variant", "found", "witness", "verdict", "tried"}
+    assert set(d) == {"key", "variant", "status", "found", "new_violation", "witness", "exact",
+                      "verdict", "tried", "best_excess"}
     assert d["verdict"]["verdict"] == "violated" and 1 <= d["tried"] <= 40
+    assert d["new_violation"] and d["exact"]  # unverified, not recorded as refuted
     json.dumps(d)
+    w = r.as_witness()  # stored and replayed like the shipped witnesses
+    assert w.replay().verdict == "violated" and w.scenario == r.witness
 
 
 def test_finds_nothing_for_a_true_bound_and_reports_what_it_tried(toy):
@@ -142,6 +138,28 @@ def test_search_finds_nothing_for_theorem2_on_a_small_budget():
 
 
 def test_search_is_generic_over_other_papers():
-    import verify.mllsgd  # noqa: F401  (registers the mllsgd adapter)
     r = search("mllsgd.theorem1", budget=2, seed=0)
     assert not r.found and r.tried == 2 and r.as_dict()["key"] == "mllsgd.theorem1"
+
+
+@pytest.mark.parametrize("key", ["hfl.lemma1", "hfl.theorem1"])
+def test_per_cell_results_are_searchable(key):
+    """Lemma 1 [U, G] and Theorem 1 [G] go through the generic per-cell comparison."""
+    r = search(key, budget=3, seed=0)
+    assert r.tried == 3 and not r.found and r.verdict.cell is not None
+
+
+def test_an_adapter_without_admissible_scenarios_fails_loudly():
+    class Never(Toy):
+        key = "toy.never"
+
+    # a scenario has a <= 100, the theorem needs a >= 200: no draw (nor edge) is admissible
+    thm = lambda variant: Theorem(  # noqa: E731
+        key="toy.never", variant=variant, title="t", citation="test", lhs="a^2/n", params=PARAMS,
+        term_exprs={"rhs": a**2 / n}, symbols={"a": a, "n": n},
+        conditions=[Condition("a >= 200", sp.GreaterThan(a, 200), "test")])
+    with registered("toy.never", "never admissible", thm, adapter=Never):
+        with pytest.raises(ValueError, match="no admissible scenario"):
+            search("toy.never", budget=2)
+    with pytest.raises(ValueError, match="unknown result"):
+        search("toy.never")

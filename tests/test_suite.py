@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 import bounds
-from verify import report, suite
+from verify import adapter_for, report, suite, witnesses
 from verify.cli import main
-from verify.scenario import adapter_for
+from verify.papers.mllsgd import Theorem1
+from verify.testing import registered
+from verify.witnesses import Witness
 
-VARIANTS = next(r["variants"] for r in bounds.list() if r["key"] == "mllsgd.theorem1")
+VARIANTS = bounds.variants("mllsgd.theorem1")
 
 
 @pytest.fixture
@@ -27,28 +29,28 @@ def planted():
             base, key=key, variant=variant, status="holds", title="theorem 1 / 1000",
             term_exprs={k: v / 1000 for k, v in base.term_exprs.items()}, _compiled={})
 
-    bounds.register(key, "theorem 1 / 1000", build, ("proof",), "proof")
-    ad = adapter_for("mllsgd.theorem1")
-    ad.defaults[key] = ad.defaults["mllsgd.theorem1"].replace(replicas=32)
-    yield key
-    del ad.defaults[key]
-    bounds.unregister(key)
+    class Planted(Theorem1):
+        key = "mllsgd.planted"
+        default = Theorem1.default.replace(replicas=32)
+
+    with registered(key, "theorem 1 / 1000", build, adapter=Planted):
+        yield key
 
 
 def test_tasks_cover_every_variant_and_a_seeded_battery():
     todo = suite.tasks(["mllsgd.theorem1", "mllsgd.corollary1"], battery=3, seed=7)
     variants = {row["key"]: row["variants"] for row in bounds.list()}
-    defaults = [(t.key, t.variant) for t in todo if t.label == "default"]
+    defaults = [(t.key, t.variant) for t in todo if t.kind == "default"]
     assert defaults == [("mllsgd.theorem1", v) for v in variants["mllsgd.theorem1"]] + \
         [("mllsgd.corollary1", v) for v in variants["mllsgd.corollary1"]]
-    randoms = [t for t in todo if t.label != "default"]
+    randoms = [t for t in todo if t.kind == "battery"]
     assert len(randoms) == 6 and {t.variant for t in randoms} == {"proof"}
     again = suite.tasks(["mllsgd.theorem1", "mllsgd.corollary1"], battery=3, seed=7)
     assert [t.scenario for t in again] == [t.scenario for t in todo]
     other = suite.tasks(["mllsgd.theorem1", "mllsgd.corollary1"], battery=3, seed=8)
-    assert [t.scenario for t in other if t.label != "default"] != [t.scenario for t in randoms]
+    assert [t.scenario for t in other if t.kind == "battery"] != [t.scenario for t in randoms]
     alone = suite.tasks(["mllsgd.corollary1"], battery=3, seed=7)  # independent of the selection
-    assert [t.scenario for t in alone if t.label != "default"] == \
+    assert [t.scenario for t in alone if t.kind == "battery"] == \
         [t.scenario for t in randoms if t.key == "mllsgd.corollary1"]
 
 
@@ -56,9 +58,9 @@ def test_tasks_cover_every_variant_and_a_seeded_battery():
 def test_random_scenarios_satisfy_the_hypotheses(key):
     ad = adapter_for(key)
     for i in range(4):
-        s = ad.random_scenario(key, np.random.default_rng(i))
+        s = ad.random_scenario(np.random.default_rng(i))
         thm = bounds.get(key)
-        params = ad.parameters(key, s, thm)
+        params = ad.parameters(s, thm)
         assert thm.admissible(**params), thm.violations(**params)
 
 
@@ -163,7 +165,43 @@ def test_every_statement_line_renders():
 
 def test_a_violation_where_the_hypotheses_fail_is_not_unexpected():
     verdict = {"verdict": "violated", "admissible": False}
-    row = suite.Row("mllsgd.theorem1", "proof", "default", "holds", verdict, None, 0.0)
+    row = suite.Row("mllsgd.theorem1", "proof", "default", "default", "holds", None, verdict, None,
+                    0.0)
     assert row.outcome == "violated" and not row.unexpected
-    assert suite.Row("mllsgd.theorem1", "proof", "default", "holds",
+    assert suite.Row("mllsgd.theorem1", "proof", "default", "default", "holds", None,
                      {**verdict, "admissible": True}, None, 0.0).unexpected
+
+
+# ------------------------------------------------------------------ witness replays
+
+
+def test_check_all_replays_the_four_afl_refutations_and_exits_0(tmp_path, capsys):
+    code = main(["check", "--all", "--only", "afl.theorem3,afl.theorem4,afl.corollary2,"
+                 "afl.corollary3", "--battery", "0", "--report", str(tmp_path), "--no-figures"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    rows = json.loads((tmp_path / "summary.json").read_text())["rows"]
+    replays = [r for r in rows if r["kind"] == "witness"]
+    assert len(replays) == len(witnesses()) == 8
+    assert all(r["outcome"] == "violated" and not r["unexpected"] for r in replays)
+    assert "8 witnesses replayed: 8 reproduced, 0 stale" in out
+
+
+def test_a_stale_witness_fails_the_run(tmp_path, capsys):
+    """A witness on which the bound now holds (the refutation went stale) exits 1."""
+    d = tmp_path / "witnesses"
+    d.mkdir()
+    stale = witnesses("afl.theorem3")[0]
+    holding = {**stale.scenario, "problem": {**stale.scenario["problem"], "sigma_G": 0.0}}
+    Witness(stale.key, stale.variant, stale.exact, "violated", "no longer violated",
+            holding).write(d / "stale.json")
+    from verify.witnesses import register_witness_dir, unregister_witness_dir
+
+    register_witness_dir(d)
+    try:
+        code = main(["check", "--all", "--only", "afl.theorem3", "--battery", "0", "--report",
+                     str(tmp_path / "r"), "--no-figures"])
+    finally:
+        unregister_witness_dir(d)
+    out = capsys.readouterr().out
+    assert code == 1 and "1 stale" in out and "HOLDS (!)" in out

@@ -2,9 +2,7 @@
 Theorem 1 floor, linear speedup where it holds and where it does not, printed vs proof
 server step, exact mode against Monte Carlo, the stored witnesses, scenario errors."""
 
-import json
 import math
-from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -13,15 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bounds
-import verify.afl as V
-from verify.check import check
-from verify.scenario import ADAPTERS, load_scenario
+from verify import adapter_for, check, default_scenario, load_scenario, witnesses
+from verify.papers import afl as V
 
 matplotlib.use("Agg")
 KEYS = ("afl.theorem1", "afl.theorem2", "afl.theorem3", "afl.theorem4",
         "afl.corollary1", "afl.corollary2", "afl.corollary3")
-WITNESSES = Path(__file__).resolve().parent / "witnesses"
-AD = ADAPTERS["afl"]
 
 
 def quad(**over):
@@ -61,7 +56,7 @@ def test_theorem2_holds_under_every_arrival_process(arrivals, M, tau, K, spread,
 @given(G=st.floats(0.2, 3), distance=st.floats(0, 2), K=st.integers(1, 4), eta_L=st.floats(0.01, 0.4),
        s=st.floats(0.02, 0.5))
 def test_theorem1_floor_sigma_G_squared_is_not_removed_by_any_step(G, distance, K, eta_L, s):
-    scen = AD.defaults["afl.theorem1"].replace(
+    scen = default_scenario("afl.theorem1").replace(
         K=K, eta_L=eta_L, eta=s / eta_L, T=int(60 / s), problem={"kind": "lower_bound", "G": G,
                                                                 "distance": distance})
     v = check("afl.theorem1", scen)
@@ -94,18 +89,15 @@ def test_no_speedup_in_K_under_uniform_partial_participation():
 
 
 def test_printed_server_step_diverges_proof_step_converges():
-    s = AD.defaults["afl.corollary1"].replace(K=4, m=8, M=8, T=1500)
+    s = default_scenario("afl.corollary1").replace(K=4, m=8, M=8, T=1500)
     assert check("afl.corollary1", s.replace(server_step="printed")).verdict == "diverged"
     assert check("afl.corollary1", s).verdict == "holds"
 
 
 @pytest.mark.parametrize("algorithm, arrivals", [("cd", "uniform"), ("cd", "round_robin"),
-                                                 ("cs", "round_robin"), ("cs", [[0], [2], [1, 3]])])
+                                                 ("cs", "round_robin"), ("cs", [[0, 1], [2, 3]])])
 def test_exact_mode_agrees_with_monte_carlo(algorithm, arrivals):
-    m = 2 if arrivals in ("uniform", "round_robin") else 1
-    if isinstance(arrivals, list):
-        arrivals = [[0, 1], [2, 3]]
-    s = V.AFLScenario(algorithm=algorithm, M=4, m=m, K=2, tau=0, delays="zero", arrivals=arrivals,
+    s = V.AFLScenario(algorithm=algorithm, M=4, m=2, K=2, tau=0, delays="zero", arrivals=arrivals,
                       T=60, replicas=3000, problem=quad())
     key = "afl.theorem2" if algorithm == "cd" else "afl.theorem4"
     ex, mc = check(key, s, exact=True), check(key, s)
@@ -115,41 +107,40 @@ def test_exact_mode_agrees_with_monte_carlo(algorithm, arrivals):
 
 
 def test_exact_mode_refuses_what_it_cannot_compute():
-    for s in (AD.defaults["afl.theorem2"], AD.defaults["afl.theorem4"].replace(arrivals="uniform"),
-              AD.defaults["afl.theorem3"].replace(K_high=3)):
+    for s in (default_scenario("afl.theorem2"),
+              default_scenario("afl.theorem4").replace(arrivals="uniform"),
+              default_scenario("afl.theorem3").replace(K_high=3)):
         key = "afl.theorem4" if s.algorithm == "cs" else "afl.theorem2"
-        with pytest.raises(ValueError, match="exact mode unavailable"):
+        with pytest.raises(ValueError, match="exact mode is unavailable"):
             check(key, s, exact=True)
 
 
-@pytest.mark.parametrize("path", sorted(WITNESSES.glob("afl.*.json")), ids=lambda p: p.stem)
-def test_stored_witnesses_still_violate(path):
-    """The witnesses found by verify.search (tests/witnesses/<key>[.<variant>].json)."""
-    key = ".".join(path.stem.split(".")[:2])
-    if path.stem.count(".") == 2:  # <key>.<variant>.json: a witness for that variant
-        variants = [path.stem.split(".")[2]]
-    else:  # <key>.json: the default variant, and the printed one unless it has its own file
-        variants = ["proof"] + ([] if (WITNESSES / f"{key}.printed.json").exists() else ["printed"])
-    scenario = load_scenario(key, json.loads(path.read_text()))
-    for v in variants:
-        try:  # exact where the scenario allows it, else Monte Carlo (its CI is above the bound)
-            verdict = check(key, scenario, variant=v, exact=True)
-        except ValueError:
-            verdict = check(key, scenario, variant=v)
-        assert verdict.verdict == "violated", verdict.as_dict()
-        assert bounds.get(key, v).admissible(**verdict.params)
-        assert bounds.get(key, v).status == "refuted"
+@pytest.mark.parametrize("w", witnesses(), ids=lambda w: f"{w.key}.{w.variant}")
+def test_stored_witnesses_still_violate(w):
+    """The shipped witnesses (found by fedbound search): admissible, violated, and their
+    variant registered as refuted."""
+    verdict = w.replay()
+    assert verdict.verdict == w.expect == "violated", verdict.as_dict()
+    assert bounds.get(w.key, w.variant).admissible(**verdict.params)
+    assert bounds.get(w.key, w.variant).status == "refuted"
+
+
+def test_the_four_refuted_results_have_witnesses():
+    refuted = {(k, v) for k in KEYS for v in bounds.variants(k) if bounds.get(k, v).status == "refuted"}
+    assert refuted == {(w.key, w.variant) for w in witnesses() if w.key.startswith("afl.")}
+    assert {k for k, _ in refuted} == {"afl.theorem3", "afl.theorem4", "afl.corollary2",
+                                       "afl.corollary3"}
 
 
 @pytest.mark.parametrize("key", KEYS)
 def test_random_scenarios_are_admissible_and_reproducible(key):
+    ad = adapter_for(key)
     for seed in range(3):
-        a = AD.random_scenario(key, np.random.default_rng(seed))
-        assert a == AD.random_scenario(key, np.random.default_rng(seed))
+        a = ad.random_scenario(np.random.default_rng(seed))
+        assert a == ad.random_scenario(np.random.default_rng(seed))
         a.validate()
-        if key != "afl.theorem1":
-            thm = bounds.get(key)
-            assert thm.admissible(**AD.parameters(key, a, thm))
+        thm = bounds.get(key)
+        assert thm.admissible(**ad.parameters(a, thm))
 
 
 @pytest.mark.parametrize("bad, match", [
@@ -173,11 +164,11 @@ def test_key_and_algorithm_must_agree():
     with pytest.raises(ValueError, match="assumes uniform arrivals"):
         check("afl.theorem3", V.AFLScenario(arrivals="biased"))
     with pytest.raises(ValueError, match="fixes eta_L"):
-        check("afl.corollary1", AD.defaults["afl.corollary1"].replace(eta=1.0))
+        check("afl.corollary1", default_scenario("afl.corollary1").replace(eta=1.0))
 
 
 def test_json_round_trip_and_plot():
-    s = AD.defaults["afl.theorem4"]
+    s = default_scenario("afl.theorem4")
     assert load_scenario("afl.theorem4", s.to_json()) == s
-    ax = AD.plot("afl.theorem2", AD.defaults["afl.theorem2"].replace(T=50))
+    ax = adapter_for("afl.theorem2").plot(default_scenario("afl.theorem2").replace(T=50))
     assert ax.get_lines() and "afl.theorem2" in ax.get_title()

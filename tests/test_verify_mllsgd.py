@@ -6,68 +6,45 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import bounds
-from bounds import topology
 from verify import check, default_scenario, load_scenario
-from verify.check import Z95
-from verify.mllsgd import MLLSGDScenario, build
+from verify.papers.mllsgd import MLLSGDScenario, build
+from verify.strategies import scenarios
+from verify.verdict import t_multiplier
 
 KEYS = ("mllsgd.theorem1", "mllsgd.theorem1_limit", "mllsgd.corollary1")
 
 
-@st.composite
-def scenarios(draw, replicas=32):
-    """Random admissible MLL-SGD scenarios: graph kinds, unequal hubs, weights, p > 2 - sqrt 2,
-    q, tau, and eta anywhere up to the largest admissible step."""
-    hubs = draw(st.integers(1, 5))
-    sizes = draw(st.lists(st.integers(1, 4), min_size=hubs, max_size=hubs))
-    n = sum(sizes)
-    q, tau = draw(st.integers(1, 3)), draw(st.integers(1, 4))
-    rule = draw(st.sampled_from([None, "mh", "diffusion"]))
-    s = MLLSGDScenario(
-        hubs=hubs, workers_per_hub=sizes, graph=draw(st.sampled_from(topology.GRAPH_KINDS)),
-        hub_rule=rule,
-        weights=draw(st.lists(st.floats(0.2, 5), min_size=n, max_size=n)),
-        p=draw(st.lists(st.floats(0.6, 1.0), min_size=n, max_size=n)),
-        K=q * tau * draw(st.integers(1, 6)), q=q, tau=tau,
-        problem={"kind": "quadratic", "dim": draw(st.integers(2, 4)),
-                 "L": draw(st.floats(0.5, 4)), "mu": 0.5, "sigma": draw(st.floats(0, 3)),
-                 "distance": draw(st.floats(0, 5)), "rotate": draw(st.booleans())},
-        replicas=replicas, seed=draw(st.integers(0, 2**16)),
-    )
-    s.validate()
-    return s, draw(st.floats(0.05, 1.0))
+def admissible_draws(key="mllsgd.theorem1", **kw):
+    """(variant, scenario): a variant, then a random scenario admissible for it (the adapter's
+    own declaration, verify.strategies)."""
+    return st.sampled_from(bounds.variants(key)).flatmap(
+        lambda v: st.tuples(st.just(v), scenarios(key, variant=v, **kw)))
 
 
-def with_step_fraction(key, s, frac, variant):
-    thm = bounds.get(key, variant)
-    from verify.mllsgd import MLLSGDAdapter
-    eta = MLLSGDAdapter().parameters(key, s, thm)["eta"]
-    return s.replace(eta=frac * eta)
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenarios(), st.sampled_from(bounds.mllsgd.VARIANTS))
-def test_theorem1_holds_exactly_on_random_admissible_scenarios(drawn, variant):
-    s, frac = drawn
-    s = with_step_fraction("mllsgd.theorem1", s, frac, variant)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                 HealthCheck.filter_too_much])
+@given(admissible_draws())
+def test_theorem1_holds_exactly_on_random_admissible_scenarios(drawn):
+    variant, s = drawn
+    assume(s.problem["kind"] == "quadratic")
     v = check("mllsgd.theorem1", s, variant=variant, exact=True)
     assert v.verdict == "holds", v.as_dict()
     assert v.measured_mean <= v.bound
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenarios(replicas=64))
-def test_theorem1_holds_in_monte_carlo_and_agrees_with_exact(drawn):
-    s, frac = drawn
-    s = with_step_fraction("mllsgd.theorem1", s, frac, "proof")
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                HealthCheck.filter_too_much])
+@given(scenarios("mllsgd.theorem1"))
+def test_theorem1_holds_in_monte_carlo_and_agrees_with_exact(s):
+    assume(s.problem["kind"] == "quadratic")
     mc = check("mllsgd.theorem1", s)
     ex = check("mllsgd.theorem1", s, exact=True)
     assert mc.verdict == "holds", mc.as_dict()
-    se = (mc.measured_ci[1] - mc.measured_ci[0]) / (2 * Z95)
+    se = (mc.measured_ci[1] - mc.measured_ci[0]) / (2 * t_multiplier(mc.replicas))
     assert abs(mc.measured_mean - ex.measured_mean) <= 5 * se + 1e-12 * ex.measured_mean + 1e-20
 
 
@@ -75,8 +52,9 @@ def test_theorem1_holds_in_monte_carlo_and_agrees_with_exact(drawn):
 def test_default_scenarios_hold_and_monte_carlo_matches_exact(key):
     mc, ex = check(key), check(key, exact=True)
     assert mc.verdict == ex.verdict == "holds"
+    se = (mc.measured_ci[1] - mc.measured_ci[0]) / (2 * t_multiplier(mc.replicas))
     assert mc.measured_ci[0] <= ex.measured_mean <= mc.measured_ci[1] or \
-        abs(mc.measured_mean - ex.measured_mean) < 4 * (mc.measured_ci[1] - mc.measured_ci[0]) / (2 * Z95)
+        abs(mc.measured_mean - ex.measured_mean) < 4 * se
     assert mc.bound == ex.bound and mc.slack > 1
 
 
@@ -85,7 +63,7 @@ def test_logistic_scenario_holds():
         problem={"kind": "logistic", "dim": 4, "n": 100, "R": 1.0, "batch": 2}, replicas=64)
     v = check("mllsgd.theorem1", s)
     assert v.verdict == "holds" and v.params["sigma"] == pytest.approx(math.sqrt(1 / 2))
-    with pytest.raises(ValueError, match="exact mode needs problem.kind='quadratic'"):
+    with pytest.raises(ValueError, match="exact mode is unavailable here: problem.kind='logistic'"):
         check("mllsgd.theorem1", s, exact=True)
 
 
@@ -127,9 +105,8 @@ def test_derived_parameters_come_from_the_scenario():
 
 
 @settings(max_examples=30, deadline=None)
-@given(scenarios())
-def test_scenario_json_round_trip(drawn):
-    s, _ = drawn
+@given(scenarios("mllsgd.theorem1", admissible=False))
+def test_scenario_json_round_trip(s):
     again = MLLSGDScenario.from_dict(json.loads(s.to_json()))
     assert again == s and again.digest() == s.digest()
 

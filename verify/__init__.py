@@ -1,11 +1,32 @@
 """fedbound.verify: where theory meets measurement.
 
-Scenarios (dataclass <-> JSON), ``check(key, scenario) -> Verdict``, plots and the
-``fedbound`` command. Depends on ``bounds`` and ``sim``; neither depends on it.
+``check(key, scenario) -> Verdict`` (a scenario object, a mapping, JSON or a path),
+stored ``witnesses``, plugins, and the public extension API (``verify.api``: Adapter,
+Scenario, Measurement, register_adapter, ...). Depends on ``bounds`` and ``sim``;
+neither depends on it. Importing ``verify`` is light: the papers' adapters (and torch)
+are loaded on first use.
 """
 
-from . import afl, hfl, mllsgd, tdcd  # noqa: F401  (register each paper's scenario adapter)
-from .check import Verdict, check
-from .scenario import default_scenario, load_scenario
+from .api import (
+    Adapter,
+    Measurement,
+    Scenario,
+    Tags,
+    Verdict,
+    Witness,
+    adapter_for,
+    check,
+    default_scenario,
+    load_plugins,
+    load_scenario,
+    register_adapter,
+    register_witness_dir,
+    unregister_adapter,
+    witnesses,
+)
 
-__all__ = ["Verdict", "check", "default_scenario", "load_scenario"]
+__all__ = [
+    "Adapter", "Measurement", "Scenario", "Tags", "Verdict", "Witness", "adapter_for", "check",
+    "default_scenario", "load_plugins", "load_scenario", "register_adapter",
+    "register_witness_dir", "unregister_adapter", "witnesses",
+]

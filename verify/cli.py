@@ -1,46 +1,32 @@
-"""The ``fedbound`` command.
+"""The ``fedbound`` command: argument parsing and output only; the work is in the library.
 
-fedbound list                                   registered results and their status
-fedbound bound KEY [--variant V] --params JSON  value, terms, admissibility of a bound
-fedbound step KEY [--variant V] --params JSON   largest admissible step and what binds
-fedbound scenario KEY                           the default scenario of KEY as JSON
-fedbound check KEY [--scenario FILE|-] [--exact] [--plot PNG]   bound vs simulator
-fedbound check --all [--only KEYS] [--battery N] [--seed S] [--report DIR] [--jobs N]
-                                                every result: table, report, exit 1 if a
-                                                result registered as holding was violated
-fedbound sweep SPEC [--db FILE] [--jobs N | --scheduler ADDR | --dask-local N]
-                                                resumable sweep into SQLite
-fedbound report [--db FILE] [--out DIR]         plots and tables of a sweep
-fedbound search KEY [--variant V] [--budget N] [--seed S]
-                                                counterexample search, with a witness
-fedbound choose-sync-time --sizes 15,15 --delays d,b,e,f,d_g,b_g,e_g,f_g --T T --alpha A
-         --L L --G G --sigma S --Delta D [--method bound|simulate|both]
-                                                HFL: the sync time S, bound vs simulation
-fedbound choose-q-eta --epsilon E --t-comm T --t-comp T [--method bound|simulate|both]
-                                                TDCD: fastest (Q, eta) to accuracy E
+Exit status, the same for every command:
 
-Every command takes ``--json``. Bad input exits with status 2 and one line naming the
-problem, never a traceback.
+  0    yes: the bound holds, the parameters are admissible, the command did its job
+  1    no: a bound is violated, a stored refutation went stale, a search found a violation
+       of a result not recorded as refuted, the parameters given to ``bound`` are
+       inadmissible
+  2    bad input or usage (one line naming the field)
+  3    inconclusive, with --strict
+  4    finished, but some rows ended in an error (check --all, sweep)
+  70   internal error (one line; the traceback in a log file, or on screen with --debug)
+  130  interrupted
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-import numpy as np
-from tqdm import tqdm
-
-import bounds
-
-from . import hfl, plots, report, search, suite, sweep, tdcd
-from .check import Verdict, check
-from .scenario import adapter_for, default_scenario, json_text, load_scenario
+EXIT_CODES = __doc__.split("Exit status, the same for every command:")[1].strip("\n")
 
 
 class UsageError(Exception):
@@ -60,52 +46,96 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _params(text: str | None) -> dict:
+def _json_object(text: str | None, what: str) -> dict:
     if text is None:
-        raise UsageError("--params JSON is required")
+        raise UsageError(f"{what} JSON is required")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        raise UsageError(f"--params is not valid JSON: {e.msg} at column {e.colno}") from None
+        raise UsageError(f"{what} is not valid JSON: {e.msg} at column {e.colno}") from None
     if not isinstance(data, dict):
-        raise UsageError("--params must be a JSON object of parameter values")
+        raise UsageError(f"{what} must be a JSON object of parameter values")
+    return data
+
+
+def _params(text: str | None) -> dict:
+    import numpy as np
+
+    data = _json_object(text, "--params")
+    for k, v in data.items():
+        if isinstance(v, bool) or (isinstance(v, list) and any(isinstance(x, bool) for x in v)):
+            raise UsageError(f"--params: {k}={json.dumps(v)} must be a number, not a boolean")
     return {k: np.asarray(v, dtype=float) if isinstance(v, list) else v for k, v in data.items()}
+
+
+def _output_file(path: str | None, flag: str) -> None:
+    """Refuse, before any work, an output file that cannot be written."""
+    if path is None:
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{flag} {path} is a directory: give a file name")
+    if not p.parent.is_dir():
+        raise UsageError(f"{flag} {path}: the directory {p.parent} does not exist")
+    if not os.access(p.parent, os.W_OK):
+        raise UsageError(f"{flag} {path}: the directory {p.parent} is not writable")
+
+
+def _output_dir(path: str, flag: str) -> None:
+    """Refuse, before any work, an output directory that cannot be created or written."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{flag} {path} exists and is not a directory")
+    parent = p if p.exists() else next((q for q in p.parents if q.exists()), Path("."))
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"{flag} {path}: {parent} is not writable")
 
 
 # ---------------------------------------------------------------- commands
 
 
-def cmd_list(args) -> dict | list:
+def cmd_list(args):
+    import bounds
+
     rows = bounds.list()
+    for r in rows:
+        r["statuses"] = {v: bounds.get(r["key"], v).status for v in r["variants"]}
     if args.json:
         return rows
-    w = max(len(r["key"]) for r in rows)
-    lines = [f"{'key':<{w}}  {'status':<19} {'variants':<22} title"]
-    lines += [f"{r['key']:<{w}}  {r['status']:<19} {','.join(r['variants']):<22} {r['title']}"
-              for r in rows]
-    print("\n".join(lines))
+    body = [(r["key"], v + ("*" if v == r["default"] else ""), r["statuses"][v], r["title"])
+            for r in rows for v in r["variants"]]
+    widths = [max(len(x[i]) for x in body + [("key", "variant", "status", "")]) for i in range(3)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
+    print(fmt.format("key", "variant", "status", "title"))
+    print("\n".join(fmt.format(*row) for row in body))
+    print("(* the default variant)")
     return None
 
 
 def cmd_bound(args):
+    import bounds
+
     thm = bounds.get(args.key, args.variant)
     p = _params(args.params)
     out = {
         "key": thm.key, "variant": thm.variant,
         "value": thm.evaluate(**p), "terms": thm.terms(**p),
-        "admissible": thm.admissible(**p),
+        "admissible": bool(thm.admissible(**p)),
         "violations": [str(v) for v in thm.violations(**p)],
     }
+    status = 0 if out["admissible"] or args.allow_inadmissible else 1
     if args.json:
-        return out
+        return Exit(out, status)
     print(f"{thm.key} [{thm.variant}] = {out['value']:.6g}")
     for name, v in out["terms"].items():
         print(f"  {name:<24} {v:.6g}")
     print("admissible" if out["admissible"] else "NOT admissible: " + "; ".join(out["violations"]))
-    return None
+    return Exit(None, status)
 
 
 def cmd_step(args):
+    import bounds
+
     thm = bounds.get(args.key, args.variant)
     c = bounds.choose_step(thm, args.objective, **_params(args.params))
     binding = c.binding + (f" at worker {c.worker}" if c.worker is not None else "")
@@ -119,38 +149,34 @@ def cmd_step(args):
 
 
 def cmd_scenario(args):
+    from .adapter import default_scenario
+
     return default_scenario(args.key).to_dict()
 
 
-def _read_scenario(key: str, source: str | None):
+def _read_scenario(key: str, source: str | None, variant: str | None = None):
+    """The scenario of ``--scenario`` (a file, or - for standard input) and the variant to
+    check: a stored witness file (``verify.Witness``) gives its scenario and, unless
+    ``--variant`` says otherwise, its variant."""
+    from .adapter import adapter_for
+    from .witnesses import FIELDS, Witness
+
+    ad = adapter_for(key)
     if source is None:
-        return default_scenario(key)
+        return ad.default_scenario(), variant
+    if source != "-" and not Path(source).is_file():
+        raise UsageError(f"--scenario {source}: No such file")
+    text = sys.stdin.read() if source == "-" else Path(source).read_text()
     try:
-        text = sys.stdin.read() if source == "-" else open(source).read()
-    except OSError as e:
-        raise UsageError(f"--scenario {source}: {e.strerror}") from None
-    return load_scenario(key, text)
-
-
-def _verdict_table(v: Verdict) -> str:
-    lo, hi = v.measured_ci
-    rows = [
-        ("result", f"{v.key} [{v.variant}]"),
-        ("bound", f"{v.bound:.6g}"),
-        ("measured", f"{v.measured_mean:.6g}" + ("" if v.mode == "exact" else
-                                                 f"  (95% CI {lo:.6g} .. {hi:.6g})")),
-        ("verdict", v.verdict.upper() + ("" if v.admissible else
-                                          "  (hypotheses fail: " + "; ".join(v.violations) + ")")),
-        ("slack", f"{v.slack:.3g}x  (bound / measured)"),
-        ("mode", f"{v.mode}, {v.replicas} replicas" + (f", {v.diverged} diverged"
-                                                        if v.diverged else "")),
-        ("time", f"{v.seconds:.2f} s"),
-    ]
-    step = bounds.get(v.key, v.variant).step
-    shown = [step, "zeta"] if step else ["zeta"]
-    rows[-1:-1] = [(name, f"{v.params[name]:.6g}") for name in shown
-                   if isinstance(v.params.get(name), (int, float))]
-    return "\n".join(f"  {k:<9} {val}" for k, val in rows)
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"--scenario {source} is not valid JSON: {e.msg} at line {e.lineno}") from None
+    if isinstance(data, dict) and set(data) == set(FIELDS):
+        w = Witness.from_dict(data, source=source)
+        if w.key != key:
+            raise UsageError(f"--scenario {source} is a witness of {w.key}, not of {key}")
+        return ad.load(w.scenario), variant or w.variant
+    return ad.load(data), variant
 
 
 def cmd_check(args):
@@ -158,25 +184,36 @@ def cmd_check(args):
         return _check_all(args)
     if args.key is None:
         raise UsageError("check needs a result KEY, or --all")
-    scenario = _read_scenario(args.key, args.scenario)
-    v = check(args.key, scenario, variant=args.variant, exact=args.exact)
+    _output_file(args.plot, "--plot")
+    from . import report
+    from .adapter import adapter_for
+
+    scenario, variant = _read_scenario(args.key, args.scenario, args.variant)
+    v = adapter_for(args.key).check(scenario, variant=variant, exact=args.exact)
     if args.plot:
-        ax = plt.subplots(figsize=(6, 4))[1]
-        plots.save(adapter_for(args.key).plot(args.key, scenario, variant=args.variant,
-                                              exact=args.exact, ax=ax), args.plot)
+        from .plots import save
+
+        save(adapter_for(args.key).plot(scenario, variant=variant, exact=args.exact), args.plot)
+    status = {"holds": 0, "violated": 1, "diverged": 1}.get(v.verdict, 3 if args.strict else 0)
     if args.json:
-        return v.as_dict()
-    print(_verdict_table(v))
+        return Exit(v.as_dict(), status)
+    print(report.format_verdict(v))
     if args.plot:
         print(f"  plot      {args.plot}")
-    return None
+    return Exit(None, status)
 
 
 def _check_all(args) -> Exit:
-    """Every result on its defaults and a random battery; table, report, exit status."""
+    """Every result on its defaults, a random battery and its witnesses; table, report."""
     if args.key or args.scenario or args.exact or args.plot or args.variant:
         raise UsageError("check --all takes no KEY, --variant, --scenario, --exact or --plot")
-    todo = suite.tasks(suite.select(args.only), battery=args.battery, seed=args.seed)
+    _output_dir(args.report, "--report")
+    from tqdm import tqdm
+
+    from . import report, suite, sweep
+
+    todo = suite.tasks(suite.select(args.only), battery=args.battery, seed=args.seed,
+                       replay=not args.no_witnesses)
     with tqdm(total=len(todo), desc="fedbound check --all", unit="check", file=sys.stderr,
               disable=None) as bar:
         def progress(row):
@@ -187,19 +224,23 @@ def _check_all(args) -> Exit:
     out = report.write(rows, args.report, seed=args.seed, battery=args.battery,
                        figures=not args.no_figures)
     summ = suite.summary(rows)
-    status = 1 if summ["unexpected"] else 0
+    failed = [r for r in summ["unexpected"] if r["outcome"] != "error"]
+    status = 1 if failed else 4 if summ["errors"] else 0
     if args.json:
         return Exit({"summary": summ, "rows": [r.as_dict() for r in rows],
                      "report": str(out / "index.html")}, status)
-    print(suite.table(rows))
-    print(f"\n{summ['checks']} checks of {summ['results']} results: "
-          + ", ".join(f"{n} {k}" for k, n in sorted(summ["outcomes"].items()))
-          + f"; {len(summ['unexpected'])} unexpected. Report: {out / 'index.html'}")
+    print(report.format_suite(rows))
+    print(f"Report: {out / 'index.html'}")
     return Exit(None, status)
 
 
 def cmd_sweep(args):
+    from tqdm import tqdm
+
+    from . import sweep
+
     spec = sweep.SweepSpec.load(args.spec)
+    _output_file(args.db, "--db")
     store = sweep.Store(args.db)
     try:
         total = len(spec.scenarios())
@@ -211,16 +252,20 @@ def cmd_sweep(args):
     finally:
         store.close()
     out = {**res.as_dict(), "db": args.db}
+    status = 4 if res.errors else 0
     if args.json:
-        return out
+        return Exit(out, status)
     print(f"{spec.key}: {res.total} scenarios, {res.skipped} already stored, {res.ran} run "
           f"({res.errors} errors) -> {args.db}")
-    return None
+    return Exit(None, status)
 
 
 def cmd_report(args):
+    from . import report, sweep
+
     if not Path(args.db).exists():
         raise UsageError(f"--db {args.db}: no such file")
+    _output_dir(args.out, "--out")
     store = sweep.Store(args.db)
     try:
         rows = store.rows()
@@ -234,11 +279,19 @@ def cmd_report(args):
 
 
 def cmd_search(args):
+    _output_file(args.witness, "--witness")
+    from . import report, search
+
     res = search.search(args.key, variant=args.variant, budget=args.budget, seed=args.seed)
+    if args.witness and res.found:
+        res.as_witness().write(args.witness)
+    status = 1 if res.new_violation else 0
     if args.json:
-        return res.as_dict()
-    print(search.format_search(res))
-    return None
+        return Exit(res.as_dict(), status)
+    print(report.format_search(res))
+    if args.witness and res.found:
+        print(f"witness written to {args.witness}")
+    return Exit(None, status)
 
 
 def _grid(text: str | None, name: str, kind=float) -> list | None:
@@ -251,81 +304,151 @@ def _grid(text: str | None, name: str, kind=float) -> list | None:
         raise UsageError(f"{name} must be comma-separated numbers, got {text!r}") from None
 
 
+def _variants(text: str | None) -> list[str] | None:
+    return None if text is None else [v.strip() for v in text.split(",") if v.strip()]
+
+
+def _choice(args, chooser):
+    from . import choose, report
+
+    rep = choose.choose(chooser, variants=_variants(args.variant), method=args.method)
+    if args.json:
+        return rep.as_dict()
+    print(report.format_choice(rep))
+    return None
+
+
 def cmd_choose_sync_time(args):
+    from . import choose
+
     delays = [x.strip() for x in args.delays.split(",")]  # strings: decimals stay exact
     if len(delays) != 8:
         raise UsageError(f"--delays needs the 8 parameters d,b,e,f,d_g,b_g,e_g,f_g of the "
                          f"linear delay model, got {len(delays)}")
-    rep = hfl.choose_sync_time_report(
+    return _choice(args, choose.SyncTime(
         sizes=_grid(args.sizes, "--sizes", int), delays=delays, T=args.T, alpha=args.alpha,
-        L=args.L, G=args.G, sigma=args.sigma, Delta=args.Delta, variant=args.variant,
-        method=args.method, S_grid=_grid(args.S, "--S"), seed=args.seed)
-    if args.json:
-        return rep
-    print(hfl.format_choose_sync_time(rep))
-    return None
+        L=args.L, G=args.G, sigma=args.sigma, Delta=args.Delta, S_grid=_grid(args.S, "--S"),
+        seed=args.seed))
 
 
 def cmd_choose_q_eta(args):
-    scenario = None if args.scenario is None else _read_scenario("tdcd.theorem1", args.scenario)
-    rep = tdcd.choose_q_eta(epsilon=args.epsilon, t_comm=args.t_comm, t_comp=args.t_comp,
-                            scenario=scenario, method=args.method, Q_grid=_grid(args.Q, "--Q", int))
-    if args.json:
-        return rep
-    print(tdcd.format_choose_q_eta(rep))
-    return None
+    from . import choose
+
+    scenario = None if args.scenario is None else _read_scenario("tdcd.theorem1", args.scenario)[0]
+    return _choice(args, choose.QEta(epsilon=args.epsilon, t_comm=args.t_comm, t_comp=args.t_comp,
+                                     scenario=scenario, Q_grid=_grid(args.Q, "--Q", int)))
 
 
 # ---------------------------------------------------------------- parser
 
+EXAMPLES = {
+    "list": "fedbound list --json",
+    "bound": "fedbound bound mllsgd.theorem1 --params '{\"L\": 1, \"beta\": 0, \"sigma\": 1, "
+             "\"Delta\": 1, \"eta\": 0.001, \"K\": 64, \"q\": 2, \"tau\": 4, \"zeta\": 0.5, "
+             "\"a\": [0.5, 0.5], \"p\": [1, 0.9]}'",
+    "step": "fedbound step hfl.theorem2 --params '{\"L\": 2, \"G\": 1, \"sigma\": 1, \"Delta\": 1, "
+            "\"sizes\": [2, 2], \"t\": [[1, 2]]}'",
+    "scenario": "fedbound scenario mllsgd.theorem1 > s.json",
+    "check": "fedbound check mllsgd.theorem1 --scenario s.json --exact --strict\n"
+             "  fedbound check --all --report report --jobs 2",
+    "search": "fedbound search afl.theorem3 --budget 50 --seed 0 --witness w.json",
+    "choose-sync-time": "fedbound choose-sync-time --sizes 15,15 --delays "
+                        "0.01,0.85,0.001,0.085,4,2,0.4,0.2 --T 600 --alpha 0.05 --L 1 --G 10 "
+                        "--sigma 10 --Delta 10",
+    "choose-q-eta": "fedbound choose-q-eta --epsilon 0.05 --t-comm 100 --t-comp 1",
+    "sweep": "fedbound sweep spec.json --db sweep.sqlite --jobs 2",
+    "report": "fedbound report --db sweep.sqlite --out sweep-report",
+}
+
+
+def _version() -> str:
+    try:
+        return version("fedbound")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown (not installed)"
+
 
 def parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="fedbound", description=__doc__.split("\n\n")[0])
+    ap = _Parser(prog="fedbound", formatter_class=argparse.RawDescriptionHelpFormatter,
+                 description="Executable convergence theory for hierarchical, multi-level and "
+                             "anarchic federated learning.",
+                 epilog="exit status:\n" + EXIT_CODES)
+    ap.add_argument("--version", action="version", version=f"fedbound {_version()}")
+    ap.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                    help="import MODULE to register its results (repeatable; also "
+                         "FEDBOUND_PLUGINS and the entry-point group fedbound.plugins)")
+    ap.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    def add(name, fn, help_):
-        p = sub.add_parser(name, help=help_)
+    def add(name, fn, help_, description=""):
+        p = sub.add_parser(name, help=help_, description=description or help_,
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog=f"example:\n  {EXAMPLES[name]}\n\nexit status:\n{EXIT_CODES}")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(fn=fn)
         return p
 
-    add("list", cmd_list, "registered results, variants and status")
-    p = add("bound", cmd_bound, "evaluate a bound")
-    p.add_argument("key"), p.add_argument("--variant"), p.add_argument("--params")
+    def key_and_variant(p, variant_help="variant (default: the result's default)"):
+        p.add_argument("key", help="registered result, e.g. mllsgd.theorem1 (see fedbound list)")
+        p.add_argument("--variant", help=variant_help)
+
+    add("list", cmd_list, "registered results: every variant with its status")
+    p = add("bound", cmd_bound, "evaluate a bound: value, terms, admissibility",
+            "Evaluate a bound at the given parameters. Exits 1 when the parameters are "
+            "inadmissible (a condition of the theorem fails), unless --allow-inadmissible.")
+    key_and_variant(p)
+    p.add_argument("--params", help="the theorem's parameters as a JSON object")
+    p.add_argument("--allow-inadmissible", action="store_true",
+                   help="exit 0 even when a condition of the theorem fails")
     p = add("step", cmd_step, "largest admissible (or bound-minimising) step size")
-    p.add_argument("key"), p.add_argument("--variant"), p.add_argument("--params")
-    p.add_argument("--objective", choices=bounds.tuning.OBJECTIVES, default="max")
-    p = add("scenario", cmd_scenario, "the default scenario of a result as JSON")
-    p.add_argument("key")
-    p = add("check", cmd_check, "check a bound against the simulator (or --all of them)")
-    p.add_argument("key", nargs="?"), p.add_argument("--variant")
-    p.add_argument("--scenario", help="scenario JSON file, or - for standard input")
+    key_and_variant(p)
+    p.add_argument("--params", help="the theorem's parameters except the step, as a JSON object")
+    p.add_argument("--objective", choices=("max", "min-bound"), default="max",
+                   help="max: the largest admissible step; min-bound: the admissible step "
+                        "that minimises the bound")
+    p = add("scenario", cmd_scenario, "the default scenario of a result, as JSON")
+    p.add_argument("key", help="registered result")
+    p = add("check", cmd_check, "check a bound against the simulator (or --all of them)",
+            "Check a bound against the simulator on a scenario: exit 0 when it holds, 1 when it "
+            "is violated (or the run diverges), 3 when inconclusive with --strict. With --all: "
+            "every result on its default scenario and a random battery, and every stored "
+            "witness replayed; exit 0 when every result behaves as recorded.")
+    p.add_argument("key", nargs="?", help="registered result (omit with --all)")
+    p.add_argument("--variant", help="variant (default: the result's default)")
+    p.add_argument("--scenario", help="scenario JSON file (fields not given take the default's "
+                                      "values), or - for standard input")
     p.add_argument("--exact", action="store_true",
-                   help="exact expectation instead of Monte Carlo (quadratic problems)")
-    p.add_argument("--plot", help="also write the bound-vs-measurement plot to this PNG")
+                   help="exact expectation instead of Monte Carlo (where the adapter has it)")
+    p.add_argument("--strict", action="store_true", help="exit 3 when the verdict is inconclusive")
+    p.add_argument("--plot", help="also write the bound-vs-measurement figure to this PNG file")
     p.add_argument("--all", action="store_true",
-                   help="every registered result on its defaults and a random battery")
+                   help="every registered result: defaults, random battery, witnesses")
     p.add_argument("--battery", type=int, default=2,
                    help="random admissible scenarios per result (--all; default 2)")
     p.add_argument("--seed", type=int, default=0, help="seed of the battery (--all)")
-    p.add_argument("--report", default="report", help="report directory (--all)")
+    p.add_argument("--report", default="report", help="report directory (--all; default report)")
     p.add_argument("--no-figures", action="store_true", help="report without figures (--all)")
+    p.add_argument("--no-witnesses", action="store_true", help="skip the witness replays (--all)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (--all; default 1)")
     p.add_argument("--only", help="comma-separated keys or papers, e.g. mllsgd,hfl.theorem2 (--all)")
-    p = add("search", cmd_search, "search admissible scenarios for a violation of a bound")
-    p.add_argument("key"), p.add_argument("--variant")
+    p = add("search", cmd_search, "search admissible scenarios for a violation of a bound",
+            "Search admissible scenarios for a violation: exit 1 when it finds one for a result "
+            "not recorded as refuted, 0 otherwise.")
+    key_and_variant(p)
     p.add_argument("--budget", type=int, default=50, help="admissible scenarios to try (default 50)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search")
+    p.add_argument("--witness", help="write the witness found to this JSON file (a stored "
+                                     "witness, replayable with verify.Witness.read)")
     p = add("choose-sync-time", cmd_choose_sync_time,
-            "HFL: the sync time S from the expected bound and/or from simulation")
+            "HFL: the sync time S from the expected bound of each variant and from simulation")
     p.add_argument("--sizes", required=True, help="clients per group, e.g. 15,15")
     p.add_argument("--delays", required=True,
                    help="d,b,e,f,d_g,b_g,e_g,f_g of the paper's linear delay model")
     for name, help_ in (("T", "system time"), ("alpha", "step size"), ("L", "smoothness"),
                         ("G", "gradient bound"), ("sigma", "gradient noise"),
-                        ("Delta", "initial gap F(x1) - F_inf")):
+                        ("Delta", "initial gap f(x1) - f_inf")):
         p.add_argument(f"--{name}", type=float, required=True, help=help_)
-    p.add_argument("--variant", help="variant of hfl.theorem2 (default: proof)")
+    p.add_argument("--variant", help="comma-separated variants of hfl.theorem2 (default: all)")
     p.add_argument("--method", choices=("bound", "simulate", "both"), default="both")
     p.add_argument("--S", help="comma-separated sync times to compare (default: a grid)")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulation")
@@ -335,6 +458,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--t-comm", type=float, required=True, help="time of one communication")
     p.add_argument("--t-comp", type=float, required=True, help="time of one local step")
     p.add_argument("--scenario", help="TDCD scenario JSON file (default: tdcd.theorem1's)")
+    p.add_argument("--variant", help="comma-separated variants of tdcd.theorem1 (default: all)")
     p.add_argument("--method", choices=("bound", "simulate", "both"), default="both")
     p.add_argument("--Q", help="comma-separated local-step counts to compare")
     p = add("sweep", cmd_sweep, "run a sweep spec into an SQLite store (resumable)")
@@ -351,18 +475,43 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
         args = parser().parse_args(argv)
+        from .plugins import load_plugins
+
+        for message in load_plugins(args.plugin):
+            print(f"fedbound: warning: {message}", file=sys.stderr)
         out = args.fn(args)
         status = 0
         if isinstance(out, Exit):
             out, status = out.payload, out.status
         if out is not None:
+            from .scenario import json_text
+
             print(json_text(out))
+        sys.stdout.flush()
         return status
     except (UsageError, ValueError, NotImplementedError) as e:
         print(f"fedbound: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("fedbound: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader went away (| head): end quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except Exception as e:  # noqa: BLE001 - one line and a log, never a bare traceback
+        if debug:
+            traceback.print_exc()
+        else:
+            fd, log = tempfile.mkstemp(prefix="fedbound-error-", suffix=".log")
+            with os.fdopen(fd, "w") as f:
+                traceback.print_exc(file=f)
+            print(f"fedbound: internal error: {type(e).__name__}: {e} (traceback in {log}; "
+                  "run with --debug to show it)", file=sys.stderr)
+        return 70
 
 
 if __name__ == "__main__":  # pragma: no cover

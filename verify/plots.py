@@ -1,4 +1,6 @@
-"""Plots of bounds against measurements (matplotlib; without a display it uses Agg)."""
+"""Figures: bounds against measurements along a swept field, sweeps, and the choosers'
+figures (matplotlib; without a display it uses Agg). The figure of one check is the
+adapter's (``Adapter.plot``)."""
 
 from __future__ import annotations
 
@@ -7,38 +9,8 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-import bounds
-
+from .adapter import default_scenario
 from .check import check
-from .scenario import adapter_for, default_scenario
-
-
-def along_K(key: str, scenario=None, *, variant: str | None = None, exact: bool = False,
-            ax=None):
-    """Bound and measured running average of ||grad F(u_k)||^2 against K.
-
-    One run of length K gives the left-hand side for every K' <= K (its prefix means);
-    the bound is evaluated at every K' that is a multiple of q*tau with the same step."""
-    scenario = default_scenario(key) if scenario is None else scenario
-    thm = bounds.get(key, variant)
-    ad = adapter_for(key)
-    params = ad.parameters(key, scenario, thm)
-    m = ad.measure(key, scenario, params, exact)
-    if m.series is None:
-        raise ValueError(f"{key}: every replica diverged; nothing to plot")
-    k = np.arange(1, m.series.size + 1)
-    running = np.cumsum(m.series) / k
-    period = scenario.q * scenario.tau
-    ks = k[k % period == 0]
-    bound = np.broadcast_to(thm.evaluate(**{**params, "K": ks.astype(float)}), ks.shape)  # (14): no K
-    ax = ax or plt.subplots(figsize=(6, 4))[1]
-    ax.loglog(k, running, label="measured " + ("(exact)" if exact else "(Monte Carlo mean)"))
-    ax.loglog(ks, bound, "o-", ms=3, label=f"bound {key} [{thm.variant}]")
-    ax.set_xlabel("K (iterations)")
-    ax.set_ylabel(r"$\frac{1}{K}\sum_{k\leq K}\|\nabla F(u_k)\|^2$")
-    ax.set_title(f"{key}: bound vs measurement along K")
-    ax.legend()
-    return ax
 
 
 def against(key: str, field: str, values: Sequence, scenario=None, *,
@@ -147,3 +119,80 @@ def slack_heatmap(rows: Sequence[dict], fx: str, fy: str, ax=None):
     ax.set_title("log10 slack (bound / measured)")
     ax.figure.colorbar(im, ax=ax)
     return ax
+
+
+# ---------------------------------------------------------------- choosers
+
+
+def plot_sync_time(report, ax=None):
+    """Each variant's expected bound (left axis, log) and the simulated loss with its 95%
+    interval (right axis) against S, from :func:`verify.choose.choose` on a
+    :class:`verify.choose.SyncTime` run with ``method="both"``."""
+    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    for c in report.bound:
+        ax.semilogy([p["S"] for p in c.curve], [p["bound"] for p in c.curve], "-",
+                    label=f"E bound [{c.variant}] (chooses S = {c.settings['S']:g})")
+    ax.set_xlabel("sync time S (time units)")
+    ax.set_ylabel("expected bound over delay paths")
+    right = ax.twinx()
+    sim = report.simulation
+    right.errorbar([o.settings["S"] for o in sim], [o.loss for o in sim], yerr=[o.ci for o in sim],
+                   fmt="s--", color="k", capsize=3, label=f"simulated {report.metric}")
+    right.set_yscale("log")
+    right.set_ylabel(f"simulated {report.metric}")
+    best = report.best.settings["S"] if report.best else float("nan")
+    ax.set_title(f"choosing S: best simulated S = {best:g}")
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = right.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, loc="best", fontsize=8)
+    return ax
+
+
+def plot_loss_vs_wallclock(report, ax=None):
+    """Loss gap of one replica against wall-clock time (round ends) for every simulated S."""
+    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    for o in report.simulation:
+        curve = o.extra["wallclock"]
+        ax.step(curve["time"], curve["loss"], where="post", label=f"S = {o.settings['S']:g}")
+    ax.set_yscale("log")
+    ax.set_xlabel("wall-clock time (time units)")
+    ax.set_ylabel("f(x) - f* (one replica)")
+    ax.set_title("loss against wall-clock time")
+    ax.legend()
+    return ax
+
+
+def plot_against_q(scenario=None, *, Qs=(1, 2, 5, 10), fixed: str = "etaQ",
+                   variant: str | None = None, ax=None):
+    """Bound and measured (95% CI) left side of (15) against Q at fixed eta Q or fixed eta
+    (:func:`verify.choose.q_sweep`)."""
+    from .choose import q_sweep
+
+    rows = q_sweep(scenario, Qs=Qs, fixed=fixed, variant=variant)
+    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    qs = [r["Q"] for r in rows]
+    mean = np.array([r["measured"] for r in rows])
+    lo, hi = (np.array(c) for c in zip(*(r["ci"] for r in rows), strict=True))
+    ax.plot(qs, [r["bound"] for r in rows], "o-", label="bound (15)")
+    ax.errorbar(qs, mean, yerr=[mean - lo, hi - mean], fmt="s-", capsize=3, label="measured (95% CI)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("Q (local steps per round)")
+    ax.set_ylabel("average squared gradient norm")
+    ax.set_title("TDCD against Q at fixed " + ("eta Q and R" if fixed == "etaQ" else "eta and T = QR"))
+    ax.legend()
+    return ax
+
+
+def plot_loss_vs_time(curves: dict, *, axes=None):
+    """One panel per t_comm of :func:`verify.choose.loss_vs_time`'s curves."""
+    if axes is None:
+        axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.6), squeeze=False)[1][0]
+    for ax, (t_comm, per_q) in zip(axes, curves.items(), strict=True):
+        for Q, (time, loss) in per_q.items():
+            ax.plot(time, loss, label=f"Q = {Q}")
+        ax.set_xlabel("wall-clock time units")
+        ax.set_ylabel("training loss")
+        ax.set_title(f"t_comm = {t_comm:g}, t_comp = 1")
+        ax.legend()
+    return axes

@@ -1,9 +1,13 @@
-"""The report directory of ``fedbound check --all``: ``index.html``, ``summary.json``, PNGs.
+"""What fedbound shows a reader: plain-text renderings for the terminal and the report
+directory of ``fedbound check --all`` (``index.html``, ``summary.json``, PNGs).
 
-Per paper, each result's statement (rendered by matplotlib's mathtext, so no network
-and no LaTeX installation), its conditions, errata and status per variant, its verdicts
-on the default and random scenarios, and its bound-vs-measurement figure.
-``summary.json`` holds the rows without wall times: the same seed gives the same file.
+Text: :func:`format_verdict`, :func:`format_suite`, :func:`format_search`,
+:func:`format_choice`. Report: per paper, each result's statement (rendered by
+matplotlib's mathtext, so no network and no LaTeX installation), its conditions, errata
+and status per variant, its verdicts on the default and random scenarios and the replays
+of its stored witnesses, and its bound-vs-measurement figure. ``summary.json`` holds the
+rows without wall times: the same seed gives the same file. matplotlib is imported only
+where a figure or a statement is drawn.
 """
 
 from __future__ import annotations
@@ -13,19 +17,137 @@ import itertools
 import re
 import sys
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import sympy as sp
-from matplotlib.mathtext import MathTextParser
 
 import bounds
 
-from . import plots
-from .scenario import adapter_for, default_scenario, json_text
+from .adapter import adapter_for, default_scenario
+from .scenario import json_text
 from .suite import Row, summary
+from .verdict import Verdict
 
-_PARSER = MathTextParser("agg")
+# ---------------------------------------------------------------------- text
+
+
+def format_verdict(v: Verdict) -> str:
+    """A verdict as aligned lines: result, bound, measured (interval), verdict, slack, ..."""
+    lo, hi = v.measured_ci
+    where = "" if v.cell is None else f"  (cell {v.cell}, the one closest to violation)"
+    rows = [
+        ("result", f"{v.key} [{v.variant}]"),
+        ("bound", f"{v.bound:.6g}{where}"),
+        ("measured", f"{v.measured_mean:.6g}" + ("" if v.mode == "exact" else
+                                                 f"  (95% CI {lo:.6g} .. {hi:.6g})")),
+        ("verdict", v.verdict.upper() + ("" if v.admissible else
+                                          "  (hypotheses fail: " + "; ".join(v.violations) + ")")),
+        ("slack", f"{v.slack:.3g}x  (bound / measured)"),
+        ("mode", f"{v.mode}, {v.replicas} replicas" + (f", {v.diverged} diverged"
+                                                        if v.diverged else "")),
+    ]
+    step = bounds.get(v.key, v.variant).step
+    rows += [(name, f"{v.params[name]:.6g}") for name in ([step] if step else []) + ["zeta"]
+             if isinstance(v.params.get(name), (int, float))]
+    rows += [("note", n) for n in v.notes]
+    rows.append(("time", f"{v.seconds:.2f} s"))
+    return "\n".join(f"  {k:<9} {val}" for k, val in rows)
+
+
+def _table(head: Sequence[str], body: Sequence[Sequence]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+    return "\n".join(lines + [fmt.format(*map(str, row)) for row in body])
+
+
+def format_suite(rows: Sequence[Row]) -> str:
+    """The terminal table of ``check --all`` (key, variant, scenario, status, expected,
+    verdict, slack, time) and its summary line."""
+    body = []
+    for r in rows:
+        slack = "-" if r.verdict is None else f"{r.verdict['slack']:.3g}x"
+        verdict = r.outcome.upper() + (" (!)" if r.unexpected else "")
+        body.append((r.key, r.variant, r.label, r.status, r.expect or "-", verdict, slack,
+                     f"{r.seconds:.2f}s"))
+    table = _table(("key", "variant", "scenario", "status", "expected", "verdict", "slack", "time"),
+                   body)
+    return table + "\n\n" + summary_line(summary(rows))
+
+
+def summary_line(summ: dict) -> str:
+    """One line per kind of row: defaults, battery, witnesses; then the unexpected count."""
+    parts = []
+    for kind in ("default", "battery"):
+        counts = summ["outcomes"][kind]
+        if counts:
+            parts.append(f"{sum(counts.values())} {kind} checks: "
+                         + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    w = summ["witnesses"]
+    if w["replayed"]:
+        parts.append(f"{w['replayed']} witnesses replayed: {w['reproduced']} reproduced, "
+                     f"{w['stale']} stale")
+    return (f"{summ['results']} results. " + "; ".join(parts)
+            + f". {len(summ['unexpected'])} unexpected.")
+
+
+def format_search(result) -> str:
+    """A few lines saying what a search found (or how much it tried)."""
+    head = f"{result.key} [{result.variant}, status {result.status}]: "
+    if not result.found:
+        v = result.verdict
+        return head + (f"no violation in {result.tried} admissible scenarios; closest: measured "
+                       f"{v.measured_mean:.6g} vs bound {v.bound:.6g}")
+    v = result.verdict
+    known = " (a known refutation)" if not result.new_violation else " (NEW: not recorded as refuted)"
+    return (head + f"VIOLATED{known} after {result.tried} admissible scenarios ({v.mode}): "
+            f"measured {v.measured_mean:.6g} > bound {v.bound:.6g} (slack {v.slack:.4g})\n"
+            f"witness (fedbound check {result.key} --variant {result.variant}"
+            f"{' --exact' if result.exact else ''} --scenario FILE reproduces it):\n"
+            + json_text(result.witness))
+
+
+def _cell(x) -> str:
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    return "-" if x is None else str(x)
+
+
+def format_choice(report) -> str:
+    """A :class:`verify.choose.ChoiceReport` as text: the inputs, each variant's choice with
+    the simulation there, the simulated table, and the one-line conclusion."""
+    lines = [f"{report.chooser}: " + ", ".join(f"{k}={_cell(v)}" for k, v in report.inputs.items()
+                                               if not isinstance(v, dict))]
+    if report.bound:
+        head = ["variant", *report.knobs, "bound objective"]
+        if report.simulation is not None:
+            head += [f"simulated ({report.metric})", "95% +-", "vs best"]
+        body = []
+        for c in report.bound:
+            row = [c.variant, *(_cell(c.settings[k]) for k in report.knobs), _cell(c.value)]
+            if c.simulated is not None:
+                row += [_cell(c.simulated.loss), _cell(c.simulated.ci),
+                        "-" if c.relative is None else f"{c.relative:.3g}x"]
+            body.append(row)
+        lines += ["", "The bound's choice, per variant:", _table(head, body)]
+    if report.simulation is not None:
+        body = [[*(_cell(o.settings[k]) for k in report.knobs), _cell(o.loss), _cell(o.ci)]
+                for o in report.simulation]
+        lines += ["", f"Simulation ({report.metric}):",
+                  _table([*report.knobs, report.metric, "95% +-"], body)]
+    lines += ["", report.message]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- HTML report
+
+
+@cache
+def _parser():
+    from matplotlib.mathtext import MathTextParser
+
+    return MathTextParser("agg")
 #: LaTeX that sympy or the theorem modules write, in the subset mathtext reads
 _MATHTEXT = [
     (re.compile(r"\\[Bb]igg?(?=[\[\]()|])"), ""),
@@ -41,7 +163,7 @@ def mathtext(tex: str) -> str | None:
     for pattern, repl in _MATHTEXT:
         tex = pattern.sub(repl, tex)
     try:
-        _PARSER.parse(f"${tex}$")
+        _parser().parse(f"${tex}$")
     except ValueError:
         return None
     return tex
@@ -69,6 +191,8 @@ def statement_lines(thm: bounds.Theorem) -> list[str]:
 
 def render_statement(thm: bounds.Theorem, path: Path) -> Path:
     """The statement as a PNG (one line per piece)."""
+    import matplotlib.pyplot as plt
+
     fig = plt.figure(figsize=(10, 1), dpi=100)
     renderer = fig.canvas.get_renderer()
     texts = [fig.text(0.01, 0, line, fontsize=12, va="bottom", parse_math=line.startswith("$"))
@@ -86,9 +210,11 @@ def render_statement(thm: bounds.Theorem, path: Path) -> Path:
 
 def _figure(key: str, path: Path) -> Path | str:
     """The adapter's bound-vs-measurement figure on the default scenario, or why not."""
+    import matplotlib.pyplot as plt
+
     try:
         ax = plt.subplots(figsize=(6, 4))[1]
-        adapter_for(key).plot(key, default_scenario(key), variant=None, exact=False, ax=ax)
+        adapter_for(key).plot(default_scenario(key), ax=ax)
         ax.figure.tight_layout()
         ax.figure.savefig(path, dpi=100)
         return path
@@ -110,8 +236,8 @@ def _paper_title(prefix: str) -> str:
 
 
 def _rows_html(rows: Sequence[Row]) -> str:
-    out = ["<table><tr><th>variant</th><th>scenario</th><th>status</th><th>verdict</th>"
-           "<th>bound</th><th>measured (95% CI)</th><th>slack</th></tr>"]
+    out = ["<table><tr><th>variant</th><th>scenario</th><th>status</th><th>expected</th>"
+           "<th>verdict</th><th>bound</th><th>measured (95% CI)</th><th>slack</th></tr>"]
     for r in rows:
         v = r.verdict
         cls = "bad" if r.unexpected else r.outcome
@@ -121,8 +247,9 @@ def _rows_html(rows: Sequence[Row]) -> str:
             lo, hi = v["measured_ci"]
             cells = [f"{v['bound']:.4g}", f"{v['measured_mean']:.4g} ({lo:.4g} .. {hi:.4g})",
                      f"{v['slack']:.3g}x"]
-        out.append(f"<tr class='{cls}'><td>{r.variant}</td><td>{r.label}</td><td>{r.status}</td>"
-                   f"<td>{r.outcome}</td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        out.append(f"<tr class='{cls}'><td>{html.escape(r.variant)}</td><td>{html.escape(r.label)}"
+                   f"</td><td>{r.status}</td><td>{r.expect or '-'}</td><td>{r.outcome}</td>"
+                   + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return "\n".join(out + ["</table>"])
 
 
@@ -155,17 +282,15 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
         by_key.setdefault(r.key, []).append(r)
     parts = [f"<html><head><meta charset='utf-8'><title>fedbound report</title>"
              f"<style>{_STYLE}</style></head><body><h1>fedbound verification report</h1>",
-             f"<p>{summ['checks']} checks of {summ['results']} results (seed {seed}, "
-             f"{battery} random scenarios per result): "
-             + ", ".join(f"{n} {k}" for k, n in sorted(summ["outcomes"].items()))
-             + f". <b>{len(summ['unexpected'])} unexpected.</b></p>"]
+             f"<p>{summ['checks']} checks (seed {seed}, {battery} random scenarios per result). "
+             f"{html.escape(summary_line(summ))}</p>"]
     prefix = None
     for key, krows in by_key.items():
         if key.split(".")[0] != prefix:
             prefix = key.split(".")[0]
             parts.append(f"<h2>{html.escape(_paper_title(prefix))}</h2>")
         thm = bounds.get(key)
-        parts.append(f"<h3 id='{key}'>{key}: {html.escape(thm.title)}</h3>"
+        parts.append(f"<h3 id='{html.escape(key)}'>{html.escape(key)}: {html.escape(thm.title)}</h3>"
                      f"<p>{html.escape(thm.citation)}</p>")
         stem = _slug(key)
         for variant in dict.fromkeys(r.variant for r in krows):
@@ -178,7 +303,8 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
         parts.append(_rows_html(krows))
         if figures:
             fig = _figure(key, out / "figures" / f"{stem}.png")
-            parts.append(f"<p><img src='figures/{fig.name}' alt='{key}: bound vs measurement'></p>"
+            alt = html.escape(f"{key}: bound vs measurement")
+            parts.append(f"<p><img src='figures/{fig.name}' alt='{alt}'></p>"
                          if isinstance(fig, Path) else f"<p>No figure: {html.escape(fig)}</p>")
     parts.append("</body></html>")
     (out / "index.html").write_text("\n".join(parts))
@@ -189,6 +315,8 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
 def write_sweep(rows: Sequence[dict], outdir: str | Path) -> Path:
     """A sweep's report: per result and variant, bound and measurement against each swept
     field, slack heat maps over pairs of swept fields, and the table of stored verdicts."""
+    from . import plots
+
     if not rows:
         raise ValueError("the sweep database holds no results yet")
     out = Path(outdir)
@@ -201,16 +329,17 @@ def write_sweep(rows: Sequence[dict], outdir: str | Path) -> Path:
     for (key, variant), grows in groups.items():
         fields = plots.swept_fields(grows)
         stem = _slug(f"{key}_{variant}")
-        parts.append(f"<h2>{key} [{variant}]: {len(grows)} scenarios</h2>"
-                     f"<p>swept: {', '.join(fields) or '(nothing numeric)'}</p>")
+        parts.append(f"<h2>{html.escape(key)} [{html.escape(variant)}]: {len(grows)} scenarios</h2>"
+                     f"<p>swept: {html.escape(', '.join(fields)) or '(nothing numeric)'}</p>")
         for f in fields:
             path = out / "figures" / f"{stem}_{_slug(f)}.png"
             plots.save(plots.sweep_against(grows, f), str(path))
-            parts.append(f"<img src='figures/{path.name}' alt='{key} against {f}'>")
+            parts.append(f"<img src='figures/{path.name}' alt='{html.escape(key)} against {html.escape(f)}'>")
         for fx, fy in list(itertools.combinations(fields, 2))[:6]:
             path = out / "figures" / f"{stem}_slack_{_slug(fx)}_{_slug(fy)}.png"
             plots.save(plots.slack_heatmap(grows, fx, fy), str(path))
-            parts.append(f"<img src='figures/{path.name}' alt='slack over {fx}, {fy}'>")
+            alt = html.escape(f"slack over {fx}, {fy}")
+            parts.append(f"<img src='figures/{path.name}' alt='{alt}'>")
         head = "".join(f"<th>{html.escape(f)}</th>" for f in fields)
         parts.append(f"<table><tr>{head}<th>verdict</th><th>bound</th><th>measured</th>"
                      "<th>slack</th></tr>")
@@ -218,9 +347,9 @@ def write_sweep(rows: Sequence[dict], outdir: str | Path) -> Path:
             flat = plots.flatten(r["scenario"])
             v = r["verdict"]
             cells = ([v["verdict"], f"{float(v['bound']):.4g}", f"{float(v['measured_mean']):.4g}",
-                      f"{float(v['slack']):.3g}x"] if v else ["error", html.escape(r["error"]), "", ""])
-            parts.append(f"<tr class='{cells[0]}'>" + "".join(
-                f"<td>{c}</td>" for c in [*(flat[f] for f in fields), *cells]) + "</tr>")
+                      f"{float(v['slack']):.3g}x"] if v else ["error", r["error"], "", ""])
+            parts.append(f"<tr class='{html.escape(cells[0])}'>" + "".join(
+                f"<td>{html.escape(str(c))}</td>" for c in [*(flat[f] for f in fields), *cells]) + "</tr>")
         parts.append("</table>")
     parts.append("</body></html>")
     (out / "index.html").write_text("\n".join(parts))

@@ -1,9 +1,9 @@
 """Scenarios: everything a check needs, as a dataclass that round-trips through JSON.
 
-Each paper has one Scenario dataclass (in ``verify/<paper>.py``) whose fields are the
-top-level JSON keys, and one :class:`Adapter` that turns a scenario into theorem
-parameters and measurements. This module holds what they share: JSON conversion with
-field-naming errors, the stable hash that keys sweeps, and the adapter registry.
+Each paper has one :class:`Scenario` dataclass (in ``verify/papers/<paper>.py``) whose
+fields are the top-level JSON keys. This module holds what they share: JSON conversion
+with field-naming errors, the stable hash that keys sweeps, and the field validators
+(every message names the field, its value and the rule).
 """
 
 from __future__ import annotations
@@ -13,19 +13,18 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 
-class ScenarioBase:
-    """Mixin for scenario dataclasses: ``to_dict``/``from_dict``/JSON and ``digest``.
+class Scenario:
+    """Base of scenario dataclasses: ``to_dict``/``from_dict``/JSON, ``replace`` and
+    ``digest``. Subclasses are ``@dataclass``es whose fields are JSON values and which
+    define ``validate(self)``, raising ValueError that names the field."""
 
-    Subclasses define ``validate(self)`` raising ValueError naming the field."""
-
-    def validate(self) -> None:  # pragma: no cover - each subclass defines it
-        raise NotImplementedError
+    def validate(self) -> None:
+        raise NotImplementedError(f"{type(self).__name__} must define validate()")
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)}
@@ -147,6 +146,9 @@ def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, A
             require_float(f"problem.{name}", spec[name], low=0)
     if "skew" in spec:
         require_float("problem.skew", spec["skew"], low=0, high=1)
+    for name in ("rotate",):
+        if name in spec and not isinstance(spec[name], bool):
+            raise ValueError(f"problem.{name}={spec[name]!r} must be true or false")
     if kind == "quadratic" and spec["mu"] > spec["L"]:
         raise ValueError(f"problem.mu={spec['mu']} must be <= problem.L={spec['L']}")
     if kind == "quadratic" and spec["dim"] == 1 and spec["mu"] != spec["L"]:
@@ -159,87 +161,3 @@ def roundoff(L: float, scale: float) -> float:
     ``scale`` the size of the iterates: the absolute tolerance of a check, so that a bound
     that is exactly 0 (no noise, started at the optimum) is not "violated" by round-off."""
     return (1e3 * np.finfo(float).eps * L * max(scale, 1.0)) ** 2
-
-
-# ---------------------------------------------------------------- adapters
-
-
-@dataclass
-class Measurement:
-    """Per-replica realisations of a theorem's left-hand side, or its exact value.
-
-    ``values``: [R] finite realisations (replicas that diverged are excluded and
-    counted in ``diverged``); ``exact``: the exact expectation when computed;
-    ``atol``: the round-off level below which a measurement cannot exceed a bound."""
-
-    values: np.ndarray | None = None
-    exact: float | None = None
-    diverged: int = 0
-    series: np.ndarray | None = None  # [K] mean of the per-iteration quantity (for plots)
-    atol: float = 0.0  # floating-point floor of the measurement (bounds can be exactly 0)
-
-
-class Adapter(Protocol):
-    """What a paper's verify module provides."""
-
-    scenario_type: type
-    defaults: dict[str, ScenarioBase]
-
-    def parameters(self, key: str, scenario, thm) -> dict[str, Any]:
-        """The theorem's parameters (names of ``thm.params`` only) derived from ``scenario``."""
-
-    def measure(self, key: str, scenario, params: Mapping[str, Any], exact: bool
-                ) -> Measurement:
-        """The left-hand side of ``key`` measured on ``scenario`` (``exact``: in expectation)."""
-
-    def random_scenario(self, key: str, rng: np.random.Generator):
-        """A small random scenario on which ``key``'s hypotheses hold (its check takes about
-        a second); drawn from ``rng`` only, so a seed reproduces it. Used by the battery of
-        ``fedbound check --all`` and by the counterexample search."""
-
-    def plot(self, key: str, scenario, *, variant: str | None, exact: bool, ax):
-        """The report's figure of ``key`` on ``scenario``: bound against measurement."""
-
-    # Optional: ``check_override(key, scenario, *, variant, exact) -> Verdict | None`` for
-    # comparisons the generic one bound / one measured mean cannot express (a bound per
-    # round and group, a mean bound over random schedules paired with the measurement);
-    # None means "use the generic check".
-
-
-ADAPTERS: dict[str, Adapter] = {}
-
-
-def register_adapter(prefix: str, adapter: Adapter) -> None:
-    ADAPTERS[prefix] = adapter
-
-
-def adapter_for(key: str) -> Adapter:
-    prefix = key.split(".", 1)[0]
-    if prefix not in ADAPTERS:
-        raise ValueError(f"no scenario adapter for {key!r}; papers: {', '.join(sorted(ADAPTERS))}")
-    return ADAPTERS[prefix]
-
-
-def default_scenario(key: str):
-    """The default scenario of a registered result."""
-    ad = adapter_for(key)
-    if key not in ad.defaults:
-        raise ValueError(f"no default scenario for {key!r}; defaults: {', '.join(ad.defaults)}")
-    return ad.defaults[key]
-
-
-def load_scenario(key: str, data: Mapping[str, Any] | str):
-    """A scenario for ``key`` from a dict or JSON text; missing fields take the defaults."""
-    if isinstance(data, str):
-        try:
-            data = json.loads(data)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"scenario is not valid JSON: {e.msg} at line {e.lineno}") from None
-    base = default_scenario(key).to_dict()
-    if not isinstance(data, Mapping):
-        raise ValueError(f"scenario must be a JSON object, got {type(data).__name__}")
-    return type(default_scenario(key)).from_dict({**base, **data})
-
-
-
-

@@ -1,7 +1,8 @@
 """Counterexample search over admissible scenarios, generic over every registered result.
 
-``search(key)`` uses only the Adapter protocol (``random_scenario``, ``parameters``,
-``scenario_type`` fields / ``replace``) and :func:`verify.check.check`:
+``search(key)`` uses only the adapter's public methods (``random_scenario``,
+``parameters``, ``check``), its declared capabilities (``tags.exact``) and the scenario's
+fields:
 
 1. Random phase: scenarios drawn by the adapter's ``random_scenario`` from a seeded
    ``numpy.random.Generator``, each numeric field pushed to an edge of its range with
@@ -13,8 +14,9 @@
    double and zero, each integer at half and double (up to ``MAX_INT``); a move is kept
    when the scenario stays admissible and the normalised excess (measured - bound)/|bound|
    grows. When no move improves the search restarts from a fresh random scenario.
-3. Every check uses the exact-expectation mode where the adapter supports it for that
-   scenario (a ``ValueError`` from ``check(..., exact=True)`` falls back to Monte Carlo).
+3. Every check uses the exact-expectation mode where the adapter declares one and supports
+   it for that scenario (``Adapter.supports_exact``); where the exact moments diverge the
+   check falls back to Monte Carlo.
 4. Shrinking: a violating scenario is simplified (integers halved, floats set to zero or
    rounded to 1-2 significant digits, replicas reduced in exact mode) as long as it stays
    admissible and violated with at least ``KEEP`` of its excess; a Monte-Carlo witness is
@@ -24,8 +26,9 @@
 
 "Admissible" means: the adapter derives the theorem's parameters without error and every
 condition of the theorem holds there (``Theorem.admissible``). ``tried`` counts the
-admissible scenarios checked during phases 1-2 (at most ``budget``). The same seed gives
-the same result.
+admissible scenarios checked during phases 1-2 (at most ``budget``). An adapter that
+produces no admissible scenario at all is an error, never "no violation found". The same
+seed gives the same result.
 """
 
 from __future__ import annotations
@@ -39,8 +42,8 @@ import numpy as np
 
 import bounds
 
-from .check import Verdict, check
-from .scenario import adapter_for
+from .adapter import adapter_for
+from .verdict import Verdict
 
 #: integer fields are searched up to this value
 MAX_INT = 2**16
@@ -58,19 +61,43 @@ EDGE_P = 0.5
 
 @dataclass
 class SearchResult:
+    """What a search found. ``witness``: the violating scenario (the form ``fedbound check
+    --scenario`` takes), ``exact``: whether its verdict is exact; ``verdict``: that of the
+    witness, or of the closest scenario when nothing was found; ``best_excess``: the
+    largest (measured - bound) / (|measured| + |bound|) seen; ``status``: the variant's
+    registered status (a violation is *new* unless the status is "refuted")."""
+
     key: str
     variant: str
+    status: str
     found: bool
     witness: dict[str, Any] | None
+    exact: bool
     verdict: Verdict | None
     tried: int
     best_excess: float
 
+    @property
+    def new_violation(self) -> bool:
+        """A violation of a result not recorded as refuted (``fedbound search`` exits 1)."""
+        return self.found and self.status != "refuted"
+
     def as_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "variant": self.variant, "found": self.found,
-                "witness": self.witness,
+        return {"key": self.key, "variant": self.variant, "status": self.status,
+                "found": self.found, "new_violation": self.new_violation,
+                "witness": self.witness, "exact": self.exact,
                 "verdict": None if self.verdict is None else self.verdict.as_dict(),
-                "tried": self.tried}
+                "tried": self.tried, "best_excess": self.best_excess}
+
+    def as_witness(self, note: str = ""):
+        """The witness as a :class:`verify.witnesses.Witness` (to store and replay)."""
+        from .witnesses import Witness
+
+        if not self.found:
+            raise ValueError(f"{self.key} [{self.variant}]: the search found no witness")
+        return Witness(self.key, self.variant, self.exact, "violated",
+                       note or f"found by fedbound search ({self.tried} admissible scenarios)",
+                       self.witness)
 
 
 @dataclass
@@ -86,26 +113,36 @@ class _Searcher:
         self.thm = bounds.get(key, variant)
         self.adapter = adapter_for(key)
         self.tried = 0
+        self.reason = ""  # why the last inadmissible scenario was
+
+    def check(self, scenario, exact: bool) -> Verdict:
+        return self.adapter.check(scenario, variant=self.thm.variant, exact=exact)
 
     def evaluate(self, scenario) -> _Eval | None:
-        """Check ``scenario`` if admissible (exact mode when available), else None."""
+        """Check ``scenario`` if admissible (exact mode where the adapter supports it), else
+        None (with the reason in ``self.reason``)."""
         try:
-            params = self.adapter.parameters(self.key, scenario, self.thm)
-            if self.thm.conditions and not self.thm.admissible(**params):
-                return None
-            try:
-                v = check(self.key, scenario, variant=self.thm.variant, exact=True)
-            except ValueError:
-                v = check(self.key, scenario, variant=self.thm.variant, exact=False)
-        except ValueError:
+            params = self.adapter.parameters(scenario, self.thm)
+        except ValueError as e:
+            self.reason = str(e)
             return None
+        if not self.thm.admissible(**params):
+            self.reason = "; ".join(map(str, self.thm.violations(**params)))
+            return None
+        exact = self.adapter.tags.exact and self.adapter.supports_exact(scenario)
+        try:
+            v = self.check(scenario, exact)
+        except ValueError:
+            if not exact:
+                raise
+            v = self.check(scenario, False)  # the exact moments diverge: Monte Carlo says so
         return _Eval(scenario, v, _excess(v))
 
     def random(self) -> _Eval | None:
         """A random admissible scenario: the adapter's draw with, as hypothesis does, each
         numeric field pushed to an edge of its range (0 or 1/100 of its value for a float,
         its least valid value for an integer) with probability ``EDGE_P``."""
-        scenario = self.adapter.random_scenario(self.key, self.rng)
+        scenario = self.adapter.random_scenario(self.rng)
         for path, value in _numeric_fields(scenario):
             if self.rng.random() < EDGE_P:
                 for c in _edges(value):
@@ -171,6 +208,10 @@ def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int 
             best = e
         if best is not None and best.verdict.verdict == "violated":
             return _found(s, best)
+    if best is None:
+        raise ValueError(f"{key}: the adapter produced no admissible scenario in {attempts} random "
+                         f"draws (last reason: {s.reason or 'none'}); its _draw must produce "
+                         "scenarios on which the theorem's hypotheses hold")
     current = best
     while s.tried < budget and current is not None:
         improved = None
@@ -197,8 +238,8 @@ def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int 
             current = restart
             if current is not None and current.verdict.verdict == "violated":
                 return _found(s, current)
-    return SearchResult(key, s.thm.variant, False, None, None if best is None else best.verdict,
-                        s.tried, -math.inf if best is None else best.excess)
+    return SearchResult(key, s.thm.variant, s.thm.status, False, None, False, best.verdict,
+                        s.tried, best.excess)
 
 
 def _excess(v: Verdict) -> float:
@@ -218,24 +259,13 @@ def _found(s: _Searcher, e: _Eval) -> SearchResult:
     w = s.shrink(e)
     if w.verdict.mode != "exact":
         more = w.scenario.replace(replicas=CONFIRM * w.scenario.replicas)
-        again = check(s.key, more, variant=s.thm.variant)
+        again = s.check(more, False)
         if again.verdict != "violated":
-            return SearchResult(s.key, s.thm.variant, False, None, again, s.tried, _excess(again))
+            return SearchResult(s.key, s.thm.variant, s.thm.status, False, None, False, again,
+                                s.tried, _excess(again))
         w = _Eval(more, again, _excess(again))
-    return SearchResult(s.key, s.thm.variant, True, w.scenario.to_dict(), w.verdict, s.tried, w.excess)
-
-
-def format_search(result: SearchResult) -> str:
-    """A few lines saying what the search found (or how much it tried)."""
-    head = f"{result.key} [{result.variant}]: "
-    if not result.found:
-        best = ("" if result.verdict is None else
-                f"; closest: measured {result.verdict.measured_mean:.6g} vs bound {result.verdict.bound:.6g}")
-        return head + f"no violation in {result.tried} admissible scenarios{best}"
-    v = result.verdict
-    return (head + f"VIOLATED after {result.tried} admissible scenarios ({v.mode}): measured "
-            f"{v.measured_mean:.6g} > bound {v.bound:.6g} (slack {v.slack:.4g})\nwitness: "
-            + " ".join(f"{k}={val}" for k, val in sorted(result.witness.items())))
+    return SearchResult(s.key, s.thm.variant, s.thm.status, True, w.scenario.to_dict(),
+                        w.verdict.mode == "exact", w.verdict, s.tried, w.excess)
 
 
 # ---------------------------------------------------------------------- scenario fields

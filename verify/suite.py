@@ -1,11 +1,19 @@
 """The verification suite behind ``fedbound check --all``.
 
-Every registered result is checked in every variant on its default scenario, and in
-its default variant on a seeded battery of random admissible scenarios drawn by its
-adapter (``Adapter.random_scenario``). A row is *unexpected* when a result registered
-as ``holds`` or ``holds-with-erratum`` is violated or diverges on a scenario where its
-hypotheses hold, or cannot be checked; results registered as ``unverified`` or ``refuted`` are reported
-whatever happens.
+Three kinds of rows:
+
+* ``default``: every registered result in every variant on its default scenario;
+* ``battery``: every result in its default variant on a seeded battery of random
+  admissible scenarios drawn by its adapter (``Adapter.random_scenario``);
+* ``witness``: every stored witness (``verify.witnesses``) replayed in its variant and
+  mode; it must still produce the outcome it records (``expect``, "violated" for a
+  refutation).
+
+A row is *unexpected* when a result registered as ``holds`` or ``holds-with-erratum`` is
+violated or diverges on a default or battery scenario where its hypotheses hold (or the
+check fails with an error), or when a witness no longer reproduces its outcome (the
+refutation went stale). Results registered as ``unverified`` or ``refuted`` are reported
+whatever their default and battery rows show.
 """
 
 from __future__ import annotations
@@ -22,8 +30,10 @@ import torch
 
 import bounds
 
+from .adapter import adapter_for, adapter_keys, default_scenario
 from .check import check
-from .scenario import adapter_for, default_scenario, load_scenario
+from .plugins import load_plugins
+from .witnesses import witnesses
 
 #: statuses under which a violation (or a failure to check) is unexpected
 TRUSTED = ("holds", "holds-with-erratum")
@@ -31,14 +41,21 @@ TRUSTED = ("holds", "holds-with-erratum")
 FAILURES = ("violated", "diverged", "error")
 
 
+KINDS = ("default", "battery", "witness")
+
+
 @dataclass(frozen=True)
 class Task:
-    """One check to run: a result, a variant and a scenario (as JSON values)."""
+    """One check to run: a result, a variant, a scenario (as JSON values) and, for a
+    witness, its mode and the outcome it must reproduce."""
 
     key: str
     variant: str
-    label: str  # "default" or "random 1", "random 2", ...
+    kind: str  # one of KINDS
+    label: str  # "default", "random 1", ..., "witness <file>"
     scenario: dict
+    exact: bool = False
+    expect: str | None = None
 
 
 @dataclass
@@ -48,8 +65,10 @@ class Row:
 
     key: str
     variant: str
+    kind: str
     label: str
     status: str
+    expect: str | None
     verdict: dict | None
     error: str | None
     seconds: float
@@ -60,21 +79,25 @@ class Row:
 
     @property
     def unexpected(self) -> bool:
-        """A trusted result failed where its hypotheses hold (or could not be checked)."""
+        """A witness that no longer reproduces its outcome, or a trusted result that failed
+        where its hypotheses hold (or could not be checked)."""
+        if self.kind == "witness":
+            return self.outcome != self.expect
         admissible = self.verdict is None or self.verdict["admissible"]
         return self.status in TRUSTED and self.outcome in FAILURES and admissible
 
     def as_dict(self) -> dict:
         """JSON values; the wall time is left out so that a seed fixes the output."""
-        return {"key": self.key, "variant": self.variant, "scenario_label": self.label,
-                "status": self.status, "outcome": self.outcome, "unexpected": self.unexpected,
+        return {"key": self.key, "variant": self.variant, "kind": self.kind,
+                "scenario_label": self.label, "status": self.status, "expect": self.expect,
+                "outcome": self.outcome, "unexpected": self.unexpected,
                 "verdict": self.verdict, "error": self.error}
 
 
 def select(only: str | None) -> list[str]:
     """Registered keys matching a comma-separated list of keys or papers ("mllsgd,hfl.lemma1");
     every key when ``only`` is None."""
-    keys = sorted(row["key"] for row in bounds.list())
+    keys = adapter_keys()
     if only is None:
         return keys
     wanted = [w.strip() for w in only.split(",") if w.strip()]
@@ -86,26 +109,31 @@ def select(only: str | None) -> list[str]:
     return out
 
 
-def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0) -> list[Task]:
-    """The suite's checks: every variant of every result (``keys``: all registered) on
-    its default scenario, then ``battery`` random scenarios per result in its default
-    variant, drawn from ``numpy.random.default_rng([seed, crc32(key)])``: a result's battery
-    does not depend on which other results are selected."""
-    if battery < 0:
-        raise ValueError(f"battery={battery} must be >= 0")
-    registered = {row["key"]: row for row in bounds.list()}
-    keys = sorted(registered) if keys is None else list(keys)
+def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,
+          replay: bool = True) -> list[Task]:
+    """The suite's checks: every variant of every result (``keys``: all with an adapter) on
+    its default scenario, ``battery`` random scenarios per result in its default variant,
+    drawn from ``numpy.random.default_rng([seed, crc32(key)])`` (a result's battery does
+    not depend on which other results are selected), and (``replay``) every stored witness
+    of the selected results."""
+    if isinstance(battery, bool) or not isinstance(battery, int) or battery < 0:
+        raise ValueError(f"battery={battery!r} must be an integer >= 0")
+    known = adapter_keys()
+    keys = known if keys is None else list(keys)
     out: list[Task] = []
     for key in keys:
-        if key not in registered:
-            raise ValueError(f"unknown result {key!r}; registered: {', '.join(sorted(registered))}")
+        if key not in known:
+            raise ValueError(f"unknown result {key!r}; registered: {', '.join(known)}")
         base = default_scenario(key).to_dict()
-        out += [Task(key, v, "default", base) for v in registered[key]["variants"]]
+        out += [Task(key, v, "default", "default", base) for v in bounds.variants(key)]
         rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
         default_variant = bounds.get(key).variant
         ad = adapter_for(key)
-        out += [Task(key, default_variant, f"random {j + 1}",
-                     ad.random_scenario(key, rng).to_dict()) for j in range(battery)]
+        out += [Task(key, default_variant, "battery", f"random {j + 1}",
+                     ad.random_scenario(rng).to_dict()) for j in range(battery)]
+        if replay:
+            out += [Task(key, w.variant, "witness", w.label, w.scenario, w.exact, w.expect)
+                    for w in witnesses(key)]
     return out
 
 
@@ -114,18 +142,20 @@ def run_task(task: Task) -> Row:
     t0 = time.perf_counter()
     status = bounds.get(task.key, task.variant).status
     try:
-        v = check(task.key, load_scenario(task.key, task.scenario), variant=task.variant)
-        return Row(task.key, task.variant, task.label, status, v.as_dict(), None,
-                   time.perf_counter() - t0)
+        v = check(task.key, task.scenario, variant=task.variant, exact=task.exact)
+        verdict, error = v.as_dict(), None
     except Exception as e:  # noqa: BLE001 - a suite reports every failure and goes on
-        last = traceback.format_exception_only(type(e), e)[-1].strip()
-        return Row(task.key, task.variant, task.label, status, None, last,
-                   time.perf_counter() - t0)
+        verdict, error = None, traceback.format_exception_only(type(e), e)[-1].strip()
+    return Row(task.key, task.variant, task.kind, task.label, status, task.expect, verdict,
+               error, time.perf_counter() - t0)
 
 
-def single_threaded() -> None:
-    """Initializer of worker processes: one torch thread each (no oversubscription)."""
+def worker_init(plugins: Sequence[str] = ()) -> None:
+    """Initializer of worker processes: one torch thread each (no oversubscription), and
+    the plugins the driver loaded explicitly (entry points and FEDBOUND_PLUGINS are found
+    again by the worker itself)."""
     torch.set_num_threads(1)
+    load_plugins(plugins)
 
 
 def run(todo: Iterable[Task], *, executor: Executor | None = None,
@@ -148,25 +178,15 @@ def run(todo: Iterable[Task], *, executor: Executor | None = None,
     return rows
 
 
-def table(rows: Sequence[Row]) -> str:
-    """The terminal table: key, variant, scenario, status, verdict, slack, time."""
-    head = ("key", "variant", "scenario", "status", "verdict", "slack", "time")
-    body = []
-    for r in rows:
-        slack = "-" if r.verdict is None else f"{r.verdict['slack']:.3g}x"
-        verdict = r.outcome.upper() + (" (!)" if r.unexpected else "")
-        body.append((r.key, r.variant, r.label, r.status, verdict, slack, f"{r.seconds:.2f}s"))
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*row) for row in body]
-    return "\n".join(lines)
-
-
 def summary(rows: Sequence[Row]) -> dict:
-    """Counts by outcome and the unexpected rows."""
-    counts: dict[str, int] = {}
+    """Counts by kind of row and outcome, the errors and the unexpected rows."""
+    by_kind: dict[str, dict[str, int]] = {k: {} for k in KINDS}
     for r in rows:
-        counts[r.outcome] = counts.get(r.outcome, 0) + 1
-    return {"checks": len(rows), "results": len({r.key for r in rows}), "outcomes": counts,
+        by_kind[r.kind][r.outcome] = by_kind[r.kind].get(r.outcome, 0) + 1
+    witness_rows = [r for r in rows if r.kind == "witness"]
+    return {"checks": len(rows), "results": len({r.key for r in rows}), "outcomes": by_kind,
+            "witnesses": {"replayed": len(witness_rows),
+                          "reproduced": sum(not r.unexpected for r in witness_rows),
+                          "stale": sum(r.unexpected for r in witness_rows)},
+            "errors": sum(r.outcome == "error" for r in rows),
             "unexpected": [r.as_dict() for r in rows if r.unexpected]}

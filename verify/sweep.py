@@ -35,9 +35,11 @@ import numpy as np
 
 import bounds
 
+from .adapter import default_scenario, load_scenario
 from .check import check
-from .scenario import default_scenario, json_text, load_scenario
-from .suite import single_threaded
+from .plugins import explicit
+from .scenario import json_text
+from .suite import worker_init
 
 SPEC_FIELDS = ("key", "variant", "exact", "base", "grid", "random")
 
@@ -217,7 +219,7 @@ def run_point(key: str, variant: str, exact: bool, scenario: dict) -> dict:
     """Check one scenario (in a worker process): its verdict as JSON values, or the error."""
     t0 = time.perf_counter()
     try:
-        v = check(key, load_scenario(key, scenario), variant=variant, exact=exact)
+        v = check(key, scenario, variant=variant, exact=exact)
         verdict, error = v.as_dict(), None
     except ValueError as e:
         verdict, error = None, str(e)
@@ -288,7 +290,7 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
                                                       dashboard_address=None)
         try:
             with Client(scheduler or cluster) as client:
-                client.run(single_threaded)
+                client.run(worker_init, explicit())
                 yield client.get_executor()
         finally:
             if cluster is not None:
@@ -300,6 +302,6 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
     if jobs == 1:  # this process
         yield None
         return
-    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn"),
-                             initializer=single_threaded) as pool:
+    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=worker_init,
+                             initargs=(explicit(),)) as pool:
         yield pool

@@ -1,12 +1,19 @@
-"""AFL scenarios: defaults, parameter derivation, measurement, exact mode (papers/afl.txt).
+"""Yang, Zhang, Khanduri & Liu 2022, Anarchic Federated Learning (AFL).
 
-A scenario fixes the algorithm (AFA-CD "cd" or AFA-CS "cs"), M, m, the arrival process,
-the delays, K (constant, or uniform on {K..K_high}), T, the step sizes, the problem, the
+Statement: Theorem 1 (a lower bound Omega(sigma_G^2) for general arrivals, on the paper's
+two-worker instance); Theorems 2 and 3 (AFA-CD, general and uniform arrivals) and their
+Corollaries 1 and 2; Theorem 4 (AFA-CS) and Corollary 3. Algorithms: Algorithm 2 (AFA-CD,
+Section 4.1) and Algorithm 3 (AFA-CS, Section 4.2).
+
+Scenario: the algorithm (AFA-CD "cd" or AFA-CS "cs"), M, m, the arrival process, the
+delays, K (constant, or uniform on {K..K_high}), T, the step sizes, the problem, the
 replicas and the seed. The schedule (arrivals, delays, K) is drawn before the run, so the
 theorem's realised parameters (tau, m', the K statistics) are known when the step is
 chosen: eta_L null -> ``local_fraction`` times its largest admissible value
-(bounds.afl.eta_L_cap; 1/L where nothing binds); eta null -> ``step_fraction`` times the
-largest admissible eta (the corollaries fix both: leave them null).
+(``bounds.afl.eta_L_cap``; 1/L where nothing binds); eta null -> ``step_fraction`` times
+the largest admissible eta (the corollaries fix both: leave them null).
+
+Measurement: the average over rounds of ||grad f(x_t)||^2, per replica, or exactly.
 
 Exact mode (a quadratic, zero delays, constant K; AFA-CD with uniform or deterministic
 arrivals, AFA-CS with deterministic arrivals, whose state (y, G_1..G_M) is propagated):
@@ -23,18 +30,25 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-import bounds
 import bounds.afl as B
-from sim.afl import ARRIVALS, DELAYS, HeterogeneousQuadratic, LabelSkewedLogistic, draw_schedule, run_afl
+from sim.afl import (
+    ARRIVALS,
+    DELAYS,
+    HeterogeneousQuadratic,
+    LabelSkewedLogistic,
+    draw_schedule,
+    run_afl,
+)
 from sim.trace import DIVERGENCE_THRESHOLD
-
-from .scenario import (
+from verify.api import (
+    Adapter,
+    Draw,
     Measurement,
-    ScenarioBase,
+    Scenario,
+    Tags,
     problem_spec,
     register_adapter,
     require_float,
@@ -43,13 +57,12 @@ from .scenario import (
     roundoff,
 )
 
+PAPER = "Yang et al. 2022"
 PROBLEM_KINDS = {
     "quadratic": {"dim": 2, "L": 1.0, "mu": 0.5, "sigma_L": 1.0, "sigma_G": 0.5, "distance": 2.0},
     "logistic": {"dim": 3, "n": 20, "R": 1.0, "batch": 1, "lam": 0.0, "skew": 0.9, "distance": 1.0},
     "lower_bound": {"G": 1.0, "distance": 0.5},
 }
-CD_KEYS = ("afl.theorem1", "afl.theorem2", "afl.theorem3", "afl.corollary1", "afl.corollary2")
-UNIFORM_KEYS = ("afl.theorem3", "afl.corollary2")
 
 
 def _quadratic() -> dict[str, Any]:
@@ -57,7 +70,7 @@ def _quadratic() -> dict[str, Any]:
 
 
 @dataclass
-class AFLScenario(ScenarioBase):
+class AFLScenario(Scenario):
     """A run of AFA-CD / AFA-CS. ``arrivals``: "uniform", "biased" (with ``probs``, null:
     weights proportional to 1/(i+1)), "round_robin", "single", or a list of worker-index
     lists (round t uses entry t mod len). ``delays``: "uniform" on {0..tau}, "max", "zero".
@@ -93,8 +106,8 @@ class AFLScenario(ScenarioBase):
         require_int("tau", self.tau, minimum=0)
         require_int("seed", self.seed, minimum=0)
         if self.m > self.M:
-            raise ValueError(f"m={self.m} exceeds M={self.M}: the server collects at most M updates "
-                             "(papers/afl.txt L63)")
+            raise ValueError(f"m={self.m} exceeds M={self.M}: the server collects at most M "
+                             f"updates per round ({PAPER}, Algorithm 1)")
         if self.K_high is not None and require_int("K_high", self.K_high) < self.K:
             raise ValueError(f"K_high={self.K_high} must be >= K={self.K}")
         if self.delays not in DELAYS:
@@ -107,7 +120,8 @@ class AFLScenario(ScenarioBase):
                 raise ValueError(f"arrivals='single' needs m=1, got m={self.m}")
         elif not isinstance(self.arrivals, list) or not self.arrivals or any(
                 not isinstance(e, list) or len(e) != self.m
-                or any(not isinstance(i, int) or not 0 <= i < self.M for i in e) for e in self.arrivals):
+                or any(not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < self.M
+                       for i in e) for e in self.arrivals):
             raise ValueError(f"arrivals must be a process name or a list of lists of m={self.m} "
                              f"worker indices in [0, M={self.M})")
         if self.probs is not None:
@@ -124,7 +138,7 @@ class AFLScenario(ScenarioBase):
                 and self.eta_L is not None and self.eta_L > B.eta_L_limit(self.L(), self.k_max())):
             raise ValueError(
                 f"eta_L={self.eta_L:g} violates the local condition 6 eta_L^2 (2K^2-3K+1) L^2 <= 1 "
-                f"(C2a, papers/afl.txt L139): eta_L must be <= "
+                f"({PAPER}, Theorem 2): eta_L must be <= "
                 f"{B.eta_L_limit(self.L(), self.k_max()):.6g} for K_max={self.k_max()}, L={self.L():g}")
         if spec["kind"] == "lower_bound" and (self.M != 2 or self.arrivals != "single"
                                               or (self.tau > 0 and self.delays != "zero")):
@@ -135,7 +149,7 @@ class AFLScenario(ScenarioBase):
         return self.K if self.K_high is None else self.K_high
 
     def L(self) -> float:
-        """The smoothness constant: exact for quadratics and the instance (2), certified
+        """The smoothness constant: exact for quadratics and Theorem 1's instance, certified
         for logistic regression (built from the seed)."""
         spec = self.problem_spec()
         if spec["kind"] == "quadratic":
@@ -203,193 +217,261 @@ def _roundoff(st: Setup) -> float:
     return roundoff(st.clients.L, float(st.x0.abs().max()))
 
 
-# ---------------------------------------------------------------------- adapter
+# ---------------------------------------------------------------------- adapters
 
 
-class AFLAdapter:
+class AFL(Adapter):
+    """What the AFL results share: the realised schedule statistics, the steps, the run and
+    the exact mode. Subclasses fix ``algorithm`` ("cd": AFA-CD, "cs": AFA-CS), whether the
+    result assumes uniform arrivals, and whether it is a corollary (fixed steps)."""
+
     scenario_type = AFLScenario
-    defaults = {
-        "afl.theorem1": AFLScenario(M=2, m=1, arrivals="single", delays="zero", tau=0, T=400,
-                                    eta=1.0, eta_L=0.2, problem={"kind": "lower_bound", "G": 1.0,
-                                                                  "distance": 0.5}, replicas=2),
-        "afl.theorem2": AFLScenario(arrivals="biased"),
-        "afl.theorem3": AFLScenario(),
-        "afl.theorem4": AFLScenario(algorithm="cs", m=2, arrivals="round_robin", delays="zero"),
-        "afl.corollary1": AFLScenario(T=600, problem={**_quadratic(), "L": 0.5, "mu": 0.25}),
-        "afl.corollary2": AFLScenario(T=600, tau=0, delays="zero", M=4, m=2,
-                                      problem={**_quadratic(), "L": 0.5, "mu": 0.25}),
-        "afl.corollary3": AFLScenario(algorithm="cs", T=600, m=2, arrivals="round_robin",
-                                      delays="zero", problem={**_quadratic(), "L": 0.5, "mu": 0.25}),
-    }
+    tags = Tags(exact=True)
+    series_label = "round t"
+    lhs_label = r"$\frac{1}{t}\sum_{t'<t}\|\nabla f(x_{t'})\|^2$"
+    algorithm = "cd"
+    uniform_arrivals = False
+    corollary = False
 
-    # ---- parameters --------------------------------------------------------------
-    def parameters(self, key: str, s: AFLScenario, thm) -> dict[str, Any]:
-        """Theorem parameters: L, sigma_L, sigma_G from the clients, Delta = f(x_0) - f_*,
-        the realised tau, m' and K arrays from the schedule, and the steps (module doc)."""
-        _require_algorithm(key, s)
+    def _check_scenario(self, s: AFLScenario) -> None:
+        if s.algorithm != self.algorithm:
+            name = "AFA-CD" if self.algorithm == "cd" else "AFA-CS"
+            raise ValueError(f"algorithm={s.algorithm!r}: {self.key} is about {name} "
+                             f"(algorithm={self.algorithm!r})")
+        if self.uniform_arrivals and s.arrivals != "uniform":
+            raise ValueError(f"arrivals={s.arrivals!r}: {self.key} assumes uniform arrivals "
+                             f"({PAPER}, Theorem 3)")
+
+    def _k_array(self, s: AFLScenario, thm, st: Setup) -> np.ndarray | int:
+        """K, or the per-round K statistics of the arrived updates when K varies."""
+        return s.K if s.K_high is None else st.schedule.K_arrived().numpy()
+
+    def _derive(self, s: AFLScenario, thm) -> dict[str, Any]:
+        """L, sigma_L, sigma_G from the clients, Delta = f(x_0) - f_*, the realised tau, m'
+        and K arrays from the schedule, and the steps (module docstring)."""
+        self._check_scenario(s)
         st = build(s)
         cl = st.clients
-        if key == "afl.theorem1":
-            return {"sigma_G": cl.sigma_G}
         params: dict[str, Any] = {
             "L": cl.L, "sigma_L": cl.sigma_L, "sigma_G": cl.sigma_G, "Delta": _delta(st),
-            "T": s.T, "m": s.m, "M": s.M, "K": self._k_array(key, s, thm, st),
+            "T": s.T, "m": s.m, "M": s.M, "K": self._k_array(s, thm, st),
         }
         if s.algorithm == "cs":
             params["tau"], params["m_prime"] = st.schedule.staleness()
         else:
             params["tau"] = st.schedule.max_delay()
-        if thm.step is None:  # corollary: the steps are fixed
+        if self.corollary:
             if s.eta is not None or s.eta_L is not None:
-                raise ValueError(f"eta={s.eta}, eta_L={s.eta_L}: {key} fixes eta_L = 1/sqrt(T) and "
-                                 "eta = sqrt(nK); leave both null")
+                raise ValueError(f"eta={s.eta}, eta_L={s.eta_L}: {self.key} fixes eta_L = 1/sqrt(T) "
+                                 "and eta = sqrt(nK); leave both null")
             if s.K_high is not None:
-                raise ValueError(f"K_high={s.K_high}: {key} assumes a constant K")
-            params["eta"], params["eta_L"] = B.corollary_steps(key, T=s.T, K=s.K, m=s.m, M=s.M)
-            return params
+                raise ValueError(f"K_high={s.K_high}: {self.key} assumes a constant K")
+            params["eta"], params["eta_L"] = B.corollary_steps(self.key, T=s.T, K=s.K, m=s.m, M=s.M)
+            return {k: v for k, v in params.items() if k in thm.params}
         if s.eta_L is None:
-            cap = B.eta_L_cap(key, L=cl.L, K=params["K"], tau=params["tau"], variant=thm.variant)
+            cap = B.eta_L_cap(self.key, L=cl.L, K=params["K"], tau=params["tau"], variant=thm.variant)
             params["eta_L"] = s.local_fraction * (cap if math.isfinite(cap) else 1.0 / cl.L)
         else:
             params["eta_L"] = s.eta_L
+        params = {k: v for k, v in params.items() if k in thm.params}
         params["eta"] = s.eta if s.eta is not None else s.step_fraction * thm.max_step(**params)
         return params
 
     @staticmethod
-    def _k_array(key, s, thm, st) -> np.ndarray | int:
-        if s.K_high is None:
-            return s.K
-        sch = st.schedule
-        if key == "afl.theorem4" or key == "afl.corollary3":
-            return sch.memory()[1].numpy()
-        if key == "afl.theorem3" and thm.variant == "proof":
-            return sch.K.numpy()
-        return sch.K_arrived().numpy()
+    def _reduce(g: np.ndarray) -> np.ndarray:
+        """Per-replica left-hand side: the mean over rounds."""
+        return g.mean(axis=1)
 
-    # ---- measurement ---------------------------------------------------------------
-    def measure(self, key: str, s: AFLScenario, params, exact: bool) -> Measurement:
-        _require_algorithm(key, s)
+    def _exact_unsupported(self, s: AFLScenario) -> str:
+        if s.algorithm == "cs" and s.arrivals in ("uniform", "biased"):
+            return "AFA-CS exact mode needs deterministic arrivals (round_robin, single or an event list)"
+        if s.problem_spec()["kind"] == "logistic":
+            return "logistic regression is not linear-Gaussian"
+        if s.delays != "zero" and s.tau > 0:
+            return "delays must be zero (delays='zero' or tau=0)"
+        if s.K_high is not None:
+            return "K must be constant"
+        if s.arrivals == "biased":
+            return "biased sampling without replacement has no closed-form pair inclusion law here"
+        return ""
+
+    def _steps(self, s: AFLScenario, params) -> tuple[float, float]:
+        return params["eta"], params["eta_L"]
+
+    def _measure(self, s: AFLScenario, params, exact: bool) -> Measurement:
+        self._check_scenario(s)
         st = build(s)
         atol = _roundoff(st)
+        eta, eta_L = self._steps(s, params)
         if exact:
-            series = exact_series(s, st, params.get("eta", s.eta or 1.0), params.get("eta_L", s.eta_L or 0.2))
-            return Measurement(exact=float(_reduce(key, series[None])[0]), series=series, atol=atol)
-        if key == "afl.theorem1":  # the instance's claim holds for every step: any given, else 1, 0.2
-            eta, eta_L = s.eta or 1.0, s.eta_L or 0.2
-        else:
-            eta, eta_L = params["eta"], params["eta_L"]
+            series = exact_series(s, st, eta, eta_L)
+            return Measurement(exact=float(self._reduce(series[None])[0]), series=series, atol=atol)
         trace = run_afl(st.clients, algorithm=s.algorithm, m=s.m, T=s.T, eta=eta, eta_L=eta_L,
                         x0=st.x0, replicas=s.replicas, generator=st.generator, schedule=st.schedule,
                         server_step=s.server_step)
         ok = ~trace.diverged.numpy()
         g = trace.grad_sq_norm.numpy()[ok]
-        if key == "afl.theorem1" and ok.all():  # deterministic: sigma_L = 0, fixed schedule
-            return Measurement(exact=float(_reduce(key, g[:1])[0]), series=g[0], atol=atol)
-        return Measurement(values=_reduce(key, g), diverged=int((~ok).sum()),
+        return Measurement(values=self._reduce(g), diverged=int((~ok).sum()),
                            series=g.mean(axis=0) if ok.any() else None, atol=atol)
 
-    # ---- random scenarios ---------------------------------------------------------------
-    def random_scenario(self, key: str, rng: np.random.Generator) -> AFLScenario:
-        """A small random scenario satisfying ``key``'s hypotheses (module doc)."""
-        if key == "afl.theorem1":
-            K, eta_L = int(rng.integers(1, 5)), float(rng.uniform(0.01, 0.4))
-            return AFLScenario(M=2, m=1, arrivals="single", delays="zero", tau=0, K=K,
-                               T=int(rng.integers(200, 600)), eta_L=eta_L,
-                               eta=float(rng.uniform(0.05, 0.5)) / eta_L, replicas=2,
-                               problem={"kind": "lower_bound", "G": float(rng.uniform(0.2, 3)),
-                                        "distance": float(rng.uniform(0, 2))},
-                               seed=int(rng.integers(2**16)))
-        cs = key in ("afl.theorem4", "afl.corollary3")
-        corollary = "corollary" in key
-        M = int(round(math.exp(rng.uniform(math.log(4), math.log(40))))) if cs else int(rng.integers(2, 9))
-        if key in UNIFORM_KEYS:
+    def _draw(self, draw: Draw) -> AFLScenario:
+        """A small random scenario satisfying the result's hypotheses: AFA-CS with M from 4 to
+        40 and mostly m << M (the regime of its claimed speedup in M, Section 4.2), AFA-CD with
+        M from 2 to 8; quadratics of dimension 1-3; K from 1 to 3 (varying half of the time
+        outside the corollaries); steps a random fraction (log scale) of the largest
+        admissible; long horizons where exact mode applies; for a corollary, T large enough
+        that its steps satisfy the theorem's conditions."""
+        cs = self.algorithm == "cs"
+        M = round(draw.log_uniform(4, 40)) if cs else draw.integer(2, 8)
+        if self.uniform_arrivals:
             arrivals = "uniform"
-        elif cs:  # round-robin (bounded staleness, guide 2.2) half of the time
-            arrivals = "round_robin" if key == "afl.corollary3" or rng.random() < 0.5 else \
-                str(rng.choice(["uniform", "biased"]))
+        elif cs:  # round-robin (bounded staleness) half of the time
+            arrivals = "round_robin" if self.corollary or draw.boolean() else \
+                draw.choice(["uniform", "biased"])
         else:
-            arrivals = str(rng.choice(list(ARRIVALS)))
+            arrivals = draw.choice(list(ARRIVALS))
         if arrivals == "single":
             m = 1
-        elif cs:  # mostly m << M: the regime of AFA-CS's claimed speedup in M (L236)
-            m = 1 if rng.random() < 0.5 else int(rng.integers(1, max(M // 4, 1) + 1))
+        elif cs:
+            m = 1 if draw.boolean() else draw.integer(1, max(M // 4, 1))
         else:
-            m = int(rng.integers(1, M + 1))
-        L = float(rng.uniform(0.1, 0.5)) if corollary else float(rng.uniform(0.5, 2))
-        dim = int(rng.integers(1, 4))
+            m = draw.integer(1, M)
+        L = draw.uniform(0.1, 0.5) if self.corollary else draw.uniform(0.5, 2)
+        dim = draw.integer(1, 3)
         problem = {"kind": "quadratic", "dim": dim, "L": L,
-                   "mu": L if dim == 1 else float(L * rng.uniform(0.1, 1)),
-                   "sigma_L": float(rng.uniform(0, 2)), "sigma_G": float(rng.uniform(0, 1)),
-                   "distance": float(rng.uniform(0, 3))}
-        K = int(rng.integers(1, 4))
-        s = AFLScenario(algorithm="cs" if cs else "cd", M=M, m=m, K=K,
-                        K_high=None if corollary or rng.random() < 0.5 else K + int(rng.integers(0, 3)),
-                        tau=int(rng.integers(0, 3)),
-                        delays="zero" if cs and rng.random() < 0.5 else str(rng.choice(DELAYS)),
-                        arrivals=arrivals, T=int(rng.integers(50, 200)), problem=problem, replicas=24,
-                        local_fraction=float(math.exp(rng.uniform(math.log(1e-3), 0))),
-                        step_fraction=float(math.exp(rng.uniform(math.log(1e-2), 0))),
-                        seed=int(rng.integers(2**16)))
-        if not _exact_unsupported(s):  # exact mode is cheap: longer horizons too
-            s = s.replace(T=int(math.exp(rng.uniform(math.log(50), math.log(3000)))))
-        if key == "afl.corollary2":
-            s = s.replace(delays="zero", tau=0)
-        if corollary:  # T large enough for the corollary's steps to satisfy the conditions
+                   "mu": L if dim == 1 else L * draw.uniform(0.1, 1), "sigma_L": draw.uniform(0, 2),
+                   "sigma_G": draw.uniform(0, 1), "distance": draw.uniform(0, 3)}
+        K = draw.integer(1, 3)
+        s = AFLScenario(algorithm=self.algorithm, M=M, m=m, K=K,
+                        K_high=None if self.corollary or draw.boolean() else K + draw.integer(0, 2),
+                        tau=draw.integer(0, 2),
+                        delays="zero" if cs and draw.boolean() else draw.choice(list(DELAYS)),
+                        arrivals=arrivals, T=draw.integer(50, 199), problem=problem, replicas=24,
+                        local_fraction=draw.log_uniform(1e-3, 1), step_fraction=draw.log_uniform(1e-2, 1),
+                        seed=draw.integer(0, 2**16 - 1))
+        if not self._exact_unsupported(s):  # exact mode is cheap: longer horizons too
+            s = s.replace(T=int(draw.log_uniform(50, 3000)))
+        if self.corollary:  # T large enough for the corollary's steps to satisfy the conditions
             st = build(s)
             tau, mp = st.schedule.staleness() if cs else (s.tau, 0)
-            need = B.minimum_T(key, "proof").subs({B.L: L, B.K: K, B.tau: tau, B.m: m, B.M: M,
-                                                  B.m_prime: mp})
+            need = B.minimum_T(self.key, "proof").subs({B.L: L, B.K: K, B.tau: tau, B.m: m, B.M: M,
+                                                        B.m_prime: mp})
             s = s.replace(T=max(int(math.ceil(float(need))) + 1, s.T))
         return s
 
-    # ---- plot -----------------------------------------------------------------------
-    def plot(self, key: str, s: AFLScenario, *, variant: str | None = None, exact: bool = False, ax=None):
-        """Running average (1/t) sum_{t' < t} ||grad f(x_t')||^2 against t, with the bound at T."""
-        thm = bounds.get(key, variant)
-        params = self.parameters(key, s, thm)
-        m = self.measure(key, s, params, exact)
-        if m.series is None:
-            raise ValueError(f"{key}: every replica diverged; nothing to plot")
-        ax = ax or plt.subplots(figsize=(6, 4))[1]
-        t = np.arange(1, m.series.size + 1)
-        sign = -1.0 if key == "afl.theorem1" else 1.0
-        ax.loglog(t, np.cumsum(m.series) / t, label="measured " + ("(exact)" if exact else "(mean)"))
-        ax.axhline(sign * float(thm.evaluate(**params)), color="C1", ls="--",
-                   label=f"bound {key} [{thm.variant}]" + (" (lower bound)" if sign < 0 else ""))
-        ax.set_xlabel("round t")
-        ax.set_ylabel(r"$\frac{1}{t}\sum_{t'<t}\|\nabla f(x_{t'})\|^2$")
-        ax.set_title(f"{key}: bound vs measurement")
-        ax.legend()
-        return ax
 
+@register_adapter
+class Theorem1(AFL):
+    """Theorem 1's instance: the limit ||grad f(x_hat)||^2 (the mean over the second half of a
+    long run), written as an upper bound on its negative; it holds for every step."""
 
-def _require_algorithm(key: str, s: AFLScenario) -> None:
-    want = "cd" if key in CD_KEYS else "cs"
-    if s.algorithm != want:
-        name = "AFA-CD" if want == "cd" else "AFA-CS"
-        raise ValueError(f"algorithm={s.algorithm!r}: {key} is about {name} (algorithm={want!r})")
-    if key in UNIFORM_KEYS and s.arrivals != "uniform":
-        raise ValueError(f"arrivals={s.arrivals!r}: {key} assumes uniform arrivals (papers/afl.txt L164)")
+    key = "afl.theorem1"
+    default = AFLScenario(M=2, m=1, arrivals="single", delays="zero", tau=0, T=400, eta=1.0,
+                          eta_L=0.2, problem={"kind": "lower_bound", "G": 1.0, "distance": 0.5},
+                          replicas=2)
 
+    def _derive(self, s: AFLScenario, thm) -> dict[str, Any]:
+        self._check_scenario(s)
+        return {"sigma_G": build(s).clients.sigma_G}
 
-def _reduce(key: str, g: np.ndarray) -> np.ndarray:
-    """Per-replica left-hand side: the mean over rounds; Theorem 1: minus the mean over the
-    second half (the limit ||grad f(x_hat)||^2, written as an upper bound on its negative)."""
-    if key == "afl.theorem1":
+    def _steps(self, s: AFLScenario, params) -> tuple[float, float]:
+        return s.eta or 1.0, s.eta_L or 0.2
+
+    @staticmethod
+    def _reduce(g: np.ndarray) -> np.ndarray:
         return -g[:, g.shape[1] // 2:].mean(axis=1)
-    return g.mean(axis=1)
+
+    def _measure(self, s: AFLScenario, params, exact: bool) -> Measurement:
+        m = super()._measure(s, params, exact)
+        if exact or m.diverged:
+            return m
+        # deterministic: sigma_L = 0 and a fixed schedule, so every replica is the same
+        return Measurement(exact=float(m.values[0]), series=m.series, atol=m.atol)
+
+    def _draw(self, draw: Draw) -> AFLScenario:
+        eta_L = draw.uniform(0.01, 0.4)
+        return AFLScenario(M=2, m=1, arrivals="single", delays="zero", tau=0, K=draw.integer(1, 4),
+                           T=draw.integer(200, 599), eta_L=eta_L, eta=draw.uniform(0.05, 0.5) / eta_L,
+                           replicas=2, problem={"kind": "lower_bound", "G": draw.uniform(0.2, 3),
+                                                "distance": draw.uniform(0, 2)},
+                           seed=draw.integer(0, 2**16 - 1))
+
+    def _plot(self, ax, s: AFLScenario, thm, params, m: Measurement) -> None:
+        t = np.arange(1, m.series.size + 1)
+        ax.loglog(t, np.cumsum(m.series) / t, label="measured running mean")
+        ax.axhline(-float(thm.evaluate(**params)), color="C1", ls="--",
+                   label=f"lower bound {self.key} [{thm.variant}]")
+        ax.set_xlabel(self.series_label)
+        ax.set_ylabel(self.lhs_label)
+        ax.set_title(f"{self.key}: the floor of the instance against the lower bound")
+        ax.legend()
+
+
+@register_adapter
+class Theorem2(AFL):
+    key = "afl.theorem2"
+    default = AFLScenario(arrivals="biased")
+
+
+@register_adapter
+class Theorem3(AFL):
+    key = "afl.theorem3"
+    default = AFLScenario()
+    uniform_arrivals = True
+
+    def _k_array(self, s: AFLScenario, thm, st: Setup):
+        """The proof's reading sums 1/K over every worker of a round."""
+        if s.K_high is not None and thm.variant == "proof":
+            return st.schedule.K.numpy()
+        return super()._k_array(s, thm, st)
+
+
+@register_adapter
+class Theorem4(AFL):
+    key = "afl.theorem4"
+    default = AFLScenario(algorithm="cs", m=2, arrivals="round_robin", delays="zero")
+    algorithm = "cs"
+
+    def _k_array(self, s: AFLScenario, thm, st: Setup):
+        """AFA-CS uses every stored update: the K statistics of the memory."""
+        return s.K if s.K_high is None else st.schedule.memory()[1].numpy()
+
+
+_SLOW_QUADRATIC = {**_quadratic(), "L": 0.5, "mu": 0.25}
+
+
+@register_adapter
+class Corollary1(AFL):
+    key = "afl.corollary1"
+    default = AFLScenario(T=600, problem=dict(_SLOW_QUADRATIC))
+    corollary = True
+
+
+@register_adapter
+class Corollary2(AFL):
+    key = "afl.corollary2"
+    default = AFLScenario(T=600, tau=0, delays="zero", M=4, m=2, problem=dict(_SLOW_QUADRATIC))
+    corollary = True
+    uniform_arrivals = True
+
+    def _draw(self, draw: Draw) -> AFLScenario:
+        return super()._draw(draw).replace(delays="zero", tau=0)
+
+
+@register_adapter
+class Corollary3(Theorem4):
+    key = "afl.corollary3"
+    default = AFLScenario(algorithm="cs", T=600, m=2, arrivals="round_robin", delays="zero",
+                          problem=dict(_SLOW_QUADRATIC))
+    corollary = True
 
 
 # ---------------------------------------------------------------------- exact mode
 
 
 def exact_series(s: AFLScenario, st: Setup, eta: float, eta_L: float) -> np.ndarray:
-    """[T] E||grad f(x_t)||^2 exactly (module doc) for AFA-CD or AFA-CS on a quadratic with
-    zero delays and constant K (AFA-CD: uniform or deterministic arrivals; AFA-CS:
-    deterministic arrivals); ValueError otherwise."""
-    why = _exact_unsupported(s)
-    if why:
-        raise ValueError(f"exact mode unavailable: {why}")
+    """[T] E||grad f(x_t)||^2 exactly (module docstring) for AFA-CD or AFA-CS on a quadratic
+    with zero delays and constant K (callers check the scenario is supported)."""
     cl = st.clients
     lam = cl.a.numpy()
     step = eta * eta_L if s.server_step == "proof" else eta
@@ -458,20 +540,3 @@ def _exact_cs(s, st, lam, step, a, noise_var, offsets, y0) -> np.ndarray:
 def _arrived(st: Setup, t: int) -> np.ndarray:
     """Workers arriving in round t of a deterministic process (same in every replica)."""
     return np.flatnonzero(st.schedule.arrivals[0, t].numpy())
-
-
-def _exact_unsupported(s: AFLScenario) -> str:
-    if s.algorithm == "cs" and s.arrivals in ("uniform", "biased"):
-        return "AFA-CS exact mode needs deterministic arrivals (round_robin, single or an event list)"
-    if s.problem_spec()["kind"] == "logistic":
-        return "logistic regression is not linear-Gaussian"
-    if s.delays != "zero" and s.tau > 0:
-        return "delays must be zero (delays='zero' or tau=0)"
-    if s.K_high is not None:
-        return "K must be constant"
-    if s.arrivals == "biased":
-        return "biased sampling without replacement has no closed-form pair inclusion law here"
-    return ""
-
-
-register_adapter("afl", AFLAdapter())

@@ -1,0 +1,311 @@
+"""The adapter contract: what joins one registered result to the simulator, and its registry.
+
+An :class:`Adapter` turns a scenario into the theorem's parameters and a measurement of
+its left-hand side. As in scipy.stats, the public methods are written once here
+(:meth:`Adapter.parameters`, :meth:`~Adapter.measure`, :meth:`~Adapter.check`,
+:meth:`~Adapter.random_scenario`, :meth:`~Adapter.plot`): they validate, then call the
+hooks a result implements. Hooks:
+
+=====================  ========  ==========================================================
+hook                   required  does
+=====================  ========  ==========================================================
+``_derive``            yes       the theorem's parameters from a scenario
+``_measure``           yes       the left-hand side on a scenario (a :class:`Measurement`)
+``_draw``              no        a random admissible scenario from a :class:`~verify.draw.Draw`
+                                 (feeds the battery, the search and the hypothesis strategy)
+``_exact_unsupported`` no        why exact mode is unavailable for a scenario ("" if it is)
+``_compare``           no        bound vs measurement (default: :func:`verify.verdict.compare`,
+                                 scalar, per cell and paired)
+``_bound_series``      no        the bound along the run (x values, bound), for the figure
+``_plot``              no        the figure (default: running mean of the measured series
+                                 against the bound, or bars per cell)
+=====================  ========  ==========================================================
+
+One adapter serves one key: a paper's base class holds the scenario type and the
+simulator call, and each key is a small subclass with ``key`` and ``default``. What an
+adapter can do is declared in :class:`Tags` (as scikit-learn declares estimator tags);
+the search, the suite and the contract checks read the declaration.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+import bounds
+
+from .draw import Draw, RngDraw
+from .scenario import Scenario, jsonable
+from .verdict import Comparison, Measurement, Verdict, compare
+
+
+@dataclass(frozen=True)
+class Tags:
+    """What an adapter can do.
+
+    ``exact``: an exact-expectation mode exists (for the scenarios that
+    ``_exact_unsupported`` accepts); ``cells``: the bound is one number per cell (round,
+    group, ...), each checked; ``paired``: some scenarios are checked paired, one bound per
+    replica on its own random schedule."""
+
+    exact: bool = False
+    cells: bool = False
+    paired: bool = False
+
+
+class Adapter:
+    """Base class of adapters (module docstring). Subclasses set ``key``,
+    ``scenario_type``, ``default`` and ``tags``, and implement ``_derive`` and
+    ``_measure``; see the hook table of the module docstring for the rest."""
+
+    #: the registered result this adapter checks, e.g. "mllsgd.theorem1"
+    key: ClassVar[str] = ""
+    #: the Scenario dataclass of the result
+    scenario_type: ClassVar[type[Scenario]]
+    #: the default scenario (``fedbound scenario KEY``)
+    default: ClassVar[Scenario]
+    tags: ClassVar[Tags] = Tags()
+    #: axis labels of the default figure
+    series_label: ClassVar[str] = "iteration"
+    lhs_label: ClassVar[str] = "left-hand side"
+
+    # ------------------------------------------------------------------ public
+    def theorem(self, variant: str | None = None) -> bounds.Theorem:
+        return bounds.get(self.key, variant)
+
+    def default_scenario(self) -> Scenario:
+        """A copy of the default scenario."""
+        return copy.deepcopy(self.default)
+
+    def load(self, data: Scenario | Mapping | str | os.PathLike | None = None) -> Scenario:
+        """A validated scenario from a scenario object, a mapping (missing fields take the
+        default's values), JSON text, or the path of a JSON file; None gives the default."""
+        if data is None:
+            return self.default_scenario()
+        if isinstance(data, Scenario):
+            if not isinstance(data, self.scenario_type):
+                raise ValueError(f"{self.key} takes a {self.scenario_type.__name__}, got a "
+                                 f"{type(data).__name__}")
+            data.validate()
+            return data
+        if isinstance(data, os.PathLike) or (isinstance(data, str) and not data.lstrip().startswith("{")):
+            try:
+                data = Path(data).read_text()
+            except OSError as e:
+                raise ValueError(f"scenario file {data}: {e.strerror}") from None
+        if isinstance(data, str):
+            try:
+                data = json.loads(data)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"scenario is not valid JSON: {e.msg} at line {e.lineno}") from None
+        if not isinstance(data, Mapping):
+            raise ValueError(f"scenario must be a JSON object, got {type(data).__name__}")
+        return self.scenario_type.from_dict({**self.default.to_dict(), **data})
+
+    def parameters(self, scenario: Scenario, thm: bounds.Theorem | None = None) -> dict[str, Any]:
+        """The theorem's parameters derived from ``scenario``: names of ``thm.params``, every
+        one the theorem requires among them, each finite."""
+        thm = self.theorem() if thm is None else thm
+        params = self._derive(scenario, thm)
+        unknown = sorted(set(params) - set(thm.params))
+        missing = sorted(set(thm.required()) - set(params))
+        if unknown or missing:
+            raise TypeError(f"adapter {self.key}: _derive must return parameters of {thm.key} "
+                            f"[{thm.variant}] only, and all it requires; unknown {unknown}, "
+                            f"missing {missing}")
+        for name, value in params.items():
+            arr = np.asarray(value, dtype=float)
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"{self.key}: the derived parameter {name} is not finite "
+                                 f"({value!r}) on this scenario")
+        return params
+
+    def supports_exact(self, scenario: Scenario) -> bool:
+        return not self._exact_unsupported(scenario)
+
+    def measure(self, scenario: Scenario, params: Mapping[str, Any], *,
+                exact: bool = False) -> Measurement:
+        """The left-hand side on ``scenario`` (``exact``: its exact expectation)."""
+        if exact:
+            why = self._exact_unsupported(scenario)
+            if why:
+                raise ValueError(f"{self.key}: exact mode is unavailable here: {why}")
+        m = self._measure(scenario, params, exact)
+        m.validate(self.key)
+        return m
+
+    def check(self, scenario=None, *, variant: str | None = None, exact: bool = False) -> Verdict:
+        """The bound of ``variant`` against the measurement on ``scenario`` (see
+        :func:`verify.check`)."""
+        t0 = time.perf_counter()
+        s = self.load(scenario)
+        thm = self.theorem(variant)
+        params = self.parameters(s, thm)
+        violations = [str(v) for v in thm.violations(**params)]
+        m = self.measure(s, params, exact=exact)
+        c: Comparison = self._compare(thm.evaluate(**params), m)
+        return Verdict(
+            key=self.key, variant=thm.variant, bound=c.bound, measured_mean=c.mean,
+            measured_ci=c.ci, verdict=c.outcome,
+            slack=c.bound / c.mean if c.mean > 0 else math.inf,
+            admissible=not violations, violations=violations, params=jsonable(params),
+            scenario=s.to_dict(), mode=c.mode, replicas=c.replicas, diverged=m.diverged,
+            cell=None if c.cell is None else list(c.cell), notes=list(c.notes),
+            seconds=time.perf_counter() - t0)
+
+    def random_scenario(self, source: np.random.Generator | Draw) -> Scenario:
+        """A random scenario on which the result's hypotheses hold (small: its check takes
+        about a second), from a seeded generator or any :class:`~verify.draw.Draw`."""
+        draw = RngDraw(source) if isinstance(source, np.random.Generator) else source
+        s = self._draw(draw)
+        if not isinstance(s, self.scenario_type):
+            raise TypeError(f"adapter {self.key}: _draw returned a {type(s).__name__}, not a "
+                            f"{self.scenario_type.__name__}")
+        s.validate()
+        return s
+
+    def plot(self, scenario=None, *, variant: str | None = None, exact: bool = False, ax=None):
+        """The figure of the bound against the measurement on ``scenario``; returns the axes."""
+        import matplotlib.pyplot as plt
+
+        s = self.load(scenario)
+        thm = self.theorem(variant)
+        params = self.parameters(s, thm)
+        m = self.measure(s, params, exact=exact)
+        ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
+        self._plot(ax, s, thm, params, m)
+        return ax
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.key}>"
+
+    # ------------------------------------------------------------------ hooks
+    def _derive(self, scenario: Scenario, thm: bounds.Theorem) -> dict[str, Any]:
+        raise NotImplementedError(f"adapter {self.key} must implement _derive")
+
+    def _measure(self, scenario: Scenario, params: Mapping[str, Any], exact: bool) -> Measurement:
+        raise NotImplementedError(f"adapter {self.key} must implement _measure")
+
+    def _draw(self, draw: Draw) -> Scenario:
+        raise NotImplementedError(f"adapter {self.key} declares no random scenarios (_draw): the "
+                                  "random battery, the search and verify.strategies need one")
+
+    def _exact_unsupported(self, scenario: Scenario) -> str:
+        return "" if self.tags.exact else f"{self.key} has no exact-expectation mode"
+
+    def _compare(self, bound, m: Measurement) -> Comparison:
+        return compare(bound, m)
+
+    def _bound_series(self, scenario: Scenario, thm: bounds.Theorem, params: Mapping[str, Any],
+                      n: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The bound after each prefix of the run, as (x values in 1..n, bound), or None
+        (the default figure then draws the bound of the whole run as a line)."""
+        return None
+
+    def _plot(self, ax, scenario: Scenario, thm: bounds.Theorem, params: Mapping[str, Any],
+              m: Measurement) -> None:
+        how = "exact" if m.exact is not None else "Monte Carlo mean"
+        label = f"bound {self.key} [{thm.variant}]"
+        bound = np.asarray(thm.evaluate(**params), dtype=float)
+        if m.paired:
+            bound = bound.mean(axis=0)
+        if m.series is not None and bound.ndim == 0:
+            k = np.arange(1, m.series.size + 1)
+            ax.loglog(k, np.cumsum(m.series) / k, label=f"measured running mean ({how})")
+            along = self._bound_series(scenario, thm, params, m.series.size)
+            if along is None:
+                ax.axhline(float(bound), color="C1", ls="--", label=label)
+            else:
+                ax.loglog(*along, "o-", ms=3, color="C1", label=label)
+            ax.set_xlabel(self.series_label)
+        else:
+            measured = np.asarray(m.exact if m.exact is not None else m.values.mean(axis=0))
+            cells = np.arange(max(bound.size, measured.size))
+            ax.bar(cells - 0.2, np.broadcast_to(bound, measured.shape).ravel(), 0.4, label=label)
+            ax.bar(cells + 0.2, measured.ravel(), 0.4, label=f"measured ({how})")
+            ax.set_yscale("log")
+            ax.set_xlabel("cell")
+        ax.set_ylabel(self.lhs_label)
+        ax.set_title(f"{self.key}: bound vs measurement")
+        ax.legend()
+
+
+# ---------------------------------------------------------------------- the registry
+
+_ADAPTERS: dict[str, Adapter] = {}
+_BUILTIN = {"loaded": False}
+
+
+def register_adapter(adapter: Adapter | type[Adapter]):
+    """Register an adapter (an instance, or a class, which is instantiated); usable as a
+    class decorator, it returns its argument. The result's theorem must already be
+    registered (``bounds.register``); registering a key twice is an error."""
+    inst = adapter() if isinstance(adapter, type) else adapter
+    if not isinstance(inst, Adapter):
+        raise TypeError(f"register_adapter takes an Adapter, got {type(inst).__name__}")
+    key = inst.key
+    if not key:
+        raise ValueError(f"{type(inst).__name__}.key is empty: name the result it checks")
+    if key not in bounds.keys():
+        raise ValueError(f"adapter {type(inst).__name__}: no result {key!r} is registered; "
+                         "register its theorem first (bounds.register)")
+    st = getattr(inst, "scenario_type", None)
+    if not (isinstance(st, type) and issubclass(st, Scenario) and dataclasses.is_dataclass(st)):
+        raise TypeError(f"adapter {key}: scenario_type must be a dataclass subclass of Scenario")
+    if not isinstance(getattr(inst, "default", None), st):
+        raise TypeError(f"adapter {key}: default must be a {st.__name__}")
+    if key in _ADAPTERS:
+        raise ValueError(f"an adapter for {key!r} is already registered "
+                         f"({type(_ADAPTERS[key]).__name__})")
+    _ADAPTERS[key] = inst
+    return adapter
+
+
+def unregister_adapter(key: str) -> None:
+    """Remove the adapter of ``key`` (see ``verify.testing.registered`` for tests)."""
+    _ADAPTERS.pop(key, None)
+
+
+def _load_builtin() -> None:
+    """Register the four papers' adapters on first use (they import torch)."""
+    if not _BUILTIN["loaded"]:
+        _BUILTIN["loaded"] = True
+        from . import papers  # noqa: F401  (registers the built-in adapters)
+
+
+def adapter_for(key: str) -> Adapter:
+    """The adapter of the registered result ``key``."""
+    _load_builtin()
+    if key not in _ADAPTERS:
+        if key in bounds.keys():
+            raise ValueError(f"result {key!r} is registered but has no adapter "
+                             "(verify.api.register_adapter)")
+        raise ValueError(f"unknown result {key!r}; registered: {', '.join(adapter_keys())}")
+    return _ADAPTERS[key]
+
+
+def adapter_keys() -> list[str]:
+    """The keys that have an adapter, sorted."""
+    _load_builtin()
+    return sorted(_ADAPTERS)
+
+
+def default_scenario(key: str) -> Scenario:
+    """A copy of the default scenario of ``key``."""
+    return adapter_for(key).default_scenario()
+
+
+def load_scenario(key: str, data) -> Scenario:
+    """A scenario of ``key`` from a mapping, JSON text or a path (missing fields take the
+    default's values); see :meth:`Adapter.load`."""
+    return adapter_for(key).load(data)

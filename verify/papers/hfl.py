@@ -1,0 +1,309 @@
+"""Ali & Arafa 2025, Delay Sensitive Hierarchical Federated Learning with Stochastic Local
+Updates.
+
+Statement: Lemma 1 (18), one bound per round and group; Theorem 1 (19), one per group;
+Theorem 2 (20) and Corollary 1, one number per delay path. All are conditional on the
+delay path, i.e. on the schedule t of local-iteration counts ((7)) and the number of rounds
+U ((13)). Algorithm: Algorithm 1, (3)-(13).
+
+Scenario: the group sizes, the 8 parameters {d, b, e, f, d_g, b_g, e_g, f_g} of the paper's
+linear delay model (Section IV), S, T, alpha (null = 1/L, the largest admissible), the
+problem, the replicas and the seed. ``mode="conditional"``: one delay path is drawn from
+the seed (``bounds.delays``) and every replica runs on it, so the bound is evaluated on
+that schedule. ``mode="expected"``: every replica draws its own path, and the comparison
+is paired (each replica's bound on its own path against its own left-hand side): by the
+tower property this checks the unconditional statement.
+
+Parameters: G = R, L and sigma exactly from logistic regression with features bounded by R
+(a quadratic has no G and serves only for simulation), Delta = f(x^1) - f_inf, the sizes
+and the schedule t.
+
+Measurement: the left-hand side of each result per replica, per cell for Lemma 1 [U, G] and
+Theorem 1 [G].
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+import bounds
+from bounds import delays as dl
+from bounds import hfl as bhfl
+from sim.hfl import run_hfl
+from sim.problems import LogisticRegression, Quadratic
+from verify.api import (
+    Adapter,
+    Draw,
+    Measurement,
+    Scenario,
+    Tags,
+    problem_spec,
+    register_adapter,
+    require_float,
+    require_int,
+    roundoff,
+)
+
+PAPER = "Ali & Arafa 2025"
+#: Fig. 7a of the paper: {d, b, e, f, d_g, b_g, e_g, f_g} (Section IV-B)
+FIG7A = [0.01, 0.85, 0.001, 0.085, 4.0, 2.0, 0.4, 0.2]
+MODES = ("conditional", "expected")
+PROBLEM_KINDS = {
+    "logistic": {"dim": 3, "n": 40, "R": 1.5, "batch": 1, "distance": 2.0},
+    "quadratic": {"dim": 10, "L": 1.0, "mu": 0.1, "sigma": 1.0, "distance": 3.0},
+}
+
+
+def _logistic_default() -> dict[str, Any]:
+    return {"kind": "logistic", **PROBLEM_KINDS["logistic"]}
+
+
+@dataclass
+class HFLScenario(Scenario):
+    """A run of Algorithm 1 and the data the bounds need; JSON keys = fields.
+
+    ``problem``: {"kind": "logistic", "dim", "n", "R", "batch", "distance" (= ||x^1||)}
+    (G = R exactly: every bound applies) or {"kind": "quadratic", "dim", "L", "mu",
+    "sigma", "distance" (= ||x^1 - x*||)} (no G: for simulation only)."""
+
+    sizes: list[int] = field(default_factory=lambda: [4, 4])
+    delays: list[float] = field(default_factory=lambda: list(FIG7A))
+    S: float = 3.0
+    T: float = 120.0
+    ramp: bool = False
+    alpha: float | None = None
+    problem: dict[str, Any] = field(default_factory=_logistic_default)
+    mode: str = "conditional"
+    replicas: int = 64
+    seed: int = 0
+
+    def validate(self) -> None:
+        if not isinstance(self.sizes, (list, tuple)) or not self.sizes:
+            raise ValueError(f"sizes={self.sizes!r} must be a non-empty list of group sizes")
+        for i, n in enumerate(self.sizes):
+            require_int(f"sizes[{i}]", n)
+        self.model()
+        require_float("S", self.S, low=0)
+        require_float("T", self.T, low=0, low_open=True)
+        if not isinstance(self.ramp, bool):
+            raise ValueError(f"ramp={self.ramp!r} must be true or false")
+        if self.alpha is not None:
+            require_float("alpha", self.alpha, low=0, low_open=True)
+        if self.mode not in MODES:
+            raise ValueError(f"mode={self.mode!r} must be one of {MODES}")
+        require_int("replicas", self.replicas, minimum=2)
+        require_int("seed", self.seed, minimum=0)
+        self.problem_spec()
+
+    def model(self) -> dl.DelayModel:
+        if not isinstance(self.delays, (list, tuple)):
+            raise ValueError(f"delays={self.delays!r} must be the 8 parameters "
+                             "{d, b, e, f, d_g, b_g, e_g, f_g}")
+        return dl.DelayModel.linear(self.delays, self.sizes)
+
+    def problem_spec(self) -> dict[str, Any]:
+        """The problem fields with defaults filled in, validated."""
+        return problem_spec(self.problem, PROBLEM_KINDS)
+
+
+# ---------------------------------------------------------------------- set-up
+
+
+@dataclass
+class Setup:
+    problem: LogisticRegression | Quadratic
+    x1: torch.Tensor
+    model: dl.DelayModel
+
+
+def build(s: HFLScenario) -> Setup:
+    """Problem and x^1 from the seed; the delay model from its 8 parameters."""
+    gen = torch.Generator().manual_seed(s.seed)
+    spec = s.problem_spec()
+    if spec["kind"] == "logistic":
+        problem = LogisticRegression.random(spec["n"], spec["dim"], spec["R"], gen,
+                                            batch=spec["batch"])
+        origin = torch.zeros(spec["dim"], dtype=torch.float64)
+    else:
+        problem = Quadratic.random(spec["dim"], spec["L"], spec["mu"], spec["sigma"], gen)
+        origin = problem.x_star
+    direction = torch.randn(spec["dim"], generator=gen, dtype=torch.float64)
+    return Setup(problem, origin + spec["distance"] * direction / direction.norm(), s.model())
+
+
+def paths(s: HFLScenario) -> dl.Schedules:
+    """The delay paths of the scenario: one (conditional) or one per replica (expected),
+    drawn by ``bounds.delays`` from ``seed``."""
+    count = 1 if s.mode == "conditional" else s.replicas
+    return dl.sample_schedules(s.model(), s.S, s.T, count, np.random.default_rng(s.seed),
+                               ramp=s.ramp)
+
+
+def _roundoff(st: Setup) -> float:
+    """Round-off level of ||grad f||^2 at the scale of x^1."""
+    return roundoff(st.problem.L, float(st.x1.norm()))
+
+
+# ---------------------------------------------------------------------- adapters
+
+
+class HFL(Adapter):
+    """What the four HFL results share: the schedule(s) of the scenario, the derivation of
+    G, L, sigma, Delta, and the simulator run on those schedules."""
+
+    scenario_type = HFLScenario
+    tags = Tags(paired=True)
+    series_label = "round u"
+    lhs_label = r"$\frac{1}{u}\sum_{u'\leq u}\|\nabla f(x^{u'})\|^2$"
+
+    def _alpha(self, s: HFLScenario, L: float) -> float:
+        """The step: the scenario's, else 1/L (the largest that alpha <= 1/L allows)."""
+        return 1.0 / L if s.alpha is None else float(s.alpha)
+
+    def _derive(self, s: HFLScenario, thm) -> dict[str, Any]:
+        st = build(s)
+        pr = st.problem
+        if pr.G is None:
+            raise ValueError(f"{self.key} needs a.s.-bounded gradients (Assumption 3, G): use "
+                             "problem.kind='logistic'")
+        sched = paths(s)
+        params: dict[str, Any] = {
+            "G": pr.G, "L": pr.L, "sigma": pr.sigma, "Delta": pr.delta(st.x1),
+            "sizes": np.array(s.sizes), "alpha": self._alpha(s, pr.L),
+            "t": sched.path(0) if s.mode == "conditional" else sched.t}
+        return {k: v for k, v in params.items() if k in thm.params}
+
+    def _simulation_alpha(self, s: HFLScenario, params, problem) -> float:
+        return params["alpha"]
+
+    def _measure(self, s: HFLScenario, params, exact: bool) -> Measurement:
+        st = build(s)
+        trace = run_hfl(st.problem, sizes=s.sizes, alpha=self._simulation_alpha(s, params, st.problem),
+                        x1=st.x1, replicas=s.replicas, t=params["t"],
+                        generator=torch.Generator().manual_seed(s.seed + 1))
+        ok = ~trace.diverged.numpy()
+        series = trace.grad_sq_norm.numpy()[ok].mean(axis=0) if ok.any() else None
+        return Measurement(values=self._cells(trace)[ok], diverged=int((~ok).sum()),
+                           series=series, atol=_roundoff(st), paired=s.mode == "expected")
+
+    @staticmethod
+    def _cells(trace) -> np.ndarray:
+        """The left-hand side per replica: [R] for Theorem 2 and Corollary 1."""
+        return trace.lhs.numpy()
+
+    def _bound_series(self, s: HFLScenario, thm, params, n: int):
+        """On one delay path: the bound on each prefix of the schedule (rounds 1..u)."""
+        if s.mode != "conditional":
+            return None
+        t = params["t"]
+        U = t.shape[0]
+        prefixes = np.zeros((U, U, t.shape[1]), dtype=int)
+        for u in range(U):
+            prefixes[u, : u + 1] = t[: u + 1]
+        return np.arange(1, U + 1), thm.evaluate(**{**params, "t": prefixes})
+
+    def _draw(self, draw: Draw) -> HFLScenario:
+        """1-3 groups of 1-8 clients, Fig. 7a's delays scaled by a factor in [0.5, 2], S in
+        [0, 6], T in [40, 150], logistic regression."""
+        scale = draw.uniform(0.5, 2.0)
+        return HFLScenario(sizes=[draw.integer(1, 8) for _ in range(draw.integer(1, 3))],
+                           delays=[round(v * scale, 6) for v in FIG7A], S=draw.uniform(0, 6),
+                           T=draw.uniform(40, 150), replicas=32, seed=draw.integer(0, 2**31 - 2))
+
+
+@register_adapter
+class Lemma1(HFL):
+    """Lemma 1: the model deviation per round and group; one delay path only."""
+
+    key = "hfl.lemma1"
+    # alpha L ~ 0.06 on the default logistic problem (L ~ 0.056)
+    default = HFLScenario(alpha=1.0)
+    tags = Tags(cells=True)
+
+    def _derive(self, s: HFLScenario, thm) -> dict[str, Any]:
+        if s.mode != "conditional":
+            raise ValueError(f"mode={s.mode!r}: {self.key} is a bound per round of one delay path; "
+                             "use mode='conditional'")
+        return super()._derive(s, thm)
+
+    @staticmethod
+    def _cells(trace) -> np.ndarray:
+        return trace.deviation.numpy()
+
+
+@register_adapter
+class Theorem1(HFL):
+    """Theorem 1, one bound per group. Isolated groups (S = T, U = 1) are the only case where
+    (19) is informative (Remark 4)."""
+
+    key = "hfl.theorem1"
+    default = HFLScenario(sizes=[4, 6], S=20.0, T=20.0)
+    tags = Tags(cells=True, paired=True)
+
+    def _derive(self, s: HFLScenario, thm) -> dict[str, Any]:
+        params = super()._derive(s, thm)
+        params["Delta"] = np.full(len(s.sizes), params["Delta"])  # f_i = f: i.i.d. groups
+        return params
+
+    @staticmethod
+    def _cells(trace) -> np.ndarray:
+        return trace.group_lhs.numpy()
+
+    def _draw(self, draw: Draw) -> HFLScenario:
+        s = super()._draw(draw)
+        S = draw.uniform(2, 20)
+        return s.replace(S=S, T=S)
+
+
+@register_adapter
+class Theorem2(HFL):
+    key = "hfl.theorem2"
+    default = HFLScenario(alpha=1.0)
+
+
+@register_adapter
+class Corollary1(HFL):
+    """Corollary 1 at alpha = min(1/sqrt(U), 1/L), with t_max of (22); one delay path."""
+
+    key = "hfl.corollary1"
+    default = HFLScenario()
+    tags = Tags()
+
+    def _derive(self, s: HFLScenario, thm) -> dict[str, Any]:
+        if s.alpha is not None:
+            raise ValueError(f"alpha={s.alpha}: {self.key} fixes alpha = min(1/sqrt(U), 1/L) "
+                             f"({PAPER}, Corollary 1); leave alpha null")
+        if s.ramp:
+            raise ValueError("ramp=true: Corollary 1 is stated for a fixed S")
+        if s.mode != "conditional":
+            raise ValueError(f"mode={s.mode!r}: the corollary's alpha depends on each path's U; "
+                             "use mode='conditional'")
+        params = super()._derive(s, thm)
+        params["t_max"] = bhfl.schedule_params(self.key, s.model(), s.S)["t_max"]
+        return params
+
+    def _simulation_alpha(self, s: HFLScenario, params, problem) -> float:
+        return 1.0 / max(math.sqrt(params["t"].shape[-2]), problem.L)
+
+
+def lemma1_pathwise(scenario: HFLScenario | None = None) -> dict[str, Any]:
+    """Lemma 1 on every sample path (with ||g~|| <= G = R a.s. for logistic regression every
+    step of its proof holds pathwise): the largest ratio deviation / (2 alpha^2 ((t_i^u)^2 +
+    kappa) G^2) over replicas, rounds and groups; it must be <= 1 for every alpha."""
+    s = HFLScenario(mode="expected") if scenario is None else scenario
+    st = build(s)
+    sched = paths(s)
+    alpha = Lemma1()._alpha(s, st.problem.L)
+    trace = run_hfl(st.problem, sizes=s.sizes, alpha=alpha, x1=st.x1, replicas=s.replicas,
+                    t=sched.t if s.mode == "expected" else sched.path(0),
+                    generator=torch.Generator().manual_seed(s.seed + 1))
+    bound = bounds.get("hfl.lemma1", "proof").evaluate(
+        alpha=alpha, G=st.problem.G, sizes=np.array(s.sizes), t=trace.t.numpy())
+    real = np.broadcast_to(trace.real.numpy()[..., None], bound.shape)
+    ratio = trace.deviation.numpy()[real] / bound[real]
+    return {"max_ratio": float(ratio.max()), "cells": int(ratio.size), "holds": bool(ratio.max() <= 1)}

@@ -1,0 +1,326 @@
+"""Testing theory, fedbound's and anyone's: assertions, contract checks, registration.
+
+* :func:`assert_holds` / :func:`assert_violated`: a check as a test assertion; the message
+  carries the bound, the measured mean and interval, the slack, the violated conditions
+  and the scenario JSON, so a failing CI run says what broke.
+* :func:`check_adapter`: fedbound's contract checks on any adapter (as scikit-learn's
+  ``check_estimator``), each recorded as passed, failed, expected failure or skipped;
+  :func:`parametrize_with_checks` turns them into pytest cases.
+* :func:`registered`: register a theorem (and its adapter, and a witness directory) for the
+  duration of a ``with`` block.
+
+The pytest plugin (``pytest_fedbound``, installed with fedbound) offers the same as a
+marker: ``@pytest.mark.fedbound("my.theorem")`` on a test taking ``fedbound_check``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+import bounds
+
+from .adapter import Adapter, adapter_for, register_adapter, unregister_adapter
+from .check import check
+from .scenario import json_text
+from .verdict import Verdict
+from .witnesses import register_witness_dir, unregister_witness_dir, witnesses
+
+__all__ = [
+    "CHECKS", "CheckResult", "SkipCheck", "assert_holds", "assert_violated", "check_adapter",
+    "parametrize_with_checks", "registered",
+]
+
+
+def _explain(v: Verdict, headline: str) -> str:
+    from .report import format_verdict
+
+    return f"{headline}\n{format_verdict(v)}\nscenario:\n{json_text(v.scenario)}"
+
+
+def assert_holds(key: str, scenario=None, *, variant: str | None = None,
+                 exact: bool = False) -> Verdict:
+    """Check ``key`` on ``scenario`` (anything :func:`verify.check` takes) and return the
+    verdict if the bound holds; raise AssertionError otherwise. An inconclusive verdict
+    fails too, with a message asking for more replicas (or exact mode)."""
+    v = check(key, scenario, variant=variant, exact=exact)
+    if v.verdict == "holds":
+        return v
+    if v.verdict == "inconclusive":
+        raise AssertionError(_explain(
+            v, f"{key} [{v.variant}]: INCONCLUSIVE with {v.replicas} replicas: the 95% interval "
+               "straddles the bound; increase the scenario's replicas (or use exact=True where "
+               "the adapter has an exact mode)"))
+    hyp = "" if v.admissible else " (the theorem's hypotheses fail here: " + "; ".join(v.violations) + ")"
+    raise AssertionError(_explain(v, f"{key} [{v.variant}]: bound {v.verdict.upper()}{hyp}"))
+
+
+def assert_violated(key: str, scenario, *, variant: str | None = None,
+                    exact: bool = False) -> Verdict:
+    """The converse, for regression tests of refutations: return the verdict if the bound is
+    violated on ``scenario``, raise AssertionError otherwise (the refutation went stale)."""
+    v = check(key, scenario, variant=variant, exact=exact)
+    if v.verdict == "violated":
+        return v
+    raise AssertionError(_explain(v, f"{key} [{v.variant}]: expected VIOLATED, got "
+                                     f"{v.verdict.upper()}: the refutation no longer reproduces"))
+
+
+# ---------------------------------------------------------------------- contract checks
+
+
+class SkipCheck(Exception):
+    """A contract check that does not apply to an adapter (with the reason)."""
+
+
+#: random scenarios drawn by the checks that need some
+DRAWS = 3
+
+
+def _small(adapter: Adapter, scenario):
+    """``scenario`` with at most 32 replicas (the checks need speed, not precision)."""
+    if hasattr(scenario, "replicas") and scenario.replicas > 32:
+        return scenario.replace(replicas=32)
+    return scenario
+
+
+def _draws(adapter: Adapter, n: int = DRAWS, seed: int = 0):
+    return [adapter.random_scenario(np.random.default_rng([seed, j])) for j in range(n)]
+
+
+def check_default_round_trip(adapter: Adapter) -> None:
+    """The default scenario validates and survives JSON (to_json, load) unchanged."""
+    s = adapter.default_scenario()
+    s.validate()
+    back = adapter.load(s.to_json())
+    assert back == s, f"{adapter.key}: the default scenario changes through JSON: {s} != {back}"
+    assert back.digest() == s.digest(), f"{adapter.key}: the digest is not stable"
+
+
+def check_parameters(adapter: Adapter) -> None:
+    """Every variant's parameters derive from the default scenario: known names, every
+    required one, finite values."""
+    s = adapter.default_scenario()
+    for variant in bounds.variants(adapter.key):
+        params = adapter.parameters(s, adapter.theorem(variant))
+        assert params, f"{adapter.key} [{variant}]: no parameters derived"
+
+
+def check_variants_evaluate(adapter: Adapter) -> None:
+    """Every variant evaluates to a number (or +inf) at the default scenario's parameters."""
+    s = adapter.default_scenario()
+    for variant in bounds.variants(adapter.key):
+        thm = adapter.theorem(variant)
+        value = np.asarray(thm.evaluate(**adapter.parameters(s, thm)), dtype=float)
+        assert not np.isnan(value).any(), f"{adapter.key} [{variant}]: the bound is NaN"
+
+
+def check_random_reproducible(adapter: Adapter) -> None:
+    """The same seed draws the same scenario; the draws validate."""
+    try:
+        a, b = (adapter.random_scenario(np.random.default_rng(7)) for _ in range(2))
+    except NotImplementedError as e:
+        raise AssertionError(str(e)) from None
+    assert a.to_dict() == b.to_dict(), f"{adapter.key}: the same seed drew different scenarios"
+
+
+def check_random_admissible(adapter: Adapter) -> None:
+    """Random scenarios satisfy the default variant's hypotheses."""
+    thm = adapter.theorem()
+    for s in _draws(adapter):
+        bad = thm.violations(**adapter.parameters(s, thm))
+        assert not bad, (f"{adapter.key}: a random scenario is inadmissible: "
+                         f"{'; '.join(map(str, bad))}\n{s.to_json()}")
+
+
+def check_deterministic(adapter: Adapter) -> None:
+    """The same scenario and seed give the same verdict, bit for bit."""
+    s = _small(adapter, adapter.default_scenario())
+    first, second = (adapter.check(copy.deepcopy(s)).as_dict() for _ in range(2))
+    assert first == second, f"{adapter.key}: two checks of one scenario differ"
+
+
+def check_holds_on_default(adapter: Adapter) -> None:
+    """The default variant holds on the default scenario."""
+    s = adapter.default_scenario()
+    assert_holds(adapter.key, s, exact=_exact(adapter, s))
+
+
+def check_holds_on_random(adapter: Adapter) -> None:
+    """The default variant holds on random admissible scenarios."""
+    for s in _draws(adapter):
+        assert_holds(adapter.key, s, exact=_exact(adapter, s))
+
+
+def _exact(adapter: Adapter, scenario) -> bool:
+    return adapter.tags.exact and adapter.supports_exact(scenario)
+
+
+def check_exact_agrees(adapter: Adapter) -> None:
+    """Where an exact mode is declared, it agrees with Monte Carlo (within 5 standard
+    errors of the replica mean, plus round-off)."""
+    if not adapter.tags.exact:
+        raise SkipCheck("no exact mode declared (tags.exact is False)")
+    candidates = [adapter.default_scenario(), *_draws(adapter)]
+    s = next((c for c in candidates if adapter.supports_exact(c)), None)
+    if s is None:
+        raise SkipCheck("no default or random scenario supports exact mode")
+    thm = adapter.theorem()
+    params = adapter.parameters(s, thm)
+    exact = adapter.measure(s, params, exact=True)
+    mc = adapter.measure(s, params, exact=False)
+    if mc.values is None or mc.diverged:
+        raise SkipCheck("the Monte-Carlo run is not a sample (pathwise or diverged)")
+    v = np.asarray(mc.values, dtype=float)
+    se = v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else math.inf
+    gap = abs(float(v.mean()) - float(np.mean(exact.exact)))
+    assert gap <= 5 * se + 1e-9 * abs(float(np.mean(exact.exact))) + exact.atol, (
+        f"{adapter.key}: exact {float(np.mean(exact.exact)):.6g} vs Monte Carlo {v.mean():.6g} "
+        f"+- {se:.3g} (standard error)\n{s.to_json()}")
+
+
+def check_witnesses(adapter: Adapter) -> None:
+    """Every stored witness of the result still produces its recorded outcome."""
+    stored = witnesses(adapter.key)
+    if not stored:
+        raise SkipCheck("no stored witness")
+    for w in stored:
+        v = w.replay()
+        assert v.verdict == w.expect, _explain(v, f"{w.source}: expected {w.expect}, got {v.verdict}")
+
+
+CHECKS: dict[str, Callable[[Adapter], None]] = {f.__name__.removeprefix("check_"): f for f in (
+    check_default_round_trip, check_parameters, check_variants_evaluate,
+    check_random_reproducible, check_random_admissible, check_deterministic,
+    check_holds_on_default, check_holds_on_random, check_exact_agrees, check_witnesses)}
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One contract check on one adapter: ``outcome`` is "passed", "failed", "xfail"
+    (failed as expected, ``reason`` says why it was expected), "xpass" (expected to fail,
+    passed) or "skipped"."""
+
+    key: str
+    check: str
+    outcome: str
+    message: str = ""
+
+
+def expected_failures_of(key: str) -> dict[str, str]:
+    """The failures a result's registered status leads one to expect: a refuted result may
+    fail on random scenarios."""
+    thm = bounds.get(key)
+    if thm.status == "refuted":
+        return {"holds_on_random": f"{key} is registered as refuted: {thm.notes}"}
+    return {}
+
+
+def _run(name: str, adapter: Adapter, expected: Mapping[str, str]) -> CheckResult:
+    try:
+        CHECKS[name](adapter)
+    except SkipCheck as e:
+        return CheckResult(adapter.key, name, "skipped", str(e))
+    except AssertionError as e:
+        outcome = "xfail" if name in expected else "failed"
+        return CheckResult(adapter.key, name, outcome, expected.get(name, str(e)) or str(e))
+    return CheckResult(adapter.key, name, "xpass" if name in expected else "passed")
+
+
+def check_adapter(adapter: Adapter | str, *, checks: Iterable[str] | None = None,
+                  expected_failures: Mapping[str, str] | None = None) -> list[CheckResult]:
+    """Run the contract checks (``CHECKS``, or the named ``checks``) on an adapter or a
+    registered key. ``expected_failures``: {check name: reason}, added to those that the
+    result's status implies (:func:`expected_failures_of`)."""
+    ad = adapter_for(adapter) if isinstance(adapter, str) else adapter
+    names = list(CHECKS) if checks is None else list(checks)
+    unknown = sorted(set(names) - set(CHECKS))
+    if unknown:
+        raise ValueError(f"unknown check(s) {unknown}; checks are {sorted(CHECKS)}")
+    expected = {**expected_failures_of(ad.key), **(expected_failures or {})}
+    return [_run(name, ad, expected) for name in names]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One (result, check) pair, callable: runs the check, skips or fails as pytest expects."""
+
+    key: str
+    check: str
+    expected_failure: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.key}-{self.check}"
+
+    def __call__(self) -> None:
+        import pytest
+
+        try:
+            CHECKS[self.check](adapter_for(self.key))
+        except SkipCheck as e:
+            pytest.skip(str(e))
+
+
+def cases(keys: Iterable[str], *, checks: Iterable[str] | None = None,
+          expected_failures: Mapping[str, Mapping[str, str]] | None = None) -> list[Case]:
+    """The (key, check) cases of :func:`parametrize_with_checks`; ``expected_failures`` maps
+    a key to {check: reason}."""
+    names = list(CHECKS) if checks is None else list(checks)
+    unknown = sorted(set(names) - set(CHECKS))
+    if unknown:
+        raise ValueError(f"unknown check(s) {unknown}; checks are {sorted(CHECKS)}")
+    out = []
+    for key in keys:
+        adapter_for(key)  # an unknown key fails here, at collection
+        expected = {**expected_failures_of(key), **(expected_failures or {}).get(key, {})}
+        out += [Case(key, n, expected.get(n)) for n in names]
+    return out
+
+
+def parametrize_with_checks(keys: Iterable[str], *, checks: Iterable[str] | None = None,
+                            expected_failures: Mapping[str, Mapping[str, str]] | None = None):
+    """A pytest decorator running the contract checks on every key, as scikit-learn's
+    ``parametrize_with_checks``::
+
+        @parametrize_with_checks(["my.theorem"])
+        def test_contract(fedbound_case):
+            fedbound_case()
+
+    Expected failures (``expected_failures[key][check] = reason``, and those a refuted
+    status implies) are marked ``xfail`` with their reason."""
+    import pytest
+
+    params = [pytest.param(c, id=c.id, marks=[pytest.mark.xfail(reason=c.expected_failure)]
+                           if c.expected_failure else [])
+              for c in cases(keys, checks=checks, expected_failures=expected_failures)]
+    return pytest.mark.parametrize("fedbound_case", params)
+
+
+# ---------------------------------------------------------------------- registration
+
+
+@contextmanager
+def registered(key: str, title: str, build, variants=("proof",), default: str = "proof", *,
+               adapter: Adapter | type[Adapter] | None = None, witness_dir=None):
+    """Register the theorem ``key`` (``bounds.register`` arguments), its ``adapter`` and a
+    directory of witnesses for the ``with`` block; everything is removed on exit, even
+    after an error."""
+    bounds.register(key, title, build, variants, default)
+    try:
+        if adapter is not None:
+            register_adapter(adapter)
+        if witness_dir is not None:
+            register_witness_dir(witness_dir)
+        yield
+    finally:
+        if witness_dir is not None:
+            unregister_witness_dir(witness_dir)
+        unregister_adapter(key)
+        bounds.unregister(key)
+

@@ -1,0 +1,118 @@
+"""Stored witnesses: scenarios on which a result's bound is known to fail, shipped and replayed.
+
+A witness is one JSON file::
+
+    {"key": "afl.theorem3", "variant": "proof", "exact": true, "expect": "violated",
+     "note": "x_0 = x*, sigma_L = 0, K = 1, m < M: ...", "scenario": {...}}
+
+fedbound's own witnesses live in ``verify/witnesses/`` (inside the wheel); a plugin adds
+its directory with :func:`register_witness_dir`. ``fedbound check --all`` replays every
+witness as its own row: the expected outcome observed is a reproduced refutation; any
+other outcome means the refutation went stale (for example because the encoding changed)
+and fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .check import check
+from .scenario import json_text
+from .verdict import OUTCOMES, Verdict
+
+FIELDS = ("key", "variant", "exact", "expect", "note", "scenario")
+_DIRS: list = [resources.files("verify") / "witnesses"]
+
+
+@dataclass(frozen=True)
+class Witness:
+    """A stored scenario and the outcome it must keep producing (``expect``)."""
+
+    key: str
+    variant: str
+    exact: bool
+    expect: str
+    note: str
+    scenario: dict[str, Any]
+    source: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "") -> Witness:
+        where = f"witness {source}: " if source else "witness: "
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}must be a JSON object with fields {list(FIELDS)}")
+        unknown, missing = sorted(set(data) - set(FIELDS)), sorted(set(FIELDS) - set(data))
+        if unknown or missing:
+            raise ValueError(f"{where}unknown field(s) {unknown}, missing {missing}; fields are "
+                             f"{list(FIELDS)}")
+        for name, kind in (("key", str), ("variant", str), ("note", str), ("exact", bool),
+                           ("scenario", dict)):
+            if not isinstance(data[name], kind):
+                raise ValueError(f"{where}{name}={data[name]!r} must be a {kind.__name__}")
+        if data["expect"] not in OUTCOMES:
+            raise ValueError(f"{where}expect={data['expect']!r} must be one of {OUTCOMES}")
+        return cls(**data, source=source)
+
+    @classmethod
+    def read(cls, path: str | Path) -> Witness:
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise ValueError(f"witness {path}: {e.strerror}") from None
+        try:
+            return cls.from_dict(json.loads(text), source=str(path))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"witness {path} is not valid JSON: {e.msg} at line {e.lineno}") from None
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        del d["source"]
+        return d
+
+    def write(self, path: str | Path) -> Path:
+        """Write the witness as JSON (the format :meth:`read` takes)."""
+        path = Path(path)
+        path.write_text(json_text(self.as_dict()) + "\n")
+        return path
+
+    def replay(self) -> Verdict:
+        """Check the stored scenario again (same variant and mode)."""
+        return check(self.key, self.scenario, variant=self.variant, exact=self.exact)
+
+    @property
+    def label(self) -> str:
+        return f"witness {Path(self.source).name}" if self.source else "witness"
+
+
+def register_witness_dir(path) -> None:
+    """Add a directory of witness files (a plugin's ``witnesses/``, for example
+    ``importlib.resources.files(__package__) / "witnesses"``)."""
+    if path not in _DIRS:
+        _DIRS.append(path)
+
+
+def unregister_witness_dir(path) -> None:
+    """Remove a directory added by :func:`register_witness_dir`."""
+    if path in _DIRS[1:]:
+        _DIRS.remove(path)
+
+
+def witnesses(key: str | None = None) -> list[Witness]:
+    """Every stored witness (of ``key`` when given), sorted by key, variant and file name."""
+    found = []
+    for d in _DIRS:
+        if not d.is_dir():
+            continue
+        for f in d.iterdir():
+            if f.name.endswith(".json"):
+                try:
+                    w = Witness.from_dict(json.loads(f.read_text()), source=str(f))
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"witness {f} is not valid JSON: {e.msg}") from None
+                if key is None or w.key == key:
+                    found.append(w)
+    return sorted(found, key=lambda w: (w.key, w.variant, w.source))
