@@ -333,7 +333,7 @@ def test_the_code_blocks_of_the_extension_guide_run(runs):
 @pytest.fixture(scope="module")
 def plugin():
     """The plugin imported here (registered for this module's tests, removed after)."""
-    from verify.witnesses import unregister_witness_dir
+    from verify.api import unregister_witness_dir
 
     sys.path.insert(0, str(PLUGIN))
     try:

@@ -159,7 +159,7 @@ def _read_scenario(key: str, source: str | None, variant: str | None = None):
     check: a stored witness file (``verify.Witness``) gives its scenario and, unless
     ``--variant`` says otherwise, its variant."""
     from .adapter import adapter_for
-    from .witnesses import FIELDS, Witness
+    from .witnesses import as_witness
 
     ad = adapter_for(key)
     if source is None:
@@ -171,8 +171,8 @@ def _read_scenario(key: str, source: str | None, variant: str | None = None):
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise UsageError(f"--scenario {source} is not valid JSON: {e.msg} at line {e.lineno}") from None
-    if isinstance(data, dict) and set(data) == set(FIELDS):
-        w = Witness.from_dict(data, source=source)
+    w = as_witness(data)
+    if w is not None:
         if w.key != key:
             raise UsageError(f"--scenario {source} is a witness of {w.key}, not of {key}")
         return ad.load(w.scenario), variant or w.variant
@@ -280,9 +280,10 @@ def cmd_report(args):
 
 def cmd_search(args):
     _output_file(args.witness, "--witness")
-    from . import report, search
+    from . import report
+    from .search import search
 
-    res = search.search(args.key, variant=args.variant, budget=args.budget, seed=args.seed)
+    res = search(args.key, variant=args.variant, budget=args.budget, seed=args.seed)
     if args.witness and res.found:
         res.as_witness().write(args.witness)
     status = 1 if res.new_violation else 0
