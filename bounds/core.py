@@ -29,7 +29,11 @@ from functools import cached_property
 import numpy as np
 import sympy as sp
 
-STATUSES = ("holds", "holds-with-erratum", "refuted", "unverified")
+STATUSES = ("holds", "holds-with-erratum", "refuted", "rate-refuted", "unverified")
+#: statuses of a result known to fail: "refuted", the statement (with its explicit
+#: constants) fails on a stored witness; "rate-refuted", even its published O(.) rate fails
+#: (the left-hand side decays more slowly than the rate says, along a sweep in its regime)
+REFUTED = ("refuted", "rate-refuted")
 
 # --------------------------------------------------------------------------- domains
 
@@ -142,6 +146,23 @@ class Erratum:
 
 
 @dataclass(frozen=True)
+class Rate:
+    """The published convergence rate of a corollary: the exponent of its leading term in
+    each variable (``{"T": -0.5, "K": -0.5, "m": -0.5}`` for O(1/sqrt(m K T))), the
+    ``regime`` in which that term leads (the other variables held where the lower-order
+    terms are dominated), and where the paper states it."""
+
+    exponents: Mapping[str, float]
+    citation: str
+    regime: str = ""
+
+    def __post_init__(self):
+        bad = {v: e for v, e in self.exponents.items() if not math.isfinite(e)}
+        if not self.exponents or bad:
+            raise ValueError(f"Rate needs a finite exponent per variable, got {dict(self.exponents)}")
+
+
+@dataclass(frozen=True)
 class Aggregate:
     """A scalar symbol reducing vector parameters, e.g. ``P = sum_i a_i p_i``.
 
@@ -204,6 +225,8 @@ class Theorem:
     step: str | None = None
     status: str = "unverified"
     notes: str = ""
+    #: the published rate (corollaries), see :class:`Rate`
+    rate: Rate | None = None
     _compiled: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self):

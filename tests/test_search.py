@@ -89,7 +89,10 @@ def test_finds_the_planted_violation_and_shrinks_it(toy):
     assert float(f"{w.a:.2g}") == w.a and w.n <= 2
     d = r.as_dict()
     assert set(d) == {"key", "variant", "status", "found", "new_violation", "witness", "exact",
-                      "verdict", "tried", "best_excess"}
+                      "verdict", "tried", "best_excess", "objective", "params", "ratio",
+                      "ratio_ci", "trajectory"}
+    assert d["objective"] == "violate" and len(d["trajectory"]) == d["tried"]
+    assert d["ratio"] == pytest.approx(w.a**2 / (w.a + 0.1), rel=1e-12)  # measured/bound
     assert d["verdict"]["verdict"] == "violated" and 1 <= d["tried"] <= 40
     assert d["new_violation"] and d["exact"]  # unverified, not recorded as refuted
     json.dumps(d)

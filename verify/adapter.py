@@ -150,7 +150,14 @@ class Adapter:
         t0 = time.perf_counter()
         s = self.load(scenario)
         thm = self.theorem(variant)
-        params = self.parameters(s, thm)
+        return self.check_derived(s, thm, self.parameters(s, thm), exact=exact, t0=t0)
+
+    def check_derived(self, s: Scenario, thm: bounds.Theorem, params: dict[str, Any], *,
+                exact: bool = False, t0: float | None = None) -> Verdict:
+        """The verdict on a loaded scenario whose parameters are already derived
+        (``parameters(s, thm)``): what :meth:`check` does after the derivation, for callers
+        that derived them to decide whether to check at all (the search)."""
+        t0 = time.perf_counter() if t0 is None else t0
         violations = [str(v) for v in thm.violations(**params)]
         m = self.measure(s, params, exact=exact)
         c: Comparison = self._compare(thm.evaluate(**params), m)

@@ -1,8 +1,10 @@
-"""Counterexample search over admissible scenarios, generic over every registered result.
+"""Search over admissible scenarios, generic over every registered result: for a violation of
+its bound (``objective="violate"``, the default) or for the scenario where the bound is
+tightest (``objective="tightest"``).
 
 ``search(key)`` uses only the adapter's public methods (``random_scenario``,
-``parameters``, ``check``), its declared capabilities (``tags.exact``) and the scenario's
-fields:
+``parameters``, ``check_derived``), its declared capabilities (``tags.exact``) and the
+scenario's fields:
 
 1. Random phase: scenarios drawn by the adapter's ``random_scenario`` from a seeded
    ``numpy.random.Generator``, each numeric field pushed to an edge of its range with
@@ -12,30 +14,47 @@ fields:
    numeric fields (top-level numbers and the numbers of nested objects, except ``seed``
    and ``replicas``; coordinates in a random order): each float is tried at a tenth,
    double and zero, each integer at half and double (up to ``MAX_INT``); a move is kept
-   when the scenario stays admissible and the normalised excess (measured - bound)/|bound|
-   grows. When no move improves the search restarts from a fresh random scenario.
+   when the scenario stays admissible and the objective's score grows. A tightest search
+   then refines with the smaller moves of ``FINE`` (x/f and x f for each factor f; integers
+   -1 and +1). When no move improves, the search restarts from a fresh random scenario.
 3. Every check uses the exact-expectation mode where the adapter declares one and supports
-   it for that scenario (``Adapter.supports_exact``); where the exact moments diverge the
-   check falls back to Monte Carlo.
-4. Shrinking: a violating scenario is simplified (integers halved, floats set to zero or
-   rounded to 1-2 significant digits, replicas reduced in exact mode) as long as it stays
-   admissible and violated with at least ``KEEP`` of its excess; a Monte-Carlo witness is
-   then confirmed with ``CONFIRM`` times the replicas. The result is the witness, a
-   scenario that ``fedbound check KEY --scenario FILE`` (with ``--exact`` when the
-   verdict's mode is exact) reproduces.
+   it for that scenario (``Adapter.supports_exact``); where the exact moments diverge a
+   violation search falls back to Monte Carlo, a tightest search skips the scenario.
+4. Violate: the first violating scenario is simplified (integers halved, floats set to
+   zero or rounded to 1-2 significant digits, replicas reduced in exact mode) as long as it
+   stays admissible and violated with at least ``KEEP`` of its excess; a Monte-Carlo
+   witness is then confirmed with ``CONFIRM`` times the replicas.
+   Tightest: the search spends its whole budget; the tightest scenario is the witness, a
+   Monte-Carlo one confirmed with ``CONFIRM`` times its replicas, doubled up to
+   ``MAX_CONFIRM`` times until the interval of its ratio is narrower than ``NARROW``.
+   Either way the witness is a scenario that ``fedbound check KEY --scenario FILE`` (with
+   ``--exact`` when the verdict's mode is exact) reproduces.
+
+Scores. Violate: the normalised excess (measured - bound)/(|measured| + |bound|). Tightest:
+the ratio measured/bound (:func:`verify.verdict.tightness`; 1 = tight), exactly where the
+mode is exact and the lower end of its 95% interval under Monte Carlo, so that the noise of
+a few replicas is not mistaken for tightness.
+
+Parallel evaluation: with an ``executor`` (a process pool), the candidates the serial search
+would evaluate next are evaluated ahead, ``width`` at a time, and their results consumed in
+the serial order; draws made ahead and not consumed are undone. So the result does not
+depend on the executor or the number of workers: the same seed gives the same result.
 
 "Admissible" means: the adapter derives the theorem's parameters without error and every
 condition of the theorem holds there (``Theorem.admissible``). ``tried`` counts the
 admissible scenarios checked during phases 1-2 (at most ``budget``). An adapter that
-produces no admissible scenario at all is an error, never "no violation found". The same
-seed gives the same result.
+produces no admissible scenario at all is an error, never "no violation found".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -45,6 +64,8 @@ import bounds
 from .adapter import adapter_for
 from .verdict import Verdict
 
+#: what a search looks for
+OBJECTIVES = ("violate", "tightest")
 #: integer fields are searched up to this value
 MAX_INT = 2**16
 #: fields the optimiser never changes
@@ -57,15 +78,24 @@ KEEP = 0.5
 CONFIRM = 4
 #: probability that the random phase pushes a numeric field to an edge of its range
 EDGE_P = 0.5
+#: the finer multiplicative moves of a tightest search, tried in turn once coarser ones fail
+FINE = (1.25, 1.05)
+#: a tightest Monte-Carlo witness: confirmed until its ratio's 95% half-width is below this
+#: fraction of the ratio, with at most MAX_CONFIRM times its replicas
+NARROW = 0.05
+MAX_CONFIRM = 16
 
 
 @dataclass
 class SearchResult:
-    """What a search found. ``witness``: the violating scenario (the form ``fedbound check
-    --scenario`` takes), ``exact``: whether its verdict is exact; ``verdict``: that of the
-    witness, or of the closest scenario when nothing was found; ``best_excess``: the
-    largest (measured - bound) / (|measured| + |bound|) seen; ``status``: the variant's
-    registered status (a violation is *new* unless the status is "refuted")."""
+    """What a search found. ``witness``: the violating scenario (violate) or the tightest one
+    (tightest), in the form ``fedbound check --scenario`` takes, ``exact``: whether its
+    verdict is exact; ``verdict``: that of the witness, or of the closest scenario when a
+    violation search found nothing; ``best_excess``: the largest (measured - bound) /
+    (|measured| + |bound|) seen; ``ratio`` and ``ratio_ci``: measured/bound at the reported
+    verdict and its 95% interval; ``trajectory``: the best ratio after each admissible
+    evaluation; ``status``: the variant's registered status (a violation is *new* unless
+    the result is recorded as refuted, ``bounds.REFUTED``)."""
 
     key: str
     variant: str
@@ -76,28 +106,40 @@ class SearchResult:
     verdict: Verdict | None
     tried: int
     best_excess: float
+    objective: str = "violate"
+    ratio: float = math.nan
+    ratio_ci: tuple[float, float] = (math.nan, math.nan)
+    trajectory: list[float] = field(default_factory=list)
 
     @property
     def new_violation(self) -> bool:
         """A violation of a result not recorded as refuted (``fedbound search`` exits 1)."""
-        return self.found and self.status != "refuted"
+        return self.found and self.status not in bounds.REFUTED
 
     def as_dict(self) -> dict[str, Any]:
+        v = self.verdict
         return {"key": self.key, "variant": self.variant, "status": self.status,
-                "found": self.found, "new_violation": self.new_violation,
-                "witness": self.witness, "exact": self.exact,
-                "verdict": None if self.verdict is None else self.verdict.as_dict(),
-                "tried": self.tried, "best_excess": self.best_excess}
+                "objective": self.objective, "found": self.found,
+                "new_violation": self.new_violation, "witness": self.witness,
+                "exact": self.exact, "verdict": None if v is None else v.as_dict(),
+                "params": None if v is None else v.as_dict()["params"],
+                "tried": self.tried, "best_excess": self.best_excess, "ratio": self.ratio,
+                "ratio_ci": list(self.ratio_ci), "trajectory": list(self.trajectory)}
 
     def as_witness(self, note: str = ""):
-        """The witness as a :class:`verify.witnesses.Witness` (to store and replay)."""
+        """The witness as a :class:`verify.witnesses.Witness` (to store and replay): a
+        violation (``expect`` "violated"), or the tightest scenario with the outcome it
+        had and its ``ratio``, which a replay must not fall below."""
         from .witnesses import Witness
 
-        if not self.found:
+        if self.witness is None:
             raise ValueError(f"{self.key} [{self.variant}]: the search found no witness")
-        return Witness(self.key, self.variant, self.exact, "violated",
-                       note or f"found by fedbound search ({self.tried} admissible scenarios)",
-                       self.witness)
+        how = f"found by fedbound search ({self.tried} admissible scenarios)"
+        if self.objective == "violate":
+            return Witness(self.key, self.variant, self.exact, "violated", note or how,
+                           self.witness)
+        return Witness(self.key, self.variant, self.exact, self.verdict.verdict,
+                       note or f"tightest scenario {how}", self.witness, ratio=self.ratio)
 
 
 @dataclass
@@ -105,72 +147,156 @@ class _Eval:
     scenario: Any
     verdict: Verdict
     excess: float
+    ratio: float
+    score: float
+
+
+def evaluate(key: str, variant: str, objective: str, scenario) -> tuple[Verdict | None, str]:
+    """Check ``scenario`` if admissible (exact mode where the adapter supports it): the
+    verdict and "", or None and why it was skipped. Module level: process pools run it."""
+    ad, thm = adapter_for(key), bounds.get(key, variant)
+    if isinstance(scenario, dict):
+        scenario = ad.load(scenario)
+    try:
+        params = ad.parameters(scenario, thm)
+    except ValueError as e:
+        return None, str(e)
+    if not thm.admissible(**params):
+        return None, "; ".join(map(str, thm.violations(**params)))
+    exact = ad.tags.exact and ad.supports_exact(scenario)
+    try:
+        return ad.check_derived(scenario, thm, params, exact=exact), ""
+    except ValueError as e:
+        if not exact:
+            raise
+        if objective == "tightest":
+            return None, str(e)  # the exact moments diverge: nothing tight there
+        # the exact moments diverge: Monte Carlo says so
+        return ad.check_derived(scenario, thm, params, exact=False), ""
 
 
 class _Searcher:
-    def __init__(self, key: str, variant: str | None, rng: np.random.Generator):
-        self.key, self.rng = key, rng
+    def __init__(self, key: str, variant: str | None, objective: str, rng: np.random.Generator,
+                 executor: Executor | None, width: int,
+                 progress: Callable[[int, float], None] | None):
+        self.key, self.rng, self.objective = key, rng, objective
         self.thm = bounds.get(key, variant)
         self.adapter = adapter_for(key)
+        self.executor, self.width = executor, (max(1, width) if executor is not None else 1)
+        self.progress = progress
         self.tried = 0
+        self.attempts = 0
+        self.best: _Eval | None = None
+        self.trajectory: list[float] = []
         self.reason = ""  # why the last inadmissible scenario was
 
+    # ---- evaluation
     def check(self, scenario, exact: bool) -> Verdict:
         return self.adapter.check(scenario, variant=self.thm.variant, exact=exact)
 
+    def _eval(self, scenario, verdict: Verdict | None, reason: str) -> _Eval | None:
+        if verdict is None:
+            self.reason = reason
+            return None
+        return _Eval(scenario, verdict, _excess(verdict), verdict.ratio, self._score(verdict))
+
+    def _score(self, v: Verdict) -> float:
+        if self.objective == "violate":
+            return _excess(v)
+        r = v.ratio if v.mode == "exact" else v.ratio_ci[0]
+        return r if math.isfinite(r) else -math.inf
+
     def evaluate(self, scenario) -> _Eval | None:
-        """Check ``scenario`` if admissible (exact mode where the adapter supports it), else
-        None (with the reason in ``self.reason``)."""
-        try:
-            params = self.adapter.parameters(scenario, self.thm)
-        except ValueError as e:
-            self.reason = str(e)
-            return None
-        if not self.thm.admissible(**params):
-            self.reason = "; ".join(map(str, self.thm.violations(**params)))
-            return None
-        exact = self.adapter.tags.exact and self.adapter.supports_exact(scenario)
-        try:
-            v = self.check(scenario, exact)
-        except ValueError:
-            if not exact:
-                raise
-            v = self.check(scenario, False)  # the exact moments diverge: Monte Carlo says so
-        return _Eval(scenario, v, _excess(v))
+        return self._eval(scenario, *evaluate(self.key, self.thm.variant, self.objective, scenario))
 
-    def random(self) -> _Eval | None:
-        """A random admissible scenario: the adapter's draw with, as hypothesis does, each
-        numeric field pushed to an edge of its range (0 or 1/100 of its value for a float,
-        its least valid value for an integer) with probability ``EDGE_P``."""
-        scenario = self.adapter.random_scenario(self.rng)
-        for path, value in _numeric_fields(scenario):
-            if self.rng.random() < EDGE_P:
-                for c in _edges(value):
-                    moved = _replace(scenario, path, c)
-                    if moved is not None:
-                        scenario = moved
-                        break
-        found = self.evaluate(scenario)
-        self.tried += found is not None
-        return found
+    def _submit(self, scenario) -> Future | None:
+        if self.executor is None:
+            return None
+        return self.executor.submit(evaluate, self.key, self.thm.variant, self.objective,
+                                    scenario.to_dict())
 
-    def neighbours(self, scenario) -> list:
+    @contextmanager
+    def evaluations(self, items: Iterator) -> Iterator[Callable[[], _Eval | None]]:
+        """A function giving the evaluation (or None) of the next scenario of ``items``
+        each time it is called (StopIteration when there is none). With an executor, up to
+        ``width`` scenarios are drawn and evaluated ahead; on leaving the context, the random
+        generator is set back to where it was after the last scenario taken, as if the
+        others had never been drawn. So callers decide whether to take the next scenario
+        exactly as the serial search does."""
+        pending: deque = deque()
+        state = None
+
+        def take() -> _Eval | None:
+            nonlocal state
+            while len(pending) < self.width:
+                scenario = next(items, None)
+                if scenario is None:
+                    break
+                pending.append((scenario, self.rng.bit_generator.state, self._submit(scenario)))
+            if not pending:
+                raise StopIteration
+            scenario, state, future = pending.popleft()
+            return (self.evaluate(scenario) if future is None
+                    else self._eval(scenario, *future.result()))
+
+        try:
+            yield take
+        finally:
+            for _, _, future in pending:
+                if future is not None:
+                    future.cancel()
+            if pending and state is not None:
+                self.rng.bit_generator.state = state
+
+    def record(self, e: _Eval) -> None:
+        """Count an admissible evaluation; keep the best and the trajectory."""
+        self.tried += 1
+        if self.best is None or e.score > self.best.score:
+            self.best = e
+        self.trajectory.append(self.best.ratio)
+        if self.progress is not None:
+            self.progress(self.tried, self.best.ratio)
+
+    # ---- candidates
+    def draws(self) -> Iterator:
+        """Random scenarios: the adapter's draw with, as hypothesis does, each numeric field
+        pushed to an edge of its range (0 or 1/100 of its value for a float, its least valid
+        value for an integer) with probability ``EDGE_P``."""
+        while True:
+            scenario = self.adapter.random_scenario(self.rng)
+            for path, value in _numeric_fields(scenario):
+                if self.rng.random() < EDGE_P:
+                    for c in _edges(value):
+                        moved = _replace(scenario, path, c)
+                        if moved is not None:
+                            scenario = moved
+                            break
+            yield scenario
+
+    def neighbours(self, scenario, level: int = 0) -> list:
         """Scenarios one coordinate move away (invalid ones dropped), coordinates in a
-        random order."""
+        random order; ``level`` 0: the coarse moves, k >= 1: the moves of ``FINE[k - 1]``."""
         out = []
         fields = _numeric_fields(scenario)
         for j in self.rng.permutation(len(fields)):
             path, value = fields[j]
-            if isinstance(value, (int, np.integer)):
-                cands = [value // 2, value * 2] if value * 2 <= MAX_INT else [value // 2]
-            else:
-                cands = [value / 10, value * 2, 0.0]
-            for c in cands:
+            for c in _moves(value, level):
                 if c != value:
                     moved = _replace(scenario, path, type(value)(c))
                     if moved is not None:
                         out.append(moved)
         return out
+
+    def restart(self, budget: int) -> _Eval | None:
+        """A fresh admissible random scenario (None when the budget or the attempts run out)."""
+        with self.evaluations(self.draws()) as take:
+            while self.attempts < 10 * budget and self.tried < budget:
+                self.attempts += 1
+                e = take()
+                if e is not None:
+                    self.record(e)
+                    return e
+        return None
 
     def shrink(self, best: _Eval) -> _Eval:
         """Simplify a violating scenario while it stays admissible and violated."""
@@ -188,58 +314,69 @@ class _Searcher:
         return best
 
 
-def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int = 0) -> SearchResult:
-    """Search for a scenario where ``key``'s bound is violated (module docstring).
+def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int = 0,
+           objective: str = "violate", executor: Executor | None = None, width: int = 1,
+           progress: Callable[[int, float], None] | None = None) -> SearchResult:
+    """Search admissible scenarios of ``key`` (module docstring).
 
-    ``budget``: the number of admissible scenarios to check; half go to the random phase.
-    Returns a :class:`SearchResult`; ``found`` with the shrunk ``witness`` when a check
-    ended "violated"."""
+    ``objective``: "violate" stops at the first violation and returns it shrunk as the
+    ``witness``; "tightest" spends the whole budget and returns the scenario with the
+    largest ratio measured/bound. ``budget``: the number of admissible scenarios to check
+    (half go to the random phase). ``executor`` (e.g. a process pool) evaluates ``width``
+    candidates ahead; the result is the same with or without it. ``progress(tried,
+    best_ratio)`` is called after each admissible evaluation."""
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget={budget!r} must be an integer >= 1")
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed={seed!r} must be an integer >= 0")
-    s = _Searcher(key, variant, np.random.default_rng(seed))
-    best: _Eval | None = None
-    attempts = 0
-    while s.tried < max(1, budget // 2) and attempts < 10 * budget:
-        attempts += 1
-        e = s.random()
-        if e is not None and (best is None or e.excess > best.excess):
-            best = e
-        if best is not None and best.verdict.verdict == "violated":
-            return _found(s, best)
-    if best is None:
-        raise ValueError(f"{key}: the adapter produced no admissible scenario in {attempts} random "
-                         f"draws (last reason: {s.reason or 'none'}); its _draw must produce "
-                         "scenarios on which the theorem's hypotheses hold")
-    current = best
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective={objective!r} must be one of {OBJECTIVES}")
+    s = _Searcher(key, variant, objective, np.random.default_rng(seed), executor, width, progress)
+    violate = objective == "violate"
+    with s.evaluations(s.draws()) as take:
+        while s.tried < max(1, budget // 2) and s.attempts < 10 * budget:
+            s.attempts += 1
+            e = take()
+            if e is not None:
+                s.record(e)
+                if violate and s.best.verdict.verdict == "violated":
+                    break
+    if violate and s.best is not None and s.best.verdict.verdict == "violated":
+        return _found(s, s.best)
+    if s.best is None:
+        raise ValueError(f"{key}: the adapter produced no admissible scenario in {s.attempts} "
+                         f"random draws (last reason: {s.reason or 'none'}); its _draw must "
+                         "produce scenarios on which the theorem's hypotheses hold")
+    current, level = s.best, 0
     while s.tried < budget and current is not None:
         improved = None
-        for cand in s.neighbours(current.scenario):
-            if s.tried >= budget:
-                break
-            e = s.evaluate(cand)
-            if e is None:
-                continue
-            s.tried += 1
-            if e.verdict.verdict == "violated":
-                return _found(s, e)
-            if e.excess > current.excess:  # first improvement: move on from there
-                improved = e
-                break
+        with s.evaluations(iter(s.neighbours(current.scenario, level))) as take:
+            while s.tried < budget:
+                try:
+                    e = take()
+                except StopIteration:
+                    break
+                if e is None:
+                    continue
+                s.record(e)
+                if (violate and e.verdict.verdict == "violated") or e.score > current.score:
+                    improved = e  # first improvement: move on from there
+                    break
+        if violate and improved is not None and improved.verdict.verdict == "violated":
+            return _found(s, improved)
         if improved is not None:
-            current = improved
-            best = improved if improved.excess > best.excess else best
+            current, level = improved, 0
+        elif not violate and level < len(FINE):
+            level += 1  # a tightest search refines before it restarts
         else:  # local optimum: restart from a fresh random scenario
-            restart = None
-            while restart is None and attempts < 10 * budget and s.tried < budget:
-                attempts += 1
-                restart = s.random()
-            current = restart
-            if current is not None and current.verdict.verdict == "violated":
+            current, level = s.restart(budget), 0
+            if violate and current is not None and current.verdict.verdict == "violated":
                 return _found(s, current)
-    return SearchResult(key, s.thm.variant, s.thm.status, False, None, False, best.verdict,
-                        s.tried, best.excess)
+    if violate:
+        return SearchResult(key, s.thm.variant, s.thm.status, False, None, False,
+                            s.best.verdict, s.tried, s.best.excess, objective,
+                            s.best.ratio, s.best.verdict.ratio_ci, s.trajectory)
+    return _tightest(s)
 
 
 def _excess(v: Verdict) -> float:
@@ -262,10 +399,31 @@ def _found(s: _Searcher, e: _Eval) -> SearchResult:
         again = s.check(more, False)
         if again.verdict != "violated":
             return SearchResult(s.key, s.thm.variant, s.thm.status, False, None, False, again,
-                                s.tried, _excess(again))
-        w = _Eval(more, again, _excess(again))
+                                s.tried, _excess(again), s.objective, again.ratio,
+                                again.ratio_ci, s.trajectory)
+        w = _Eval(more, again, _excess(again), again.ratio, _excess(again))
     return SearchResult(s.key, s.thm.variant, s.thm.status, True, w.scenario.to_dict(),
-                        w.verdict.mode == "exact", w.verdict, s.tried, w.excess)
+                        w.verdict.mode == "exact", w.verdict, s.tried, w.excess, s.objective,
+                        w.verdict.ratio, w.verdict.ratio_ci, s.trajectory)
+
+
+def _tightest(s: _Searcher) -> SearchResult:
+    """The tightest scenario; a Monte-Carlo one re-checked with more replicas (``CONFIRM``
+    times, doubled up to ``MAX_CONFIRM`` times) until its ratio's interval is narrow."""
+    best = s.best
+    scenario, v = best.scenario, best.verdict
+    if v.mode != "exact":
+        base, factor = scenario.replicas, CONFIRM
+        while True:
+            scenario = scenario.replace(replicas=factor * base)
+            v = s.check(scenario, False)
+            lo, hi = v.ratio_ci
+            if not (hi - lo > 2 * NARROW * v.ratio) or 2 * factor > MAX_CONFIRM:
+                break
+            factor *= 2
+    return SearchResult(s.key, s.thm.variant, s.thm.status, v.verdict == "violated",
+                        scenario.to_dict(), v.mode == "exact", v, s.tried, _excess(v),
+                        s.objective, v.ratio, v.ratio_ci, s.trajectory)
 
 
 # ---------------------------------------------------------------------- scenario fields
@@ -287,6 +445,19 @@ def _numeric_fields(scenario) -> list[tuple[tuple[str, ...], float | int]]:
 
 def _is_number(v) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+
+
+def _moves(v, level: int) -> list:
+    """The values a coordinate move tries: coarse (level 0) or by ``FINE[level - 1]``."""
+    integer = isinstance(v, (int, np.integer))
+    if level == 0:
+        if integer:
+            return [v // 2, v * 2] if v * 2 <= MAX_INT else [v // 2]
+        return [v / 10, v * 2, 0.0]
+    if integer:
+        return [v - 1, v + 1] if level == 1 and v + 1 <= MAX_INT else []
+    f = FINE[level - 1]
+    return [v / f, v * f]
 
 
 def _replace(scenario, path: tuple[str, ...], value):

@@ -7,12 +7,14 @@ Three kinds of rows:
   admissible scenarios drawn by its adapter (``Adapter.random_scenario``);
 * ``witness``: every stored witness (``verify.witnesses``) replayed in its variant and
   mode; it must still produce the outcome it records (``expect``, "violated" for a
-  refutation).
+  refutation) and, where it records a ratio measured/bound (a tightness witness, or a
+  refutation's), a ratio that did not drop below it (``verify.witnesses.ratio_dropped``).
 
 A row is *unexpected* when a result registered as ``holds`` or ``holds-with-erratum`` is
 violated or diverges on a default or battery scenario where its hypotheses hold (or the
 check fails with an error), or when a witness no longer reproduces its outcome (the
-refutation went stale). Results registered as ``unverified`` or ``refuted`` are reported
+refutation or the recorded tightness went stale). Results registered as ``unverified``,
+``refuted`` or ``rate-refuted`` are reported
 whatever their default and battery rows show.
 """
 
@@ -33,7 +35,7 @@ import bounds
 from .adapter import adapter_for, adapter_keys, default_scenario
 from .check import check
 from .plugins import load_plugins
-from .witnesses import witnesses
+from .witnesses import ratio_dropped, witnesses
 
 #: statuses under which a violation (or a failure to check) is unexpected
 TRUSTED = ("holds", "holds-with-erratum")
@@ -56,6 +58,7 @@ class Task:
     scenario: dict
     exact: bool = False
     expect: str | None = None
+    ratio: float | None = None  # a witness's recorded ratio measured/bound
 
 
 @dataclass
@@ -72,6 +75,7 @@ class Row:
     verdict: dict | None
     error: str | None
     seconds: float
+    ratio: float | None = None  # a witness's recorded ratio measured/bound
 
     @property
     def outcome(self) -> str:
@@ -79,10 +83,10 @@ class Row:
 
     @property
     def unexpected(self) -> bool:
-        """A witness that no longer reproduces its outcome, or a trusted result that failed
-        where its hypotheses hold (or could not be checked)."""
+        """A witness that no longer reproduces its outcome or whose ratio dropped, or a
+        trusted result that failed where its hypotheses hold (or could not be checked)."""
         if self.kind == "witness":
-            return self.outcome != self.expect
+            return self.outcome != self.expect or ratio_dropped(self.ratio, self.verdict)
         admissible = self.verdict is None or self.verdict["admissible"]
         return self.status in TRUSTED and self.outcome in FAILURES and admissible
 
@@ -91,7 +95,7 @@ class Row:
         return {"key": self.key, "variant": self.variant, "kind": self.kind,
                 "scenario_label": self.label, "status": self.status, "expect": self.expect,
                 "outcome": self.outcome, "unexpected": self.unexpected,
-                "verdict": self.verdict, "error": self.error}
+                "verdict": self.verdict, "error": self.error, "recorded_ratio": self.ratio}
 
 
 def select(only: str | None) -> list[str]:
@@ -132,8 +136,8 @@ def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,
         out += [Task(key, default_variant, "battery", f"random {j + 1}",
                      ad.random_scenario(rng).to_dict()) for j in range(battery)]
         if replay:
-            out += [Task(key, w.variant, "witness", w.label, w.scenario, w.exact, w.expect)
-                    for w in witnesses(key)]
+            out += [Task(key, w.variant, "witness", w.label, w.scenario, w.exact, w.expect,
+                         w.ratio) for w in witnesses(key)]
     return out
 
 
@@ -147,7 +151,7 @@ def run_task(task: Task) -> Row:
     except Exception as e:  # noqa: BLE001 - a suite reports every failure and goes on
         verdict, error = None, traceback.format_exception_only(type(e), e)[-1].strip()
     return Row(task.key, task.variant, task.kind, task.label, status, task.expect, verdict,
-               error, time.perf_counter() - t0)
+               error, time.perf_counter() - t0, ratio=task.ratio)
 
 
 def worker_init(plugins: Sequence[str] = ()) -> None:

@@ -205,6 +205,16 @@ class Verdict:
     def holds(self) -> bool:
         return self.verdict == "holds"
 
+    @property
+    def ratio(self) -> float:
+        """measured / bound (see :func:`tightness`): 1 is tight, above 1 violated."""
+        return tightness(self.bound, self.measured_mean)[0]
+
+    @property
+    def ratio_ci(self) -> tuple[float, float]:
+        """The 95% interval of :attr:`ratio` (a point for an exact verdict)."""
+        return tightness(self.bound, self.measured_mean, self.measured_ci)[1]
+
     def as_dict(self) -> dict[str, Any]:
         """The result as JSON values. The wall time ``seconds`` is left out: it is not part
         of the result, and the same scenario and seed must give the same JSON bit for bit."""
@@ -216,6 +226,24 @@ class Verdict:
     def to_frame(self):
         """A one-row pandas DataFrame (pandas is optional: ``pip install pandas``)."""
         return _frame([self.as_dict()])
+
+
+def tightness(bound: float, mean: float, ci: tuple[float, float] | None = None
+              ) -> tuple[float, tuple[float, float]]:
+    """How much of a bound's room a measurement uses, and its 95% interval: ``mean / bound``
+    for a positive bound (1 = tight, above 1 = violated); for a negative bound on a
+    negative quantity (a lower bound written as an upper bound on the negative, as Yang et
+    al. 2022, Theorem 1), ``bound / mean``, so that again 1 is tight and below 1 holds.
+    NaN where no ratio is defined (a zero bound, a diverged run, opposite signs). ``ci`` is
+    the interval of the mean (an exact mean is its own interval)."""
+    lo, hi = (mean, mean) if ci is None else ci
+    if not all(math.isfinite(x) for x in (bound, mean, lo, hi)):
+        return math.nan, (math.nan, math.nan)
+    if bound > 0:
+        return max(mean, 0.0) / bound, (max(lo, 0.0) / bound, max(hi, 0.0) / bound)
+    if bound < 0 and mean < 0 and hi < 0:
+        return bound / mean, (bound / lo, bound / hi)
+    return math.nan, (math.nan, math.nan)
 
 
 def _frame(rows: list[dict]):

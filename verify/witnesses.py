@@ -1,29 +1,41 @@
-"""Stored witnesses: scenarios on which a result's bound is known to fail, shipped and replayed.
+"""Stored witnesses: scenarios on which a result's bound is known to fail, or is tightest,
+shipped and replayed.
 
 A witness is one JSON file::
 
     {"key": "afl.theorem3", "variant": "proof", "exact": true, "expect": "violated",
      "note": "x_0 = x*, sigma_L = 0, K = 1, m < M: ...", "scenario": {...}}
 
+with an optional ``"ratio"``: the ratio measured/bound recorded at the scenario
+(:func:`verify.verdict.tightness`). A *refutation* expects "violated"; a *tightness
+witness* (``fedbound search --objective tightest``) expects the outcome it had ("holds"
+for a true bound) and records the tightest ratio known for its result.
+
 fedbound's own witnesses live in ``verify/witnesses/`` (inside the wheel); a plugin adds
 its directory with :func:`register_witness_dir`. ``fedbound check --all`` replays every
-witness as its own row: the expected outcome observed is a reproduced refutation; any
-other outcome means the refutation went stale (for example because the encoding changed)
-and fails the run.
+witness as its own row: the expected outcome observed (and, with a recorded ratio, a ratio
+that did not drop: :meth:`Witness.ratio_dropped`) reproduces it; anything else means the
+witness went stale (for example because the encoding changed) and fails the run.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .scenario import json_text
-from .verdict import OUTCOMES, Verdict
+from .verdict import OUTCOMES, Verdict, tightness
 
 FIELDS = ("key", "variant", "exact", "expect", "note", "scenario")
+#: fields a witness may have besides FIELDS
+OPTIONAL = ("ratio",)
+#: a recorded exact ratio may drop by this relative amount (round-off across platforms)
+RATIO_RTOL = 1e-6
 _DIRS: list = [resources.files("verify") / "witnesses"]
 
 
@@ -37,6 +49,7 @@ class Witness:
     expect: str
     note: str
     scenario: dict[str, Any]
+    ratio: float | None = None
     source: str = ""
 
     @classmethod
@@ -44,16 +57,21 @@ class Witness:
         where = f"witness {source}: " if source else "witness: "
         if not isinstance(data, dict):
             raise ValueError(f"{where}must be a JSON object with fields {list(FIELDS)}")
-        unknown, missing = sorted(set(data) - set(FIELDS)), sorted(set(FIELDS) - set(data))
+        unknown = sorted(set(data) - set(FIELDS) - set(OPTIONAL))
+        missing = sorted(set(FIELDS) - set(data))
         if unknown or missing:
             raise ValueError(f"{where}unknown field(s) {unknown}, missing {missing}; fields are "
-                             f"{list(FIELDS)}")
+                             f"{list(FIELDS)} and optionally {list(OPTIONAL)}")
         for name, kind in (("key", str), ("variant", str), ("note", str), ("exact", bool),
                            ("scenario", dict)):
             if not isinstance(data[name], kind):
                 raise ValueError(f"{where}{name}={data[name]!r} must be a {kind.__name__}")
         if data["expect"] not in OUTCOMES:
             raise ValueError(f"{where}expect={data['expect']!r} must be one of {OUTCOMES}")
+        ratio = data.get("ratio")
+        if ratio is not None and (isinstance(ratio, bool) or not isinstance(ratio, (int, float))
+                                  or not math.isfinite(ratio) or ratio < 0):
+            raise ValueError(f"{where}ratio={ratio!r} must be a finite number >= 0")
         return cls(**data, source=source)
 
     @classmethod
@@ -70,6 +88,8 @@ class Witness:
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         del d["source"]
+        if d["ratio"] is None:
+            del d["ratio"]
         return d
 
     def write(self, path: str | Path) -> Path:
@@ -84,9 +104,35 @@ class Witness:
 
         return check(self.key, self.scenario, variant=self.variant, exact=self.exact)
 
+    def ratio_dropped(self, verdict: Mapping[str, Any]) -> bool:
+        """Whether a replay's verdict (``Verdict.as_dict()``) fell below the recorded ratio by
+        more than round-off (exact: ``RATIO_RTOL``) or Monte-Carlo noise (the recorded ratio
+        lies above the replay's 95% interval); False when no ratio is recorded."""
+        return ratio_dropped(self.ratio, verdict)
+
     @property
     def label(self) -> str:
         return f"witness {Path(self.source).name}" if self.source else "witness"
+
+
+def ratio_dropped(recorded: float | None, verdict: Mapping[str, Any] | None) -> bool:
+    """Whether ``verdict`` (``Verdict.as_dict()``) shows a ratio measured/bound below the
+    ``recorded`` one by more than round-off (exact mode) or Monte-Carlo noise (the recorded
+    ratio lies above the verdict's 95% interval). False when nothing is recorded or the
+    check failed."""
+    if recorded is None or verdict is None:
+        return False
+    ratio, (_, hi) = tightness(verdict["bound"], verdict["measured_mean"],
+                               tuple(verdict["measured_ci"]))
+    if math.isnan(ratio):
+        return True
+    if verdict["mode"] == "exact":
+        return ratio < recorded * (1 - RATIO_RTOL)
+    return hi < recorded
+
+
+def _is_witness_dict(data) -> bool:
+    return isinstance(data, dict) and set(FIELDS) <= set(data) <= set(FIELDS) | set(OPTIONAL)
 
 
 def as_witness(data) -> Witness | None:
@@ -94,7 +140,7 @@ def as_witness(data) -> Witness | None:
     fields, or the path of such a JSON file), else None."""
     if isinstance(data, Witness):
         return data
-    if isinstance(data, dict) and set(data) == set(FIELDS):
+    if _is_witness_dict(data):
         return Witness.from_dict(data)
     if isinstance(data, (str, Path)) and not str(data).lstrip().startswith("{") \
             and str(data).endswith(".json") and Path(data).is_file():
@@ -102,7 +148,7 @@ def as_witness(data) -> Witness | None:
             parsed = json.loads(Path(data).read_text())
         except (OSError, json.JSONDecodeError):
             return None
-        if isinstance(parsed, dict) and set(parsed) == set(FIELDS):
+        if _is_witness_dict(parsed):
             return Witness.from_dict(parsed, source=str(data))
     return None
 
