@@ -437,12 +437,19 @@ class Theorem:
                 best = StepChoice(step, name, worker)
         return best
 
+    def _step_coefficients(self, c: Condition, s: sp.Symbol) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+        """(A, B, C) of the margin of ``c`` as A s^2 + B s + C (expanded once and cached)."""
+        key = ("step polynomial", c.name, s)
+        if key not in self._compiled:
+            poly = sp.Poly(sp.expand(c.margin), s)
+            if poly.degree() > 2:
+                raise NotImplementedError(f"{c.name}: degree {poly.degree()} in {s}")
+            coeffs = dict(zip((m[0] for m in poly.monoms()), poly.coeffs(), strict=True))
+            self._compiled[key] = tuple(coeffs.get(d, sp.Integer(0)) for d in (2, 1, 0))
+        return self._compiled[key]
+
     def _condition_root(self, c: Condition, s: sp.Symbol, args) -> np.ndarray:
-        poly = sp.Poly(sp.expand(c.margin), s)
-        if poly.degree() > 2:
-            raise NotImplementedError(f"{c.name}: degree {poly.degree()} in {s}")
-        coeffs = dict(zip((m[0] for m in poly.monoms()), poly.coeffs(), strict=True))
-        A, B, C = (self._eval(coeffs.get(d, sp.Integer(0)), args) for d in (2, 1, 0))
+        A, B, C = (self._eval(e, args) for e in self._step_coefficients(c, s))
         if (C <= 0).any():
             bad = C <= 0
             worker = f" at worker {int(np.argwhere(bad)[0][-1])}" if c.per_worker else ""

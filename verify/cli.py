@@ -278,19 +278,38 @@ def cmd_report(args):
     return None
 
 
+def _one_thread() -> None:
+    """One torch thread in this process: the searches and sweeps of small scenarios run
+    faster without intra-op threads (and --jobs parallelises across processes)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def cmd_search(args):
     _output_file(args.witness, "--witness")
-    from . import report
+    if args.jobs < 1:
+        raise UsageError(f"--jobs={args.jobs} must be >= 1")
+    from tqdm import tqdm
+
+    from . import report, sweep
     from .search import search
 
-    res = search(args.key, variant=args.variant, budget=args.budget, seed=args.seed)
-    if args.witness and res.found:
+    _one_thread()
+    with tqdm(total=args.budget, desc=f"search {args.key} ({args.objective})", unit="scenario",
+              file=sys.stderr, disable=None) as bar, sweep.executor(jobs=args.jobs) as pool:
+        def progress(tried, ratio):
+            bar.set_postfix_str(f"best ratio {ratio:.4g}", refresh=False)
+            bar.update(tried - bar.n)
+        res = search(args.key, variant=args.variant, budget=args.budget, seed=args.seed,
+                     objective=args.objective, executor=pool, width=args.jobs, progress=progress)
+    if args.witness and res.witness is not None:
         res.as_witness().write(args.witness)
     status = 1 if res.new_violation else 0
     if args.json:
         return Exit(res.as_dict(), status)
     print(report.format_search(res))
-    if args.witness and res.found:
+    if args.witness and res.witness is not None:
         print(f"witness written to {args.witness}")
     return Exit(None, status)
 
@@ -352,7 +371,8 @@ EXAMPLES = {
     "scenario": "fedbound scenario mllsgd.theorem1 > s.json",
     "check": "fedbound check mllsgd.theorem1 --scenario s.json --exact --strict\n"
              "  fedbound check --all --report report --jobs 2",
-    "search": "fedbound search afl.theorem3 --budget 50 --seed 0 --witness w.json",
+    "search": "fedbound search afl.theorem3 --budget 50 --seed 0 --witness w.json\n"
+              "  fedbound search mllsgd.theorem1 --objective tightest --budget 400 --jobs 2 --json",
     "choose-sync-time": "fedbound choose-sync-time --sizes 15,15 --delays "
                         "0.01,0.85,0.001,0.085,4,2,0.4,0.2 --T 600 --alpha 0.05 --L 1 --G 10 "
                         "--sigma 10 --Delta 10",
@@ -433,11 +453,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=int, default=1, help="worker processes (--all; default 1)")
     p.add_argument("--only", help="comma-separated keys or papers, e.g. mllsgd,hfl.theorem2 (--all)")
     p = add("search", cmd_search, "search admissible scenarios for a violation of a bound",
-            "Search admissible scenarios for a violation: exit 1 when it finds one for a result "
-            "not recorded as refuted, 0 otherwise.")
+            "Search admissible scenarios for a violation (--objective violate) or for the "
+            "scenario where the bound is tightest (--objective tightest: the largest ratio "
+            "measured/bound, exact where the result has an exact mode): exit 1 when a "
+            "violation is found for a result not recorded as refuted, 0 otherwise.")
     key_and_variant(p)
     p.add_argument("--budget", type=int, default=50, help="admissible scenarios to try (default 50)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search")
+    p.add_argument("--objective", choices=("violate", "tightest"), default="violate",
+                   help="violate (default): stop at the first violation; tightest: the "
+                        "scenario with the largest ratio measured/bound")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="worker processes evaluating candidates ahead (same result; default 1)")
     p.add_argument("--witness", help="write the witness found to this JSON file (a stored "
                                      "witness, replayable with verify.Witness.read)")
     p = add("choose-sync-time", cmd_choose_sync_time,

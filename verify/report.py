@@ -92,20 +92,40 @@ def summary_line(summ: dict) -> str:
             + f". {len(summ['unexpected'])} unexpected.")
 
 
-def format_search(result) -> str:
-    """A few lines saying what a search found (or how much it tried)."""
-    head = f"{result.key} [{result.variant}, status {result.status}]: "
-    if not result.found:
-        v = result.verdict
-        return head + (f"no violation in {result.tried} admissible scenarios; closest: measured "
-                       f"{v.measured_mean:.6g} vs bound {v.bound:.6g}")
+def _ratio_text(result) -> str:
+    lo, hi = result.ratio_ci
     v = result.verdict
+    how = ("exact" if v.mode == "exact" else
+           f"Monte Carlo, {v.replicas} replicas, 95% CI {lo:.4g} .. {hi:.4g}")
+    return f"ratio measured/bound {result.ratio:.6g} ({how})"
+
+
+def _scalar_params(params: dict) -> str:
+    return ", ".join(f"{k}={v:.6g}" for k, v in params.items()
+                     if isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def format_search(result) -> str:
+    """A few lines saying what a search found (or how much it tried), its ratio
+    measured/bound and, for a witness, the command that reproduces it."""
+    head = f"{result.key} [{result.variant}, status {result.status}]: "
+    v = result.verdict
+    if result.objective == "violate" and not result.found:
+        return head + (f"no violation in {result.tried} admissible scenarios; closest: measured "
+                       f"{v.measured_mean:.6g} vs bound {v.bound:.6g}, {_ratio_text(result)}")
     known = " (a known refutation)" if not result.new_violation else " (NEW: not recorded as refuted)"
-    return (head + f"VIOLATED{known} after {result.tried} admissible scenarios ({v.mode}): "
-            f"measured {v.measured_mean:.6g} > bound {v.bound:.6g} (slack {v.slack:.4g})\n"
-            f"witness (fedbound check {result.key} --variant {result.variant}"
-            f"{' --exact' if result.exact else ''} --scenario FILE reproduces it):\n"
-            + json_text(result.witness))
+    if result.objective == "tightest":
+        verdict = (f"VIOLATED{known}" if result.found else v.verdict)
+        lines = [head + f"tightest {_ratio_text(result)} after {result.tried} admissible "
+                 f"scenarios: measured {v.measured_mean:.6g}, bound {v.bound:.6g} ({verdict})",
+                 f"parameters there: {_scalar_params(v.params)}"]
+    else:
+        lines = [head + f"VIOLATED{known} after {result.tried} admissible scenarios ({v.mode}): "
+                 f"measured {v.measured_mean:.6g} > bound {v.bound:.6g} (slack {v.slack:.4g})"]
+    return "\n".join(lines + [
+        f"witness (fedbound check {result.key} --variant {result.variant}"
+        f"{' --exact' if result.exact else ''} --scenario FILE reproduces it):",
+        json_text(result.witness)])
 
 
 def _cell(x) -> str:

@@ -19,7 +19,9 @@ scenario's fields:
    -1 and +1). When no move improves, the search restarts from a fresh random scenario.
 3. Every check uses the exact-expectation mode where the adapter declares one and supports
    it for that scenario (``Adapter.supports_exact``); where the exact moments diverge a
-   violation search falls back to Monte Carlo, a tightest search skips the scenario.
+   violation search falls back to Monte Carlo. A tightest search of a result with an exact
+   mode considers only the scenarios it supports (its ratios are then exact, free of
+   Monte-Carlo error); results without one are searched by Monte Carlo.
 4. Violate: the first violating scenario is simplified (integers halved, floats set to
    zero or rounded to 1-2 significant digits, replicas reduced in exact mode) as long as it
    stays admissible and violated with at least ``KEEP`` of its excess; a Monte-Carlo
@@ -157,6 +159,8 @@ def evaluate(key: str, variant: str, objective: str, scenario) -> tuple[Verdict 
     ad, thm = adapter_for(key), bounds.get(key, variant)
     if isinstance(scenario, dict):
         scenario = ad.load(scenario)
+    if objective == "tightest" and ad.tags.exact and not ad.supports_exact(scenario):
+        return None, "a tightest search of a result with an exact mode stays in exact mode"
     try:
         params = ad.parameters(scenario, thm)
     except ValueError as e:
