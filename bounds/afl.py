@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from .core import Aggregate, Condition, Erratum, Param, Theorem, register
+from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, register
 
 PAPER = "papers/afl.txt"
 VARIANTS = ("printed", "proof")
@@ -258,19 +258,71 @@ ERRATUM_K_AVERAGES3 = Erratum(
     "K statistics of Theorem 3", "averages over the m arriving workers (as in Theorem 2)",
     "averages over all M workers", f"{PAPER} L176 vs (b9) L579")
 ERRATUM_FALSE_INEQ = Erratum(
-    "proof of Theorem 3", "sum_{i!=j} ||z_i - z_j||^2 <= 2(M-1) sum_i ||z_i||^2",
-    "= 2M sum_i ||z_i||^2 - 2||sum_i z_i||^2: the sampling variance of partial participation "
-    "is dropped; no correction is known, the theorem is refuted by the stored witness",
-    f"{PAPER} L592-L593")
+    "proof of Theorem 3 (Appendix B.3), the second inequality after (b12)",
+    "sum_{i != j} ||z_i - z_j||^2 <= 2(M-1) sum_i ||z_i||^2 with z_i = Delta_i(x_{t-tau_{t,i}}), "
+    "which brings the chain after (b12) to <= 0 under C3b",
+    "sum_{i != j} ||z_i - z_j||^2 = 2M sum_i ||z_i||^2 - 2||sum_i z_i||^2, the identity (b10) "
+    "itself. With it the chain keeps the sampling variance of uniform partial participation "
+    "that (b11)-(b12) expose, L s^2 (M-m)/(m M (M-1)) sum_i ||z_i||^2 per round (s = eta eta_L), "
+    "and no hypothesis absorbs it: at x* the z_i are the client gradients, sum_i z_i = 0 while "
+    "sum_i ||z_i||^2 reaches M sigma_G^2. After the final rearrangement it adds about "
+    "4 L s (M-m)/(m(M-1)) sigma_G^2 to the right-hand side: a term of order s, where the "
+    "statement carries sigma_G^2 only in 120 L^2 eta_L^2 Khat^2 sigma_G^2, of order eta_L^2. "
+    "No correction is known; the theorem is refuted [derived by fedbound, not published]. "
+    "Family (x_0 = x*, sigma_L = 0, K = 1, M = 2, m = 1, no delay, eta fixed, s -> 0, "
+    "T = ceil(c/(s L))): the exact left-hand side is at least (1 - 1/c) s L sigma_G^2/(2 - s L) "
+    "(the stationary variance of y' = (1 - s L) y + s L (cbar_S - cbar)) and the bound is "
+    "120 L^2 (s/eta)^2 sigma_G^2, so measured/bound >= (1 - 1/c) eta^2/(120 L s (2 - s L)), "
+    "which grows like 1/s without limit",
+    "Yang et al. 2022, proof of Theorem 3 (Appendix B.3), (b10) to (b12) and the two "
+    "inequalities after (b12)")
 ERRATUM_K_SUMS4 = Erratum(
     "K statistics of Theorem 4", "Kbar_t, Khat_t^2 averages ('defined the same as in Theorem 2')",
     "sums over all M workers (stale ones K_{t-tau,i}); the 1/M of the drift terms cancels",
     f"{PAPER} L225 vs L730-L732, L742-L743")
 ERRATUM_STALE_NOISE = Erratum(
-    "proof of Theorem 4", "E<grad f(x_t), G_i(x_{t-tau})> = <grad f(x_t), Delta_i(x_{t-tau})>",
-    "stored stochastic updates are reused every round, so x_t depends on their noise; the "
-    "sigma_L term scales with 1/m (fresh samples), not 1/M; refuted by the stored witness",
-    f"{PAPER} L661-L662")
+    "proof of Theorem 4 (Appendix C), the bound on A_1 (its third equality) and (c1)",
+    "E<grad f(x_t), G_i(x_{t-tau_{t,i}})> = <grad f(x_t), Delta_i(x_{t-tau_{t,i}})> for the "
+    "stored updates i in M_t^c, and the noise of all M stored updates counted afresh in every "
+    "round by (c1)",
+    "a stored stochastic update is reused in every round until its worker returns, so x_t "
+    "already depends on its noise: that noise is not mean-zero given x_t, and the cross terms "
+    "the third equality drops are of the order of (c1) itself. Each fresh sample moves x by "
+    "s n in all (s/M in each of its about M/m rounds of use, s = eta eta_L), so the noise "
+    "floor is that of one fresh sample per arrival, about L s sigma_L^2/(2 m K), independent "
+    "of M, where the statement's sigma_L terms are 4 L s sigma_L^2/(M K) and terms of order "
+    "s^2 and eta_L^2 [derived by fedbound, not published]. Family (sigma_G = 0, x_0 = x*, "
+    "K = 1, m = 1, round-robin arrivals, no delay, eta = 1, s = eta_L = c/(L M^2), "
+    "T = ceil(20 M^2/c)): the staleness is tau = M - 1 with m' = 1, every sigma_L term of "
+    "the bound is at most (4c + 8c^2 + 20c^2/M) sigma_L^2/M^3, and the left-hand side tends "
+    "to c sigma_L^2/(2 M^2): measured/bound ~ M/(8 (1 + 2c)), which grows like M without limit",
+    "Yang et al. 2022, proof of Theorem 4 (Appendix C), the bound on A_1 and (c1)")
+ERRATUM_COROLLARY2 = Erratum(
+    "proof of Corollary 2 (Appendix B.3)",
+    "O(1/(m^{1/2} K^{1/2} T^{1/2})) + O(tau^2/T) + O(K^2/T): Theorem 3 at eta_L = 1/sqrt(T), "
+    "eta = sqrt(mK), a linear speedup in m and K",
+    "inherits the failing step after (b12) of Theorem 3: the sampling-variance term "
+    "4 L s (M-m)/(m(M-1)) sigma_G^2 at s = sqrt(mK/T) is of order sqrt(K)/sqrt(mT), so for "
+    "m < M and sigma_G > 0 the left-hand side grows with K: no linear speedup in K, even in "
+    "the regime T >= m K^5 of Remark 4 (along T = c m K^6 it decays like K^{-5/2}, the stated "
+    "rate like K^{-7/2}: rate refuted). Family (x_0 = x*, sigma_L = 0, K = 1, M = 2, m = 1, "
+    "no delay, T -> infinity): the left-hand side tends to L sigma_G^2/(2 sqrt(T)) while the "
+    "explicit bound is 120 L^2 sigma_G^2/T, so measured/bound ~ sqrt(T)/(240 L) without limit "
+    "[derived by fedbound, not published]",
+    "Yang et al. 2022, Corollary 2 and its proof (Appendix B.3); Remark 4")
+ERRATUM_COROLLARY3 = Erratum(
+    "proof of Corollary 3 (Appendix C)",
+    "O(1/(M^{1/2} K^{1/2} T^{1/2})) + O(K^2/(M T)) + O(tau^2 (M-m')^2/(T M^2)): Theorem 4 at "
+    "eta_L = 1/sqrt(T), eta = sqrt(MK), a speedup in M rather than m",
+    "inherits the failing step of Theorem 4 (A_1 and (c1)): at s = sqrt(MK/T) the floor "
+    "L s sigma_L^2/(2 m K) is of order sqrt(M)/(m sqrt(KT)): it grows with M at fixed m, so "
+    "there is no speedup in M (along T = c M^7 with m = 1 the left-hand side decays like "
+    "M^{-3}, the stated rate at best like M^{-4}: rate refuted). Family (sigma_G = 0, "
+    "x_0 = x*, K = 1, m = 1, round-robin arrivals, L = L_0 M^{-3/2}, T = 100 M^2): the "
+    "explicit bound is 4 L sigma_L^2/sqrt(MT) (1 + 0.2 L_0 (1 - 1/M)^4 + 0.5 L_0/M^2) and the "
+    "left-hand side tends to L sigma_L^2 sqrt(M)/(2 sqrt(T)), so measured/bound ~ "
+    "M/(8 (1 + 0.2 L_0)) without limit [derived by fedbound, not published]",
+    "Yang et al. 2022, Corollary 3 and its proof (Appendix C)")
 ERRATUM_THM4_BRACKETS = Erratum(
     "Theorem 4 first term", "4f(x_0)-f(x_T)/(eta eta_L T), no expectation",
     "4 (f(x_0) - E f(x_T))/(eta eta_L T) <= 4 (f_0 - f_*)/(eta eta_L T) (Delta here)",
@@ -348,12 +400,14 @@ _STATUS = {
 _NOTES = {
     "theorem2": "Searched, no violation found (verify.search); the printed variant drops the "
                 "drift-gradient term at tau = 0 (its C2b is vacuous there), hence unverified.",
-    "theorem3": "Refuted by its stored witness, verify.witnesses('afl.theorem3') (x_0 = x*, "
+    "theorem3": "Refuted by its stored witnesses, verify.witnesses('afl.theorem3') (x_0 = x*, "
                 "sigma_L = 0, K = 1, m < M: the sampling variance ~ s (M-m)/(m(M-1)) sigma_G^2 "
-                "exceeds the bound).",
-    "theorem4": "Refuted by its stored witness, verify.witnesses('afl.theorem4') (sigma_G = 0, "
+                "exceeds the bound), and by a family along which measured/bound grows like "
+                "1/(eta eta_L) without limit; the failing step of the proof is an erratum.",
+    "theorem4": "Refuted by its stored witnesses, verify.witnesses('afl.theorem4') (sigma_G = 0, "
                 "m << M, round-robin: the noise floor ~ L s sigma_L^2 / (2m) exceeds "
-                "4 L s sigma_L^2 / M).",
+                "4 L s sigma_L^2 / M), and by a family along which measured/bound grows like M "
+                "without limit; the failing step of the proof is an erratum.",
 }
 
 
@@ -471,23 +525,48 @@ def _corollary(key: str, variant: str, theorem_terms, theorem_conditions, n, tit
     conds = [Condition(c.name, c.relation.subs(sub), c.citation, hint=f"T >= {minimum_T(key, variant)}")
              for c in theorem_conditions]
     status = {"corollary1": "holds-with-erratum" if variant == "proof" else "unverified",
-              "corollary2": "refuted", "corollary3": "refuted"}[key]
+              "corollary2": "rate-refuted", "corollary3": "rate-refuted"}[key]
+    inherited = {"corollary2": [ERRATUM_COROLLARY2], "corollary3": [ERRATUM_COROLLARY3]}
     thm = AFLTheorem(
         key=f"afl.{key}", variant=variant, title=title, citation=citation, lhs=_LHS,
         params=PARAMS, term_exprs=terms, symbols=SYMBOLS, conditions=conds,
         errata=[ERRATUM_SERVER_STEP, Erratum(
             f"hypotheses of {key}", "sufficiently large T",
             f"T >= {minimum_T(key, variant)} (the theorem's conditions at these steps)", citation)]
-        + ([ERRATUM_TAU_PLUS_ONE] if variant == "proof" else []),
-        aggregates=[], step=None, status=status,
+        + ([ERRATUM_TAU_PLUS_ONE] if variant == "proof" else []) + inherited.get(key, []),
+        aggregates=[], step=None, status=status, rate=RATES[key],
         notes={"corollary1": "Explicit constants of Corollary 1 [derived]; speedup only before "
                              "the 6 sigma_G^2 floor.",
-               "corollary2": "Refuted with Theorem 3: stored witness verify.witnesses('afl.corollary2').",
-               "corollary3": "Refuted with Theorem 4: stored witness verify.witnesses('afl.corollary3') "
-                             "(found by an earlier version of verify.search with random horizons up "
-                             "to 1e4, budget 200, seed 0; confirmed in exact mode)."
+               "corollary2": "Explicit form refuted with Theorem 3 (stored witnesses "
+                             "verify.witnesses('afl.corollary2'), and a family along T whose "
+                             "ratio grows like sqrt(T)); rate refuted: no linear speedup in K "
+                             "for m < M and sigma_G > 0 (fedbound rate afl.corollary2 --over K).",
+               "corollary3": "Explicit form refuted with Theorem 4 (stored witnesses "
+                             "verify.witnesses('afl.corollary3'), and a family along M whose "
+                             "ratio grows like M); rate refuted: no speedup in M at fixed m "
+                             "(fedbound rate afl.corollary3 --over M)."
                }[key])
     return thm
+
+
+#: the published rates: the exponents of each O(.) term (Rate); tau^2 (M-m')^2/(T M^2) of
+#: Corollary 3 is written with M - m' as a variable of its own
+RATES = {
+    "corollary1": Rate(
+        ({"m": -0.5, "K": -0.5, "T": -0.5}, {"tau": 2, "T": -1}, {"K": 2, "T": -1},
+         {"sigma_G": 2}),
+        "Yang et al. 2022, Corollary 1",
+        "the first term leads for sigma_G = 0 and T >= max(tau^4 m K, m K^5)"),
+    "corollary2": Rate(
+        ({"m": -0.5, "K": -0.5, "T": -0.5}, {"tau": 2, "T": -1}, {"K": 2, "T": -1}),
+        "Yang et al. 2022, Corollary 2 and Remark 4",
+        "the first term leads for T >= max(tau^4 m K, m K^5) (Remark 4)"),
+    "corollary3": Rate(
+        ({"M": -0.5, "K": -0.5, "T": -0.5}, {"K": 2, "M": -1, "T": -1},
+         {"tau": 2, "M - m_prime": 2, "T": -1, "M": -2}),
+        "Yang et al. 2022, Corollary 3 and Remark 5",
+        "the first term leads for T >= max(M K^5, tau^4 (M-m')^4 K/M^3)"),
+}
 
 
 def corollary1(variant: str = "proof") -> AFLTheorem:

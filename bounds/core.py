@@ -147,19 +147,35 @@ class Erratum:
 
 @dataclass(frozen=True)
 class Rate:
-    """The published convergence rate of a corollary: the exponent of its leading term in
-    each variable (``{"T": -0.5, "K": -0.5, "m": -0.5}`` for O(1/sqrt(m K T))), the
-    ``regime`` in which that term leads (the other variables held where the lower-order
-    terms are dominated), and where the paper states it."""
+    """The published convergence rate of a corollary, O(term_1) + O(term_2) + ...: each
+    term is ``{variable: exponent}`` (``{"m": -0.5, "K": -0.5, "T": -0.5}`` for
+    O(1/sqrt(m K T))), the first the leading one; a variable is a parameter of the theorem
+    (or an aggregate such as U, or an expression of them such as "M - m_prime"). ``regime``
+    says where the first term leads, ``citation`` where the paper states the rate. Along a
+    sweep on which each variable v grows like x^(p_v), the rate decays like x^e with e the
+    largest sum_v exponent_v p_v over the terms (:meth:`exponent_along`)."""
 
-    exponents: Mapping[str, float]
+    terms: tuple[Mapping[str, float], ...]
     citation: str
     regime: str = ""
 
     def __post_init__(self):
-        bad = {v: e for v, e in self.exponents.items() if not math.isfinite(e)}
-        if not self.exponents or bad:
-            raise ValueError(f"Rate needs a finite exponent per variable, got {dict(self.exponents)}")
+        if not self.terms or any(not t or not all(math.isfinite(e) for e in t.values())
+                                 for t in self.terms):
+            raise ValueError(f"Rate needs terms of finite exponents, got {self.terms}")
+
+    @property
+    def exponents(self) -> dict[str, float]:
+        """The leading term's exponent of each variable."""
+        return dict(self.terms[0])
+
+    def exponent_along(self, powers: Mapping[str, float], zero: Sequence[str] = ()) -> float:
+        """The exponent of the rate along a sweep on which variable v grows like
+        x^powers[v] (a variable not in ``powers`` is held fixed). The terms with a variable
+        in ``zero`` (0 on the sweep, e.g. tau without delays) vanish; -inf if all do."""
+        present = [t for t in self.terms if not set(t) & set(zero)]
+        return max((sum(e * powers.get(v, 0.0) for v, e in t.items()) for t in present),
+                   default=-math.inf)
 
 
 @dataclass(frozen=True)

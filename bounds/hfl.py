@@ -49,7 +49,7 @@ import numpy as np
 import sympy as sp
 
 from . import delays as dl
-from .core import Aggregate, Condition, Erratum, Param, Theorem, get, register
+from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, get, register
 
 PAPER = "papers/hfl_delay_journal.txt"
 ARXIV = "papers/hfl_delay_arxiv.txt"
@@ -381,13 +381,20 @@ def corollary1(variant: str = "proof") -> Theorem:
     }
     params = {k: v for k, v in COROLLARY1_PARAMS.items() if k != "alpha"}
     errata = [ERRATUM_TMAX, ERRATUM_COR_STEP] + ([ERRATUM_G2] if variant == "proof" else [])
-    return _theorem(
+    thm = _theorem(
         "hfl.corollary1", variant, "HFL rate at alpha = min(1/sqrt(U), 1/L)",
         f"{PAPER} L287-L289; {ARXIV} L505-L518", _LHS2, params, terms,
         [_AGG_U, _AGG_KAPPA, _AGG_M], [], errata, "holds-with-erratum",
         "alpha = min(1/sqrt(U), 1/L) needs U, known only at the end (guide 3.5). The printed "
         "form (no G^2 on the fourth term) still holds: its (4/3) a^2 L^2 G^2 M term alone is >= "
         "the drift term of the tight Theorem 2, since (t-1)(2t-1)/6 <= t^2/3.", step=None)
+    thm.rate = RATE_COROLLARY1
+    return thm
+
+
+#: the rate of Corollary 1: O(1/sqrt(U)) in the number of global rounds U
+RATE_COROLLARY1 = Rate(({"U": -0.5},), "Ali & Arafa 2025, Corollary 1",
+                       "a finite sync time S, U growing with the training time T")
 
 
 register("hfl.lemma1", "HFL model deviation (18)", lemma1, ("printed", "proof"), "proof")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .core import Aggregate, Condition, Erratum, Param, Theorem, register
+from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, register
 
 PAPER = "papers/mllsgd.txt"
 VARIANTS = ("printed", "proof", "tight")
@@ -248,11 +248,18 @@ def corollary1(variant: str = "proof") -> Theorem:
         condition12(variant, step=1 / (L * rk)),
         CONDITION_PERIODS,
     ]
-    return _theorem(
+    thm = _theorem(
         "mllsgd.corollary1", "MLL-SGD rate at eta = 1/(L sqrt K), (15)", f"{PAPER} L190-L197",
         _LHS, variant, term_exprs, conditions, [ERRATUM_COROLLARY, *_errata(variant)], None,
         "Explicit constants for the O(.) of (15); the step is fixed at 1/(L sqrt K).",
     )
+    thm.rate = RATE_COROLLARY1
+    return thm
+
+
+#: the rate (15): O(L/sqrt(K)) (F(x_1) - F_inf) + O(sigma^2/sqrt(K))
+RATE_COROLLARY1 = Rate(({"K": -0.5},), "Castiglia et al. 2021, Corollary 1, (15)",
+                       "q^2 tau^2 <= sqrt(K) and q tau < K")
 
 
 register("mllsgd.theorem1", "MLL-SGD convergence bound (13)", theorem1, VARIANTS, "proof")

@@ -29,7 +29,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from .core import Aggregate, Condition, Erratum, Param, Theorem, get, register
+from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, get, register
 
 PAPER = "papers/tdcd.txt"
 VARIANTS = ("printed", "proof", "tight")
@@ -244,12 +244,18 @@ def remark5(variant: str = "proof") -> Theorem:
         "noise: staleness": 16 * c**2 * L_max**2 * S / R,
         "noise: staleness x L": 32 * c**3 * L * L_max**2 * S / R ** sp.Rational(3, 2),
     }
-    return _theorem(
+    thm = _theorem(
         "tdcd.remark5", "TDCD rate at eta = c/(Q sqrt R)", f"{PAPER} L258-L260", _LHS["proof"],
         variant, term_exprs, [CONDITION_REMARK5], [ERRATUM_REMARK5, *_theorem1_errata("proof")],
         "c", "The step constant c plays the role of the step; the best leading constant is at "
         "c = sqrt(Delta/(L S)).",
     )
+    thm.rate = RATE_REMARK5
+    return thm
+
+
+#: the rate of Remark 5: O(1/sqrt(R)) in the communication rounds R
+RATE_REMARK5 = Rate(({"R": -0.5},), "Das et al. 2022, Remark 5", "eta proportional to 1/(Q sqrt(R))")
 
 
 register("tdcd.theorem1", "TDCD convergence bound (15)", theorem1, VARIANTS, "proof")

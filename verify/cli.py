@@ -314,6 +314,28 @@ def cmd_search(args):
     return Exit(None, status)
 
 
+def cmd_rate(args):
+    from tqdm import tqdm
+
+    from . import report
+    from .rate import rate, sweeps
+
+    values = _grid(args.values, "--values")
+    _one_thread()
+    table = sweeps(args.key)
+    n = len(values or ()) or sum(len(table[o].values) for o in ([args.over] if args.over in table
+                                                                  else table))
+    with tqdm(total=n, desc=f"rate {args.key}", unit="point", file=sys.stderr,
+              disable=None) as bar:
+        results = rate(args.key, args.over, variant=args.variant, exact=args.exact,
+                       values=values, progress=lambda x: bar.update())
+    status = 1 if any(r.verdict == "contradicts" for r in results) else 0
+    if args.json:
+        return Exit([r.as_dict() for r in results], status)
+    print(report.format_rate(results))
+    return Exit(None, status)
+
+
 def _grid(text: str | None, name: str, kind=float) -> list | None:
     """A comma-separated list of numbers (None when not given)."""
     if text is None:
@@ -373,6 +395,7 @@ EXAMPLES = {
              "  fedbound check --all --report report --jobs 2",
     "search": "fedbound search afl.theorem3 --budget 50 --seed 0 --witness w.json\n"
               "  fedbound search mllsgd.theorem1 --objective tightest --budget 400 --jobs 2 --json",
+    "rate": "fedbound rate afl.corollary2 --over K --exact\n  fedbound rate mllsgd.corollary1 --exact --json",
     "choose-sync-time": "fedbound choose-sync-time --sizes 15,15 --delays "
                         "0.01,0.85,0.001,0.085,4,2,0.4,0.2 --T 600 --alpha 0.05 --L 1 --G 10 "
                         "--sigma 10 --Delta 10",
@@ -467,6 +490,18 @@ def parser() -> argparse.ArgumentParser:
                    help="worker processes evaluating candidates ahead (same result; default 1)")
     p.add_argument("--witness", help="write the witness found to this JSON file (a stored "
                                      "witness, replayable with verify.Witness.read)")
+    p = add("rate", cmd_rate, "fit the exponent of a corollary's left-hand side along a sweep",
+            "Sweep a variable of a corollary's published rate (T, K, m, M, R, U: see --over), "
+            "measure the left-hand side at each point, fit its exponent (log LHS against log x, "
+            "with a 95% interval) and compare it with the rate's exponent along the same sweep. "
+            "Exit 1 when the left-hand side decays more slowly than the rate allows "
+            "(contradicts), 0 when it agrees or decays faster.")
+    key_and_variant(p)
+    p.add_argument("--over", help="the variable to sweep (default: every declared one)")
+    p.add_argument("--exact", action="store_true",
+                   help="exact expectations instead of Monte Carlo (where the adapter has them)")
+    p.add_argument("--values", help="comma-separated values of the swept field (at least 3; "
+                                    "default: the declared sweep)")
     p = add("choose-sync-time", cmd_choose_sync_time,
             "HFL: the sync time S from the expected bound of each variant and from simulation")
     p.add_argument("--sizes", required=True, help="clients per group, e.g. 15,15")

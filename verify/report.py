@@ -128,6 +128,28 @@ def format_search(result) -> str:
         json_text(result.witness)])
 
 
+def format_rate(results) -> str:
+    """Rate checks (``verify.rate``) as text: per swept variable, the fitted exponent with
+    its interval, the published one along the sweep and the verdict, then the points."""
+    lines = []
+    for r in results:
+        lo, hi = r.interval
+        lines += [f"{r.key} [{r.variant}] over {r.over} ({r.mode}): fitted exponent "
+                  f"{r.exponent:+.3f} (95% interval {lo:+.3f} .. {hi:+.3f}), stated "
+                  f"{r.stated:+.3f}: {r.verdict.upper()}",
+                  f"  rate: {r.citation}" + (f"; regime: {r.regime}" if r.regime else "")]
+        if r.note:
+            lines.append(f"  sweep: {r.note}")
+        moving = {k: v for k, v in r.powers.items() if v}
+        lines.append("  along the sweep: " + ", ".join(f"{k} ~ {r.over}^{v:.3g}"
+                                                        for k, v in moving.items()))
+        body = [(f"{x:.6g}", f"{y:.6g}", "-" if r.mode == "exact" else f"{c[0]:.4g} .. {c[1]:.4g}")
+                for x, y, c in zip(r.x, r.lhs, r.lhs_ci, strict=True)]
+        lines += ["  " + row for row in _table((r.over, "left-hand side", "95% CI"), body).split("\n")]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
 def _cell(x) -> str:
     if isinstance(x, float):
         return f"{x:.4g}"

@@ -217,8 +217,8 @@ def expected_failures_of(key: str) -> dict[str, str]:
     """The failures a result's registered status leads one to expect: a refuted result may
     fail on random scenarios."""
     thm = bounds.get(key)
-    if thm.status == "refuted":
-        return {"holds_on_random": f"{key} is registered as refuted: {thm.notes}"}
+    if thm.status in bounds.REFUTED:
+        return {"holds_on_random": f"{key} is registered as {thm.status}: {thm.notes}"}
     return {}
 
 

@@ -540,3 +540,82 @@ def _exact_cs(s, st, lam, step, a, noise_var, offsets, y0) -> np.ndarray:
 def _arrived(st: Setup, t: int) -> np.ndarray:
     """Workers arriving in round t of a deterministic process (same in every replica)."""
     return np.flatnonzero(st.schedule.arrivals[0, t].numpy())
+
+
+# ---------------------------------------------------------------------- refutation families
+
+
+@dataclass(frozen=True)
+class Family:
+    """Scenarios of a refuted result, one per value of ``parameter``, along which the ratio
+    measured/bound grows without limit; the result's erratum on the failing proof step
+    derives the growth (``growth``). ``members``: values in the order of growing ratio, each
+    checked in exact mode in a few seconds."""
+
+    key: str
+    parameter: str
+    members: tuple[float, ...]
+    growth: str
+    build: Any  # value -> AFLScenario
+
+    def scenario(self, value: float) -> AFLScenario:
+        """The member at ``value`` (a validated scenario)."""
+        s = self.build(value)
+        s.validate()
+        return s
+
+
+def _sampling_member(s: float) -> AFLScenario:
+    """Theorem 3 at x_0 = x*, sigma_L = 0, K = 1, M = 2, m = 1, no delay, eta = 4, L = 1:
+    the effective step s = eta eta_L, and T = ceil(20/s) rounds (20 relaxation times)."""
+    return AFLScenario(M=2, m=1, K=1, tau=0, delays="zero", arrivals="uniform", eta=4.0,
+                       eta_L=s / 4.0, T=math.ceil(20 / s), replicas=2,
+                       problem={"kind": "quadratic", "dim": 1, "L": 1.0, "mu": 1.0,
+                                "sigma_L": 0.0, "sigma_G": 0.5, "distance": 0.0})
+
+
+def _stale_member(M: float) -> AFLScenario:
+    """Theorem 4 at sigma_G = 0, x_0 = x*, K = 1, m = 1, round-robin arrivals, no delay,
+    L = 1, eta = 1, s = eta_L = c/M^2 with c = 1/4, and T = 80 M^2 (20 relaxation times)."""
+    M = int(M)
+    s = 0.25 / M**2
+    return AFLScenario(algorithm="cs", M=M, m=1, K=1, tau=0, delays="zero",
+                       arrivals="round_robin", eta=1.0, eta_L=s, T=80 * M**2, replicas=2,
+                       problem={"kind": "quadratic", "dim": 1, "L": 1.0, "mu": 1.0,
+                                "sigma_L": 1.0, "sigma_G": 0.0, "distance": 0.0})
+
+
+def _sampling_corollary_member(T: float) -> AFLScenario:
+    """Corollary 2 at x_0 = x*, sigma_L = 0, K = 1, M = 2, m = 1, no delay, L = 0.1: its own
+    steps eta_L = 1/sqrt(T), eta = sqrt(mK), so s = 1/sqrt(T)."""
+    return AFLScenario(M=2, m=1, K=1, tau=0, delays="zero", arrivals="uniform", T=int(T),
+                       replicas=2, problem={"kind": "quadratic", "dim": 1, "L": 0.1, "mu": 0.1,
+                                            "sigma_L": 0.0, "sigma_G": 0.5, "distance": 0.0})
+
+
+def _stale_corollary_member(M: float) -> AFLScenario:
+    """Corollary 3 at sigma_G = 0, x_0 = x*, K = 1, m = 1, round-robin arrivals, no delay,
+    L = M^(-3/2) and T = 100 M^2 (so L sqrt(MT) = 10 relaxation times and the staleness
+    term stays a fixed fraction of the first): its own steps, s = sqrt(M/T)."""
+    M = int(M)
+    L = M ** -1.5
+    return AFLScenario(algorithm="cs", M=M, m=1, K=1, tau=0, delays="zero",
+                       arrivals="round_robin", T=100 * M**2, replicas=2,
+                       problem={"kind": "quadratic", "dim": 1, "L": L, "mu": L,
+                                "sigma_L": 1.0, "sigma_G": 0.0, "distance": 0.0})
+
+
+#: the refutation family of each refuted AFL result (see the erratum of each on the step of
+#: its proof that fails: bounds.afl.ERRATUM_FALSE_INEQ, ERRATUM_STALE_NOISE,
+#: ERRATUM_COROLLARY2, ERRATUM_COROLLARY3)
+FAMILIES = {
+    "afl.theorem3": Family("afl.theorem3", "s = eta eta_L", (0.05, 0.0125, 0.003125),
+                           "measured/bound ~ eta^2/(240 L s): like 1/s as s -> 0", _sampling_member),
+    "afl.theorem4": Family("afl.theorem4", "M", (4, 8, 16),
+                           "measured/bound ~ M/(8 (1 + 2c)): like M", _stale_member),
+    "afl.corollary2": Family("afl.corollary2", "T", (1024, 4096, 16384),
+                             "measured/bound ~ sqrt(T)/(240 L): like sqrt(T)",
+                             _sampling_corollary_member),
+    "afl.corollary3": Family("afl.corollary3", "M", (4, 8, 16),
+                             "measured/bound ~ M/(8 (1 + 0.2 L_0)): like M", _stale_corollary_member),
+}

@@ -1,0 +1,306 @@
+"""Rate checks: does a corollary's left-hand side decay at the published rate?
+
+A corollary states a rate, O(term_1) + O(term_2) + ..., each term a product of powers of
+its variables (``bounds.Rate`` on the registered Theorem). :func:`rate` sweeps one variable
+x through a few values (the other fields fixed, or moving with x where the rate's regime
+needs it, e.g. T = c K^6 so that the leading term of Yang et al. 2022, Corollary 2 leads),
+measures the left-hand side at each point (exactly where the adapter can, ``exact``),
+fits its exponent in x, and compares it with the published one along the same sweep:
+
+* measured: the slope of log LHS against log x (least squares), with a 95% Student-t
+  interval from the residuals and, under Monte Carlo, the sampling error of each point;
+* published: the largest exponent of the rate's terms along the sweep, where each
+  variable v moves like x^(p_v): p_v is fitted from the parameters derived at each point
+  (T, K, m, M, R, the number of rounds U, ...), or declared by the sweep where it follows
+  from its construction (the staleness of round-robin arrivals grows like M), and a term
+  whose variable is 0 on the sweep (tau without delays, sigma_G = 0) vanishes.
+
+A rate is an upper bound up to constants, so a left-hand side that decays faster
+contradicts nothing. The verdict is ``contradicts`` when the whole interval lies above the
+published exponent by more than ``TOL`` (the left-hand side decays more slowly than the rate
+allows: along the sweep the ratio LHS/rate grows without limit), ``faster`` when it lies
+below by more than ``TOL``, else ``agrees``.
+
+Each built-in corollary declares its sweeps in :data:`SWEEPS` (a plugin adds its own with
+:func:`register_sweep`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+import bounds
+
+from .adapter import adapter_for
+
+#: a fitted exponent this close to the published one agrees with it
+TOL = 0.05
+#: the confidence level of the fitted exponent's interval
+LEVEL = 0.95
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """How to sweep the rate variable ``over`` of a result: the scenario ``field`` takes each
+    of ``values``; ``base`` overrides fields of the default scenario (a nested object such as
+    ``problem`` is merged); ``couple`` moves other fields with x, field = round(coefficient
+    x^power) for {field: (coefficient, power)}; ``powers`` declares the growth x^p of rate
+    variables that follow from the construction (the others are fitted)."""
+
+    over: str
+    field: str
+    values: tuple[float, ...]
+    base: Mapping[str, Any] = field(default_factory=dict)
+    couple: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    powers: Mapping[str, float] = field(default_factory=dict)
+    note: str = ""
+
+    def scenario(self, adapter, x: float):
+        """The scenario at x (validated)."""
+        d = adapter.default_scenario().to_dict()
+        for k, v in self.base.items():
+            d[k] = {**d[k], **v} if isinstance(v, Mapping) and isinstance(d.get(k), dict) else v
+        d[self.field] = _as_field(d.get(self.field), x)
+        for name, (coefficient, power) in self.couple.items():
+            d[name] = _as_field(d.get(name), coefficient * x**power)
+        return adapter.load(d)
+
+
+def _as_field(current, value: float):
+    """``value`` as the type of the field it replaces (integers rounded)."""
+    if isinstance(current, int) and not isinstance(current, bool):
+        return int(round(value))
+    return float(value)
+
+
+_AFL_QUADRATIC = {"kind": "quadratic", "dim": 2, "L": 0.5, "mu": 0.25, "sigma_L": 1.0,
+                  "sigma_G": 0.0, "distance": 2.0}
+_NO_DELAY = {"delays": "zero", "tau": 0}
+#: the sweeps of the built-in corollaries, by key and rate variable
+SWEEPS: dict[str, dict[str, Sweep]] = {
+    "mllsgd.corollary1": {
+        "K": Sweep("K", "K", (1024, 4096, 16384, 65536),
+                   {"problem": {"mu": 0.5}}, note="eta = 1/(L sqrt K), a well-conditioned quadratic"),
+    },
+    "hfl.corollary1": {
+        "U": Sweep("U", "T", (300.0, 1200.0, 4800.0, 19200.0), {"problem": {"R": 4.0}},
+                   note="U rounds in the system time T at a fixed sync time S; features of "
+                        "norm up to 4 (L about 1), so that alpha L is not tiny and the sweep "
+                        "reaches the asymptotic regime"),
+    },
+    "tdcd.remark5": {
+        "R": Sweep("R", "rounds", (25, 50, 100, 200, 400), note="eta = c/(Q sqrt R)"),
+    },
+    "afl.corollary1": {
+        "T": Sweep("T", "T", (1024, 4096, 16384, 65536), {**_NO_DELAY, "problem": _AFL_QUADRATIC}),
+        "K": Sweep("K", "K", (1, 2, 3), {**_NO_DELAY, "problem": _AFL_QUADRATIC},
+                   couple={"T": (256.0, 5.5)}, note="T = 256 K^5.5, where the first term leads"),
+        "m": Sweep("m", "m", (1, 2, 4, 8), {**_NO_DELAY, "M": 8, "problem": _AFL_QUADRATIC},
+                   couple={"T": (1024.0, 2.0)}, note="T = 1024 m^2, where the first term leads"),
+    },
+    "afl.corollary2": {
+        "T": Sweep("T", "T", (1024, 4096, 16384, 65536),
+                   {**_NO_DELAY, "M": 4, "m": 1,
+                    "problem": {**_AFL_QUADRATIC, "sigma_L": 0.0, "sigma_G": 0.5, "distance": 0.0}}),
+        "K": Sweep("K", "K", (1, 2, 3),
+                   {**_NO_DELAY, "M": 4, "m": 1,
+                    "problem": {**_AFL_QUADRATIC, "sigma_L": 0.0, "sigma_G": 0.5, "distance": 0.0}},
+                   couple={"T": (256.0, 5.5)},
+                   note="x_0 = x*, sigma_L = 0, m < M: the sampling variance alone; "
+                        "T = 256 K^5.5, where the first term leads (Remark 4)"),
+        "m": Sweep("m", "m", (1, 2, 4), {**_NO_DELAY, "M": 8,
+                                         "problem": {**_AFL_QUADRATIC, "sigma_L": 0.0,
+                                                     "sigma_G": 0.5, "distance": 0.0}},
+                   couple={"T": (1024.0, 2.0)}, note="T = 1024 m^2, where the first term leads"),
+    },
+    "afl.corollary3": {
+        "T": Sweep("T", "T", (1024, 4096, 16384, 65536),
+                   {**_NO_DELAY, "M": 8, "m": 1, "K": 1,
+                    "problem": {**_AFL_QUADRATIC, "distance": 0.0}}),
+        "K": Sweep("K", "K", (1, 2, 3), {**_NO_DELAY, "M": 4, "m": 1,
+                                         "problem": {**_AFL_QUADRATIC, "distance": 0.0}},
+                   couple={"T": (256.0, 5.5)}, note="T = 256 K^5.5, where the first term leads"),
+        "M": Sweep("M", "M", (2, 3, 4, 6),
+                   {**_NO_DELAY, "m": 1, "K": 1,
+                    "problem": {**_AFL_QUADRATIC, "dim": 1, "mu": 0.5, "distance": 0.0}},
+                   couple={"T": (2.0, 6.0)}, powers={"tau": 1.0, "M - m_prime": 1.0},
+                   note="m = 1, round-robin arrivals (staleness tau = M - 1, m' = 1): "
+                        "T = 2 M^6, where the first term leads"),
+    },
+}
+
+
+def register_sweep(key: str, sweep: Sweep) -> None:
+    """Declare how ``fedbound rate KEY --over VAR`` sweeps (a plugin's corollary)."""
+    SWEEPS.setdefault(key, {})[sweep.over] = sweep
+
+
+@dataclass
+class RateResult:
+    """A rate check along one variable: the points (x, the left-hand side and its 95%
+    interval), the fitted exponent with its interval, the published exponent along the
+    sweep and the powers of the rate's variables there, and the verdict."""
+
+    key: str
+    variant: str
+    over: str
+    mode: str
+    x: list[float]
+    lhs: list[float]
+    lhs_ci: list[tuple[float, float]]
+    exponent: float
+    interval: tuple[float, float]
+    stated: float
+    powers: dict[str, float]
+    verdict: str
+    citation: str
+    regime: str
+    note: str
+    scenarios: list[dict]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "variant": self.variant, "over": self.over, "mode": self.mode,
+                "x": self.x, "lhs": self.lhs, "lhs_ci": [list(c) for c in self.lhs_ci],
+                "exponent": self.exponent, "interval": list(self.interval),
+                "stated": self.stated, "powers": self.powers, "verdict": self.verdict,
+                "citation": self.citation, "regime": self.regime, "note": self.note,
+                "scenarios": self.scenarios}
+
+
+def sweeps(key: str) -> dict[str, Sweep]:
+    """The declared sweeps of ``key`` (an error when it has no published rate or none)."""
+    thm = bounds.get(key)
+    if thm.rate is None:
+        raise ValueError(f"{key} states no rate (only corollaries do: "
+                         f"{', '.join(k for k in bounds.keys() if bounds.get(k).rate)})")
+    if key not in SWEEPS:
+        raise ValueError(f"{key}: no rate sweep is declared (verify.rate.register_sweep)")
+    return SWEEPS[key]
+
+
+def rate(key: str, over: str | None = None, *, variant: str | None = None, exact: bool = False,
+         values: Sequence[float] | None = None,
+         progress: Callable[[float], None] | None = None) -> list[RateResult]:
+    """Rate checks of ``key`` along ``over`` (default: every declared variable), at the
+    declared ``values`` or the given ones (at least 3). ``exact``: exact expectations (an
+    error where the adapter cannot compute them), else Monte Carlo. ``progress(x)`` is
+    called after each point."""
+    table = sweeps(key)
+    names = list(table) if over is None else [over]
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        raise ValueError(f"--over {unknown[0]}: {key} is swept over {', '.join(table)}")
+    return [_one(key, table[n], variant, exact, values, progress) for n in names]
+
+
+def _one(key: str, sweep: Sweep, variant: str | None, exact: bool, values, progress) -> RateResult:
+    ad = adapter_for(key)
+    thm = bounds.get(key, variant)
+    xs = tuple(sweep.values if values is None else values)
+    if len(xs) < 3 or len(set(xs)) < len(xs) or min(xs) <= 0:
+        raise ValueError(f"values={list(xs)}: a rate fit needs at least 3 distinct positive values")
+    names = sorted({v for t in thm.rate.terms for v in t} | {sweep.over})
+    points, scenarios = [], []
+    for x in xs:
+        s = sweep.scenario(ad, x)
+        v = ad.check(s, variant=thm.variant, exact=exact)
+        if not v.admissible:
+            raise ValueError(f"{key} at {sweep.field}={x}: the corollary's hypotheses fail "
+                             f"({'; '.join(v.violations)}); choose values in its regime")
+        if not (math.isfinite(v.measured_mean) and v.measured_mean > 0):
+            raise ValueError(f"{key} at {sweep.field}={x}: the left-hand side is "
+                             f"{v.measured_mean!r}, no exponent can be fitted")
+        points.append((_variables(thm, v.params, names), v))
+        scenarios.append(s.to_dict())
+        if progress is not None:
+            progress(x)
+    x = np.array([p[sweep.over] for p, _ in points])
+    y = np.array([v.measured_mean for _, v in points])
+    ci = [tuple(v.measured_ci) for _, v in points]
+    exponent, interval = fit_exponent(x, y, [_log_se(v) for _, v in points])
+    powers, zero = {}, []
+    for name in names:
+        col = np.array([p[name] for p, _ in points])
+        if np.all(col == 0):
+            zero.append(name)
+        elif name in sweep.powers:
+            powers[name] = float(sweep.powers[name])
+        elif np.all(col > 0):
+            p = float(np.polyfit(np.log(x), np.log(col), 1)[0])
+            powers[name] = 0.0 if abs(p) < 1e-9 else p  # a field held fixed
+        else:
+            raise ValueError(f"{key}: the rate variable {name} is 0 at some points of the sweep "
+                             f"and not at others ({col.tolist()}); no exponent along it")
+    stated = thm.rate.exponent_along(powers, zero)
+    lo, hi = interval
+    verdict = ("contradicts" if lo > stated + TOL else "faster" if hi < stated - TOL else "agrees")
+    return RateResult(key, thm.variant, sweep.over, points[0][1].mode, x.tolist(), y.tolist(), ci,
+                      exponent, interval, stated, {**powers, **dict.fromkeys(zero, 0.0)},
+                      verdict, thm.rate.citation, thm.rate.regime, sweep.note, scenarios)
+
+
+def fit_exponent(x, y, log_se: Sequence[float] | None = None) -> tuple[float, tuple[float, float]]:
+    """The least-squares slope of log y against log x and its two-sided ``LEVEL`` interval:
+    Student-t with n - 2 degrees of freedom on the residual standard error, combined with
+    the propagated standard errors ``log_se`` of each log y (Monte-Carlo points; 0 for exact
+    ones)."""
+    lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
+    n = lx.size
+    if n < 3:
+        raise ValueError(f"an exponent with an interval needs at least 3 points, got {n}")
+    dx = lx - lx.mean()
+    sxx = float(dx @ dx)
+    w = dx / sxx
+    slope = float(w @ ly)
+    resid = ly - (ly.mean() + slope * dx)
+    var = float(resid @ resid) / (n - 2) / sxx
+    if log_se is not None:
+        var += float(np.sum((w * np.asarray(log_se, dtype=float)) ** 2))
+    from scipy.stats import t
+
+    half = float(t.ppf(0.5 + LEVEL / 2, n - 2)) * math.sqrt(var)
+    return slope, (slope - half, slope + half)
+
+
+def _log_se(v) -> float:
+    """The standard error of log(mean) of a Monte-Carlo verdict (0 when exact)."""
+    if v.mode == "exact" or v.replicas < 2:
+        return 0.0
+    from .verdict import t_multiplier
+
+    lo, hi = v.measured_ci
+    return (hi - lo) / 2 / t_multiplier(v.replicas) / v.measured_mean
+
+
+def _variables(thm: bounds.Theorem, params: Mapping[str, Any], names: Sequence[str]) -> dict:
+    """The value of each rate variable at the derived parameters: a scalar parameter, an
+    aggregate of the theorem (e.g. the number of rounds U of a schedule t), or an
+    expression of them ("M - m_prime")."""
+    values: dict[str, float] = {}
+    for name, v in params.items():
+        if np.ndim(v) == 0:
+            values[name] = float(v)
+    vals = {n: thm.params[n].check(v) for n, v in params.items() if n in thm.params}
+    for g in thm.aggregates:
+        if all(u in vals for u in g.uses) and g.symbol.name not in values:
+            r = np.asarray(g.reduce(vals), dtype=float)
+            if r.size == 1:
+                values[g.symbol.name] = float(r)
+    out = {}
+    for name in names:
+        if name in values:
+            out[name] = values[name]
+            continue
+        expr = sp.sympify(name, locals={k: sp.Symbol(k) for k in values})
+        missing = sorted(str(s) for s in expr.free_symbols if str(s) not in values)
+        if missing:
+            raise ValueError(f"{thm.key}: the rate variable {name!r} needs {missing}, which the "
+                             "adapter does not derive")
+        out[name] = float(expr.subs({sp.Symbol(k): v for k, v in values.items()}))
+    return out
