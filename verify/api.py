@@ -20,6 +20,7 @@ from .adapter import (
 )
 from .check import check
 from .draw import Draw, RngDraw
+from .families import Family, families, register_family
 from .plugins import load_plugins
 from .scenario import (
     Scenario,
@@ -35,9 +36,10 @@ from .verdict import Comparison, Measurement, Verdict, compare
 from .witnesses import Witness, register_witness_dir, unregister_witness_dir, witnesses
 
 __all__ = [
-    "Adapter", "Comparison", "Draw", "Measurement", "RngDraw", "Scenario", "Tags", "Verdict",
-    "Witness", "adapter_for", "adapter_keys", "check", "compare", "default_scenario",
-    "json_text", "jsonable", "load_plugins", "load_scenario", "problem_spec", "register_adapter",
-    "register_witness_dir", "require_float", "require_floats", "require_int", "roundoff",
-    "unregister_adapter", "unregister_witness_dir", "witnesses",
+    "Adapter", "Comparison", "Draw", "Family", "Measurement", "RngDraw", "Scenario", "Tags",
+    "Verdict", "Witness", "adapter_for", "adapter_keys", "check", "compare", "default_scenario",
+    "families", "json_text", "jsonable", "load_plugins", "load_scenario", "problem_spec",
+    "register_adapter", "register_family", "register_witness_dir", "require_float",
+    "require_floats", "require_int", "roundoff", "unregister_adapter", "unregister_witness_dir",
+    "witnesses",
 ]

@@ -46,11 +46,13 @@ from sim.trace import DIVERGENCE_THRESHOLD
 from verify.api import (
     Adapter,
     Draw,
+    Family,
     Measurement,
     Scenario,
     Tags,
     problem_spec,
     register_adapter,
+    register_family,
     require_float,
     require_floats,
     require_int,
@@ -370,9 +372,37 @@ class Theorem1(AFL):
                           eta_L=0.2, problem={"kind": "lower_bound", "G": 1.0, "distance": 0.5},
                           replicas=2)
 
+    #: the oscillation left at round T/2, relative to G, below which the run counts as converged
+    CONVERGED = 1e-10
+
     def _derive(self, s: AFLScenario, thm) -> dict[str, Any]:
         self._check_scenario(s)
-        return {"sigma_G": build(s).clients.sigma_G}
+        st = build(s)
+        self._check_converged(s, st)
+        return {"sigma_G": st.clients.sigma_G}
+
+    def _check_converged(self, s: AFLScenario, st: Setup) -> None:
+        """Theorem 1 is about the limit of a convergent algorithm (Yang et al. 2022, Theorem 1 and its
+        proof, Appendix B.1); the measurement is the mean over the second half of a finite
+        run. Only worker 1 arrives, so x_t + G = r^t (x_0 + G) with r = 1 - s (2/K) sum_j
+        (1 - 2 eta_L)^j (s = eta eta_L, or eta with the printed server step). From r >= 0
+        the iterates approach the limit from outside and every finite run bounds it from
+        above; from r < 0 they oscillate around it and dip below it until they converge. So:
+        |r| < 1, and for r < 0 an oscillation below ``CONVERGED`` G by round T/2."""
+        eta, eta_L = self._steps(s, None)
+        step = eta * eta_L if s.server_step == "proof" else eta
+        r = 1 - step * 2 / s.K * sum((1 - 2 * eta_L) ** j for j in range(s.K))
+        spec, G = s.problem_spec(), st.clients.sigma_G / 2
+        if not abs(r) < 1:
+            raise ValueError(f"eta={eta:g}, eta_L={eta_L:g}: the run does not converge (its "
+                             f"contraction is r = {r:.6g}, |r| >= 1); {PAPER}, Theorem 1 is "
+                             "about the limit of a convergent algorithm")
+        left = spec["distance"] * abs(r) ** (s.T // 2)
+        if r < 0 and left > self.CONVERGED * G:
+            raise ValueError(f"T={s.T}: the iterates still oscillate around the limit at round "
+                             f"T/2 (by {left:.3g} > {self.CONVERGED:g} G; contraction r = "
+                             f"{r:.6g}): the second-half mean does not measure the limit of "
+                             f"{PAPER}, Theorem 1; lengthen T or shorten the step")
 
     def _steps(self, s: AFLScenario, params) -> tuple[float, float]:
         return s.eta or 1.0, s.eta_L or 0.2
@@ -545,26 +575,6 @@ def _arrived(st: Setup, t: int) -> np.ndarray:
 # ---------------------------------------------------------------------- refutation families
 
 
-@dataclass(frozen=True)
-class Family:
-    """Scenarios of a refuted result, one per value of ``parameter``, along which the ratio
-    measured/bound grows without limit; the result's erratum on the failing proof step
-    derives the growth (``growth``). ``members``: values in the order of growing ratio, each
-    checked in exact mode in a few seconds."""
-
-    key: str
-    parameter: str
-    members: tuple[float, ...]
-    growth: str
-    build: Any  # value -> AFLScenario
-
-    def scenario(self, value: float) -> AFLScenario:
-        """The member at ``value`` (a validated scenario)."""
-        s = self.build(value)
-        s.validate()
-        return s
-
-
 def _sampling_member(s: float) -> AFLScenario:
     """Theorem 3 at x_0 = x*, sigma_L = 0, K = 1, M = 2, m = 1, no delay, eta = 4, L = 1:
     the effective step s = eta eta_L, and T = ceil(20/s) rounds (20 relaxation times)."""
@@ -605,17 +615,16 @@ def _stale_corollary_member(M: float) -> AFLScenario:
                                 "sigma_L": 1.0, "sigma_G": 0.0, "distance": 0.0})
 
 
-#: the refutation family of each refuted AFL result (see the erratum of each on the step of
-#: its proof that fails: bounds.afl.ERRATUM_FALSE_INEQ, ERRATUM_STALE_NOISE,
+#: the refutation family of each refuted AFL result (each erratum on the step of its proof
+#: that fails derives the growth: bounds.afl.ERRATUM_FALSE_INEQ, ERRATUM_STALE_NOISE,
 #: ERRATUM_COROLLARY2, ERRATUM_COROLLARY3)
-FAMILIES = {
-    "afl.theorem3": Family("afl.theorem3", "s = eta eta_L", (0.05, 0.0125, 0.003125),
-                           "measured/bound ~ eta^2/(240 L s): like 1/s as s -> 0", _sampling_member),
-    "afl.theorem4": Family("afl.theorem4", "M", (4, 8, 16),
-                           "measured/bound ~ M/(8 (1 + 2c)): like M", _stale_member),
-    "afl.corollary2": Family("afl.corollary2", "T", (1024, 4096, 16384),
-                             "measured/bound ~ sqrt(T)/(240 L): like sqrt(T)",
-                             _sampling_corollary_member),
-    "afl.corollary3": Family("afl.corollary3", "M", (4, 8, 16),
-                             "measured/bound ~ M/(8 (1 + 0.2 L_0)): like M", _stale_corollary_member),
-}
+FAMILIES = {f.key: register_family(f) for f in (
+    Family("afl.theorem3", "s = eta eta_L", (0.05, 0.0125, 0.003125),
+           "measured/bound ~ eta^2/(240 L s): like 1/s as s -> 0", _sampling_member),
+    Family("afl.theorem4", "M", (4, 8, 16), "measured/bound ~ M/(8 (1 + 2c)): like M",
+           _stale_member),
+    Family("afl.corollary2", "T", (1024, 4096, 16384),
+           "measured/bound ~ sqrt(T)/(240 L): like sqrt(T)", _sampling_corollary_member),
+    Family("afl.corollary3", "M", (4, 8, 16), "measured/bound ~ M/(8 (1 + 0.2 L_0)): like M",
+           _stale_corollary_member),
+)}

@@ -286,7 +286,39 @@ class Theorem1Limit(MLLSGD):
     """K -> infinity: a long run whose measurement is the mean over its second half."""
 
     key = "mllsgd.theorem1_limit"
-    default = MLLSGDScenario(K=1024, replicas=100)
+    # a complete hub graph (zeta = 0) and q = 1 (a larger admissible step) and a
+    # well-conditioned quadratic, so that K = 1024 iterations reach the floor (eta mu K/2 > 20)
+    default = MLLSGDScenario(K=1024, graph="complete", q=1, replicas=100,
+                             problem={**_quadratic_default(), "mu": 1.0})
+    #: the largest share of the bound that the start may still contribute at iteration K/2
+    SETTLED = 1e-3
+    #: random scenarios run at most this many iterations (they are checked by Monte Carlo too)
+    MAX_K = 4096
+
+    def _derive(self, s: MLLSGDScenario, thm) -> dict[str, Any]:
+        """(12)-(14)'s parameters, on a run long enough to measure the floor (14): a limit
+        K -> infinity, measured here by the mean over the second half of a finite run. On a
+        quadratic every mode relaxes at least like (1 - eta mu min_i p_i)^(2k): by k = K/2 the
+        noise must have reached all but ``SETTLED`` of its stationary level and the start's
+        share, at most L^2 ||x_1 - x*||^2 (1 - eta mu min_i p_i)^K, must be below ``SETTLED``
+        times the bound (else a transient, not the floor, is what is measured). The
+        relaxation time of logistic regression is not known: the limit is checked on
+        quadratics."""
+        params = super()._derive(s, thm)
+        spec = s.problem_spec()
+        if spec["kind"] != "quadratic":
+            raise ValueError(f"problem.kind={spec['kind']!r}: the floor (14) of {PAPER}, Theorem 1 "
+                             "is a limit K -> infinity, measured on a quadratic, whose relaxation "
+                             "time is known")
+        decay = max(1 - params["eta"] * spec["mu"] * float(np.min(params["p"])), 0.0) ** s.K
+        start = spec["L"] ** 2 * spec["distance"] ** 2 * decay
+        if decay > self.SETTLED or start > self.SETTLED * thm.evaluate(**params):
+            raise ValueError(f"K={s.K}: the run is too short to reach the floor (14) of {PAPER}, "
+                             f"Theorem 1: by K/2 the noise has reached only {1 - decay:.3g} of "
+                             f"its level and the start still contributes up to {start:.3g} (at "
+                             f"most {self.SETTLED:g} of either is allowed); lengthen K, or start "
+                             "nearer x*")
+        return params
 
     @staticmethod
     def _reduce(series: np.ndarray) -> np.ndarray:
@@ -295,13 +327,18 @@ class Theorem1Limit(MLLSGD):
 
     def _draw(self, draw: Draw) -> MLLSGDScenario:
         """A well-conditioned quadratic started near x*, run long enough to reach its floor
-        (eta mu K / 2 >= 20)."""
-        s = self._draw_base(draw, limit=True)
-        s.validate()
-        eta = self.parameters(s, self.theorem())["eta"] * draw.uniform(0.2, 1.0)
-        period = s.q * s.tau
-        periods = math.ceil(40 / (eta * s.problem["mu"] * period))
-        return s.replace(eta=eta, K=period * min(periods, 4096 // period))
+        (eta mu min p K / 2 >= 20) within ``MAX_K`` iterations: up to 10 random set-ups are
+        drawn, then a complete hub graph with q = tau = 1 (the largest admissible step)."""
+        for attempt in range(11):
+            s = self._draw_base(draw, limit=True)
+            if attempt == 10:
+                s = s.replace(graph="complete", hub_rule=None, q=1, tau=1, K=2)
+            s.validate()
+            eta = MLLSGD._derive(self, s, self.theorem())["eta"] * draw.uniform(0.5, 1.0)
+            period = s.q * s.tau
+            K = period * math.ceil(40 / (eta * s.problem["mu"] * min(np.atleast_1d(s.p)) * period))
+            if K <= self.MAX_K or attempt == 10:
+                return s.replace(eta=eta, K=K)
 
 
 @register_adapter

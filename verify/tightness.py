@@ -1,0 +1,104 @@
+"""How tight each bound is: its slack at the default scenario and the tightest ratio
+measured/bound known, per result (default variant).
+
+The numbers ship in ``verify/tightness.json`` so that ``fedbound list`` and the report show
+them without recomputing anything; :func:`derive` recomputes them (a test fails when the
+shipped file is stale) and :func:`write` regenerates it. Where they come from:
+
+* ``default``: the check of the default scenario (exact where the adapter can), its ratio
+  measured/bound (``verify.verdict.tightness``; 1 = tight) and ``slack`` = 1/ratio;
+* ``tightest``: the largest ratio recorded by the result's stored witnesses (a tightness
+  witness found by ``fedbound search --objective tightest``, or a refutation), with the
+  witness file; ``check --all`` replays each and fails when its ratio drops;
+* ``unbounded``: the result has a refutation family (``verify.families``) along which the
+  ratio grows without limit, with its growth.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import bounds
+
+from .adapter import adapter_for, adapter_keys
+from .families import families
+from .scenario import json_text
+from .witnesses import witnesses
+
+PATH = resources.files("verify") / "tightness.json"
+
+
+@cache
+def table() -> dict[str, dict]:
+    """The shipped table, by key (empty when the file is absent)."""
+    if not PATH.is_file():
+        return {}
+    return json.loads(PATH.read_text())
+
+
+def row(key: str) -> dict | None:
+    """The shipped tightness of ``key`` (None for a result not in the table, e.g. a plugin's)."""
+    return table().get(key)
+
+
+def default_ratio(key: str) -> dict:
+    """The check of ``key``'s default scenario (exact where the adapter can): its ratio, the
+    ratio's interval, the slack 1/ratio and the mode."""
+    ad = adapter_for(key)
+    s = ad.default_scenario()
+    v = ad.check(s, exact=ad.tags.exact and ad.supports_exact(s))
+    return {"ratio": v.ratio, "ratio_ci": list(v.ratio_ci),
+            "slack": 1 / v.ratio if v.ratio > 0 else math.inf, "mode": v.mode}
+
+
+def tightest(key: str) -> dict | None:
+    """The largest ratio recorded by the stored witnesses of ``key``'s default variant, with
+    the witness file and its mode (None when none records a ratio)."""
+    variant = bounds.get(key).variant
+    best = max((w for w in witnesses(key) if w.variant == variant and w.ratio is not None),
+               key=lambda w: w.ratio, default=None)
+    if best is None:
+        return None
+    return {"ratio": best.ratio, "witness": Path(best.source).name,
+            "mode": "exact" if best.exact else "monte-carlo", "expect": best.expect}
+
+
+def derive(keys=None) -> dict[str, dict]:
+    """The table recomputed: for each key (default: every result with an adapter) its
+    default variant, status, default check, tightest recorded ratio and family."""
+    fams = families()
+    out = {}
+    for key in adapter_keys() if keys is None else keys:
+        thm = bounds.get(key)
+        fam = fams.get(key)
+        out[key] = {"variant": thm.variant, "status": thm.status, "default": default_ratio(key),
+                    "tightest": tightest(key), "unbounded": fam is not None,
+                    "growth": None if fam is None else fam.growth}
+    return out
+
+
+def write(path: str | Path | None = None, keys=None) -> Path:
+    """Write :func:`derive` to ``path`` (default: the shipped file)."""
+    path = Path(str(PATH) if path is None else path)
+    path.write_text(json_text(derive(keys)) + "\n")
+    table.cache_clear()
+    return path
+
+
+def record(key: str, *, budget: int, seed: int, jobs: int = 1, directory=None) -> Path:
+    """Search ``key``'s default variant for its tightest scenario and store it as a witness
+    (``<key>.<variant>.tightest.json`` in ``directory``, default the shipped witnesses)."""
+    from . import sweep
+    from .search import search
+
+    with sweep.executor(jobs=jobs) as pool:
+        res = search(key, budget=budget, seed=seed, objective="tightest", executor=pool,
+                     width=jobs)
+    note = (f"tightest scenario found by fedbound search --objective tightest --budget {budget} "
+            f"--seed {seed} ({res.tried} admissible scenarios)")
+    directory = Path(str(resources.files("verify") / "witnesses") if directory is None else directory)
+    return res.as_witness(note).write(directory / f"{key}.{res.variant}.tightest.json")
