@@ -94,21 +94,42 @@ def _output_dir(path: str, flag: str) -> None:
 # ---------------------------------------------------------------- commands
 
 
+def _tightness_cells(t: dict | None) -> tuple[str, str]:
+    """The default slack and the tightest ratio of a tightness row, as text."""
+    if t is None:
+        return "-", "-"
+    slack = t["default"]["slack"]
+    best = "-" if t["tightest"] is None else f"{t['tightest']['ratio']:.3g}"
+    return (f"{slack:.3g}x" if isinstance(slack, float) else str(slack),
+            best + (" (unbounded)" if t["unbounded"] else ""))
+
+
 def cmd_list(args):
     import bounds
+
+    from .tightness import row
 
     rows = bounds.list()
     for r in rows:
         r["statuses"] = {v: bounds.get(r["key"], v).status for v in r["variants"]}
+        t = row(r["key"])
+        r["tightness"] = t
+        r["default_slack"] = None if t is None else t["default"]["slack"]
+        r["tightest_ratio"] = None if t is None or t["tightest"] is None else t["tightest"]["ratio"]
     if args.json:
         return rows
-    body = [(r["key"], v + ("*" if v == r["default"] else ""), r["statuses"][v], r["title"])
-            for r in rows for v in r["variants"]]
-    widths = [max(len(x[i]) for x in body + [("key", "variant", "status", "")]) for i in range(3)]
+    body = []
+    for r in rows:
+        cells = _tightness_cells(r["tightness"])
+        body += [(r["key"], v + ("*" if v == r["default"] else ""), r["statuses"][v],
+                  *(cells if v == r["default"] else ("", "")), r["title"]) for v in r["variants"]]
+    head = ("key", "variant", "status", "slack", "tightest", "")
+    widths = [max(len(x[i]) for x in body + [head]) for i in range(5)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
-    print(fmt.format("key", "variant", "status", "title"))
+    print(fmt.format("key", "variant", "status", "slack", "tightest", "title"))
     print("\n".join(fmt.format(*row) for row in body))
-    print("(* the default variant)")
+    print("(* the default variant; slack: bound/measured on its default scenario; tightest: the "
+          "largest ratio measured/bound known, from the stored witnesses)")
     return None
 
 

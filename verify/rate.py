@@ -232,8 +232,7 @@ def _one(key: str, sweep: Sweep, variant: str | None, exact: bool, values, progr
         elif name in sweep.powers:
             powers[name] = float(sweep.powers[name])
         elif np.all(col > 0):
-            p = float(np.polyfit(np.log(x), np.log(col), 1)[0])
-            powers[name] = 0.0 if abs(p) < 1e-9 else p  # a field held fixed
+            powers[name] = round(float(np.polyfit(np.log(x), np.log(col), 1)[0]), 9) + 0.0
         else:
             raise ValueError(f"{key}: the rate variable {name} is 0 at some points of the sweep "
                              f"and not at others ({col.tolist()}); no exponent along it")

@@ -305,6 +305,45 @@ def _errata_html(thm: bounds.Theorem) -> str:
     return f"<p>Errata of variant <i>{thm.variant}</i>:</p><ul>{items}</ul>"
 
 
+def _tightness_text(key: str) -> str:
+    """One line: the slack at the default scenario and the tightest ratio known (shipped in
+    ``verify/tightness.json``), or "" for a result not in that table."""
+    from .tightness import row
+
+    t = row(key)
+    if t is None:
+        return ""
+    d = t["default"]
+    text = (f"Tightness ({t['variant']}): slack {d['slack']:.3g}x at the default scenario "
+            f"({d['mode']}, ratio measured/bound {d['ratio']:.3g})")
+    if t["tightest"] is not None:
+        where = t["tightest"]["witness"] or "the default scenario"
+        text += (f"; tightest ratio known {t['tightest']['ratio']:.4g} ({where}, "
+                 f"{t['tightest']['mode']})")
+    if t["unbounded"]:
+        text += f"; unbounded along its refutation family ({t['growth']})"
+    return text + "."
+
+
+def _tightness_table_html(keys) -> str:
+    """Every result's status, default slack and tightest ratio, in one table."""
+    from .tightness import row
+
+    out = ["<h2>Tightness</h2><p>Slack = bound/measured on the default scenario; tightest = "
+           "the largest ratio measured/bound known (1 = tight, above 1 = violated), from the "
+           "stored witnesses, which this run replays.</p><table><tr><th>result</th>"
+           "<th>status</th><th>default slack</th><th>tightest ratio</th><th>unbounded</th></tr>"]
+    for key in keys:
+        t = row(key)
+        if t is None:
+            continue
+        best = "-" if t["tightest"] is None else f"{t['tightest']['ratio']:.4g}"
+        out.append(f"<tr><td><a href='#{html.escape(key)}'>{html.escape(key)}</a></td>"
+                   f"<td>{html.escape(t['status'])}</td><td>{t['default']['slack']:.3g}x</td>"
+                   f"<td>{best}</td><td>{html.escape(t['growth'] or '-')}</td></tr>")
+    return "\n".join(out + ["</table>"])
+
+
 _STYLE = """body{font-family:sans-serif;max-width:1100px;margin:auto}
 table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}
 tr.holds td{background:#eaf7ea}tr.violated td,tr.bad td{background:#fbe3e3}
@@ -317,15 +356,18 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
     out = Path(outdir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     summ = summary(rows)
-    (out / "summary.json").write_text(json_text(
-        {"seed": seed, "battery": battery, "summary": summ, "rows": [r.as_dict() for r in rows]}))
     by_key: dict[str, list[Row]] = {}
     for r in rows:
         by_key.setdefault(r.key, []).append(r)
+    from .tightness import row
+
+    (out / "summary.json").write_text(json_text(
+        {"seed": seed, "battery": battery, "summary": summ, "rows": [r.as_dict() for r in rows],
+         "tightness": {key: row(key) for key in by_key}}))
     parts = [f"<html><head><meta charset='utf-8'><title>fedbound report</title>"
              f"<style>{_STYLE}</style></head><body><h1>fedbound verification report</h1>",
              f"<p>{summ['checks']} checks (seed {seed}, {battery} random scenarios per result). "
-             f"{html.escape(summary_line(summ))}</p>"]
+             f"{html.escape(summary_line(summ))}</p>", _tightness_table_html(by_key)]
     prefix = None
     for key, krows in by_key.items():
         if key.split(".")[0] != prefix:
@@ -334,6 +376,8 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
         thm = bounds.get(key)
         parts.append(f"<h3 id='{html.escape(key)}'>{html.escape(key)}: {html.escape(thm.title)}</h3>"
                      f"<p>{html.escape(thm.citation)}</p>")
+        if _tightness_text(key):
+            parts.append(f"<p>{html.escape(_tightness_text(key))}</p>")
         stem = _slug(key)
         for variant in dict.fromkeys(r.variant for r in krows):
             v = bounds.get(key, variant)

@@ -13,10 +13,13 @@ scenario's fields:
 2. Optimiser: a first-improvement coordinate search from the best scenario so far over its
    numeric fields (top-level numbers and the numbers of nested objects, except ``seed``
    and ``replicas``; coordinates in a random order): each float is tried at a tenth,
-   double and zero, each integer at half and double (up to ``MAX_INT``); a move is kept
-   when the scenario stays admissible and the objective's score grows. A tightest search
-   then refines with the smaller moves of ``FINE`` (x/f and x f for each factor f; integers
-   -1 and +1). When no move improves, the search restarts from a fresh random scenario.
+   double and zero, each integer at half and double; a move is kept when the scenario
+   stays admissible and the objective's score grows. A field moves at most to ``SPAN``
+   times the largest value the random phase drew for it (an integer also to ``SPAN``,
+   and never beyond ``MAX_INT``), so the search stays near the ranges the adapter declares
+   and a check never grows without bound (a batch, a horizon). A tightest search then
+   refines with the smaller moves of ``FINE`` (x/f and x f for each factor f; integers -1
+   and +1). When no move improves, the search restarts from a fresh random scenario.
 3. Every check uses the exact-expectation mode where the adapter declares one and supports
    it for that scenario (``Adapter.supports_exact``); where the exact moments diverge a
    violation search falls back to Monte Carlo. A tightest search of a result with an exact
@@ -70,6 +73,8 @@ from .verdict import Verdict
 OBJECTIVES = ("violate", "tightest")
 #: integer fields are searched up to this value
 MAX_INT = 2**16
+#: a field moves up to this many times the largest value drawn for it
+SPAN = 16
 #: fields the optimiser never changes
 FROZEN = ("seed", "replicas")
 #: at most this many checks while shrinking a witness
@@ -192,6 +197,7 @@ class _Searcher:
         self.attempts = 0
         self.best: _Eval | None = None
         self.trajectory: list[float] = []
+        self.drawn: dict[tuple[str, ...], float] = {}  # field -> largest |value| drawn
         self.reason = ""  # why the last inadmissible scenario was
 
     # ---- evaluation
@@ -220,13 +226,15 @@ class _Searcher:
                                     scenario.to_dict())
 
     @contextmanager
-    def evaluations(self, items: Iterator) -> Iterator[Callable[[], _Eval | None]]:
+    def evaluations(self, items: Iterator, drawn: bool = False
+                    ) -> Iterator[Callable[[], _Eval | None]]:
         """A function giving the evaluation (or None) of the next scenario of ``items``
         each time it is called (StopIteration when there is none). With an executor, up to
         ``width`` scenarios are drawn and evaluated ahead; on leaving the context, the random
         generator is set back to where it was after the last scenario taken, as if the
         others had never been drawn. So callers decide whether to take the next scenario
-        exactly as the serial search does."""
+        exactly as the serial search does. ``drawn``: the items are random draws, whose
+        values set the range of each field (``SPAN``) as they are taken."""
         pending: deque = deque()
         state = None
 
@@ -240,6 +248,9 @@ class _Searcher:
             if not pending:
                 raise StopIteration
             scenario, state, future = pending.popleft()
+            if drawn:
+                for path, value in _numeric_fields(scenario):
+                    self.drawn[path] = max(self.drawn.get(path, 0.0), abs(float(value)))
             return (self.evaluate(scenario) if future is None
                     else self._eval(scenario, *future.result()))
 
@@ -284,8 +295,10 @@ class _Searcher:
         fields = _numeric_fields(scenario)
         for j in self.rng.permutation(len(fields)):
             path, value = fields[j]
+            integer = isinstance(value, (int, np.integer))
+            top = SPAN * max(self.drawn.get(path, abs(float(value))), 1.0 if integer else 0.0)
             for c in _moves(value, level):
-                if c != value:
+                if c != value and abs(c) <= top:
                     moved = _replace(scenario, path, type(value)(c))
                     if moved is not None:
                         out.append(moved)
@@ -293,7 +306,7 @@ class _Searcher:
 
     def restart(self, budget: int) -> _Eval | None:
         """A fresh admissible random scenario (None when the budget or the attempts run out)."""
-        with self.evaluations(self.draws()) as take:
+        with self.evaluations(self.draws(), drawn=True) as take:
             while self.attempts < 10 * budget and self.tried < budget:
                 self.attempts += 1
                 e = take()
@@ -337,7 +350,7 @@ def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int 
         raise ValueError(f"objective={objective!r} must be one of {OBJECTIVES}")
     s = _Searcher(key, variant, objective, np.random.default_rng(seed), executor, width, progress)
     violate = objective == "violate"
-    with s.evaluations(s.draws()) as take:
+    with s.evaluations(s.draws(), drawn=True) as take:
         while s.tried < max(1, budget // 2) and s.attempts < 10 * budget:
             s.attempts += 1
             e = take()

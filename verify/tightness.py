@@ -9,7 +9,8 @@ shipped file is stale) and :func:`write` regenerates it. Where they come from:
   measured/bound (``verify.verdict.tightness``; 1 = tight) and ``slack`` = 1/ratio;
 * ``tightest``: the largest ratio recorded by the result's stored witnesses (a tightness
   witness found by ``fedbound search --objective tightest``, or a refutation), with the
-  witness file; ``check --all`` replays each and fails when its ratio drops;
+  witness file (``check --all`` replays each and fails when its ratio drops), or the default
+  scenario's when that is larger;
 * ``unbounded``: the result has a refutation family (``verify.families``) along which the
   ratio grows without limit, with its growth.
 """
@@ -64,7 +65,7 @@ def tightest(key: str) -> dict | None:
     if best is None:
         return None
     return {"ratio": best.ratio, "witness": Path(best.source).name,
-            "mode": "exact" if best.exact else "monte-carlo", "expect": best.expect}
+            "mode": "exact" if best.exact else "monte-carlo"}
 
 
 def derive(keys=None) -> dict[str, dict]:
@@ -75,8 +76,11 @@ def derive(keys=None) -> dict[str, dict]:
     for key in adapter_keys() if keys is None else keys:
         thm = bounds.get(key)
         fam = fams.get(key)
-        out[key] = {"variant": thm.variant, "status": thm.status, "default": default_ratio(key),
-                    "tightest": tightest(key), "unbounded": fam is not None,
+        default, best = default_ratio(key), tightest(key)
+        if best is None or default["ratio"] > best["ratio"]:
+            best = {"ratio": default["ratio"], "witness": None, "mode": default["mode"]}
+        out[key] = {"variant": thm.variant, "status": thm.status, "default": default,
+                    "tightest": best, "unbounded": fam is not None,
                     "growth": None if fam is None else fam.growth}
     return out
 
