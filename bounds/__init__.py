@@ -28,6 +28,6 @@ from .core import list_results as list  # noqa: A001  (bounds.list(), as the des
 from .tuning import choose_step, choose_sync_time
 
 __all__ = [
-    "REFUTED", "Condition", "Erratum", "Param", "Rate", "Theorem", "choose_step", "choose_sync_time", "get", "keys",
-    "list", "register", "unregister", "variants",
+    "REFUTED", "Condition", "Erratum", "Param", "Rate", "Theorem", "choose_step",
+    "choose_sync_time", "get", "keys", "list", "register", "unregister", "variants",
 ]
