@@ -26,9 +26,13 @@ K of each worker's stored update). Reductions happen inside (``Aggregate``).
 Variants: ``printed`` as the paper prints it; ``proof`` what the proofs support (the
 (tau+1) factor of the delayed sums, L467/L570/L708; for Theorem 3 the factor 2 of L576 and
 the all-M averages of L579; for Theorem 4 the sums of L731-L732). Statuses are the ones
-the toolkit established: Theorems 3 and 4 and Corollaries 2 and 3 are ``refuted`` by the
-witnesses shipped with fedbound (``verify.witnesses(key)``: found by ``fedbound search``,
-replayed by ``fedbound check --all``).
+the toolkit established: Theorems 3 and 4 are ``refuted`` and Corollaries 2 and 3
+``rate-refuted`` (their published O(.) rates fail too: ``fedbound rate``), by the witnesses
+shipped with fedbound (``verify.witnesses(key)``: found by ``fedbound search``, or members
+of a refutation family, replayed by ``fedbound check --all``). Each carries an erratum on
+the step of its proof that fails (ERRATUM_FALSE_INEQ, ERRATUM_STALE_NOISE,
+ERRATUM_COROLLARY2, ERRATUM_COROLLARY3), which derives how fast measured/bound grows along
+its family; ``RATES`` holds the corollaries' published rates.
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ class Adapter:
             slack=c.bound / c.mean if c.mean > 0 else math.inf,
             admissible=not violations, violations=violations, params=jsonable(params),
             scenario=s.to_dict(), mode=c.mode, replicas=c.replicas, diverged=m.diverged,
-            cell=None if c.cell is None else list(c.cell), notes=list(c.notes),
+            cell=None if c.cell is None else list(c.cell), notes=list(c.notes), atol=m.atol,
             seconds=time.perf_counter() - t0)
 
     def random_scenario(self, source: np.random.Generator | Draw) -> Scenario:

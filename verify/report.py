@@ -325,6 +325,14 @@ def _tightness_text(key: str) -> str:
     return text + "."
 
 
+def rate_text(rate) -> str:
+    """A published rate (``bounds.Rate``) as O(.) + O(.) ... with its citation."""
+    def term(t):
+        return " ".join((f"({v})" if " " in v else v) + (f"^{e:g}" if e != 1 else "")
+                        for v, e in t.items())
+    return " + ".join(f"O({term(t)})" for t in rate.terms) + f" ({rate.citation})"
+
+
 def _tightness_table_html(keys) -> str:
     """Every result's status, default slack and tightest ratio, in one table."""
     from .tightness import row
@@ -383,7 +391,9 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
             v = bounds.get(key, variant)
             png = render_statement(v, out / "figures" / f"{stem}_{variant}_statement.png")
             parts.append(f"<p>Variant <i>{variant}</i> (status <b>{v.status}</b>)"
-                         + (f": {html.escape(v.notes)}" if v.notes else "") + "</p>"
+                         + (f": {html.escape(v.notes)}" if v.notes else "")
+                         + (f"<br>Published rate: {html.escape(rate_text(v.rate))}" if v.rate else "")
+                         + "</p>"
                          f"<img src='figures/{png.name}' alt='statement of {key} [{variant}]'>"
                          + _errata_html(v))
         parts.append(_rows_html(krows))

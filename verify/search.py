@@ -38,7 +38,8 @@ scenario's fields:
 Scores. Violate: the normalised excess (measured - bound)/(|measured| + |bound|). Tightest:
 the ratio measured/bound (:func:`verify.verdict.tightness`; 1 = tight), exactly where the
 mode is exact and the lower end of its 95% interval under Monte Carlo, so that the noise of
-a few replicas is not mistaken for tightness.
+a few replicas is not mistaken for tightness; a measurement at round-off level
+(``Verdict.atol``) scores nothing, one above the bound only within round-off scores 1.
 
 Parallel evaluation: with an ``executor`` (a process pool), the candidates the serial search
 would evaluate next are evaluated ahead, ``width`` at a time, and their results consumed in
@@ -211,10 +212,15 @@ class _Searcher:
         return _Eval(scenario, verdict, _excess(verdict), verdict.ratio, self._score(verdict))
 
     def _score(self, v: Verdict) -> float:
+        """Violate: the excess. Tightest: the ratio (the lower end of its interval under
+        Monte Carlo), at most 1 where the bound holds (above it only within round-off: tight);
+        no signal (-inf) where the measurement is at round-off level."""
         if self.objective == "violate":
             return _excess(v)
         r = v.ratio if v.mode == "exact" else v.ratio_ci[0]
-        return r if math.isfinite(r) else -math.inf
+        if not math.isfinite(r) or abs(v.measured_mean) <= v.atol:
+            return -math.inf
+        return min(r, 1.0) if v.holds else r
 
     def evaluate(self, scenario) -> _Eval | None:
         return self._eval(scenario, *evaluate(self.key, self.thm.variant, self.objective, scenario))

@@ -181,7 +181,8 @@ class Verdict:
     measured mean (inf when the mean is 0). ``admissible``: whether the theorem's
     hypotheses hold at the derived parameters; a violation where they do not contradicts
     nothing (``violations`` says which condition fails and by how much). ``notes`` say
-    what limits the verdict (few replicas, pairing)."""
+    what limits the verdict (few replicas, pairing); ``atol`` the round-off level below
+    which a measurement carries no signal."""
 
     key: str
     variant: str
@@ -199,6 +200,7 @@ class Verdict:
     diverged: int
     cell: list[int] | None = None
     notes: list[str] = field(default_factory=list)
+    atol: float = 0.0  # the measurement's round-off level (Measurement.atol)
     seconds: float = 0.0
 
     @property
