@@ -209,7 +209,7 @@ def test_search_json_and_its_witness_reproduces_through_check(capsys, tmp_path):
 def test_check_a_shipped_witness_exits_1_and_the_default_exits_0(capsys):
     from verify import witnesses
 
-    (w,) = [w for w in witnesses("afl.theorem3") if w.variant == "proof"]
+    (w,) = [w for w in witnesses("afl.theorem3") if w.source.endswith("afl.theorem3.proof.json")]
     code, out, _ = run(capsys, "check", "afl.theorem3", "--scenario", w.source, "--exact")
     assert code == 1 and "VIOLATED" in out
     code, out, _ = run(capsys, "check", "afl.theorem3", "--exact", "--scenario", w.source,

@@ -100,7 +100,10 @@ def test_a_clean_run_exits_0_and_writes_the_report(tmp_path, capsys):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = json.loads((tmp_path / "summary.json").read_text())["rows"]
     assert {r["outcome"] for r in rows} == {"holds"}
-    assert [r["scenario_label"] for r in rows] == ["default"] * len(VARIANTS) + ["random 1"]
+    # the defaults, the battery, and the replay of the stored tightest scenario
+    assert [r["scenario_label"] for r in rows] == ["default"] * len(VARIANTS) + [
+        "random 1", "witness mllsgd.theorem1.proof.tightest.json"]
+    assert rows[-1]["recorded_ratio"] > 0.5 and not rows[-1]["unexpected"]
 
 
 def test_same_seed_same_summary_bit_for_bit(tmp_path):
@@ -182,9 +185,12 @@ def test_check_all_replays_the_four_afl_refutations_and_exits_0(tmp_path, capsys
     assert code == 0, out
     rows = json.loads((tmp_path / "summary.json").read_text())["rows"]
     replays = [r for r in rows if r["kind"] == "witness"]
-    assert len(replays) == len(witnesses()) == 8
+    refutations = [w for w in witnesses() if w.expect == "violated"]
+    # the eight found by the search and a far member of each refutation family
+    assert len(replays) == len(refutations) == 12
     assert all(r["outcome"] == "violated" and not r["unexpected"] for r in replays)
-    assert "8 witnesses replayed: 8 reproduced, 0 stale" in out
+    assert all(r["recorded_ratio"] > 1 for r in replays)  # each records how far it fails
+    assert "12 witnesses replayed: 12 reproduced, 0 stale" in out
 
 
 def test_a_stale_witness_fails_the_run(tmp_path, capsys):

@@ -426,8 +426,14 @@ def _found(s: _Searcher, e: _Eval) -> SearchResult:
                                 again.ratio_ci, s.trajectory)
         w = _Eval(more, again, _excess(again), again.ratio, _excess(again))
     return SearchResult(s.key, s.thm.variant, s.thm.status, True, w.scenario.to_dict(),
-                        w.verdict.mode == "exact", w.verdict, s.tried, w.excess, s.objective,
-                        w.verdict.ratio, w.verdict.ratio_ci, s.trajectory)
+                        _exact_mode(s, w.scenario, w.verdict), w.verdict, s.tried, w.excess,
+                        s.objective, w.verdict.ratio, w.verdict.ratio_ci, s.trajectory)
+
+
+def _exact_mode(s: _Searcher, scenario, v: Verdict) -> bool:
+    """Whether ``v`` came from the adapter's exact mode (what ``check --exact`` reproduces;
+    a measurement can be exact without it, e.g. a pathwise maximum)."""
+    return v.mode == "exact" and s.adapter.tags.exact and s.adapter.supports_exact(scenario)
 
 
 def _tightest(s: _Searcher) -> SearchResult:
@@ -445,7 +451,7 @@ def _tightest(s: _Searcher) -> SearchResult:
                 break
             factor *= 2
     return SearchResult(s.key, s.thm.variant, s.thm.status, v.verdict == "violated",
-                        scenario.to_dict(), v.mode == "exact", v, s.tried, _excess(v),
+                        scenario.to_dict(), _exact_mode(s, scenario, v), v, s.tried, _excess(v),
                         s.objective, v.ratio, v.ratio_ci, s.trajectory)
 
 
