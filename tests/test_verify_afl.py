@@ -65,6 +65,26 @@ def test_theorem1_floor_sigma_G_squared_is_not_removed_by_any_step(G, distance, 
     assert v.bound == pytest.approx(-4 * G**2)
 
 
+def test_theorem1_needs_a_run_that_reaches_its_limit():
+    """Theorem 1 is about the limit of a convergent algorithm (Yang et al. 2022, Theorem 1):
+    with K = 1 only worker 1 arrives and x_t + G = r^t (x_0 + G), r = 1 - 2 eta eta_L. A run
+    with |r| >= 1 is refused; one with r < 0 oscillates around the limit and must have
+    settled (to 1e-10 G) by round T/2, the first round of the measured mean."""
+    G, distance, eta_L = 1.0, 0.5, 0.2
+    base = default_scenario("afl.theorem1").replace(
+        K=1, eta_L=eta_L, problem={"kind": "lower_bound", "G": G, "distance": distance})
+    with pytest.raises(ValueError, match=r"eta=5\.25.*does not converge"):
+        check("afl.theorem1", base.replace(eta=1.05 / eta_L, T=400))  # r = -1.1
+    r = 1 - 2 * 0.95  # eta eta_L = 0.95: r = -0.9
+    settled = 2 * math.ceil(math.log(1e-10 * G / distance) / math.log(abs(r)))  # smallest even T
+    with pytest.raises(ValueError, match=rf"T={settled - 2}: .* oscillate"):
+        check("afl.theorem1", base.replace(eta=0.95 / eta_L, T=settled - 2))
+    v = check("afl.theorem1", base.replace(eta=0.95 / eta_L, T=settled))
+    assert v.verdict == "holds" and -v.measured_mean == pytest.approx(4 * G**2, rel=1e-6)
+    # r >= 0: the iterates approach the limit from outside, any T measures above it
+    assert check("afl.theorem1", base.replace(eta=0.3 / eta_L, T=20)).verdict == "holds"
+
+
 def _speedup(key, m, K, M=16, **problem):
     s = V.AFLScenario(M=M, m=m, K=K, tau=0, delays="zero", T=4000, replicas=2,
                       arrivals="round_robin" if key == "afl.corollary1" else "uniform",
