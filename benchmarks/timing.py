@@ -19,10 +19,11 @@ def best_time(fn, repeats: int) -> tuple[float, object]:
     return best, result
 
 
-def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
-    """Wall times of ``repeats`` rounds in which every function runs once, in turn (one
-    warm-up round first, untimed): on a noisy machine the functions see the same load."""
-    for fn in fns.values():
+def interleaved(fns: dict[str, Callable[[], object]], repeats: int,
+                warm_up: bool = True) -> dict[str, list[float]]:
+    """Wall times of ``repeats`` rounds in which every function runs once, in turn (after
+    one untimed round with ``warm_up``): on a noisy machine the functions see the same load."""
+    for fn in fns.values() if warm_up else ():
         fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):

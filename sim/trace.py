@@ -35,9 +35,10 @@ def freeze_diverged(state: torch.Tensor, candidate: torch.Tensor,
 
 
 class Acceptance:
-    """:func:`freeze_diverged` for a run loop that reuses its buffers: while no replica has diverged,
-    one pass for the extreme entries of the whole candidate decides that every replica is
-    accepted; otherwise freeze_diverged decides replica by replica."""
+    """:func:`freeze_diverged` for a run loop, with the same decisions: while no replica has
+    diverged, one Euclidean norm of the whole candidate (a fast reduction) at most half the
+    threshold proves every entry below it, and every replica is accepted; otherwise (or
+    once some replica has diverged) freeze_diverged decides replica by replica."""
 
     def __init__(self, replicas: int, device):
         self.diverged = torch.zeros(replicas, dtype=torch.bool, device=device)
@@ -45,10 +46,9 @@ class Acceptance:
 
     def __call__(self, state: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
         """The next state: ``candidate`` (in place) with diverged replicas kept at ``state``."""
-        if self.alive is None:
-            low, high = torch.aminmax(candidate)  # NaN in, NaN out: the comparison fails
-            if -DIVERGENCE_THRESHOLD <= float(low) and float(high) <= DIVERGENCE_THRESHOLD:
-                return candidate
+        if self.alive is None and (  # NaN in, NaN out: the comparison fails
+                float(torch.linalg.vector_norm(candidate)) <= 0.5 * DIVERGENCE_THRESHOLD):
+            return candidate
         frozen, self.diverged = freeze_diverged(state, candidate, self.diverged)
         self.alive = ~self.diverged
         return candidate.copy_(frozen) if frozen is not candidate else candidate
