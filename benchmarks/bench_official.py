@@ -26,7 +26,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.fused_mllsgd import Q, TAU, workload  # noqa: E402
+from benchmarks.fused_mllsgd import TAU, Q, workload  # noqa: E402
 from benchmarks.official_mllsgd import official_mllsgd  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import interleaved, median_ratio  # noqa: E402

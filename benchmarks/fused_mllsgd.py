@@ -10,8 +10,9 @@ tau = 4, q = 2, D = min(10, N) equal hubs of contiguous workers on a complete hu
 :func:`fused_mllsgd` keeps the N workers in one [N, d] tensor, draws exactly what
 run_mllsgd draws (per iteration the coin uniforms [1, N], then the batch indices
 [1, N, 32]), gathers the batch with ``index_select`` into buffers it reuses, takes two
-``bmm`` per iteration (the margins as x^T [a_1 .. a_b], the faster orientation), averages hubs as a reshape-mean, and records F(u_k) and
-||grad F(u_k)||^2 from one product with the data. No validation, no divergence check, no
+``bmm`` per iteration (the margins as x^T [a_1 .. a_b], the faster orientation),
+averages hubs as a reshape-mean, and records F(u_k) and ||grad F(u_k)||^2 from one
+computation of the margins. No validation, no divergence check, no
 generality: the practical limit of this update in eager torch, against which
 benchmarks/bench_fused.py measures the simulator.
 """

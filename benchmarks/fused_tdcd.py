@@ -25,14 +25,15 @@ F64 = torch.float64
 SILOS, FEATURES, BASE, PER_CLIENT, Q, ROUNDS = 5, 2, 100, 2, 5, 8
 
 
-def workload(W: int, *, rounds: int = ROUNDS, seed: int = 0) -> tuple[BlockLinear, dict]:
-    """The model and the keyword arguments of run_tdcd (without the generator) for W
-    clients in all (a multiple of 5)."""
+def workload(W: int, *, rounds: int = ROUNDS, seed: int = 0,
+             device: str = "cpu") -> tuple[BlockLinear, dict]:
+    """The model (on ``device``) and the keyword arguments of run_tdcd (without the
+    generator) for W clients in all (a multiple of 5)."""
     K = W // SILOS
     layout = Layout((FEATURES,) * SILOS, (K,) * SILOS, BASE, PER_CLIENT * K)
     X, y = synthetic_data(BASE, layout.D, loss="logistic",
                           generator=torch.Generator().manual_seed(seed))
-    model = BlockLinear(X, y, layout, loss="logistic")
+    model = BlockLinear(X, y, layout, loss="logistic", device=device)
     return model, dict(eta=1 / (8 * Q * max(model.L, model.L_max)), Q=Q, rounds=rounds,
                        theta0=torch.full((layout.D,), 0.5, dtype=F64), replicas=1)
 
@@ -42,7 +43,7 @@ def fused_tdcd(model: BlockLinear, *, eta: float, Q: int, rounds: int, theta0: t
     """``grad_sq_norm`` [rounds], ``loss`` [rounds + 1], ``sigma2`` [rounds, N], ``drift``
     and ``g0`` [rounds] of one replica with equal silos and logistic loss."""
     lay = model.layout
-    N, K, B, n, d = lay.N, lay.clients[0], lay.batch, lay.n, model.d
+    N, K, B, d = lay.N, lay.clients[0], lay.batch, model.d
     b = B // K
     Xp, y = model.Xp, model.y
     factor = lay.sampling_factor()

@@ -49,7 +49,7 @@ def local_epochs(x: np.ndarray, y: np.ndarray, theta: np.ndarray, epochs: int, b
     """``epochs`` passes of mini-batch gradient steps over the worker's rows, in place."""
     batches = x.shape[0] // batch
     for _ in range(epochs):
-        order = np.array(torch.randperm(x.shape[0], generator=generator))
+        order = np.array(torch.randperm(x.shape[0], generator=generator).numpy())
         for b in range(batches):
             rows = order[b * batch:(b + 1) * batch]
             _, grad = cost_and_grad(theta, x[rows], y[rows], classes)
@@ -73,7 +73,8 @@ def official_mllsgd(x: np.ndarray, y: np.ndarray, *, hubs: int, workers: int, ta
         for h in range(hubs):
             trained = []
             for _ in range(workers):
-                mine = np.array(torch.randperm(x.shape[0], generator=generator))[:rows_per_worker]
+                mine = np.array(torch.randperm(x.shape[0], generator=generator).numpy())
+                mine = mine[:rows_per_worker]
                 trained.append(local_epochs(x[mine], y[mine], models[h].copy(), tau, batch,
                                             alpha, classes, generator))
             models[h] = sum(theta * share for theta, share in zip(trained, worker_share,

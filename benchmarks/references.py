@@ -68,16 +68,17 @@ def iterations(name: str, N: int) -> int:
     return length - length % 8 if name == "mllsgd" else length
 
 
-def pair(name: str, N: int, length: int | None = None) -> Pair:
+def pair(name: str, N: int, length: int | None = None, device: str = "cpu") -> Pair:
     """Simulator ``name`` and its reference at N workers (N a multiple of 10), ``length``
     iterations (MLL-SGD, a multiple of 8), rounds (HFL, TDCD, AFL); default
-    :func:`iterations`."""
+    :func:`iterations`. The simulator runs on ``device`` (its draws still come from a CPU
+    generator), the reference on the CPU."""
     length = iterations(name, N) if length is None else length
     if name == "mllsgd":
         problem, kw = fused_mllsgd.workload(N, length)
         args = dict(hubs=kw["H"].shape[0], workers=N, eta=kw["eta"], K=length, q=kw["q"],
                     tau=kw["tau"], x1=kw["x1"])
-        return Pair(lambda s: run_mllsgd(problem, generator=_gen(s), **kw),
+        return Pair(lambda s: run_mllsgd(problem, generator=_gen(s), device=device, **kw),
                     lambda s: dict(zip(("grad_sq_norm", "loss"),
                                        fused_mllsgd.fused_mllsgd(problem, generator=_gen(s), **args),
                                        strict=True)),
@@ -85,19 +86,21 @@ def pair(name: str, N: int, length: int | None = None) -> Pair:
     if name == "hfl":
         problem, kw = fused_hfl.workload(N, rounds=length)
         args = {k: kw[k] for k in ("sizes", "t", "alpha", "x1")}
-        return Pair(lambda s: run_hfl(problem, generator=_gen(s), **kw),
+        return Pair(lambda s: run_hfl(problem, generator=_gen(s), device=device, **kw),
                     lambda s: fused_hfl.fused_hfl(problem, generator=_gen(s), **args),
                     N * int(kw["t"].max(dim=1).values.sum()))
     if name == "tdcd":
         model, kw = fused_tdcd.workload(N, rounds=length)
         args = {k: kw[k] for k in ("eta", "Q", "rounds", "theta0")}
-        return Pair(lambda s: run_tdcd(model, generator=_gen(s), **kw),
+        simulated = model if device == "cpu" else fused_tdcd.workload(N, rounds=length,
+                                                                       device=device)[0]
+        return Pair(lambda s: run_tdcd(simulated, generator=_gen(s), **kw),
                     lambda s: fused_tdcd.fused_tdcd(model, generator=_gen(s), **args),
                     N * kw["Q"] * length)
     if name == "afl":
         clients, kw = fused_afl.workload(N, rounds=length)
         args = {k: kw[k] for k in ("m", "T", "eta", "eta_L", "x0", "K", "tau")}
-        return Pair(lambda s: run_afl(clients, generator=_gen(s), **kw),
+        return Pair(lambda s: run_afl(clients, generator=_gen(s), device=device, **kw),
                     lambda s: fused_afl.fused_afl(clients, generator=_gen(s), **args),
                     N * 4 * length)  # K_{t,i} <= 4: the run loop takes max_i K_{t,i} steps
     raise ValueError(f"name={name!r} must be one of {SIMULATORS}")

@@ -1,5 +1,7 @@
 """benchmarks/results.json: every benchmark's figures, one entry per figure.
 
+    python benchmarks/results.py     # the whole file as a table, and how many goals are met
+
 An entry is ``{"name", "value", "unit", "goal", "met"}``: ``goal`` is a string such as
 ``"<= 1.2"`` or ``">= 25"`` (``null`` for a figure reported without a goal) and ``met``
 says whether ``value`` meets it (``null`` without a goal). Each script merges its entries
@@ -52,3 +54,16 @@ def print_table(entries: list[dict]) -> None:
     for e in entries:
         met = "-" if e["met"] is None else ("yes" if e["met"] else "NO")
         print(f"{e['name']:<{width}}  {e['value']:>12.4g}  {e['unit']:<16} {e['goal'] or '-':<8} {met}")
+
+
+def main() -> None:
+    entries = json.loads(RESULTS.read_text()) if RESULTS.exists() else []
+    print_table(entries)
+    goals = [e for e in entries if e["met"] is not None]
+    missed = [e["name"] for e in goals if not e["met"]]
+    print(f"\n{len(goals) - len(missed)} of {len(goals)} goals met"
+          + (f"; not met: {', '.join(missed)}" if missed else ""))
+
+
+if __name__ == "__main__":
+    main()
