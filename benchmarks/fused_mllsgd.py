@@ -40,9 +40,11 @@ def workload(N: int, K: int, *, seed: int = 0) -> tuple[LogisticRegression, dict
 
 
 def fused_mllsgd(problem: LogisticRegression, *, hubs: int, workers: int, eta: float, K: int,
-                 q: int, tau: int, x1: torch.Tensor,
-                 generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """(||grad F(u_k)||^2, F(u_k)) for k = 1..K, [K] each, on the workload above (p = 1)."""
+                 q: int, tau: int, x1: torch.Tensor, generator: torch.Generator,
+                 record_every: int = 1) -> tuple[torch.Tensor, torch.Tensor]:
+    """(||grad F(u_k)||^2, F(u_k)) for k = 1..K, [K] each, on the workload above (p = 1).
+    With ``record_every=e`` > 1, only F(u_k) at k = 1, 1 + e, ... (what the official code
+    records), and no gradient norms (an empty tensor)."""
     A, y, n, B = problem.features, problem.labels, problem.n, problem.batch
     N, d = workers, A.shape[1]
     X = x1.expand(N, d).clone()
@@ -53,13 +55,17 @@ def fused_mllsgd(problem: LogisticRegression, *, hubs: int, workers: int, eta: f
     weights = torch.empty(N, 1, B, dtype=F64)
     G = torch.empty(N, 1, d, dtype=F64)
     margins = torch.empty(n, dtype=F64)
-    grad_sq, loss = torch.empty(K, dtype=F64), torch.empty(K, dtype=F64)
+    grad_sq = torch.empty(K if record_every == 1 else 0, dtype=F64)
+    loss = torch.empty(K // record_every, dtype=F64)
     for k in range(1, K + 1):
-        u = X.mean(0)
-        torch.mv(A, u, out=margins).mul_(y).neg_()                       # -y a^T u
-        loss[k - 1] = (margins.clamp(min=0) + torch.log1p(torch.exp(-margins.abs()))).mean()
-        grad = torch.mv(A.T, torch.sigmoid(margins).mul_(y)).div_(-n)
-        grad_sq[k - 1] = grad.dot(grad)
+        if (k - 1) % record_every == 0:
+            u = X.mean(0)
+            torch.mv(A, u, out=margins).mul_(y).neg_()                   # -y a^T u
+            softplus = margins.clamp(min=0) + torch.log1p(torch.exp(-margins.abs()))
+            loss[(k - 1) // record_every] = softplus.mean()
+            if record_every == 1:
+                grad = torch.mv(A.T, torch.sigmoid(margins).mul_(y)).div_(-n)
+                grad_sq[k - 1] = grad.dot(grad)
         uniforms.uniform_(generator=generator)                            # coins: all land
         flat = torch.randint(n, idx.shape, generator=generator, out=idx).view(-1)
         torch.index_select(A, 0, flat, out=rows.view(N * B, d))

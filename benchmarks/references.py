@@ -64,7 +64,7 @@ def iterations(name: str, N: int) -> int:
     """The run length at N workers: long enough that a run's fixed cost is amortised as it
     is in a real run, short enough for the largest sizes."""
     small, large = {"mllsgd": (256, 8), "hfl": (64, 4), "tdcd": (64, 4), "afl": (64, 4)}[name]
-    length = max(large, min(small, small * 100 // N))
+    length = max(large, min(small, small * (100 if name == "mllsgd" else 1000) // N))
     return length - length % 8 if name == "mllsgd" else length
 
 
