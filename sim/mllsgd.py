@@ -73,14 +73,6 @@ def operator_at(k: int, q: int, tau: int) -> str:
     return "I"
 
 
-def sub_network_average(X: torch.Tensor, hub_of: torch.Tensor, v: torch.Tensor,
-                        num_hubs: int) -> torch.Tensor:
-    """z^(d) = sum_{i in M(d)} v_i x^(i), [R, D, d] (line 10 of Algorithm 1, L69)."""
-    R, _, d = X.shape
-    z = torch.zeros(R, num_hubs, d, dtype=X.dtype, device=X.device)
-    return z.index_add_(1, hub_of, v[:, None] * X)
-
-
 def hub_mix(z: torch.Tensor, H: torch.Tensor) -> torch.Tensor:
     """y^(d) = sum_j H[j, d] z^(j), (4) papers/mllsgd.txt L98: column d of H, [R, D, d]."""
     return H.T @ z
@@ -91,10 +83,9 @@ def apply_operator(X: torch.Tensor, kind: str, hub_of: torch.Tensor, v: torch.Te
     """Worker models after T_k in {"I", "V", "Z"}: X T_k of (5), papers/mllsgd.txt L115."""
     if kind == "I":
         return X
-    z = sub_network_average(X, hub_of, v, H.shape[0])
-    if kind == "Z":
-        z = hub_mix(z, H)
-    return z[:, hub_of]
+    out = X.clone()
+    _Averaging(hub_of, v, H, X.shape)(out, kind)
+    return out
 
 
 def hub_period_slots(p: torch.Tensor, hub_of: torch.Tensor, num_hubs: int, q: int, tau: int,
@@ -168,18 +159,19 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int,
                x1, replicas: int, generator: torch.Generator, wait_for_all: bool = False,
                record_iterates: bool = False, record_every: int = 1, record_grad: bool = True,
                device=None) -> Trace:
-    """Run ``replicas`` independent realisations of MLL-SGD, (5)-(6) papers/mllsgd.txt L115-L119.
+    """Run ``replicas`` independent realisations of MLL-SGD, Castiglia et al. 2021, (5)-(6).
 
-    ``H`` [D, D] hub mixing matrix (Assumption 2, L101-L105; not validated beyond its
-    shape: u_k follows (10) only when H b = b), ``hub_of`` [N] hub d(i) of each worker,
+    ``H`` [D, D] hub mixing matrix (Assumption 2; not validated beyond its shape: u_k
+    follows (10) only when H b = b), ``hub_of`` [N] hub d(i) of each worker,
     ``w`` [N] positive worker weights (v, a and b are derived by :func:`hub_weights`),
-    ``p`` [N] step probabilities in (0, 1], ``x1`` [d] common start (X_1 = x1 1^T, L710).
-    ``K`` must be a multiple of ``q * tau``.
+    ``p`` [N] step probabilities in (0, 1], ``x1`` [d] common start (X_1 = x1 1^T, as in
+    Lemma 4, Appendix C.2). ``K`` must be a multiple of ``q * tau``.
 
     Records ||grad F(u_k)||^2 and F(u_k) at u_k = X_k a before the step of iteration k
-    ((8) L131, (13) L155), the steps each worker took and the slot at which each iteration
+    ((8), (13)), the steps each worker took and the slot at which each iteration
     ends. Plain MLL-SGD averages every tau slots whatever the steps taken, so slot = k.
-    ``wait_for_all=True`` simulates Local SGD / HL-SGD waiting for stragglers (L243):
+    ``wait_for_all=True`` simulates Local SGD / HL-SGD waiting for stragglers (the
+    time-slot comparison of Section 6):
     every worker takes every step (no coins) and each hub period lasts
     :func:`hub_period_slots`; its slots are spread linearly over its q*tau iterations,
     so iteration j of a period of length S ends at slot S_prev + S j / (q tau) (>= k, and
@@ -216,7 +208,7 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int,
     coins = torch.ones(R, N, dtype=torch.bool, device=device)
     every_coin_lands = wait_for_all or bool((p == 1).all())  # U < 1 always: G_k unmasked
     steps_everywhere = 0  # steps every worker of every replica took (coins that all land)
-    models, grads = [X.clone()], []
+    models, grads = [X.clone()] if record_iterates else [], []
 
     for k in range(1, K + 1):
         if (k - 1) % record_every == 0:
@@ -267,8 +259,10 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int,
 
 
 class _Averaging:
-    """X T_k in place for T_k in {"I", "V", "Z"} (:func:`apply_operator`'s arithmetic),
-    with its intermediate tensors allocated once per run."""
+    """X T_k in place for T_k in {"I", "V", "Z"} (Castiglia et al. 2021, (5)-(7)), with its
+    intermediate tensors allocated once per run: the sub-network averages
+    z^(d) = sum_{i in M(d)} v_i x^(i) (Algorithm 1, line 10), mixed across hubs by
+    :func:`hub_mix` for "Z", broadcast back to the workers of each hub."""
 
     def __init__(self, hub_of: torch.Tensor, v: torch.Tensor, H: torch.Tensor, shape):
         R, N, d = shape

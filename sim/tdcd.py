@@ -305,7 +305,8 @@ class BlockLinear:
     def client_grads(self, theta: torch.Tensor, rows: torch.Tensor, other: torch.Tensor,
                      owner: torch.Tensor | None = None,
                      weights: torch.Tensor | None = None) -> torch.Tensor:
-        """g_kj of (4), L178: theta [R, N, K, d], other = Phi_{-j} [R, N, B, 1] -> [R, N, K, d].
+        """g_kj of Das et al. 2022, (4): theta [R, N, K, d], other = Phi_{-j} [R, N, B, 1]
+        -> [R, N, K, d].
         Client k of silo j owns the batch slots k b_j .. (k+1) b_j - 1 of the layout
         (``owner`` [N, B] and ``weights`` [N, B, K], that ownership as indices and as 1/b_j
         one-hot weights, are implied by it). One call of :meth:`client_gradients`."""
@@ -578,7 +579,7 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
              replicas: int, generator: torch.Generator, t_comm: float = 0.0, t_comp: float = 1.0,
              record_iterates: bool = False) -> TDCDTrace:
     """Run ``replicas`` independent realisations of ``rounds`` TDCD rounds (T = Q rounds
-    iterations), Algorithm 1 of papers/tdcd.txt L135-L170 (see the module docstring).
+    iterations), Das et al. 2022, Algorithm 1 (see the module docstring).
 
     ``eta``: one step size, or one per replica (a step-size grid in a single run).
     ``theta0`` [model.dim]: the hub models at t = 0, blocks concatenated. The simulation
