@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="10^5 independent points, a 10^4 "
                         "grid, 20 sympy samples")
     args = parser.parse_args(argv)
-    n_points, repeats = (100_000, 5) if args.quick else (1_000_000, 9)
+    n_points, repeats = (100_000, 5) if args.quick else (1_000_000, 21)
     n_grid, sample = (10_000, 20) if args.quick else (1_000_000, 200)
     entries = []
     print(f"independent points ({n_points:,d}): evaluate against the hand-written formula")

@@ -26,7 +26,7 @@ from benchmarks.timing import interleaved, median_ratio  # noqa: E402
 
 GOAL = 1.2
 TOLERANCE = 1e-10
-REPEATS = {10: 31, 100: 21, 1000: 9, 10_000: 5}
+REPEATS = {10: 101, 100: 51, 1000: 15, 10_000: 5}
 
 
 def measure(name: str, N: int, repeats: int) -> tuple[float, float, float]:

@@ -272,9 +272,8 @@ def local_update(clients, x_start: torch.Tensor, K: torch.Tensor, eta_L: float,
                  generator: torch.Generator, diagnostics: bool = False) -> LocalUpdate:
     """K_{t,i} local SGD steps of every worker from x_start [R, M, d] (Yang et al. 2022,
     Algorithm 2, worker side), masked by ``j < K_{t,i}``; one stochastic-gradient draw per
-    step. The
-    iterate and the sum of gradients are updated in place, and a step that every worker
-    takes needs no mask."""
+    step. The iterate and the sum of gradients are updated in place, and a step that every
+    worker takes needs no mask."""
     sample = clients.worker_gradient_sampler(x_start.shape, generator)
     x, gsum = x_start.clone(), torch.zeros_like(x_start)
     dsum, drift = torch.zeros_like(x_start), []

@@ -310,7 +310,7 @@ class BlockLinear:
         Client k of silo j owns the batch slots k b_j .. (k+1) b_j - 1 of the layout
         (``owner`` [N, B] and ``weights`` [N, B, K], that ownership as indices and as 1/b_j
         one-hot weights, are implied by it). One call of :meth:`client_gradients`."""
-        return self.client_gradients(rows)(theta, other).clone()
+        return self.client_gradients(rows)(theta, other)
 
     def client_gradients(self, rows: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor],
                                                                  torch.Tensor]:
