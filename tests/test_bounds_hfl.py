@@ -54,7 +54,7 @@ def reference(p, t, variant):
 @given(scenario())
 def test_theorem2_matches_transcription(data):
     p, t = data
-    for v in ("printed", "arxiv", "proof", "tight"):  # refined: tests/test_hfl_refined.py
+    for v in H.THEOREM2_VARIANTS:
         got = bounds.get("hfl.theorem2", v).evaluate(**p, t=t)
         assert got == pytest.approx(reference(p, t.tolist(), v), rel=1e-10, abs=1e-12)
 
@@ -208,7 +208,7 @@ def test_step_condition_and_max_step():
 
 def test_registry_variants_and_status():
     rows = {r["key"]: r for r in bounds.list()}
-    assert rows["hfl.theorem2"]["variants"] == list(H.THEOREM2_VARIANTS)
+    assert rows["hfl.theorem2"]["variants"] == [*H.THEOREM2_VARIANTS, H.REFINED]
     assert rows["hfl.theorem2"]["default"] == "proof"
     assert "derived, not published" in bounds.get("hfl.theorem2", "tight").title
     assert any("journal.txt L247" in e.citation for e in bounds.get("hfl.theorem2", "arxiv").errata)
