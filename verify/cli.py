@@ -391,7 +391,7 @@ def cmd_choose_sync_time(args):
     return _choice(args, choose.SyncTime(
         sizes=_grid(args.sizes, "--sizes", int), delays=delays, T=args.T, alpha=args.alpha,
         L=args.L, G=args.G, sigma=args.sigma, Delta=args.Delta, S_grid=_grid(args.S, "--S"),
-        seed=args.seed))
+        replicas=args.replicas, seed=args.seed, metric=args.metric))
 
 
 def cmd_choose_q_eta(args):
@@ -535,6 +535,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", help="comma-separated variants of hfl.theorem2 (default: all)")
     p.add_argument("--method", choices=("bound", "simulate", "both"), default="both")
     p.add_argument("--S", help="comma-separated sync times to compare (default: a grid)")
+    p.add_argument("--metric", choices=("lhs", "final_loss"), default="lhs",
+                   help="what the simulation ranks S by: lhs, Theorem 2's left-hand side (the "
+                        "mean of ||grad f(x^u)||^2 over rounds, what every variant bounds; "
+                        "default), or final_loss, f(x^(U+1)) - f*")
+    p.add_argument("--replicas", type=int, default=32,
+                   help="simulated delay paths per S (default 32)")
     p.add_argument("--seed", type=int, default=0, help="seed of the simulation")
     p = add("choose-q-eta", cmd_choose_q_eta,
             "TDCD: which Q and eta reach accuracy epsilon fastest in wall-clock time")
