@@ -107,7 +107,7 @@ def _tightness_cells(t: dict | None) -> tuple[str, str]:
 def cmd_list(args):
     import bounds
 
-    from .tightness import row
+    from .tightness import by_variant, row
 
     rows = bounds.list()
     for r in rows:
@@ -116,19 +116,23 @@ def cmd_list(args):
         r["tightness"] = t
         r["default_slack"] = None if t is None else t["default"]["slack"]
         r["tightest_ratio"] = None if t is None or t["tightest"] is None else t["tightest"]["ratio"]
+        r["variant_tightness"] = {v: {"default_slack": e["default"]["slack"],
+                                      "tightest_ratio": e["tightest"]["ratio"]}
+                                  for v, e in by_variant(t).items()}
     if args.json:
         return rows
     body = []
     for r in rows:
-        cells = _tightness_cells(r["tightness"])
+        entries = by_variant(r["tightness"])
         body += [(r["key"], v + ("*" if v == r["default"] else ""), r["statuses"][v],
-                  *(cells if v == r["default"] else ("", "")), r["title"]) for v in r["variants"]]
+                  *(_tightness_cells(entries[v]) if v in entries else ("", "")), r["title"])
+                 for v in r["variants"]]
     head = ("key", "variant", "status", "slack", "tightest", "")
     widths = [max(len(x[i]) for x in body + [head]) for i in range(5)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
     print(fmt.format("key", "variant", "status", "slack", "tightest", "title"))
     print("\n".join(fmt.format(*row) for row in body))
-    print("(* the default variant; slack: bound/measured on its default scenario; tightest: the "
+    print("(* the default variant; slack: bound/measured on the default scenario; tightest: the "
           "largest ratio measured/bound known, from the stored witnesses)")
     return None
 

@@ -306,13 +306,15 @@ def _errata_html(thm: bounds.Theorem) -> str:
 
 
 def _tightness_text(key: str) -> str:
-    """One line: the slack at the default scenario and the tightest ratio known (shipped in
-    ``verify/tightness.json``), or "" for a result not in that table."""
-    from .tightness import row
+    """One sentence per tracked variant: the slack at the default scenario and the tightest
+    ratio known (shipped in ``verify/tightness.json``), or "" for a result not in that table."""
+    from .tightness import by_variant, row
 
-    t = row(key)
-    if t is None:
-        return ""
+    return " ".join(_variant_tightness_text(t) for t in by_variant(row(key)).values())
+
+
+def _variant_tightness_text(t: dict) -> str:
+    """The sentence of one variant's tightness entry."""
     d = t["default"]
     text = (f"Tightness ({t['variant']}): slack {d['slack']:.3g}x at the default scenario "
             f"({d['mode']}, ratio measured/bound {d['ratio']:.3g})")
@@ -335,20 +337,19 @@ def rate_text(rate) -> str:
 
 def _tightness_table_html(keys) -> str:
     """Every result's status, default slack and tightest ratio, in one table."""
-    from .tightness import row
+    from .tightness import by_variant, row
 
     out = ["<h2>Tightness</h2><p>Slack = bound/measured on the default scenario; tightest = "
            "the largest ratio measured/bound known (1 = tight, above 1 = violated), from the "
            "stored witnesses, which this run replays.</p><table><tr><th>result</th>"
            "<th>status</th><th>default slack</th><th>tightest ratio</th><th>unbounded</th></tr>"]
     for key in keys:
-        t = row(key)
-        if t is None:
-            continue
-        best = "-" if t["tightest"] is None else f"{t['tightest']['ratio']:.4g}"
-        out.append(f"<tr><td><a href='#{html.escape(key)}'>{html.escape(key)}</a></td>"
-                   f"<td>{html.escape(t['status'])}</td><td>{t['default']['slack']:.3g}x</td>"
-                   f"<td>{best}</td><td>{html.escape(t['growth'] or '-')}</td></tr>")
+        for t in by_variant(row(key)).values():
+            best = "-" if t["tightest"] is None else f"{t['tightest']['ratio']:.4g}"
+            name = key if t["variant"] == bounds.get(key).variant else f"{key} [{t['variant']}]"
+            out.append(f"<tr><td><a href='#{html.escape(key)}'>{html.escape(name)}</a></td>"
+                       f"<td>{html.escape(t['status'])}</td><td>{t['default']['slack']:.3g}x</td>"
+                       f"<td>{best}</td><td>{html.escape(t['growth'] or '-')}</td></tr>")
     return "\n".join(out + ["</table>"])
 
 

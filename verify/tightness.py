@@ -12,7 +12,9 @@ shipped file is stale) and :func:`write` regenerates it. Where they come from:
   witness file (``check --all`` replays each and fails when its ratio drops), or the default
   scenario's when that is larger;
 * ``unbounded``: the result has a refutation family (``verify.families``) along which the
-  ratio grows without limit, with its growth.
+  ratio grows without limit, with its growth;
+* ``variants``: the same for each other variant that has a stored tightness witness of its
+  own (e.g. the refined variants of HFL, derived by fedbound, not published), by variant.
 """
 
 from __future__ import annotations
@@ -46,20 +48,30 @@ def row(key: str) -> dict | None:
     return table().get(key)
 
 
-def default_ratio(key: str) -> dict:
-    """The check of ``key``'s default scenario (exact where the adapter can): its ratio, the
-    ratio's interval, the slack 1/ratio and the mode."""
+def by_variant(t: dict | None) -> dict[str, dict]:
+    """A table row by variant: its default variant's entry and those of the other variants it
+    tracks (empty for None)."""
+    if t is None:
+        return {}
+    return {t["variant"]: t, **t.get("variants", {})}
+
+
+def default_ratio(key: str, variant: str | None = None) -> dict:
+    """The check of ``variant`` of ``key`` (default: its default variant) on the default
+    scenario (exact where the adapter can): its ratio, the ratio's interval, the slack
+    1/ratio and the mode."""
     ad = adapter_for(key)
     s = ad.default_scenario()
-    v = ad.check(s, exact=ad.tags.exact and ad.supports_exact(s))
+    v = ad.check(s, variant=variant, exact=ad.tags.exact and ad.supports_exact(s))
     return {"ratio": v.ratio, "ratio_ci": list(v.ratio_ci),
             "slack": 1 / v.ratio if v.ratio > 0 else math.inf, "mode": v.mode}
 
 
-def tightest(key: str) -> dict | None:
-    """The largest ratio recorded by the stored witnesses of ``key``'s default variant, with
-    the witness file and its mode (None when none records a ratio)."""
-    variant = bounds.get(key).variant
+def tightest(key: str, variant: str | None = None) -> dict | None:
+    """The largest ratio recorded by the stored witnesses of ``variant`` of ``key`` (default:
+    its default variant), with the witness file and its mode (None when none records a
+    ratio)."""
+    variant = bounds.get(key, variant).variant
     best = max((w for w in witnesses(key) if w.variant == variant and w.ratio is not None),
                key=lambda w: w.ratio, default=None)
     if best is None:
@@ -74,21 +86,30 @@ def builtin_keys() -> list[str]:
             if type(adapter_for(k)).__module__.startswith("verify.papers.")]
 
 
+def tracked_variants(key: str) -> list[str]:
+    """The variants of ``key`` other than the default that have a stored tightness witness."""
+    default = bounds.get(key).variant
+    return sorted({w.variant for w in witnesses(key)
+                   if w.variant != default and Path(w.source).name.endswith(".tightest.json")})
+
+
+def entry(key: str, variant: str | None = None) -> dict:
+    """The tightness of ``variant`` of ``key`` (default: its default variant): its status,
+    default check, tightest recorded ratio (or the default's, when larger) and family."""
+    thm = bounds.get(key, variant)
+    fam = families().get(key) if thm.status in bounds.REFUTED else None
+    default, best = default_ratio(key, thm.variant), tightest(key, thm.variant)
+    if best is None or default["ratio"] > best["ratio"]:
+        best = {"ratio": default["ratio"], "witness": None, "mode": default["mode"]}
+    return {"variant": thm.variant, "status": thm.status, "default": default, "tightest": best,
+            "unbounded": fam is not None, "growth": None if fam is None else fam.growth}
+
+
 def derive(keys=None) -> dict[str, dict]:
-    """The table recomputed: for each key (default: fedbound's own results) its default
-    variant, status, default check, tightest recorded ratio and family."""
-    fams = families()
-    out = {}
-    for key in builtin_keys() if keys is None else keys:
-        thm = bounds.get(key)
-        fam = fams.get(key)
-        default, best = default_ratio(key), tightest(key)
-        if best is None or default["ratio"] > best["ratio"]:
-            best = {"ratio": default["ratio"], "witness": None, "mode": default["mode"]}
-        out[key] = {"variant": thm.variant, "status": thm.status, "default": default,
-                    "tightest": best, "unbounded": fam is not None,
-                    "growth": None if fam is None else fam.growth}
-    return out
+    """The table recomputed: for each key (default: fedbound's own results) the
+    :func:`entry` of its default variant, and that of each :func:`tracked_variants`."""
+    return {key: {**entry(key), "variants": {v: entry(key, v) for v in tracked_variants(key)}}
+            for key in (builtin_keys() if keys is None else keys)}
 
 
 def write(path: str | Path | None = None, keys=None) -> Path:
@@ -99,15 +120,17 @@ def write(path: str | Path | None = None, keys=None) -> Path:
     return path
 
 
-def record(key: str, *, budget: int, seed: int, jobs: int = 1, directory=None) -> Path:
-    """Search ``key``'s default variant for its tightest scenario and store it as a witness
-    (``<key>.<variant>.tightest.json`` in ``directory``, default the shipped witnesses)."""
+def record(key: str, *, budget: int, seed: int, variant: str | None = None, jobs: int = 1,
+           directory=None) -> Path:
+    """Search ``variant`` of ``key`` (default: its default variant) for its tightest scenario
+    and store it as a witness (``<key>.<variant>.tightest.json`` in ``directory``, default
+    the shipped witnesses)."""
     from . import sweep
     from .search import search
 
     with sweep.executor(jobs=jobs) as pool:
-        res = search(key, budget=budget, seed=seed, objective="tightest", executor=pool,
-                     width=jobs)
+        res = search(key, budget=budget, seed=seed, variant=variant, objective="tightest",
+                     executor=pool, width=jobs)
     note = (f"tightest scenario found by fedbound search --objective tightest --budget {budget} "
             f"--seed {seed} ({res.tried} admissible scenarios)")
     directory = Path(str(resources.files("verify") / "witnesses") if directory is None else directory)
