@@ -174,11 +174,11 @@ def synthetic_quadratic(L: float, sigma: float, Delta: float, dim: int = 10, see
 def loss_at_times(loss: np.ndarray, end_time: np.ndarray, U: np.ndarray, times) -> np.ndarray:
     """Loss of the global model available at each wall-clock time, per replica [R, len(times)]:
     x^{u+1} once round u has ended (loss[:, 0] is x^1, before any round ends)."""
-    out = np.empty((loss.shape[0], len(times)))
-    for r in range(loss.shape[0]):  # per replica: the rounds end at different times
-        ends = end_time[r, : U[r]]
-        out[r] = loss[r, np.searchsorted(ends, np.asarray(times, dtype=float), side="right")]
-    return out
+    ends = np.asarray(end_time, dtype=float)
+    finished = np.arange(ends.shape[1]) < np.asarray(U)[:, None]  # replica r ran U[r] rounds
+    ends = np.where(finished, ends, np.inf)
+    ended = (ends[:, :, None] <= np.asarray(times, dtype=float)).sum(axis=1)  # rounds ended by t
+    return np.take_along_axis(loss, ended, axis=1)
 
 
 HFL_METRICS = ("final_loss", "lhs")
