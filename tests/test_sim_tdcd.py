@@ -126,7 +126,7 @@ def test_q1_is_minibatch_sgd_on_the_union_batch(drawn):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setups())
 def test_lemma2_holds_pathwise_every_round_every_replica(drawn):
-    """(30) L449 with the paper's 4 Q^2 (1+Q) and the exact sum."""
+    """Lemma 2, (30), with the paper's 4 Q^2 (1+Q) and the exact sum."""
     model, Q, eta, theta0, seed = drawn
     tr = run(model, Q, eta, theta0, seed, rounds=5, replicas=4)
     paper = 4 * Q**2 * (1 + Q) * model.L_max**2 * eta**2 * tr.g0
