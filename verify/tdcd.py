@@ -184,6 +184,8 @@ class TDCDAdapter:
             params["eta"] = float(s.eta) if s.eta is not None else thm.max_step(**params)
             return params
         params = {"L": m.L, "L_max": m.L_max, "Delta": delta(st), "R": s.rounds}
+        if "K" in thm.params:   # the refined variant: K_j of the silo-average noise sigma_j^2/K_j
+            params["K"] = np.asarray(s.clients, dtype=float)
         if key == "tdcd.remark5":
             if s.eta is not None:
                 raise ValueError(f"eta={s.eta}: tdcd.remark5 fixes eta = c/(Q sqrt R); set c "
