@@ -35,9 +35,9 @@ def main() -> None:
     choose(QEta())
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     rows = q_eta_evidence(RATIOS)
+    print(f"default choose-q-eta: {seconds:.2f} s wall clock, {cpu:.2f} s CPU\n")
     print(f"{'t_comm/t_comp':>13}  {'chooser':<10} {'Q':>3} {'eta':>9} {'time to eps':>12} "
           f"{'95% +-':>8} {'x best time':>11} {'x best lhs':>10}")
-    print(f"default choose-q-eta: {seconds:.2f} s wall clock, {cpu:.2f} s CPU\n")
     entries = [figure("choosers_tdcd.default_choose_q_eta", seconds, "s", at_most=10),
                figure("choosers_tdcd.default_choose_q_eta_cpu", cpu, "s")]
     for r in rows:
