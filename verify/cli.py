@@ -338,7 +338,7 @@ def cmd_choose_q_eta(args):
     scenario = None if args.scenario is None else _read_scenario("tdcd.theorem1", args.scenario)[0]
     return _choice(args, choose.QEta(epsilon=args.epsilon, t_comm=args.t_comm, t_comp=args.t_comp,
                                      scenario=scenario, Q_grid=_grid(args.Q, "--Q", int),
-                                     replicas=args.replicas))
+                                     **({} if args.replicas is None else {"replicas": args.replicas})))
 
 
 # ---------------------------------------------------------------- parser
@@ -461,7 +461,7 @@ def parser() -> argparse.ArgumentParser:
                         "||grad L(theta^0)||^2, at least twice the simulated noise floor)")
     p.add_argument("--t-comm", type=float, help="time of one communication (default: the scenario's)")
     p.add_argument("--t-comp", type=float, help="time of one local step (default: the scenario's)")
-    p.add_argument("--replicas", type=int, default=16,
+    p.add_argument("--replicas", type=int,
                    help="simulated replicas per configuration (default 16)")
     p.add_argument("--scenario", help="TDCD scenario JSON file (default: tdcd.theorem1's)")
     p.add_argument("--variant", help="comma-separated variants of tdcd.theorem1 (default: all)")
