@@ -25,9 +25,11 @@ from .core import (
     variants,
 )
 from .core import list_results as list  # noqa: A001  (bounds.list(), as the design fixes)
+from .references import PAPERS, Paper, cite
 from .tuning import choose_step, choose_sync_time
 
 __all__ = [
-    "REFUTED", "Condition", "Erratum", "Param", "Rate", "Theorem", "choose_step",
-    "choose_sync_time", "get", "keys", "list", "register", "unregister", "variants",
+    "PAPERS", "REFUTED", "Condition", "Erratum", "Paper", "Param", "Rate", "Theorem",
+    "choose_step", "choose_sync_time", "cite", "get", "keys", "list", "register", "unregister",
+    "variants",
 ]

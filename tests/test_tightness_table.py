@@ -36,11 +36,13 @@ def test_the_shipped_table_matches_a_fresh_derivation():
                 assert was["tightest"]["ratio"] == now["tightest"]["ratio"], at
 
 
-def test_the_refined_hfl_variants_are_tracked_beside_the_defaults():
-    """fedbound's refined variants of HFL Theorem 2 and Corollary 1 (derived by fedbound, not
-    published) have tightness witnesses of their own; they bound the same left-hand side
-    more tightly than the default variant does, so their ratios are larger."""
-    for key in ("hfl.theorem2", "hfl.corollary1"):
+def test_the_refined_variants_are_tracked_beside_the_defaults():
+    """fedbound's refined variants (derived by fedbound, not published: HFL Theorem 2 and
+    Corollary 1, TDCD Theorem 1) have tightness witnesses of their own; they bound the same
+    left-hand side more tightly than the default variant does, so their ratios are larger."""
+    refined = [k for k in builtin_keys() if "refined" in bounds.variants(k)]
+    assert {"hfl.theorem2", "hfl.corollary1", "tdcd.theorem1"} <= set(refined)
+    for key in refined:
         t = table()[key]
         assert set(t["variants"]) == {"refined"}, key
         refined = t["variants"]["refined"]
