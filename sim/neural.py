@@ -30,7 +30,6 @@ for bit. ``chunk_size`` bounds how many models one vmapped call evaluates at a t
 from __future__ import annotations
 
 import copy
-import math
 from collections.abc import Callable, Sequence
 
 import torch
