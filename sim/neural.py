@@ -50,16 +50,47 @@ def mlp(in_features: int = 64, hidden: Sequence[int] = (32,), classes: int = 10)
     return torch.nn.Sequential(*layers)
 
 
+class UnfoldConv2d(torch.nn.Conv2d):
+    """``torch.nn.Conv2d`` (same parameters, same numbers up to round-off) computed as
+    im2col (the kh kw shifted windows stacked) and one matrix product. Vmapped over
+    models, ``Conv2d`` becomes a grouped convolution that runs group by group on CPU in
+    float64; this form is one batched matrix product. Stride 1, no dilation, groups 1,
+    zero padding."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, padding: int = 0):
+        super().__init__(in_channels, out_channels, kernel_size, padding=padding)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        (kh, kw), (ph, pw) = self.kernel_size, self.padding
+        padded = torch.nn.functional.pad(x, (pw, pw, ph, ph))
+        height, width = padded.shape[-2] - kh + 1, padded.shape[-1] - kw + 1
+        shifted = [padded[..., a:a + height, b:b + width] for a in range(kh) for b in range(kw)]
+        columns = torch.stack(shifted, dim=-3).flatten(-4, -3).flatten(-2)     # [B, C kh kw, H W]
+        out = self.weight.reshape(self.out_channels, -1) @ columns             # [B, out, H W]
+        if self.bias is not None:
+            out = out + self.bias[:, None]
+        return out.unflatten(-1, (height, width))
+
+
 def small_cnn(classes: int = 10, channels: int = 8) -> torch.nn.Module:
     """For 8x8 single-channel images given as 64 features: conv 3x3 (``channels``), tanh,
-    2x2 average pooling, conv 3x3 (2 ``channels``), tanh, 2x2 average pooling, linear."""
+    2x2 average pooling, conv 3x3 (2 ``channels``), tanh, 2x2 average pooling, linear.
+    The convolutions are :class:`UnfoldConv2d`."""
     c = channels
     return torch.nn.Sequential(
         torch.nn.Unflatten(1, (1, 8, 8)),
-        torch.nn.Conv2d(1, c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
-        torch.nn.Conv2d(c, 2 * c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
+        UnfoldConv2d(1, c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
+        UnfoldConv2d(c, 2 * c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
         torch.nn.Flatten(), torch.nn.Linear(2 * c * 2 * 2, classes),
     )
+
+
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per-sample CE = logsumexp(logits) - logits[target], [batch]: the numbers of
+    ``torch.nn.functional.cross_entropy(reduction="none")`` up to round-off, written with
+    ``logsumexp`` and ``gather`` because the vmapped backward of ``log_softmax`` is several
+    times slower on CPU."""
+    return torch.logsumexp(logits, dim=-1) - logits.gather(-1, targets[:, None]).squeeze(-1)
 
 
 def _positive_int(name: str, value) -> int:
@@ -122,8 +153,7 @@ class _FlatModule:
                       weights: torch.Tensor) -> torch.Tensor:
         """sum_j weights_j CE(h(flat; inputs_j), targets_j) for one model."""
         logits = functional_call(self.module, self.parameters_of(flat), (inputs,))
-        per_sample = torch.nn.functional.cross_entropy(logits, targets, reduction="none")
-        return (weights * per_sample).sum()
+        return (weights * cross_entropy(logits, targets)).sum()
 
     def batched(self, fn: Callable, x: torch.Tensor, data: tuple, data_dims: tuple) -> object:
         """``fn`` vmapped over the leading dimensions of ``x`` [..., dim] (flattened to one),

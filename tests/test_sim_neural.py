@@ -9,7 +9,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from sim import run_afl, run_hfl, run_mllsgd
 from sim.data import Partition, label_partition, load_digits
-from sim.neural import NeuralClients, NeuralProblem, mlp, small_cnn
+from sim.neural import NeuralClients, NeuralProblem, UnfoldConv2d, mlp, small_cnn
 from sim.tdcd import Layout, ModuleModel, run_tdcd
 
 F64 = torch.float64
@@ -28,6 +28,16 @@ def digits():
 def network(kind, seed=0):
     torch.manual_seed(seed)
     return mlp(64, (12,), 10) if kind == "mlp" else small_cnn(10, channels=3)
+
+
+@pytest.mark.parametrize("channels, kernel, padding, size", [(1, 3, 1, 8), (3, 3, 0, 6), (2, 2, 1, 5)])
+def test_unfold_conv2d_is_torchs_conv2d(channels, kernel, padding, size):
+    torch.manual_seed(channels)
+    ours = UnfoldConv2d(channels, 4, kernel, padding=padding).to(F64)
+    theirs = torch.nn.Conv2d(channels, 4, kernel, padding=padding).to(F64)
+    theirs.load_state_dict(ours.state_dict())
+    x = torch.randn(5, channels, size, size, generator=gen(channels), dtype=F64)
+    torch.testing.assert_close(ours(x), theirs(x), rtol=1e-12, atol=1e-14)
 
 
 def reference_loss_and_grad(module, x, inputs, targets):
@@ -166,10 +176,11 @@ def test_neural_clients_draw_each_workers_minibatch_from_its_own_samples(digits)
             torch.testing.assert_close(g[r, i], ref, rtol=1e-10, atol=1e-13)
 
 
-def test_run_afl_afa_cd_trains_on_a_label_partition(digits):
+@pytest.mark.parametrize("algorithm", ["cd", "cs"])
+def test_run_afl_trains_on_a_label_partition(algorithm, digits):
     X, y = digits
     clients = NeuralClients(network("mlp"), X, y, label_partition(y, 5, 4, gen(18)), batch=8)
-    trace = run_afl(clients, algorithm="cd", m=3, T=15, eta=1.0, eta_L=0.3, x0=clients.initial(),
+    trace = run_afl(clients, algorithm=algorithm, m=3, T=15, eta=1.0, eta_L=0.3, x0=clients.initial(),
                     replicas=2, generator=gen(19), K=2, tau=2)
     assert not trace.diverged.any()
     assert (trace.loss[:, -1] < 0.7 * trace.loss[:, 0]).all(), trace.loss[:, [0, -1]]
