@@ -11,8 +11,9 @@ sample, so every sample belongs to exactly one worker by construction.
 - :func:`iid_partition`: a uniformly random permutation dealt round-robin (sizes differ by
   at most one);
 - :func:`label_partition`: worker i holds the classes (i c + j) mod C, j < c, and the
-  samples of each class are dealt at random among the workers holding it (the
-  "pathological non-i.i.d." partition by label of McMahan et al. 2017, Section 3);
+  samples of each class are dealt at random among the workers holding it: the partition
+  by label with c classes per worker of Yang et al. 2022, Section 5 (their p), in the
+  manner of the non-i.i.d. partition of McMahan et al. 2017, Section 3;
 - :func:`dirichlet_partition`: for each class k, proportions p_k ~ Dirichlet(alpha 1_M)
   over the M workers, and the class's samples split at the cut points floor(n_k cumsum p_k)
   (Hsu, Qi & Brown 2019, Section 3): alpha -> infinity tends to i.i.d., small alpha gives

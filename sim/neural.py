@@ -14,7 +14,7 @@ Python loop over them.
   Castiglia et al. 2021, eq. (1) and Assumption 1c.
 - :class:`NeuralClients`: the client interface of ``sim.afl.run_afl`` (AFA-CD, AFA-CS)
   with each worker's own data (a ``sim.data.Partition``): f(x) = (1/M) sum_i f_i(x), f_i
-  the mean loss over worker i's samples (Yang et al. 2022, eq. (1)).
+  the mean loss over worker i's samples (the objective of Yang et al. 2022, Section 3).
 - :func:`mlp` and :func:`small_cnn`: two small architectures for the 64 features of the
   8x8 digits (``sim.data.load_digits``), with smooth activations (tanh, average pooling)
   so that the gradient is Lipschitz (Assumption 1a of Castiglia et al. 2021).
