@@ -18,8 +18,9 @@ for the MLP (64-32-10) and the small CNN of sim.neural:
 Both give the same gradients (checked to 1e-10 before timing). The two run interleaved
 (benchmarks/timing.py, one intra-op thread), and the ratio is loop over vectorised of the
 best of the repeats, in one run. Peak memory: each (method, N) runs once more in its own
-process, and the figure is the growth of its peak resident memory (``resource.getrusage``)
-over the memory before the workload is built (on CUDA: ``torch.cuda.max_memory_allocated``).
+process, and the figure is the growth of its peak resident memory (Linux's VmHWM, reset
+after a warm-up at N = 1) over the resident memory before the workload is built (on
+CUDA: ``torch.cuda.max_memory_allocated``).
 Goal: the vectorised step at least 5 times faster than the loop at N = 100 (MLP).
 Writes the figures to benchmarks/results.json.
 """
@@ -29,7 +30,6 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -48,9 +48,9 @@ GOAL = 5.0
 NETWORKS = {"mlp": lambda: mlp(64, (32,), 10), "cnn": lambda: small_cnn(10, channels=8)}
 
 
-def workload(net: str, N: int, device: str, seed: int = 0):
+def workload(net: str, N: int, device: str, seed: int = 0, data=None):
     """(problem, models [N, d], module copies holding them): the two sides of the benchmark."""
-    data = load_digits(device=device)
+    data = load_digits(device=device) if data is None else data
     torch.manual_seed(seed)
     problem = NeuralProblem(NETWORKS[net](), data.features, data.labels, batch=BATCH, device=device)
     noise = torch.randn(N, problem.dim, generator=torch.Generator().manual_seed(seed),
@@ -100,24 +100,40 @@ def timed(net: str, N: int, device: str, repeats: int) -> dict:
     return {name: min(t) for name, t in times.items()}
 
 
+def _status_bytes(field: str) -> int:
+    """``field`` (VmRSS, VmHWM) of /proc/self/status in bytes."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
+
+
 def peak_memory(net: str, N: int, method: str, device: str) -> int:
-    """Bytes the workload and one step add to the peak (this process, see the docstring)."""
+    """Bytes the workload and one step add to the peak (this process, see the docstring).
+    On the CPU: Linux's peak resident set (VmHWM, reset through /proc/self/clear_refs
+    once the data set is loaded and both sides ran once at N = 1, for the lazy imports
+    and first-call allocations) minus the resident set at that point."""
     torch.set_num_threads(1)
     cuda = torch.device(device).type == "cuda"
-    warm_up, models, copies = workload(net, 1, device)  # imports, data set, allocator pools
+    data = load_digits(device=device)
+    warm_up, models, copies = workload(net, 1, device, data=data)  # lazy imports, first calls
     loop_step(warm_up, copies, torch.Generator().manual_seed(1))
     warm_up.stochastic_grad(models, torch.Generator().manual_seed(1))
-    host_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    before = torch.cuda.memory_allocated() if cuda else host_peak
-    problem, models, copies = workload(net, N, device)
+    del warm_up, models, copies
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
+        before = torch.cuda.memory_allocated()
+    else:
+        Path("/proc/self/clear_refs").write_text("5")
+        before = _status_bytes("VmRSS")
+    problem, models, copies = workload(net, N, device, data=data)
     if method == "loop":
         loop_step(problem, copies, torch.Generator().manual_seed(1))
     else:
         del copies
         problem.stochastic_grad(models, torch.Generator().manual_seed(1))
-    if cuda:
-        return torch.cuda.max_memory_allocated() - before
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - before
+    peak = torch.cuda.max_memory_allocated() if cuda else _status_bytes("VmHWM")
+    return peak - before
 
 
 def in_subprocess(net: str, N: int, method: str, device: str) -> int:
