@@ -9,11 +9,9 @@ for the MLP (64-32-10) and the small CNN of sim.neural:
 - vectorised: ``NeuralProblem.stochastic_grad`` on the [N, d] models: one ``randint``
   draw, one vmapped ``torch.func.grad`` of ``functional_call``;
 - loop: N float64 ``nn.Module`` copies holding the same parameters (built once, not
-  timed; their convolutions are ``torch.nn.Conv2d``, torch's own kernel, where the
-  vectorised side computes the same convolution as ``UnfoldConv2d``), the same index
-  draw, then worker by worker a forward pass, the mean cross-entropy and
-  ``torch.autograd.grad``, the gradients flattened into one [N, d] tensor (what a
-  per-worker simulator does at every step).
+  timed), the same index draw, then worker by worker a forward pass, the mean
+  cross-entropy and ``torch.autograd.grad``, the gradients flattened into one [N, d]
+  tensor (what a per-worker simulator does at every step).
 
 Both give the same gradients (checked to 1e-10 before timing). The two run interleaved
 (benchmarks/timing.py, one intra-op thread), and the ratio is loop over vectorised of the
@@ -41,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import interleaved  # noqa: E402
 from sim.data import load_digits  # noqa: E402
-from sim.neural import NeuralProblem, UnfoldConv2d, mlp, small_cnn  # noqa: E402
+from sim.neural import NeuralProblem, mlp, small_cnn  # noqa: E402
 
 BATCH = 16
 GOAL = 5.0
@@ -59,9 +57,6 @@ def workload(net: str, N: int, device: str, seed: int = 0, data=None):
     copies = []
     for x in models:
         module = copy.deepcopy(problem.module)
-        for layer in module.modules():
-            if isinstance(layer, UnfoldConv2d):
-                layer.__class__ = torch.nn.Conv2d  # torch's own kernel, the same parameters
         torch.nn.utils.vector_to_parameters(x, module.parameters())
         copies.append(module)
     return problem, models, copies

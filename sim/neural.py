@@ -50,57 +50,17 @@ def mlp(in_features: int = 64, hidden: Sequence[int] = (32,), classes: int = 10)
     return torch.nn.Sequential(*layers)
 
 
-class UnfoldConv2d(torch.nn.Conv2d):
-    """``torch.nn.Conv2d`` (same parameters, same numbers up to round-off) computed as
-    im2col and one matrix product, the im2col itself a product with a constant 0/1 shift
-    matrix (:func:`shift_matrix`). Vmapped over models, ``Conv2d`` becomes a grouped
-    convolution that runs group by group on CPU in float64, and slicing-based im2col has
-    a slow backward; this form is batched matrix products only, meant for small images
-    (the shift matrix has kh kw (H W)^2 entries). Stride 1, no dilation, groups 1, zero
-    padding."""
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, padding: int = 0):
-        super().__init__(in_channels, out_channels, kernel_size, padding=padding)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        height, width = x.shape[-2:]
-        shift, (out_h, out_w) = shift_matrix(height, width, self.kernel_size, self.padding,
-                                             x.dtype, x.device)
-        columns = x.flatten(-2) @ shift                                # [B, C, kh kw out_h out_w]
-        columns = columns.unflatten(-1, (-1, out_h * out_w)).flatten(-3, -2)  # [B, C kh kw, P]
-        out = self.weight.reshape(self.out_channels, -1) @ columns     # [B, out, P]
-        if self.bias is not None:
-            out = out + self.bias[:, None]
-        return out.unflatten(-1, (out_h, out_w))
-
-
-def shift_matrix(height: int, width: int, kernel, padding, dtype, device
-                 ) -> tuple[torch.Tensor, tuple[int, int]]:
-    """``(S [H W, kh kw P], (out_h, out_w))`` with S[q, (a, b, p)] = 1 where input pixel q
-    is at offset (a, b) of the window of output pixel p (zero padding: no entry)."""
-    (kh, kw), (ph, pw) = kernel, padding
-    out_h, out_w = height + 2 * ph - kh + 1, width + 2 * pw - kw + 1
-    a = torch.arange(kh, device=device)[:, None, None, None]
-    b = torch.arange(kw, device=device)[None, :, None, None]
-    i = torch.arange(out_h, device=device)[None, None, :, None]
-    j = torch.arange(out_w, device=device)[None, None, None, :]
-    row, col = i + a - ph, j + b - pw                                   # [kh, kw, out_h, out_w]
-    inside = (row >= 0) & (row < height) & (col >= 0) & (col < width)
-    source = (row.clamp(0, height - 1) * width + col.clamp(0, width - 1)).flatten()
-    shift = torch.zeros(height * width, kh * kw * out_h * out_w, dtype=dtype, device=device)
-    shift[source, torch.arange(source.numel(), device=device)] = inside.flatten().to(dtype)
-    return shift, (out_h, out_w)
-
-
 def small_cnn(classes: int = 10, channels: int = 8) -> torch.nn.Module:
     """For 8x8 single-channel images given as 64 features: conv 3x3 (``channels``), tanh,
     2x2 average pooling, conv 3x3 (2 ``channels``), tanh, 2x2 average pooling, linear.
-    The convolutions are :class:`UnfoldConv2d`."""
+    (Vmapped over models, a convolution becomes one grouped convolution; on CPU in float64
+    torch runs it group by group, so the vectorised CNN is no faster than a loop there:
+    see benchmarks/bench_neural.py.)"""
     c = channels
     return torch.nn.Sequential(
         torch.nn.Unflatten(1, (1, 8, 8)),
-        UnfoldConv2d(1, c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
-        UnfoldConv2d(c, 2 * c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
+        torch.nn.Conv2d(1, c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
+        torch.nn.Conv2d(c, 2 * c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
         torch.nn.Flatten(), torch.nn.Linear(2 * c * 2 * 2, classes),
     )
 

@@ -2,6 +2,8 @@
 autograd on nn.Module copies, finite differences, and the algorithms of sim run on them."""
 
 import copy
+import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -9,7 +11,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from sim import run_afl, run_hfl, run_mllsgd
 from sim.data import Partition, label_partition, load_digits
-from sim.neural import NeuralClients, NeuralProblem, UnfoldConv2d, mlp, small_cnn
+from sim.neural import NeuralClients, NeuralProblem, mlp, small_cnn
 from sim.tdcd import Layout, ModuleModel, run_tdcd
 
 F64 = torch.float64
@@ -28,16 +30,6 @@ def digits():
 def network(kind, seed=0):
     torch.manual_seed(seed)
     return mlp(64, (12,), 10) if kind == "mlp" else small_cnn(10, channels=3)
-
-
-@pytest.mark.parametrize("channels, kernel, padding, size", [(1, 3, 1, 8), (3, 3, 0, 6), (2, 2, 1, 5)])
-def test_unfold_conv2d_is_torchs_conv2d(channels, kernel, padding, size):
-    torch.manual_seed(channels)
-    ours = UnfoldConv2d(channels, 4, kernel, padding=padding).to(F64)
-    theirs = torch.nn.Conv2d(channels, 4, kernel, padding=padding).to(F64)
-    theirs.load_state_dict(ours.state_dict())
-    x = torch.randn(5, channels, size, size, generator=gen(channels), dtype=F64)
-    torch.testing.assert_close(ours(x), theirs(x), rtol=1e-12, atol=1e-14)
 
 
 def reference_loss_and_grad(module, x, inputs, targets):
@@ -235,3 +227,16 @@ def test_cuda_gives_the_cpu_numbers_with_a_cpu_generator(digits):
     on_gpu = mllsgd_run(NeuralProblem(network("mlp"), X, y, batch=8, device="cuda"), seed=23)
     on_cpu = mllsgd_run(NeuralProblem(network("mlp"), X, y, batch=8), seed=23)
     torch.testing.assert_close(on_gpu.loss, on_cpu.loss, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("net", ["mlp", "cnn"])
+def test_the_benchmarks_module_loop_computes_the_vectorised_gradients(net):
+    """benchmarks/bench_neural.py times a loop of nn.Module copies against
+    NeuralProblem.stochastic_grad: both must compute the same gradients."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/ is not installed
+    from benchmarks.bench_neural import loop_step, workload
+
+    problem, models, copies = workload(net, 3, "cpu")
+    assert len(copies) == 3 and all(module is not problem.module for module in copies)
+    torch.testing.assert_close(loop_step(problem, copies, gen(24)),
+                               problem.stochastic_grad(models, gen(24)), rtol=1e-10, atol=1e-12)
