@@ -172,7 +172,7 @@ def test_neural_clients_draw_each_workers_minibatch_from_its_own_samples(digits)
 def test_run_afl_trains_on_a_label_partition(algorithm, digits):
     X, y = digits
     clients = NeuralClients(network("mlp"), X, y, label_partition(y, 5, 4, gen(18)), batch=8)
-    trace = run_afl(clients, algorithm=algorithm, m=3, T=15, eta=1.0, eta_L=0.3, x0=clients.initial(),
+    trace = run_afl(clients, algorithm=algorithm, m=3, T=10, eta=1.0, eta_L=0.3, x0=clients.initial(),
                     replicas=2, generator=gen(19), K=2, tau=2)
     assert not trace.diverged.any()
     assert (trace.loss[:, -1] < 0.7 * trace.loss[:, 0]).all(), trace.loss[:, [0, -1]]
@@ -188,9 +188,9 @@ def test_run_tdcd_trains_per_silo_networks_on_a_vertical_split_of_digits(digits)
     torch.manual_seed(0)
     model = ModuleModel([mlp(32, (6,), 1), mlp(32, (6,), 1)], X[:, columns], labels, layout,
                         loss="logistic")
-    trace = run_tdcd(model, eta=0.2, Q=2, rounds=15, theta0=model.initial(), replicas=2,
+    trace = run_tdcd(model, eta=0.2, Q=2, rounds=10, theta0=model.initial(), replicas=2,
                      generator=gen(20))
-    assert (trace.loss[:, -1] < 0.8 * trace.loss[:, 0]).all(), trace.loss[:, [0, -1]]
+    assert (trace.loss[:, -1] < 0.5 * trace.loss[:, 0]).all(), trace.loss[:, [0, -1]]
 
 
 @pytest.mark.parametrize("make, match", [
