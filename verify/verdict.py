@@ -39,7 +39,7 @@ OUTCOMES = ("holds", "violated", "inconclusive", "diverged")
 class Measurement:
     """Per-replica realisations of a theorem's left-hand side, or its exact value.
 
-    ``values``: [R, *cells] finite realisations (replicas that diverged are excluded and
+    ``values``: ``[R, *cells]`` finite realisations (replicas that diverged are excluded and
     counted in ``diverged``); ``exact``: the exact expectation (a number, or an array of
     cells) when computed; ``paired``: the bound has a leading replica axis matching
     ``values`` (module docstring); ``series``: the mean of the per-iteration quantity
