@@ -172,6 +172,9 @@ class Violation:
 
     def __str__(self) -> str:
         who = f" at worker {self.worker}" if self.worker is not None else ""
+        if not math.isfinite(self.shortfall):
+            return (f"{self.condition} ({self.citation}) fails{who}: a side of it is not finite "
+                    "in float64 at these parameters")
         return f"{self.condition} ({self.citation}) fails{who} by {self.shortfall:.6g}"
 
 
@@ -338,7 +341,9 @@ class Theorem:
             args = self._worker_args(vals) if c.per_worker else self._scalar_args(vals)
             m = self._eval(c.margin, args)
             r = c.relation
-            scale = np.abs(self._eval(r.lhs, args)) + np.abs(self._eval(r.rhs, args))
+            # the larger side, not their sum: finite whenever both sides are (no overflow);
+            # inf or NaN when a side is not finite, and then the condition fails (_holds)
+            scale = np.maximum(np.abs(self._eval(r.lhs, args)), np.abs(self._eval(r.rhs, args)))
             out.append((c, m, scale))
         return out
 
@@ -351,7 +356,7 @@ class Theorem:
             bad = ~_holds(c, m, scale)
             if not bad.any():
                 continue
-            short = np.where(bad, np.abs(m), -np.inf)
+            short = np.where(bad, np.nan_to_num(np.abs(m), nan=np.inf), -np.inf)
             worst = np.unravel_index(int(np.argmax(short)), short.shape) if short.ndim else ()
             worker = int(worst[-1]) if c.per_worker and worst else None
             found.append(Violation(c.name, c.citation, float(short[worst]), worker))
@@ -445,9 +450,14 @@ class Theorem:
 
 
 def _holds(c: Condition, margin: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Whether ``c`` holds, up to a relative tolerance for round-off at its boundary."""
-    tol = _TOL * np.maximum(scale, 1.0)
-    return (np.abs(margin) <= tol) if c.is_equality else (margin >= -tol)
+    """Whether ``c`` holds, up to a relative tolerance for round-off at its boundary. A
+    condition holds only where both of its sides are finite (``scale``, the larger of their
+    magnitudes, is finite): an overflowing side never makes a condition hold."""
+    finite = np.isfinite(scale) & ~np.isnan(margin)
+    with np.errstate(invalid="ignore"):
+        tol = _TOL * np.maximum(np.where(finite, scale, 1.0), 1.0)
+        ok = (np.abs(margin) <= tol) if c.is_equality else (margin >= -tol)
+    return finite & ok
 
 
 def _bound_value(x: np.ndarray, what: str) -> float | np.ndarray:

@@ -20,6 +20,7 @@ from .adapter import (
 )
 from .check import check
 from .draw import Draw, RngDraw
+from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text
 from .plugins import load_plugins
 from .scenario import (
     Scenario,
@@ -35,9 +36,9 @@ from .verdict import Comparison, Measurement, Verdict, compare
 from .witnesses import Witness, register_witness_dir, witnesses
 
 __all__ = [
-    "Adapter", "Comparison", "Draw", "Measurement", "RngDraw", "Scenario", "Tags", "Verdict",
-    "Witness", "adapter_for", "adapter_keys", "check", "compare", "default_scenario",
-    "json_text", "jsonable", "load_plugins", "load_scenario", "problem_spec", "register_adapter",
-    "register_witness_dir", "require_float", "require_floats", "require_int", "roundoff",
-    "unregister_adapter", "witnesses",
+    "LOOP_OVERHEAD", "Adapter", "Comparison", "Draw", "Footprint", "Measurement", "ResourceError",
+    "RngDraw", "Scenario", "Tags", "Verdict", "Witness", "adapter_for", "adapter_keys", "check",
+    "compare", "count_text", "default_scenario", "json_text", "jsonable", "load_plugins",
+    "load_scenario", "problem_spec", "register_adapter", "register_witness_dir", "require_float",
+    "require_floats", "require_int", "roundoff", "unregister_adapter", "witnesses",
 ]

@@ -37,8 +37,10 @@ from bounds import hfl as bhfl
 from sim.hfl import run_hfl
 from sim.problems import LogisticRegression, Quadratic
 from verify.api import (
+    LOOP_OVERHEAD,
     Adapter,
     Draw,
+    Footprint,
     Measurement,
     Scenario,
     Tags,
@@ -48,6 +50,7 @@ from verify.api import (
     require_int,
     roundoff,
 )
+from verify.api import count_text as _n
 
 PAPER = "Ali & Arafa 2025"
 #: Fig. 7a of the paper: {d, b, e, f, d_g, b_g, e_g, f_g} (Section IV-B)
@@ -144,6 +147,32 @@ def paths(s: HFLScenario) -> dl.Schedules:
                                ramp=s.ramp)
 
 
+def _schedule_size(s: HFLScenario) -> tuple[float, str, float, float]:
+    """(rounds the schedule draws allocate, that number in the scenario's fields, local
+    iterations a round's draws allocate, local iterations a round takes), from the delay
+    model (Section IV: local delay c_i + Exp(mean) with c_i = d |N_i| + b, global c_g = d_g G +
+    b_g) without drawing: the rounds' a.s. envelope T / (max(S, c_i) + c_g) of
+    ``bounds.delays.rounds_envelope`` (twice T / E D without one), and S / c_i (2 S / E tau_i
+    for a zero shift) local iterations, as ``bounds.delays`` allocates them."""
+    dl_, b, e, f, dg, bg, eg, fg = (float(v) for v in s.delays)
+    G = len(s.sizes)
+    shifts = [dl_ * k + b for k in s.sizes]
+    means = [c + e * k + f for c, k in zip(shifts, s.sizes, strict=True)]
+    floor = max(s.S, max(shifts)) + dg * G + bg
+    with np.errstate(over="ignore"):
+        if floor > 0:
+            rounds = float(np.ceil(np.float64(s.T) / floor))
+            text = f"rounds={_n(rounds)} (T={s.T:g} / a round's least time {floor:g})"
+        else:
+            mean_round = max(means) + dg * G + bg + eg * G + fg
+            rounds = 16 * float(np.ceil(2 * np.float64(s.T) / (16 * mean_round)))
+            text = f"rounds={_n(rounds)} (2 T={2 * s.T:g} / a round's mean time {mean_round:g})"
+        width = max(1.0 if s.S == 0 else np.float64(s.S) / c + 1 if c > 0 else 2 * np.float64(s.S) / m + 4
+                    for c, m in zip(shifts, means, strict=True))
+        per_round = max(1.0, min(width, np.float64(s.S) / min(means) + 1))
+    return rounds, text, float(width), float(per_round)
+
+
 def _roundoff(st: Setup) -> float:
     """Round-off level of ||grad f||^2 at the scale of x^1."""
     return roundoff(st.problem.L, float(st.x1.norm()))
@@ -206,6 +235,41 @@ class HFL(Adapter):
         for u in range(U):
             prefixes[u, : u + 1] = t[: u + 1]
         return np.arange(1, U + 1), thm.evaluate(**{**params, "t": prefixes})
+
+    def _footprint(self, s: HFLScenario, exact: bool) -> Footprint:
+        """Memory: the delay draws of ``bounds.delays.sample_schedules`` (paths x rounds x the
+        local iterations a round can take), the schedule and the per-round records [R, U, G],
+        and the clients' models and gradients [R, G, n_max, d] of one local iteration. Work:
+        rounds x local iterations x those tensors."""
+        G, n_max, R = len(s.sizes), max(s.sizes), s.replicas
+        rounds, rounds_text, width, per_round = _schedule_size(s)
+        paths = 1 if s.mode == "conditional" else R
+        spec = s.problem_spec()
+        dim = spec["dim"]
+        local = f"local iterations={_n(width)} per round (S={s.S:g} / the local delays)"
+        clients = f"replicas={_n(R)} x groups={G} x clients={_n(n_max)} (max sizes) x dim={_n(dim)}"
+        loop = f"{rounds_text} x {_n(per_round)} local iterations per round x {clients}"
+        memory = {
+            f"paths={_n(paths)} x {rounds_text} x {local} x 3 draws of 8 B": 24 * paths * rounds * width,
+            f"replicas={_n(R)} x {rounds_text} x groups={G} x 6 records of 8 B": 48 * R * rounds * G,
+            f"{clients} x 6 buffers of 8 B": 48 * R * G * n_max * dim,
+        }
+        steps = {loop: rounds * per_round * (10 * R * G * n_max * dim + LOOP_OVERHEAD),
+                 f"paths={_n(paths)} x {rounds_text} x {local} x groups={G} (the delay draws)":
+                 10 * paths * rounds * width * G}
+        if spec["kind"] == "logistic":
+            batch, data = spec["batch"], spec["n"]
+            memory[f"{clients} x problem.batch={_n(batch)} x 4 of 8 B"] = \
+                32 * R * G * n_max * batch * dim
+            memory[f"problem.n={_n(data)} x dim={_n(dim)} x 3 copies of the data"] = 24 * data * dim
+            memory[f"replicas={_n(R)} x groups={G} x problem.n={_n(data)} x 3 of 8 B"] = 24 * R * G * data
+            steps[f"{loop} x problem.batch={_n(batch)}"] = \
+                6 * rounds * per_round * R * G * n_max * batch * dim
+            steps[f"{loop} x problem.n={_n(data)} / clients (the gradient of f)"] = \
+                4 * rounds * per_round * R * G * data * dim
+        else:
+            memory[f"problem.dim={_n(dim)}, squared, x 6 matrices of 8 B"] = 48 * dim * dim
+        return Footprint.of(memory, steps)
 
     def _draw(self, draw: Draw) -> HFLScenario:
         """1-3 groups of 1-8 clients, Fig. 7a's delays scaled by a factor in [0.5, 2], S in
