@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .check import check
+from .output import write_text
 from .scenario import json_text
 from .verdict import OUTCOMES, Verdict
 
@@ -74,10 +75,9 @@ class Witness:
         return d
 
     def write(self, path: str | Path) -> Path:
-        """Write the witness as JSON (the format :meth:`read` takes)."""
-        path = Path(path)
-        path.write_text(json_text(self.as_dict()) + "\n")
-        return path
+        """Write the witness as JSON (the format :meth:`read` takes), atomically
+        (``verify.output.write_text``)."""
+        return write_text(path, json_text(self.as_dict()) + "\n")
 
     def replay(self) -> Verdict:
         """Check the stored scenario again (same variant and mode)."""
