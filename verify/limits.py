@@ -102,7 +102,7 @@ def size_text(nbytes: float) -> str:
     """Bytes in binary units: "512 B", "3.2 MiB", "29.8 GiB"."""
     x = _nonnegative(nbytes)
     if not math.isfinite(x):
-        return "more than float64 can count"
+        return "inf B"
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
         if x < 1024 or unit == "PiB":
             return f"{x:.0f} {unit}" if unit == "B" else f"{x:.3g} {unit}"
@@ -189,8 +189,10 @@ def require(key: str, fp: Footprint | None) -> None:
         return
     limit, source = memory_limit()
     if not fp.bytes <= limit:
-        raise ResourceError(f"{key}: this scenario needs about {size_text(fp.bytes)} of memory "
-                            f"({fp.what}), above the limit of {size_text(limit)} ({source})")
+        need = f"about {size_text(fp.bytes)} of memory" if math.isfinite(fp.bytes) else \
+            "more memory than float64 can count"
+        raise ResourceError(f"{key}: this scenario needs {need} ({fp.what}), above the limit "
+                            f"of {size_text(limit)} ({source})")
     limit, source = steps_limit()
     if not fp.steps <= limit:
         raise ResourceError(f"{key}: this scenario needs about {count_text(fp.steps)} operations "
