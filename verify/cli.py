@@ -174,8 +174,13 @@ def cmd_bound(args):
 def cmd_step(args):
     import bounds
 
+    from .adapter import nonfinite_bound
+
     thm = bounds.get(args.key, args.variant)
-    c = bounds.choose_step(thm, args.objective, **_params(args.params))
+    p = _params(args.params)
+    c = bounds.choose_step(thm, args.objective, **p)
+    if not (math.isfinite(c.step) and math.isfinite(c.bound)):
+        raise ValueError(nonfinite_bound(thm, {**p, thm.step: c.step}))
     binding = c.binding + (f" at worker {c.worker}" if c.worker is not None else "")
     out = {"max_step" if args.objective == "max" else "step": c.step, "bound": c.bound,
            "binding": binding}

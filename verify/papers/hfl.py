@@ -107,6 +107,8 @@ class HFLScenario(Scenario):
         if not isinstance(self.delays, (list, tuple)):
             raise ValueError(f"delays={self.delays!r} must be the 8 parameters "
                              "{d, b, e, f, d_g, b_g, e_g, f_g}")
+        for i, (name, v) in enumerate(zip(dl.LINEAR_PARAMETERS, self.delays, strict=False)):
+            require_float(f"delays[{i}] ({name})", v, low=0)  # JSON numbers, not strings
         return dl.DelayModel.linear(self.delays, self.sizes)
 
     def problem_spec(self) -> dict[str, Any]:
