@@ -398,14 +398,17 @@ class Theorem:
         vals = self._values(needed, values)
         for c, m, scale in self._margins(vals, without=s):
             if not _holds(c, m, scale).all():
-                raise ValueError(f"{c.name} ({c.citation}) fails whatever the step")
+                at = ", ".join(f"{n}={_shown(vals[n])}" for n in self._needed([c.margin]))
+                raise ValueError(f"{c.name} ({c.citation}) fails whatever the step, at {at}")
         limits = {}
         for c in self.conditions:
             if s in c.margin.free_symbols:
                 args = self._worker_args(vals) if c.per_worker else self._scalar_args(vals)
                 root = np.asarray(self._condition_root(c, s, args))
                 if root.ndim > (1 if c.per_worker else 0):
-                    raise ValueError(f"{self.key}: step limits need scalar parameters, got a grid")
+                    grids = [n for n, v in vals.items() if np.ndim(v) > self.params[n].vector]
+                    raise ValueError(f"{self.key}: step limits need scalar parameters, got a grid "
+                                     f"of {', '.join(grids)}")
                 limits[c.name] = root if c.per_worker else float(root)
         return limits
 
@@ -447,6 +450,11 @@ class Theorem:
         if (A > 0).any():
             raise NotImplementedError(f"{c.name}: admissible set in {s} is not an interval from 0")
         return np.where(A < 0, quad, lin)
+
+
+def _shown(x: np.ndarray) -> str:
+    """A parameter's value in a message: the number, or the extremes of an array."""
+    return f"{float(x):.6g}" if np.ndim(x) == 0 else f"[{np.min(x):.6g} .. {np.max(x):.6g}]"
 
 
 def _holds(c: Condition, margin: np.ndarray, scale: np.ndarray) -> np.ndarray:

@@ -35,6 +35,7 @@ the search, the suite and the contract checks read the declaration.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import math
@@ -174,9 +175,7 @@ class Adapter:
             self.require_resources(s, exact=True)
         params = self.parameters(s, thm)
         violations = [str(v) for v in thm.violations(**params)]
-        bound = thm.evaluate(**params)
-        if not np.all(np.isfinite(bound)):
-            raise ValueError(nonfinite_bound(thm, params, violations))
+        bound = finite_bound(thm, params, violations)
         m = self.measure(s, params, exact=exact)
         c: Comparison = self._compare(bound, m)
         return Verdict(
@@ -272,6 +271,34 @@ class Adapter:
         ax.legend()
 
 
+def finite_bound(thm: bounds.Theorem, params: Mapping[str, Any], violations=()):
+    """``thm.evaluate(**params)`` when it is finite; else ValueError saying which term and
+    which parameter make it infinite or undefined (:func:`nonfinite_bound`)."""
+    with undefined_named(thm, params):
+        value = thm.evaluate(**params)
+    if not np.all(np.isfinite(value)):
+        raise ValueError(nonfinite_bound(thm, params, violations))
+    return value
+
+
+@contextlib.contextmanager
+def undefined_named(thm: bounds.Theorem, params: Mapping[str, Any]):
+    """Add the most extreme parameter to the ValueError of a bound that is undefined (NaN)
+    at ``params``, e.g. an underflowing step."""
+    try:
+        yield
+    except ValueError as e:
+        used = [p for p in thm.required() if p in params]
+        if "undefined" not in str(e) or not used:
+            raise
+        raise ValueError(f"{e}; its most extreme parameter is {_extreme(used, params)}") from None
+
+
+def _extreme(names, values) -> str:
+    worst = max(names, key=lambda p: _magnitude(values[p]))
+    return f"{worst}={_value_text(values[worst])}"
+
+
 def nonfinite_bound(thm: bounds.Theorem, params: Mapping[str, Any], violations=()) -> str:
     """Why the bound of ``thm`` is not finite at ``params``, in one line: the first term that
     is not finite and the most extreme of the parameters it depends on (the one furthest from
@@ -286,9 +313,9 @@ def nonfinite_bound(thm: bounds.Theorem, params: Mapping[str, Any], violations=(
         used = [p for p in thm._needed([expr]) if p in values]
         where = f": term '{name}' = {float(np.max(terms[name])):g} overflows float64"
         if used:
-            worst = max(used, key=lambda p: _magnitude(values[p]))
-            others = [p for p in used if p != worst]
-            where += (f"; its most extreme parameter is {worst}={_value_text(values[worst])}"
+            extreme = _extreme(used, values)
+            others = [p for p in used if p != extreme.partition("=")[0]]
+            where += (f"; its most extreme parameter is {extreme}"
                       + (f" (it also depends on {', '.join(others)})" if others else ""))
         break
     tail = f"; its conditions fail too: {'; '.join(violations)}" if violations else ""

@@ -148,16 +148,17 @@ def cmd_bound(args):
 
     import bounds
 
-    from .adapter import nonfinite_bound
+    from .adapter import nonfinite_bound, undefined_named
 
     thm = bounds.get(args.key, args.variant)
     p = _params(args.params)
-    out = {
-        "key": thm.key, "variant": thm.variant,
-        "value": thm.evaluate(**p), "terms": thm.terms(**p),
-        "admissible": bool(thm.admissible(**p)),
-        "violations": [str(v) for v in thm.violations(**p)],
-    }
+    with undefined_named(thm, p):
+        out = {
+            "key": thm.key, "variant": thm.variant,
+            "value": thm.evaluate(**p), "terms": thm.terms(**p),
+            "admissible": bool(thm.admissible(**p)),
+            "violations": [str(v) for v in thm.violations(**p)],
+        }
     if out["admissible"] and not all(np.all(np.isfinite(x)) for x in
                                      (out["value"], *out["terms"].values())):
         raise ValueError(nonfinite_bound(thm, p))  # never a number, never admissible
@@ -174,11 +175,12 @@ def cmd_bound(args):
 def cmd_step(args):
     import bounds
 
-    from .adapter import nonfinite_bound
+    from .adapter import nonfinite_bound, undefined_named
 
     thm = bounds.get(args.key, args.variant)
     p = _params(args.params)
-    c = bounds.choose_step(thm, args.objective, **p)
+    with undefined_named(thm, p):
+        c = bounds.choose_step(thm, args.objective, **p)
     if not (math.isfinite(c.step) and math.isfinite(c.bound)):
         raise ValueError(nonfinite_bound(thm, {**p, thm.step: c.step}))
     binding = c.binding + (f" at worker {c.worker}" if c.worker is not None else "")
@@ -588,7 +590,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                scenarios=getattr(args, "max_scenarios", None)):
             for message in load_plugins(args.plugin):
                 print(f"fedbound: warning: {message}", file=sys.stderr)
-            out = args.fn(args)
+            import numpy as np
+
+            with np.errstate(all="ignore"):  # every result is checked for finiteness instead
+                out = args.fn(args)
             status = 0
             if isinstance(out, Exit):
                 out, status = out.payload, out.status

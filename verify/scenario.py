@@ -83,6 +83,10 @@ def json_text(obj) -> str:
     return json.dumps(fix(jsonable(obj)), indent=2, sort_keys=True)
 
 
+#: the largest integer a field takes: every integer ends up in an int64 (torch, numpy)
+INT_MAX = 2**63 - 1
+
+
 class _Literal(str):
     """A JSON number that no field takes (NaN, Infinity, 1e400, an integer beyond the float
     range), kept as its text until :func:`parse_json` names where it is."""
@@ -94,7 +98,12 @@ def _float_literal(text: str):
 
 
 def _int_literal(text: str):
-    return int(text) if len(text.lstrip("-")) <= 308 else _Literal(text[:12] + "...")
+    """An integer literal: an int within int64 (every integer field's range), else a float
+    (a float field may be written 100000000000000000000), or a _Literal beyond float64."""
+    if len(text.lstrip("-")) > 308:
+        return _Literal(text[:12] + "...")
+    value = int(text)
+    return value if abs(value) <= INT_MAX else _float_literal(text)
 
 
 def _literal_path(x, path: str = "") -> tuple[str, str] | None:
@@ -133,18 +142,14 @@ def parse_json(text: str, what: str):
 # ---------------------------------------------------------------- field validators
 
 
-#: the largest integer a field takes: every integer ends up in an int64 (torch, numpy)
-INT_MAX = 2**63 - 1
-
-
 def require_int(name: str, value, minimum: int = 1, maximum: int = INT_MAX) -> int:
     """``value`` as an int in [minimum, maximum]: a JSON integer, not a boolean, not a float
     (2.5 and 1e400 are refused), or ValueError naming the field and its range."""
     integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     if not integer or not minimum <= value <= maximum:
         top = "2^63" if maximum == INT_MAX else str(maximum + 1)
-        rule = (f"an integer in [{minimum}, {top})" if integer and value > maximum
-                else f"an integer >= {minimum}")
+        beyond = (integer or isinstance(value, float) and value.is_integer()) and value > maximum
+        rule = f"an integer in [{minimum}, {top})" if beyond else f"an integer >= {minimum}"
         raise ValueError(f"{name}={_short(value)} must be {rule}")
     return int(value)
 
@@ -217,6 +222,9 @@ def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, A
             require_float(f"problem.{name}", spec[name], low=0)
     if "skew" in spec:
         require_float("problem.skew", spec["skew"], low=0, high=1)
+    for name in ("L", "mu", "R", "G", "sigma", "sigma_L", "sigma_G", "lam", "distance", "skew"):
+        if name in spec:
+            spec[name] = float(spec[name])  # an int beyond int64 would overflow a tensor op
     for name in ("rotate",):
         if name in spec and not isinstance(spec[name], bool):
             raise ValueError(f"problem.{name}={spec[name]!r} must be true or false")

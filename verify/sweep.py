@@ -172,7 +172,11 @@ class SweepSpec:
                                                     or isinstance(data["variant"], str)):
             raise ValueError("sweep spec: key and variant must be strings")
         spec = cls(**dict(data))
-        spec.variant_name()  # unknown key or variant -> ValueError
+        try:
+            spec.variant_name()
+        except ValueError as e:
+            field = "variant" if spec.key in bounds.keys() else "key"
+            raise ValueError(f"sweep spec: {field}={getattr(spec, field)!r}: {e}") from None
         if not isinstance(spec.exact, bool):
             raise ValueError(f"sweep spec: exact={spec.exact!r} must be true or false")
         for name in ("base", "grid"):

@@ -105,6 +105,9 @@ class MLLSGDScenario(Scenario):
             raise ValueError(f"hub_rule={self.hub_rule!r} must be null or one of "
                              f"{topology.HUB_RULES}")
         if self.weights is not None:
+            if not isinstance(self.weights, list):
+                raise ValueError(f"weights={self.weights!r} must be null (uniform) or a list of "
+                                 f"one weight per worker ({n})")
             require_floats("weights", self.weights, n, low=0, low_open=True)
         require_floats("p", self.p, n, low=0, high=1, low_open=True)
         if self.eta is not None:
