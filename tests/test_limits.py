@@ -224,4 +224,5 @@ def test_estimates_are_within_a_small_factor_of_the_measured_peak_memory():
     assert r.returncode == 0, r.stderr[-2000:]
     for (key, _, _), (estimate, measured) in zip(MEASURED, json.loads(r.stdout), strict=True):
         assert measured > 30 * 2**20, f"{key}: too small a scenario to measure ({measured} B)"
-        assert 1 / 2.5 <= estimate / measured <= 2.5, f"{key}: estimate {estimate:.3g} B, measured {measured:.3g} B"
+        assert 1 / 2.5 <= estimate / measured <= 2.5, \
+            f"{key}: estimate {estimate:.3g} B, measured {measured:.3g} B"

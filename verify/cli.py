@@ -301,9 +301,9 @@ def cmd_sweep(args):
 
     spec = sweep.SweepSpec.load(args.spec)
     entries = spec.entries()  # every scenario validated before any file is created
+    output.check_file(args.db, "--db")
     if Path(args.db).exists():
         sweep.inspect_store(args.db)
-    output.check_file(args.db, "--db")
     jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
     with sweep.executor(jobs=jobs, scheduler=args.scheduler, dask_local=args.dask_local,
                         connect_timeout=args.connect_timeout) as ex:

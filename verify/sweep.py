@@ -346,14 +346,14 @@ def inspect_store(path: str | Path, flag: str = "--db") -> int:
     if app == APPLICATION_ID and version > SCHEMA_VERSION:
         raise ValueError(f"{flag} {path} was written by a newer fedbound (store version "
                          f"{version} > {SCHEMA_VERSION}): upgrade fedbound to read it")
-    try:  # immutable: reads the file as it is, creates no journal, WAL or lock file
-        with _closing(sqlite3.connect(_uri(path, mode="ro", immutable="1"), uri=True)) as conn:
+    try:
+        with _closing(sqlite3.connect(_read_only(path), uri=True)) as conn:
             tables = {name: [c[1] for c in conn.execute(f"PRAGMA table_info({name})")]
                       for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             check = conn.execute("PRAGMA quick_check").fetchone()[0]
     except sqlite3.DatabaseError as e:
-        raise ValueError(f"{flag} {path} is not a readable SQLite database ({e}); fedbound "
-                         "leaves it untouched") from None
+        raise ValueError(f"{flag} {path} is corrupt or not an SQLite database (SQLite: {e}); "
+                         "fedbound leaves it untouched") from None
     if check != "ok":
         raise ValueError(f"{flag} {path} is corrupt (SQLite quick_check: {check}); fedbound "
                          "leaves it untouched")
@@ -363,6 +363,16 @@ def inspect_store(path: str | Path, flag: str = "--db") -> int:
         raise ValueError(f"{flag} {path} is not a fedbound store (tables: "
                          f"{', '.join(sorted(tables)) or 'none'}); fedbound leaves it untouched")
     return version if app == APPLICATION_ID else 1
+
+
+def _read_only(path: Path) -> str:
+    """The URI that reads ``path`` without writing anything: as immutable (no journal, WAL,
+    shared-memory or lock file is created next to it) unless a write-ahead log exists, i.e.
+    a driver may be writing it right now; then read-only with locks (the log's files exist
+    already)."""
+    if path.with_name(path.name + "-wal").exists():
+        return _uri(path, mode="ro")
+    return _uri(path, mode="ro", immutable="1")
 
 
 @contextmanager
@@ -418,8 +428,7 @@ class Store:
             raise ValueError(f"{flag} {path} holds no fedbound results (an empty database)")
         try:
             if readonly:
-                self.conn = sqlite3.connect(_uri(self.path, mode="ro"), uri=True,
-                                            check_same_thread=False)
+                self.conn = sqlite3.connect(_read_only(self.path), uri=True, check_same_thread=False)
             else:
                 self.conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
                 if version < SCHEMA_VERSION:
