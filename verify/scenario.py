@@ -144,12 +144,16 @@ def parse_json(text: str, what: str):
 
 def require_int(name: str, value, minimum: int = 1, maximum: int = INT_MAX) -> int:
     """``value`` as an int in [minimum, maximum]: a JSON integer, not a boolean, not a float
-    (2.5 and 1e400 are refused), or ValueError naming the field and its range."""
+    (2.5 and 1e400 are refused, and so are 1e9 and 4.0, with the integer to write instead),
+    or ValueError naming the field and its range."""
     integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     if not integer or not minimum <= value <= maximum:
         top = "2^63" if maximum == INT_MAX else str(maximum + 1)
-        beyond = (integer or isinstance(value, float) and value.is_integer()) and value > maximum
+        integral = isinstance(value, float) and value.is_integer()
+        beyond = (integer or integral) and value > maximum
         rule = f"an integer in [{minimum}, {top})" if beyond else f"an integer >= {minimum}"
+        if integral and not beyond and value >= minimum:  # 1e9 or 4.0: a float in JSON
+            rule += f", written without a decimal point or exponent ({int(value)})"
         raise ValueError(f"{name}={_short(value)} must be {rule}")
     return int(value)
 
@@ -195,11 +199,16 @@ def require_floats(name: str, value, n: int, **bounds) -> np.ndarray:
     return np.broadcast_to(require_float(name, value, **bounds), (n,))
 
 
+#: the norm R of the features of a logistic regression: its square and the products in the
+#: Hessian (of order R^2 times the data's size) stay finite and nonzero in float64
+R_RANGE = (1e-100, 1e100)
+
+
 def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """A scenario's ``problem`` object with the defaults of its kind filled in, validated.
 
-    ``kinds``: kind -> {field: default}. Integers (dim, n, batch) must be >= 1; L, mu, R, G
-    positive; sigma, sigma_L, sigma_G, lam, distance nonnegative; skew in [0, 1]; a
+    ``kinds``: kind -> {field: default}. Integers (dim, n, batch) must be >= 1; L, mu, G
+    positive; R in ``R_RANGE``; sigma, sigma_L, sigma_G, lam, distance nonnegative; skew in [0, 1]; a
     quadratic needs mu <= L (and mu == L in one dimension, where the spectrum is a single
     eigenvalue)."""
     if not isinstance(problem, Mapping) or "kind" not in problem:
@@ -217,6 +226,9 @@ def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, A
     for name in ("L", "mu", "R", "G"):
         if name in spec:
             require_float(f"problem.{name}", spec[name], low=0, low_open=True)
+    if "R" in spec:  # the features' norm: R^2 (the smoothness of logistic regression) and
+        # the products of features in its Hessian stay finite and nonzero in float64
+        require_float("problem.R", spec["R"], low=R_RANGE[0], high=R_RANGE[1])
     for name in ("sigma", "sigma_L", "sigma_G", "lam", "distance"):
         if name in spec:
             require_float(f"problem.{name}", spec[name], low=0)

@@ -60,6 +60,8 @@ from verify.api import (
 from verify.api import count_text as _n
 
 PAPER = "Castiglia et al. 2021"
+#: the most workers a scenario may name: one float64 per worker must fit in a numpy array
+MAX_WORKERS = 2**60 - 1
 PROBLEM_KINDS = {
     # kind: {field: default}
     "quadratic": {"dim": 8, "L": 1.0, "mu": 0.1, "sigma": 1.0, "distance": 3.0, "rotate": False},
@@ -125,8 +127,13 @@ class MLLSGDScenario(Scenario):
         """The number of workers N, validated, without building anything (a scenario of a
         billion workers is refused by its footprint, not by an allocation)."""
         if isinstance(self.workers_per_hub, (list, tuple)):
-            return int(self.sizes().sum())
-        return self.hubs * require_int("workers_per_hub", self.workers_per_hub)
+            n = int(self.sizes().sum())
+        else:
+            n = self.hubs * require_int("workers_per_hub", self.workers_per_hub)
+        if n > MAX_WORKERS:  # numpy could not even describe one number per worker
+            raise ValueError(f"hubs={self.hubs} x workers_per_hub = {n:.3g} workers, more than "
+                             f"an array can hold (at most 2^60)")
+        return n
 
     def sizes(self) -> np.ndarray:
         """Workers per hub, [D]."""
