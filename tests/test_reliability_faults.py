@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import html
 import json
 import os
 import pty
@@ -508,3 +509,21 @@ def test_a_closed_pipe_ends_quietly():
     proc.stdout.close()  # the reader is gone before anything is written (| head -0)
     err = proc.stderr.read()
     assert proc.wait(60) == 0 and err == ""
+
+
+def test_markup_read_from_a_store_is_escaped_in_the_report(tmp_path, capsys):
+    """A store is data, not HTML: a key, variant, field name or error holding markup is
+    written escaped (a store may come from anyone; report --db only reads it)."""
+    store = sweep.Store(tmp_path / "m.sqlite")
+    key, variant, field, error = ("<script>alert(1)</script>", "'><img src=x onerror=alert(2)>",
+                                  "<b>f</b>", "<i>boom</i> & more")
+    for x in (1, 2):
+        store.add(f"d{x}", key, variant, False, {field: x},
+                  {"verdict": None, "error": error, "seconds": 0.0})
+    store.close()
+    out = tmp_path / "r"
+    assert main(["report", "--db", str(tmp_path / "m.sqlite"), "--out", str(out)]) == 0
+    capsys.readouterr()
+    page = (out / "index.html").read_text()
+    for text in (key, variant, field, error):
+        assert text not in page and html.escape(text) in page
