@@ -56,6 +56,8 @@ PAPER = "Ali & Arafa 2025"
 #: Fig. 7a of the paper: {d, b, e, f, d_g, b_g, e_g, f_g} (Section IV-B)
 FIG7A = [0.01, 0.85, 0.001, 0.085, 4.0, 2.0, 0.4, 0.2]
 MODES = ("conditional", "expected")
+#: the largest delay parameter a scenario takes (in time units)
+MAX_DELAY = 1e100
 PROBLEM_KINDS = {
     "logistic": {"dim": 3, "n": 40, "R": 1.5, "batch": 1, "distance": 2.0},
     "quadratic": {"dim": 10, "L": 1.0, "mu": 0.1, "sigma": 1.0, "distance": 3.0},
@@ -108,7 +110,9 @@ class HFLScenario(Scenario):
             raise ValueError(f"delays={self.delays!r} must be the 8 parameters "
                              "{d, b, e, f, d_g, b_g, e_g, f_g}")
         for i, (name, v) in enumerate(zip(dl.LINEAR_PARAMETERS, self.delays, strict=False)):
-            require_float(f"delays[{i}] ({name})", v, low=0)  # JSON numbers, not strings
+            # JSON numbers, not strings; at most MAX_DELAY, so that the delay laws' shifts and
+            # means (sums and products of these with the group sizes) stay finite in float64
+            require_float(f"delays[{i}] ({name})", v, low=0, high=MAX_DELAY)
         return dl.DelayModel.linear(self.delays, self.sizes)
 
     def problem_spec(self) -> dict[str, Any]:
