@@ -19,7 +19,9 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
+	rm -f benchmarks/results.json
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
+	$(BIN)/python benchmarks/results.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check bounds sim verify tests benchmarks

@@ -11,7 +11,8 @@ fedbound is installed). It imports nothing of fedbound until a test uses it.
 
 * the ``fedbound`` fixture is ``verify.testing`` (``fedbound.assert_holds(...)``);
 * ``--fedbound-plugin MODULE`` (repeatable) imports a plugin module before collection,
-  as ``fedbound --plugin`` does.
+  as ``fedbound --plugin`` does; installed plugins (entry points) and FEDBOUND_PLUGINS are
+  loaded with fedbound's registry, on first use.
 """
 
 from __future__ import annotations

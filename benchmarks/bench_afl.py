@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import best_time  # noqa: E402
 from sim.afl import HeterogeneousQuadratic, Schedule, draw_schedule, run_afl  # noqa: E402
 
@@ -101,10 +102,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"AFL, quadratic d = 5, m = M/4 uniform arrivals, K ~ U{{1..4}}, tau = 3, T = {T}, "
           f"{replicas} replicas, traces equal to 1e-10")
     print(f"{'alg':>4} {'M':>5} | {'loop s':>9} | {'vectorised s':>12} | {'ratio':>7}")
+    entries = []
     for algorithm in ("cd", "cs"):
         for M in sizes:
             loop_s, vec_s = compare(M, algorithm, T, replicas, repeats)
             print(f"{algorithm:>4} {M:>5} | {loop_s:9.3f} | {vec_s:12.4f} | {loop_s / vec_s:7.1f}x")
+            entries.append(figure(f"afl.{algorithm}.loop_over_vectorised.M{M}", loop_s / vec_s,
+                                  "ratio"))
+    record(entries)
 
 
 if __name__ == "__main__":

@@ -1,18 +1,30 @@
-"""Bound evaluation: the lambdified Theorem.evaluate against sympy substitution.
+"""Bound evaluation: Theorem.evaluate on independent points against a hand-written numpy
+expression of the same formula, and on broadcast grids against sympy substitution.
 
     python benchmarks/bench_bounds.py [--quick]
 
-For every registered result (default variant), a grid of 10^6 parameter points (the
-step on a log grid times the next scalar parameter; vectors over 4 workers) is evaluated
-in one broadcast call; sympy's ``expr.subs(...).evalf()`` evaluates a sample of the same
-points, and both must agree to 1e-9. Prints evaluations per second
-of each and their ratio, in one run.
+Independent points: 10^6 points (10^5 with ``--quick``) at which every parameter has its
+own random value (vectors over 4 workers), for three results whose formulas are written
+out by hand below from the papers (Castiglia et al. 2021, Theorem 1, (13); Das et al.
+2022, Theorem 1, (15); Yang et al. 2022, Corollary 1). evaluate validates every input
+(domain, finiteness, weights summing to 1), reduces the vectors and evaluates the
+lambdified expression; the hand-written expression does the same arithmetic with no
+validation. The two must agree to 1e-10; the runs alternate and the figure is the median
+ratio (goal: at most 1.2). One thread (numpy's element-wise code is single-threaded).
+
+Broadcast grids: for every registered result (default variant), a grid of 10^6 points
+(the step on a log grid times the next scalar parameter; vectors over 4 workers) in one
+call, checked against ``expr.subs(...).evalf()`` on a sample of points to 1e-9: a grid
+evaluates each parameter's array once and broadcasts, so it runs far faster per point.
+
+Writes the figures to benchmarks/results.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,10 +35,86 @@ import sympy as sp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bounds  # noqa: E402
+from benchmarks.results import figure, record  # noqa: E402
+from benchmarks.timing import interleaved, median_ratio  # noqa: E402
+
+GOAL = 1.2
 
 #: a representative value per parameter domain
 TYPICAL = {"positive": 1.0, "nonnegative": 1.0, "unit": 0.5, "probability": 0.9,
            "positive_integer": 64, "weights": 1.0}
+
+
+# ------------------------------------------------------------------ independent points
+
+
+def mllsgd_theorem1(L, sigma, Delta, eta, K, q, tau, zeta, a, p):
+    """Castiglia et al. 2021, Theorem 1, right-hand side of (13) (proof variant)."""
+    S2, P = (a**2 * p).sum(axis=-1), (a * p).sum(axis=-1)
+    spectral = zeta**2 / (1 - zeta**2) + 2 * zeta / (1 - zeta) + 1 / (1 - zeta) ** 2
+    local = tau**2 * (q - 1) * (2 * q + 1) / 6 + (tau - 1) * (2 * tau + 1) / 6
+    noise = 4 * L**2 * P * eta**2 * sigma**2
+    return (2 * Delta / (K * eta) + noise * q**3 * tau**3 * (1 / (q * tau) - 1 / K) * spectral
+            + noise * (2 - zeta) * local / (1 - zeta) + L * S2 * eta * sigma**2)
+
+
+def tdcd_theorem1(L, L_max, sigma, Delta, eta, Q, R):
+    """Das et al. 2022, Theorem 1, right-hand side of (15)."""
+    S = (sigma**2).sum(axis=-1)
+    return (4 * Delta / (Q * R * eta) + 32 * L * L_max**2 * Q**3 * S * eta**3
+            + 4 * L * Q * S * eta + 16 * L_max**2 * Q**2 * S * eta**2)
+
+
+def afl_corollary1(L, sigma_L, sigma_G, Delta, T, m, tau, K):
+    """Yang et al. 2022, Corollary 1 (AFA-CD with eta = sqrt(mK), eta_L = 1/(sqrt(T) K L))."""
+    root = np.sqrt(K) * np.sqrt(T) * np.sqrt(m)
+    return (4 * Delta / root + 180 * K**2 * L**2 * sigma_G**2 / T
+            + 30 * K * L**2 * sigma_L**2 / T + 12 * L**2 * sigma_L**2 * tau**2 / T
+            + 6 * sigma_G**2 + 4 * L * sigma_L**2 / root)
+
+
+HAND_WRITTEN = {"mllsgd.theorem1": mllsgd_theorem1, "tdcd.theorem1": tdcd_theorem1,
+                "afl.corollary1": afl_corollary1}
+
+
+def independent_points(thm: bounds.Theorem, names: list[str], n: int,
+                       rng: np.random.Generator, workers: int = 4) -> dict[str, np.ndarray]:
+    """``n`` points, every parameter of ``names`` drawn independently in its domain."""
+    out = {}
+    for name in names:
+        param = thm.params[name]
+        shape = (n, workers) if param.vector else (n,)
+        if param.domain == "weights":
+            w = rng.uniform(0.5, 1.5, shape)
+            out[name] = w / w.sum(axis=-1, keepdims=True)
+        elif param.domain == "positive_integer":
+            out[name] = rng.integers(1, 9, shape).astype(float) * (8 if name == "K" else 1)
+        elif name == "tau":  # a delay in rounds (AFL) is a whole number
+            out[name] = rng.integers(0, 9, shape).astype(float)
+        elif param.domain == "unit":
+            out[name] = rng.uniform(0.0, 0.9, shape)
+        elif param.domain == "probability":
+            out[name] = rng.uniform(0.6, 1.0, shape)
+        else:
+            out[name] = rng.uniform(0.01, 2.0, shape) * (1e-2 if name.startswith("eta") else 1)
+    return out
+
+
+def bench_independent(key: str, n: int, repeats: int) -> tuple[float, float]:
+    """(evaluations per second of evaluate, median ratio evaluate / hand-written)."""
+    thm, hand = bounds.get(key), HAND_WRITTEN[key]
+    names = thm._needed([thm.expr])
+    values = independent_points(thm, names, n, np.random.default_rng(0))
+    ours, theirs = thm.evaluate(**values), hand(**values)
+    gap = float(np.max(np.abs(ours - theirs) / np.abs(theirs)))
+    if gap > 1e-10:
+        raise AssertionError(f"{key}: evaluate and the hand-written formula differ by {gap:.3g}")
+    times = interleaved({"evaluate": lambda: thm.evaluate(**values),
+                         "hand": lambda: hand(**values)}, repeats)
+    return n / statistics.median(times["evaluate"]), median_ratio(times, "evaluate", "hand")
+
+
+# ------------------------------------------------------------------ broadcast grids
 
 
 def base_point(thm: bounds.Theorem, workers: int = 4) -> dict:
@@ -57,7 +145,7 @@ def grid(thm: bounds.Theorem, base: dict, n: int) -> tuple[dict, list[str]]:
     return values, names
 
 
-def bench(key: str, n: int, sample: int) -> tuple[float, float] | None:
+def bench_grid(key: str, n: int, sample: int) -> tuple[float, float] | None:
     thm = bounds.get(key)
     base = base_point(thm)
     values, names = grid(thm, base, n)
@@ -90,15 +178,34 @@ def bench(key: str, n: int, sample: int) -> tuple[float, float] | None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="10^4 points, 20 sympy samples")
+    parser.add_argument("--quick", action="store_true", help="10^5 independent points, a 10^4 "
+                        "grid, 20 sympy samples")
     args = parser.parse_args(argv)
-    n, sample = (10_000, 20) if args.quick else (1_000_000, 200)
+    n_points, repeats = (100_000, 5) if args.quick else (1_000_000, 21)
+    n_grid, sample = (10_000, 20) if args.quick else (1_000_000, 200)
+    entries = []
+    print(f"independent points ({n_points:,d}): evaluate against the hand-written formula")
+    print(f"{'result':<28} {'evaluate/s':>12}  ratio (goal <= {GOAL})")
+    for key in HAND_WRITTEN:
+        rate, ratio = bench_independent(key, n_points, repeats)
+        print(f"{key:<28} {rate:>12.3g}  {ratio:.3f}")
+        entries.append(figure(f"bounds.{key}.independent_per_second", rate, "evaluations/s"))
+        entries.append(figure(f"bounds.{key}.independent_over_hand_written", ratio, "ratio",
+                              at_most=GOAL))
+    print(f"\nbroadcast grids ({n_grid:,d} points)")
     print(f"{'result':<28} {'points':>9}  {'lambdified/s':>12}  {'sympy/s':>10}  {'ratio':>11}")
-    rates = [r for key in sorted(row["key"] for row in bounds.list())
-             if (r := bench(key, n, sample)) is not None]
+    rates = {}
+    for key in sorted(row["key"] for row in bounds.list()):
+        if (r := bench_grid(key, n_grid, sample)) is not None:
+            rates[key] = r[0]
     if rates:
-        print(f"\nslowest lambdified rate: {min(f for f, _ in rates):,.0f} evaluations/s "
-              f"(target >= 1e6)")
+        slowest = min(rates, key=rates.get)
+        entries.append(figure("bounds.grid.slowest_per_second", rates[slowest], "evaluations/s",
+                              at_least=1e6))
+        entries.append(figure("bounds.grid.fastest_per_second", max(rates.values()),
+                              "evaluations/s"))
+        print(f"\nslowest grid rate: {rates[slowest]:,.0f} evaluations/s ({slowest})")
+    record(entries)
 
 
 if __name__ == "__main__":

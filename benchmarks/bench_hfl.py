@@ -30,6 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bounds  # noqa: E402
+from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import best_time  # noqa: E402
 from bounds import delays as D  # noqa: E402
 from sim.hfl import run_hfl  # noqa: E402
@@ -103,18 +104,25 @@ def main() -> None:
     T = 300.0 if args.quick else 1000.0
     cases = [(2, 5), (4, 10)] if args.quick else [(2, 15), (4, 15), (8, 30)]
     print("groups | clients/group | loop s | vectorised s | ratio")
+    entries = []
     for groups, clients in cases:
         loop_s, vec_s = compare(groups, clients, T, repeats)
         print(f"{groups:6d} | {clients:13d} | {loop_s:6.3f} | {vec_s:12.4f} | {loop_s / vec_s:5.1f}x")
+        entries.append(figure(f"hfl.loop_over_vectorised.G{groups}_n{clients}", loop_s / vec_s,
+                              "ratio"))
     print(f"\nschedule sampler (bounds.delays.sample_schedules, S = 5, T = {T:g})")
     print("groups | schedules/s")
     for groups in (2, 4, 8, 16, 32, 64):
         rate = sampler_throughput(groups, T, 100 if args.quick else 1000)
         print(f"{groups:6d} | {rate:11.0f}")
+        entries.append(figure(f"hfl.schedules_per_second.G{groups}", rate, "schedules/s"))
     inner, outer = sync_time_seconds(repeats)
     print(f"\nchoose S from the expected bound (Fig. 7a delays, 2 x 15 clients, T = 2000): "
           f"{inner:.3f} s in process; {outer:.2f} s for a fresh `fedbound choose-sync-time "
           f"--method bound` (Python, numpy, scipy, sympy and torch imports included)")
+    entries += [figure("hfl.choose_sync_time.in_process", inner, "s"),
+                figure("hfl.choose_sync_time.command", outer, "s")]
+    record(entries)
 
 
 def sync_time_seconds(repeats: int) -> tuple[float, float]:

@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import best_time  # noqa: E402
 from sim.mllsgd import run_mllsgd  # noqa: E402
 from sim.problems import Quadratic  # noqa: E402
@@ -105,8 +106,8 @@ def compare(N: int, D: int, K: int, q: int, tau: int, repeats: int) -> tuple[flo
     return loop_s, vec_s
 
 
-def large_run(N: int, replicas: int, D: int, K: int, q: int, tau: int) -> None:
-    """Time, state size and peak RSS of one many-worker, many-replica run."""
+def large_run(N: int, replicas: int, D: int, K: int, q: int, tau: int) -> list[dict]:
+    """Time, state size and peak RSS of one many-worker, many-replica run, as figures."""
     sc = scenario(N, D, K, q, tau)
     problem = sc.pop("problem")
     seconds, trace = best_time(
@@ -117,6 +118,9 @@ def large_run(N: int, replicas: int, D: int, K: int, q: int, tau: int) -> None:
     print(f"\n{N} workers x {replicas} replicas, d = {problem.dim}, K = {K}: {seconds:.2f} s, "
           f"state X {state_mb:.0f} MiB, peak RSS of this process {peak_mb:.0f} MiB, "
           f"mean LHS {float(trace.lhs.mean()):.4f}")
+    name = f"mllsgd.large_run.N{N}_R{replicas}"
+    return [figure(f"{name}.seconds", seconds, "s"),
+            figure(f"{name}.peak_rss", peak_mb, "MiB", at_most=2048)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -134,10 +138,9 @@ def main(argv: list[str] | None = None) -> None:
         loop_s, vec_s = compare(N, D, K, q, tau, repeats)
         ratios[N] = loop_s / vec_s
         print(f"{N:>6} | {loop_s:>9.4f} | {vec_s:>12.4f} | {ratios[N]:>6.1f}x")
-    if 1000 in ratios:
-        verdict = "met" if ratios[1000] >= 20 else "NOT met"
-        print(f"target >= 20x at 1000 workers: {verdict}")
-    large_run(*large, D=D, K=K, q=q, tau=tau)
+    entries = [figure(f"mllsgd.loop_over_vectorised.N{N}", ratio, "ratio",
+                      at_least=20 if N == 1000 else None) for N, ratio in ratios.items()]
+    record(entries + large_run(*large, D=D, K=K, q=q, tau=tau))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import best_time  # noqa: E402
 from sim.tdcd import BlockLinear, Layout, draw_batch, run_tdcd, synthetic_data  # noqa: E402
 
@@ -103,10 +104,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"TDCD, logistic regression, 3 features per silo, Q = 5, {rounds} rounds, "
           "traces equal to 1e-10")
     print(f"{'N':>3} {'K_j':>4} {'replicas':>8} | {'loop s':>9} | {'vectorised s':>12} | {'ratio':>7}")
+    entries = []
     for N, K, replicas in configs:
         loop_s, vec_s = compare(N, K, replicas, rounds, repeats)
         print(f"{N:>3} {K:>4} {replicas:>8} | {loop_s:>9.4f} | {vec_s:>12.4f} | "
               f"{loop_s / vec_s:>6.1f}x")
+        entries.append(figure(f"tdcd.loop_over_vectorised.N{N}_K{K}_R{replicas}",
+                              loop_s / vec_s, "ratio"))
+    record(entries)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,8 @@ from functools import cached_property
 
 import numpy as np
 import sympy as sp
+from sympy.printing.numpy import NumPyPrinter
+from sympy.printing.precedence import precedence
 
 STATUSES = ("holds", "holds-with-erratum", "refuted", "unverified")
 
@@ -41,6 +43,16 @@ _DOMAINS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
     "probability": (lambda x: (x > 0) & (x <= 1), "in (0, 1]"),
     "positive_integer": (lambda x: (x >= 1) & (x == np.floor(x)), "an integer >= 1"),
     "weights": (lambda x: x > 0, "> 0 and summing to 1 over workers"),
+}
+
+#: domain name -> whether (smallest, largest) entry of a finite array lie in the domain;
+#: with a NaN among the entries both are NaN and the test fails
+_RANGES: dict[str, Callable[[float, float], bool]] = {
+    "positive": lambda lo, hi: 0 < lo and hi < math.inf,
+    "nonnegative": lambda lo, hi: 0 <= lo and hi < math.inf,
+    "unit": lambda lo, hi: 0 <= lo and hi < 1,
+    "probability": lambda lo, hi: 0 < lo and hi <= 1,
+    "positive_integer": lambda lo, hi: 1 <= lo and hi < math.inf,
 }
 
 
@@ -69,6 +81,8 @@ class Param:
             raise ValueError(f"{self.name} must be an array over workers, got the scalar {value!r}")
         if x.size == 0:
             raise ValueError(f"{self.name} is empty")
+        if self._fits(x):
+            return x
         bad = ~np.isfinite(x)
         if bad.any():
             raise ValueError(f"{self.name}{_index(bad)}={x[bad].flat[0]} is not a finite number")
@@ -81,12 +95,38 @@ class Param:
             )
         if self.domain == "weights":
             total = x.sum(axis=-1)
-            if not np.allclose(total, 1.0, rtol=0, atol=1e-9):
+            far = np.abs(total - 1.0) > 1e-9
+            if far.any():
                 raise ValueError(
-                    f"{self.name} sums to {np.ravel(total)[0]:.12g}, not 1: "
+                    f"{self.name} sums to {total[far].flat[0]:.12g}, not 1: "
                     f"{self.name} must be {desc} ({self.description})"
                 )
         return x
+
+    def _fits(self, x: np.ndarray) -> bool:
+        """Whether every entry of ``x`` is finite and in the domain, decided block by block
+        (each block read from cache by its few reductions, no temporaries of the input's
+        size); the error path, which names the first bad entry, runs only when this fails."""
+        if self.domain == "weights":  # rows of workers, positive and summing to 1
+            rows = x.reshape(-1, x.shape[-1])
+            step = max(1, _BLOCK // rows.shape[1])
+            return all(_weights_fit(rows[i:i + step]) for i in range(0, rows.shape[0], step))
+        flat = x.reshape(-1)
+        return all(self._block_fits(flat[i:i + _BLOCK]) for i in range(0, flat.size, _BLOCK))
+
+    def _block_fits(self, block: np.ndarray) -> bool:
+        if not _RANGES[self.domain](float(block.min()), float(block.max())):
+            return False
+        return self.domain != "positive_integer" or bool((np.floor(block) == block).all())
+
+
+_BLOCK = 1 << 15  #: entries per block of Param._fits (256 KiB of float64)
+
+
+def _weights_fit(rows: np.ndarray) -> bool:
+    """Every entry > 0 (so no NaN) and every row summing to 1 (so finite), to 1e-9."""
+    return bool(rows.min() > 0) and bool(  # einsum sums a short last axis fastest
+        (np.abs(np.einsum("ij->i", rows) - 1.0) <= 1e-9).all())
 
 
 def _index(mask: np.ndarray) -> str:
@@ -299,10 +339,13 @@ class Theorem:
 
     # ---- numeric -----------------------------------------------------------------
     def _fn(self, e: sp.Expr) -> tuple[list[sp.Symbol], Callable]:
-        """Lambdified ``e`` (compiled once per expression and cached)."""
+        """Lambdified ``e`` (compiled once per expression and cached): common
+        subexpressions computed once, small integer powers as products (:class:`_Printer`)."""
         if e not in self._compiled:
             syms = sorted(e.free_symbols, key=str)
-            self._compiled[e] = (syms, sp.lambdify(syms, e, "numpy"))
+            printer = _Printer({"fully_qualified_modules": False, "inline": True,
+                                "allow_unknown_functions": True})  # lambdify's own settings
+            self._compiled[e] = (syms, sp.lambdify(syms, e, "numpy", cse=True, printer=printer))
         return self._compiled[e]
 
     def _eval(self, e: sp.Expr, args: Mapping[sp.Symbol, np.ndarray]) -> np.ndarray:
@@ -457,6 +500,20 @@ def _shown(x: np.ndarray) -> str:
     return f"{float(x):.6g}" if np.ndim(x) == 0 else f"[{np.min(x):.6g} .. {np.max(x):.6g}]"
 
 
+class _Printer(NumPyPrinter):
+    """NumPy code with x**k written as x*x*...*x (and 1/(x*...*x)) for integers
+    2 <= |k| <= 4 and x**-1 as 1/x: numpy's ``power`` costs several multiplications per
+    element, and sympy prints negative integer powers as float powers."""
+
+    def _print_Pow(self, expr, rational=False):
+        base, exponent = expr.as_base_exp()
+        if exponent.is_Integer and 1 <= abs(int(exponent)) <= 4 and exponent != 1:
+            factor = self.parenthesize(base, precedence(expr), strict=False)
+            product = "*".join([factor] * abs(int(exponent)))
+            return f"({product})" if exponent > 0 else f"(1/({product}))"
+        return super()._print_Pow(expr, rational=rational)
+
+
 def _holds(c: Condition, margin: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """Whether ``c`` holds, up to a relative tolerance for round-off at its boundary. A
     condition holds only where both of its sides are finite (``scale``, the larger of their
@@ -472,8 +529,7 @@ def _bound_value(x: np.ndarray, what: str) -> float | np.ndarray:
     """An upper bound's value: finite, or +inf (a genuinely infinite right-hand side, or
     one beyond the float range, which is still a valid upper bound). NaN and -inf are
     not values of a bound and raise."""
-    bad = np.isnan(x) | (x == -np.inf)
-    if np.any(bad):
+    if not np.min(x) > -np.inf:  # the smallest entry is NaN (any NaN) or -inf
         raise ValueError(f"{what} is undefined (NaN or -inf) at the given parameters")
     return float(x) if np.ndim(x) == 0 else np.asarray(x)
 

@@ -283,6 +283,21 @@ def count_moments(law: DelayLaw, S, *, draws: int = 200_000, seed: int = 0) -> t
     return float(tail.sum()), float(((2 * n + 1) * tail).sum())
 
 
+def count_mean_inverse(law: DelayLaw, S, *, draws: int = 200_000, seed: int = 0) -> float:
+    """E[1/t] of the count t of (7) (Ali & Arafa 2025, Section II): the sum
+    sum_{n>=1} P(t = n) / n over the exact count distribution of the shifted exponential;
+    Monte Carlo with ``draws`` samples from ``seed`` for a law without a closed form.
+    Not 1 / E[t]: by Jensen E[1/t] >= 1 / E[t]. It is the per-round factor of the variance
+    of a group's averaged local gradients (fedbound's refined Theorem 2,
+    docs/derivations/hfl_refined.md)."""
+    S = _sync_time(S)
+    if not law.closed_form:
+        t = sample_counts(law, S, draws, np.random.default_rng(seed))
+        return float((1.0 / t).mean())
+    pmf = count_pmf(law, S)
+    return float((pmf / np.arange(1, pmf.size + 1)).sum())
+
+
 def renewal_count(law: DelayLaw, S) -> float:
     """Renewal approximation E t ~ S/mu + E tau^2 / (2 mu^2), mu = E tau (guide 6.3;
     large S). An approximation, not a bound."""
@@ -437,12 +452,13 @@ def sample_schedules(model: DelayModel, S, T, paths: int, rng: np.random.Generat
 
 @dataclass(frozen=True)
 class RoundStatistics:
-    """Schedule statistics for a fixed S: per-group (E t, E t^2, t^max), the round-duration
+    """Schedule statistics for a fixed S: per-group (E t, E t^2, E 1/t, t^max), the round-duration
     moments E D, E D^2 (Monte Carlo), and E U by the renewal approximation
     T/E D + E D^2 / (2 (E D)^2) (guide 6.3; an approximation) with its a.s. envelope."""
 
     mean_t: np.ndarray
     mean_t2: np.ndarray
+    mean_inv_t: np.ndarray
     t_max: np.ndarray
     mean_D: float
     mean_D2: float
@@ -478,5 +494,6 @@ def round_statistics(model: DelayModel, S, T, *, draws: int = 4000, seed: int = 
     mean_U = min(T_ / ED + ED2 / (2 * ED * ED), env)
     return RoundStatistics(
         mean_t=np.array([m[0] for m in moments]), mean_t2=np.array([m[1] for m in moments]),
+        mean_inv_t=np.array([count_mean_inverse(law, S) for law in model.local]),
         t_max=np.array(t_max, dtype=float), mean_D=ED, mean_D2=ED2, mean_U=max(mean_U, 1.0),
         U_envelope=env)

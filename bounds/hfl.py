@@ -34,6 +34,13 @@ Variants of Theorem 2 (each difference is an Erratum):
 ``tight``   derived in the guide (section 3.4), NOT published: bound ||x^u - x_i^{u,l}||^2
             directly in (37): 2 Delta/(a U) + a L kappa sigma^2
             + a^2 L^2 G^2 W/U sum_u sum_i |N_i|^2 (t-1)(2t-1)/6.
+``refined`` derived by fedbound, NOT published (docs/derivations/hfl_refined.md): keeps the
+            variance reduction of averaging the t_i^u |N_i| stochastic gradients of a round,
+            2 Delta/(a U) + a L sigma^2/(N^2 U) sum_u sum_i |N_i|/t_i^u
+            + a^2 L^2 G^2/(N U) sum_u sum_i |N_i| (t-1)(2t-1)/6
+            + a^2 L^2 G sigma/(3 N^2 U) sum_u sum_i |N_i|^{3/2} (t - 1/t), N = sum_i |N_i|.
+            Not monotone in S: at S = 0 (t = 1) it is the minibatch-SGD bound
+            2 Delta/(a U) + a L sigma^2/N. Corollary 1 has a ``refined`` variant too.
 
 Expectations over delay paths (t and U random, independent of the SGD noise):
 :func:`expected` gives a Monte-Carlo mean with a 95% interval (exact in the limit) and
@@ -53,7 +60,12 @@ from .core import Aggregate, Condition, Erratum, Param, Theorem, get, register
 
 PAPER = "papers/hfl_delay_journal.txt"
 ARXIV = "papers/hfl_delay_arxiv.txt"
+#: the variants of the published Theorem 2 (as printed, as its proof supports, the guide's tight)
 THEOREM2_VARIANTS = ("printed", "arxiv", "proof", "tight")
+#: fedbound's own refined variant (derived by fedbound, not published), of Theorem 2 and
+#: Corollary 1; derived in REFINED_DERIVATION
+REFINED = "refined"
+REFINED_DERIVATION = "docs/derivations/hfl_refined.md"
 KEYS = ("hfl.lemma1", "hfl.theorem1", "hfl.theorem2", "hfl.corollary1")
 
 # ---------------------------------------------------------------------- symbols
@@ -66,6 +78,11 @@ SYMBOLS = {"alpha": alpha, "L": L, "G": G, "sigma": sigma, "Delta": Delta}
 #: Q_i = sum_{u<U} (t_i^u)^2, n_i = |N_i|, Delta_i; per (u, i) (Lemma 1): t_ui^2.
 U, kappa, kappa_J, Z4, Z5, M = sp.symbols("U kappa kappa_J Z_4 Z_5 M", nonnegative=True)
 A_i, Q_i, n_i, Delta_i, t2 = sp.symbols("A_i Q_i n_i Delta_i t_ui^2", nonnegative=True)
+#: aggregates of the refined variants (derived by fedbound, REFINED_DERIVATION), N = sum_i |N_i|:
+#: Y = (1/N^2) sum_u sum_i |N_i| / t_i^u (noise), Z_r = (1/N) sum_u sum_i |N_i| (t-1)(2t-1)/6
+#: (drift), C_r = (1/N^2) sum_u sum_i |N_i|^{3/2} (t - 1/t) (noise-drift coupling); for the
+#: corollary the per-round M_r and C_m of the same sums at t_i^max, and N itself.
+Y, Z_r, C_r, M_r, C_m, N_tot = sp.symbols("Y Z_r C_r M_r C_m N", positive=True)
 
 _u, _i, _j, _U, _Ng = sp.symbols("u i j U N_g", integer=True, positive=True)
 _t, _n, _tm = sp.IndexedBase("t"), sp.IndexedBase("n"), sp.IndexedBase("t^max")
@@ -168,7 +185,8 @@ def _z5(v) -> np.ndarray:
     return _W(n) * (n**2 * np.where(real[..., None], avg_l2(t.astype(float)), 0.0)).sum((-1, -2))
 
 
-def _m(v) -> np.ndarray:
+def _t_max(v) -> np.ndarray:
+    """``t_max`` [G], checked against the realised schedule: (22) J282 needs t_i^u <= t_i^max."""
     t, _ = schedule(v["t"])
     tm = np.asarray(v["t_max"], dtype=float)
     short = tm < t.max(axis=-2)
@@ -177,8 +195,34 @@ def _m(v) -> np.ndarray:
         raise ValueError(f"t_max[{i}]={tm[..., i].flat[0]:g} is below the realised "
                          f"max_u t[u, {i}]={t.max(axis=-2)[..., i].flat[0]}: (22) J282 needs "
                          "t_i^u <= t_i^max")
+    return tm
+
+
+def _m(v) -> np.ndarray:
     n = np.asarray(v["sizes"], dtype=float)
-    return _W(n) * ((n * tm) ** 2).sum(-1)
+    return _W(n) * ((n * _t_max(v)) ** 2).sum(-1)
+
+
+def coupling_count(t: np.ndarray) -> np.ndarray:
+    """t - 1/t = (6/t^2) sum_{0 <= l' < l < t} (l - l'): the pairs (later gradient, earlier
+    noise) of one round in the noise-drift coupling of the refined variant (derived by
+    fedbound)."""
+    return t - 1.0 / t
+
+
+def _over_rounds(v, per_count, power: float, norm: int) -> np.ndarray:
+    """(1/N^norm) sum_u sum_i |N_i|^power per_count(t_i^u) over the real rounds, [...]."""
+    t, real = schedule(v["t"])
+    n = np.asarray(v["sizes"], dtype=float)
+    tf = np.where(real[..., None], t, 1).astype(float)
+    cells = np.where(real[..., None], n**power * per_count(tf), 0.0)
+    return cells.sum((-1, -2)) / n.sum(-1) ** norm
+
+
+def _at_t_max(v, per_count, power: float, norm: int) -> np.ndarray:
+    """(1/N^norm) sum_i |N_i|^power per_count(t_i^max), [...]."""
+    n = np.asarray(v["sizes"], dtype=float)
+    return (n**power * per_count(_t_max(v))).sum(-1) / n.sum(-1) ** norm
 
 
 def _kappa_j(v) -> np.ndarray:
@@ -213,6 +257,25 @@ _AGG_KJ = Aggregate(kappa_J, _Ng**2 / sp.Sum(_n[_j] ** 2, (_j, 1, _Ng)) ** 2, _k
 _AGG_M = Aggregate(M, _W_DISPLAY * sp.Sum((_n[_i] * _tm[_i]) ** 2, (_i, 1, _Ng)), _m,
                    ("t", "sizes", "t_max"))
 
+
+def _per_round_display(cell: sp.Expr, power: int | sp.Rational, norm: int) -> sp.Expr:
+    return sp.Sum(sp.Sum(_n[_i] ** power * cell, (_i, 1, _Ng)), (_u, 1, _DISPLAY_U)) / _N**norm
+
+
+_TUI, _TMI = _t[_u, _i], _tm[_i]
+_AGG_Y = Aggregate(Y, _per_round_display(1 / _TUI, 1, 2),
+                   lambda v: _over_rounds(v, np.reciprocal, 1, 2), ("t", "sizes"))
+_AGG_ZR = Aggregate(Z_r, _per_round_display((_TUI - 1) * (2 * _TUI - 1) / 6, 1, 1),
+                    lambda v: _over_rounds(v, avg_l2, 1, 1), ("t", "sizes"))
+_AGG_CR = Aggregate(C_r, _per_round_display(_TUI - 1 / _TUI, sp.Rational(3, 2), 2),
+                    lambda v: _over_rounds(v, coupling_count, 1.5, 2), ("t", "sizes"))
+_AGG_MR = Aggregate(M_r, sp.Sum(_n[_i] * (_TMI - 1) * (2 * _TMI - 1) / 6, (_i, 1, _Ng)) / _N,
+                    lambda v: _at_t_max(v, avg_l2, 1, 1), ("t", "sizes", "t_max"))
+_AGG_CM = Aggregate(C_m, sp.Sum(_n[_i] ** sp.Rational(3, 2) * (_TMI - 1 / _TMI), (_i, 1, _Ng))
+                    / _N**2, lambda v: _at_t_max(v, coupling_count, 1.5, 2),
+                    ("t", "sizes", "t_max"))
+_AGG_N = Aggregate(N_tot, _N, lambda v: np.asarray(v["sizes"], dtype=float).sum(-1), ("sizes",))
+
 # ---------------------------------------------------------------------- conditions, errata
 
 CONDITION_STEP = Condition("alpha <= 1/L", sp.LessThan(alpha, 1 / L),
@@ -237,6 +300,39 @@ ERRATUM_TIGHT = Erratum(
     "bound ||x^u - x_i^{u,l}||^2 <= a^2 l^2 G^2 directly in (37): no kappa^2 and t^{u-1} "
     "terms, factor 4 -> 1",
     f"{PAPER} (37) L535-L540, (38) L544-L546")
+#: Ali & Arafa 2025 in its own numbering (fedbound's refined variants cite the published paper)
+PUBLISHED = "Ali & Arafa 2025"
+ERRATUM_REFINED_NOISE = Erratum(
+    "noise term of Theorem 2, (20), from (35) (refined variant, derived by fedbound, not "
+    "published)",
+    "a L kappa sigma^2: (35) bounds the noise of the global update by |N_g| sum_i |N_i|^2 "
+    "sigma^2 / N^2 and drops the cross term between the noise and the later local gradients",
+    "a L sigma^2/(N^2 U) sum_u sum_i |N_i|/t_i^u: the t_i^u |N_i| noises of a round are "
+    "martingale differences (independent across clients and local iterations given the past, "
+    "as in (26)), so E||noise||^2 <= sigma^2/N^2 sum_i |N_i|/t_i^u; the cross term is bounded "
+    "with the Lipschitz gradient and Cauchy-Schwarz: noise-drift coupling "
+    "a^2 L^2 G sigma/(3 N^2 U) sum_u sum_i |N_i|^{3/2} (t_i^u - 1/t_i^u) "
+    f"({REFINED_DERIVATION}, steps 3-4b)",
+    f"{PUBLISHED}, proof of Theorem 2 (App. D), (33)-(36); (26) in the proof of Theorem 1 "
+    "(App. C); Assumptions 1-4 (Assumption 1 read as an L-Lipschitz gradient)")
+ERRATUM_REFINED_DRIFT = Erratum(
+    "drift term of Theorem 2, (37)-(40) (refined variant, derived by fedbound, not published)",
+    "Cauchy-Schwarz over groups, ||sum_i (|N_i|/N) X_i||^2 <= |N_g| sum_i (|N_i|/N)^2 "
+    "||X_i||^2, and the detour through x_i^{u-1,t_i^{u-1}} with Lemma 1 (kappa^2 and t^{u-1} "
+    "terms, factor 4)",
+    "Jensen with the weights (|N_i|/N)(1/t_i^u) of h^u and ||x^u - x_i^{u,l}||^2 <= a^2 l^2 G^2 "
+    "directly: a^2 L^2 G^2/(N U) sum_u sum_i |N_i| (t_i^u - 1)(2 t_i^u - 1)/6; Lemma 1 is "
+    f"not used ({REFINED_DERIVATION}, steps 5 and 7)",
+    f"{PUBLISHED}, proof of Theorem 2 (App. D), (37)-(40); Lemma 1, (18)")
+ERRATUM_REFINED_COROLLARY = Erratum(
+    "Corollary 1 (refined variant, derived by fedbound, not published)",
+    "App. E: Theorem 2's printed terms with t_i^u <= t_i^max: (2 Delta + L kappa sigma^2)/sqrt(U)"
+    " + L^2 G^2 (12 kappa^2 + 40/3 M)/U for U >= L^2",
+    "the refined Theorem 2 with 1/t_i^u <= 1 and t_i^u <= t_i^max (its drift and coupling are "
+    "increasing in t): (2 Delta + L sigma^2/N)/sqrt(U) + L^2 G (G M_r + sigma C_m/3)/U for "
+    f"U >= L^2 ({REFINED_DERIVATION}, section 8)",
+    f"{PUBLISHED}, Corollary 1 and its proof (App. E), (21)-(22); Lemma 1 is not used")
+
 ERRATUM_J233 = Erratum(
     "last function value in (19)", "f_i(x_i^{u,t_i^U}) (J233)", "f_i(x_i^{U,t_i^U})",
     f"{PAPER} L233 vs L491, L493; {ARXIV} L209")
@@ -315,8 +411,16 @@ def theorem1(variant: str = "proof") -> Theorem:
         "informative only for isolated groups (U = 1, S >= T), Remark 4 J239.")
 
 
+REFINED_LABEL = " [derived by fedbound, not published]"
+REFINED_NOTE = f"Derived by fedbound, not published; see {REFINED_DERIVATION}. "
+
+
 def _theorem2_terms(variant: str) -> dict[str, sp.Expr]:
     """The five terms of (20), J243-J255 (A223-A226), per variant (module docstring)."""
+    if variant == "refined":
+        return {"transient": 2 * Delta / (alpha * U), "noise": alpha * L * sigma**2 * Y / U,
+                "within-round drift": alpha**2 * L**2 * G**2 * Z_r / U,
+                "noise-drift coupling": alpha**2 * L**2 * G * sigma * C_r / (3 * U)}
     if variant == "tight":
         return {"transient": 2 * Delta / (alpha * U), "noise": alpha * L * kappa * sigma**2,
                 "within-round drift": alpha**2 * L**2 * G**2 * Z5 / U}
@@ -336,24 +440,39 @@ _T2_ERRATA = {
     "arxiv": [ERRATUM_J247, ERRATUM_T0],
     "proof": [ERRATUM_J247, ERRATUM_G2, ERRATUM_T0],
     "tight": [ERRATUM_TIGHT, ERRATUM_J247, ERRATUM_G2],
+    "refined": [ERRATUM_REFINED_NOISE, ERRATUM_REFINED_DRIFT],
 }
 #: printed and arxiv have a wrong proof step (no G^2 in (39)) but their statements hold: each is
 #: >= tight term by term (the 4 a^2 L^2 G^2 Z5/U term alone is >= tight's drift term), and
-#: tight follows from the paper's own steps (37)-(38) (guide 3.4).
+#: tight follows from the paper's own steps (37)-(38) (guide 3.4). refined (derived by fedbound)
+#: holds by its derivation and passed the stress tests of docs/derivations/hfl_refined.md, 10.
 _T2_STATUS = {"printed": "holds-with-erratum", "arxiv": "holds-with-erratum",
-              "proof": "holds-with-erratum", "tight": "holds-with-erratum"}
+              "proof": "holds-with-erratum", "tight": "holds-with-erratum",
+              "refined": "holds"}
 IMPLIED_BY_TIGHT = ("Holds as printed: it is >= the tight variant term by term (tight follows from "
                     "(37)-(38), guide 3.4), although its proof drops G^2 in (39).")
 
 
+REFINED_T2_NOTE = (
+    REFINED_NOTE + "Conditional on the delay path (t, U), on which the SGD noise does not "
+    "depend. Same hypotheses as Theorem 2 (Assumption 1 read as an L-Lipschitz gradient, as "
+    "(37) does; alpha <= 1/L). Keeps the variance reduction of averaging a round's "
+    "t_i^u |N_i| gradients: at S = 0 (t = 1) it is the minibatch-SGD bound "
+    "2 Delta/(alpha U) + alpha L sigma^2/N, and its expectation over delay paths can have an "
+    "interior minimum in S.")
+
+
 def theorem2(variant: str = "proof") -> Theorem:
-    """Theorem 2, (20) J241-J255 / A219-A226, with Delta >= f(x^1) - E f(x^{U+1}); [...]."""
-    aggs = [_AGG_U, _AGG_KAPPA, _AGG_Z4, _AGG_Z5, _AGG_KJ]
-    label = " [derived, not published]" if variant == "tight" else ""
+    """Theorem 2, (20) J241-J255 / A219-A226, with Delta >= f(x^1) - E f(x^{U+1}); [...].
+    ``refined``: derived by fedbound, not published (docs/derivations/hfl_refined.md)."""
+    aggs = [_AGG_U, _AGG_KAPPA, _AGG_Z4, _AGG_Z5, _AGG_KJ, _AGG_Y, _AGG_ZR, _AGG_CR]
+    label = {"tight": " [derived, not published]", "refined": REFINED_LABEL}.get(variant, "")
+    title = "HFL global bound, refined" if variant == "refined" else "HFL global bound (20)"
     return _theorem(
-        "hfl.theorem2", variant, "HFL global bound (20)" + label,
+        "hfl.theorem2", variant, title + label,
         f"{PAPER} L241-L255; {ARXIV} L219-L226", _LHS2, BASE_PARAMS, _theorem2_terms(variant),
         aggs, [CONDITION_STEP], _T2_ERRATA[variant], _T2_STATUS[variant],
+        REFINED_T2_NOTE if variant == "refined" else
         "Conditional on the delay path (t, U); t_i^0 := 0. " + {
             "tight": "Derived in theory/hfl_delay.md 3.4, not published.",
             "printed": IMPLIED_BY_TIGHT, "arxiv": IMPLIED_BY_TIGHT}.get(variant, ""))
@@ -369,8 +488,24 @@ def corollary1(variant: str = "proof") -> Theorem:
     2 Delta/(a U) + 12 a^2 L^2 G^2 kappa^2 + a L kappa sigma^2 + 12 a^2 L^2 G^2 M
     + (4/3) a^2 L^2 G^2 M with M = W sum_i (|N_i| t_i^max)^2 <= kappa max_i (t_i^max)^2; for
     U >= L^2 this is (2 Delta + L kappa sigma^2)/sqrt(U) + L^2 G^2 (12 kappa^2 + 40/3 M)/U.
-    ``printed``: the fourth term without G^2 (A515). ``alpha`` is not a parameter."""
+    ``printed``: the fourth term without G^2 (A515). ``alpha`` is not a parameter.
+    ``refined``: derived by fedbound, not published (docs/derivations/hfl_refined.md): the
+    refined Theorem 2 at t_i^u <= t_i^max, 2 Delta/(a U) + a L sigma^2/N + a^2 L^2 G^2 M_r
+    + a^2 L^2 G sigma C_m/3; for U >= L^2, (2 Delta + L sigma^2/N)/sqrt(U)
+    + L^2 G (G M_r + sigma C_m/3)/U."""
     a = COROLLARY_STEP
+    params = {k: v for k, v in COROLLARY1_PARAMS.items() if k != "alpha"}
+    if variant == "refined":
+        terms = {"transient": 2 * Delta / (a * U), "noise": a * L * sigma**2 / N_tot,
+                 "within-round drift": a**2 * L**2 * G**2 * M_r,
+                 "noise-drift coupling": a**2 * L**2 * G * sigma * C_m / 3}
+        return _theorem(
+            "hfl.corollary1", variant, "HFL rate at alpha = min(1/sqrt(U), 1/L), refined"
+            + REFINED_LABEL, f"{PAPER} L287-L289; {ARXIV} L505-L518", _LHS2, params, terms,
+            [_AGG_U, _AGG_N, _AGG_MR, _AGG_CM], [], [ERRATUM_TMAX, ERRATUM_COR_STEP,
+                                                     ERRATUM_REFINED_COROLLARY],
+            "holds", REFINED_NOTE + "alpha = min(1/sqrt(U), 1/L) needs U, known only at "
+            "the end (as in the published Corollary 1).", step=None)
     g4 = G**2 if variant == "proof" else 1
     terms = {
         "transient": 2 * Delta / (a * U),
@@ -379,7 +514,6 @@ def corollary1(variant: str = "proof") -> Theorem:
         "previous-round drift": 12 * a**2 * L**2 * g4 * M,
         "within-round drift": sp.Rational(4, 3) * a**2 * L**2 * G**2 * M,
     }
-    params = {k: v for k, v in COROLLARY1_PARAMS.items() if k != "alpha"}
     errata = [ERRATUM_TMAX, ERRATUM_COR_STEP] + ([ERRATUM_G2] if variant == "proof" else [])
     return _theorem(
         "hfl.corollary1", variant, "HFL rate at alpha = min(1/sqrt(U), 1/L)",
@@ -392,8 +526,9 @@ def corollary1(variant: str = "proof") -> Theorem:
 
 register("hfl.lemma1", "HFL model deviation (18)", lemma1, ("printed", "proof"), "proof")
 register("hfl.theorem1", "HFL per-group bound (19)", theorem1, ("proof",), "proof")
-register("hfl.theorem2", "HFL global bound (20)", theorem2, THEOREM2_VARIANTS, "proof")
-register("hfl.corollary1", "HFL rate, Corollary 1", corollary1, ("printed", "proof"), "proof")
+register("hfl.theorem2", "HFL global bound (20)", theorem2, (*THEOREM2_VARIANTS, REFINED), "proof")
+register("hfl.corollary1", "HFL rate, Corollary 1", corollary1, ("printed", "proof", REFINED),
+         "proof")
 
 
 def vacuous(key: str, variant: str | None = None, **values) -> np.ndarray | bool:
@@ -470,18 +605,26 @@ def _plug_in_aggregates(key: str, stats: dl.RoundStatistics, sizes: np.ndarray,
                         params: dict) -> dict[sp.Symbol, np.ndarray]:
     """Aggregate values with the schedule replaced by its moments (guide 6.3)."""
     n = sizes.astype(float)
-    EU, Et, Et2 = stats.mean_U, stats.mean_t, stats.mean_t2
-    W = _W(n)
+    EU, Et, Et2, Einv = stats.mean_U, stats.mean_t, stats.mean_t2, stats.mean_inv_t
+    W, N = _W(n), n.sum()
     out = {kappa: kappa_of(n), U: EU}
     if key == "hfl.theorem2":
         out[Z4] = W * (n**2 * Et2).sum() * (EU - 1)
         out[Z5] = W * (n**2 * (2 * Et2 - 3 * Et + 1) / 6).sum() * EU
         out[kappa_J] = _kappa_j({"sizes": n})
+        # E[1/t] from the law of t (not 1/E[t]); E (t-1)(2t-1)/6 = (2 E t^2 - 3 E t + 1)/6
+        out[Y] = (n * Einv).sum() / N**2 * EU
+        out[Z_r] = (n * (2 * Et2 - 3 * Et + 1) / 6).sum() / N * EU
+        out[C_r] = (n**1.5 * (Et - Einv)).sum() / N**2 * EU
     elif key == "hfl.theorem1":
         out.update({A_i: EU * Et, Q_i: (EU - 1) * Et2, n_i: n,
                     Delta_i: np.asarray(params["Delta"], dtype=float)})
     elif key == "hfl.corollary1":
-        out[M] = W * ((n * np.asarray(params["t_max"], dtype=float)) ** 2).sum()
+        tm = np.asarray(params["t_max"], dtype=float)
+        out[M] = W * ((n * tm) ** 2).sum()
+        out[N_tot] = N
+        out[M_r] = (n * avg_l2(tm)).sum() / N
+        out[C_m] = (n**1.5 * coupling_count(tm)).sum() / N**2
     elif key == "hfl.lemma1":
         out[t2] = Et2
     return out

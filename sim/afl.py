@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.problems import DTYPE, rand, randint, randn
-from sim.trace import freeze_diverged
+from sim.problems import DTYPE, rand, randint, randn, randn_
+from sim.trace import Acceptance
 
 ARRIVALS = ("uniform", "biased", "round_robin", "single")
 DELAYS = ("uniform", "max", "zero")
@@ -110,6 +110,20 @@ class HeterogeneousQuadratic:
     def stochastic_worker_grads(self, x, generator):
         return self.worker_grads(x) + self.noise(x.shape, generator, x.device)
 
+    def worker_gradient_sampler(self, shape, generator: torch.Generator):
+        """``x -> stochastic_worker_grads(x)`` for x of ``shape`` (the same draws and numbers)
+        with the noise drawn in place into a buffer reused from call to call (the result is
+        valid until the next call)."""
+        noise = torch.empty(tuple(shape), dtype=DTYPE, device=self.a.device)
+        grads = torch.empty_like(noise)
+        scale = self.sigma_L / math.sqrt(self.dim)
+
+        def sample(x: torch.Tensor) -> torch.Tensor:
+            torch.sub(x, self.centres, out=grads).mul_(self.a)
+            return grads.add_(randn_(noise, generator).mul_(scale))
+
+        return sample
+
     def to(self, device) -> HeterogeneousQuadratic:
         return HeterogeneousQuadratic(self.a.to(device), self.centres.to(device),
                                       sigma_L=self.sigma_L)
@@ -173,6 +187,10 @@ class LabelSkewedLogistic:
         idx = randint(self.n, (R, self.M, self.batch), generator, x.device)
         rows = torch.arange(self.M, device=x.device)[None, :, None]
         return self._per_worker(x, self.features[rows, idx], self.labels[rows, idx])
+
+    def worker_gradient_sampler(self, shape, generator: torch.Generator):
+        """``x -> stochastic_worker_grads(x)`` (the interface run_afl uses)."""
+        return lambda x: self.stochastic_worker_grads(x, generator)
 
     def to(self, device) -> LabelSkewedLogistic:
         return LabelSkewedLogistic(self.features.to(device), self.labels.to(device),
@@ -252,17 +270,26 @@ class LocalUpdate:
 
 def local_update(clients, x_start: torch.Tensor, K: torch.Tensor, eta_L: float,
                  generator: torch.Generator, diagnostics: bool = False) -> LocalUpdate:
-    """K_{t,i} local SGD steps of every worker from x_start [R, M, d] (Algorithm 2 worker,
-    L120-L126), masked by ``j < K_{t,i}``; one stochastic-gradient draw per step."""
-    x, gsum = x_start, torch.zeros_like(x_start)
+    """K_{t,i} local SGD steps of every worker from x_start [R, M, d] (Yang et al. 2022,
+    Algorithm 2, worker side), masked by ``j < K_{t,i}``; one stochastic-gradient draw per
+    step. The iterate and the sum of gradients are updated in place, and a step that every
+    worker takes needs no mask."""
+    sample = clients.worker_gradient_sampler(x_start.shape, generator)
+    x, gsum = x_start.clone(), torch.zeros_like(x_start)
     dsum, drift = torch.zeros_like(x_start), []
-    for j in range(int(K.max())):
-        active = (j < K)[..., None]
+    steps, everyone = int(K.max()), int(K.min())
+    taken = (torch.arange(steps, device=K.device) < K[..., None])[..., None, :]  # [R, M, 1, steps]
+    for j in range(steps):
+        active = None if j < everyone else taken[..., j]
         if diagnostics:
-            dsum = torch.where(active, dsum + clients.worker_grads(x), dsum)
-        g = clients.stochastic_worker_grads(x, generator)
-        gsum = torch.where(active, gsum + g, gsum)
-        x = torch.where(active, x - eta_L * g, x)
+            dsum = torch.where(taken[..., j], dsum + clients.worker_grads(x), dsum)
+        g = sample(x)
+        if active is None:
+            gsum.add_(g)
+            x.sub_(eta_L * g)
+        else:
+            gsum.add_(torch.where(active, g, 0.0))
+            x.sub_(torch.where(active, eta_L * g, 0.0))
         if diagnostics:
             drift.append((x - x_start).square().sum(-1))
     Kf = K.to(DTYPE)[..., None]
@@ -416,7 +443,7 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
     x = torch.as_tensor(x0, dtype=DTYPE, device=device).expand(R, d).clone()
     history = x.expand(ring, R, d).clone()
     step = eta * eta_L if server_step == "proof" else eta
-    diverged = torch.zeros(R, dtype=torch.bool, device=device)
+    accept = Acceptance(R, device)
     rows = torch.arange(R, device=device)[:, None]
     grad_sq, losses = [], []
     if algorithm == "cs":
@@ -433,7 +460,7 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
         else:
             memory = torch.where(arr[..., None], G, memory)
             Gt = memory.mean(1)
-        x, diverged = freeze_diverged(x, x - step * Gt, diverged)
+        x = accept(x, x - step * Gt)
         history[(t + 1) % ring] = x
     return AFLTrace(grad_sq_norm=torch.stack(grad_sq, 1).cpu(), loss=torch.stack(losses, 1).cpu(),
-                    x_final=x.cpu(), diverged=diverged.cpu(), schedule=schedule)
+                    x_final=x.cpu(), diverged=accept.diverged.cpu(), schedule=schedule)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import torch
 
 from sim.problems import DTYPE, Problem, rand
-from sim.trace import freeze_diverged
+from sim.trace import Acceptance
 
 
 @dataclass(frozen=True)
@@ -259,34 +259,41 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float, x1: torch.Tensor,
     t = schedule.t.to(device)
     R, U_max, G = t.shape
     d, n_max = problem.dim, int(sizes.max())
-    client_mask = (torch.arange(n_max, device=device)[None, :] < sizes[:, None]).to(DTYPE)
-    weights = sizes.to(DTYPE) / sizes.sum()
+    weights = (sizes.to(DTYPE) / sizes.sum())[None, :, None]
+    real = t[..., 0] > 0                                   # [R, U_max]: rounds that happen
+    divisor = t.clamp(min=1).to(DTYPE)[..., None]           # t_i^u of the upload (10)
+    group_gradient = problem.mean_gradient_sampler((R, G, n_max, d), sizes, generator)
     x = x1.expand(R, d).clone()
-    diverged = torch.zeros(R, dtype=torch.bool, device=device)
-    grad_sq = torch.zeros(R, U_max, dtype=DTYPE, device=device)
-    loss = torch.empty(R, U_max + 1, dtype=DTYPE, device=device)
+    accept = Acceptance(R, device)
+    grad_sq, losses, deviation = [], [], []
     group_sum = torch.zeros(R, G, dtype=DTYPE, device=device)
-    deviation = torch.zeros(R, U_max, G, dtype=DTYPE, device=device)
     for u in range(U_max):
-        tu = t[:, u, :]
-        active_round = tu[:, 0] > 0
-        grad_sq[:, u] = torch.where(active_round, problem.grad(x).square().sum(-1), 0.0)
-        loss[:, u] = problem.loss(x)
+        tu, active_round = t[:, u, :], real[:, u]
+        loss, grad_sq_norm = problem.loss_and_grad_sq(x)
+        grad_sq.append(grad_sq_norm)
+        losses.append(loss)
         y = x[:, None, :].expand(R, G, d).clone()
-        for step in range(int(tu.max())):
-            active = (step < tu) & ~diverged[:, None]
-            group_sum += torch.where(active, problem.grad(y).square().sum(-1), 0.0)
-            g = problem.stochastic_grad(y[:, :, None, :].expand(R, G, n_max, d), generator)
-            g_mean = (g * client_mask[None, :, :, None]).sum(dim=2) / sizes[None, :, None]
-            y = torch.where(active[..., None], y - alpha * g_mean, y)
-        upload = (y - x[:, None, :]) / tu.clamp(min=1)[..., None].to(DTYPE)
-        candidate = x + (weights[None, :, None] * upload).sum(dim=1)
+        steps = int(tu.max())
+        active = torch.arange(steps, device=device) < tu[..., None]    # [R, G, steps]
+        if accept.alive is not None:
+            active &= accept.alive[:, None, None]
+        for step in range(steps):
+            now = active[..., step]
+            grad = problem.grad(y)
+            group_sum += torch.where(now, grad.square().sum(-1), 0.0)
+            y = torch.where(now[..., None], y - alpha * group_gradient(y, grad), y)
+        upload = (y - x[:, None, :]) / divisor[:, u]
+        candidate = x + (weights * upload).sum(dim=1)
         candidate = torch.where(active_round[:, None], candidate, x)
-        x_next, diverged = freeze_diverged(x, candidate, diverged)
-        deviation[:, u] = torch.where(active_round[:, None] & ~diverged[:, None],
-                                      (x_next[:, None, :] - y).square().sum(-1), 0.0)
+        x_next = accept(x, candidate)
+        kept = active_round if accept.alive is None else active_round & accept.alive
+        deviation.append(torch.where(kept[:, None], (x_next[:, None, :] - y).square().sum(-1),
+                                     0.0))
         x = x_next
-    loss[:, U_max] = problem.loss(x)
+    losses.append(problem.loss(x))
+    diverged = accept.diverged
+    grad_sq, loss, deviation = (torch.stack(v, dim=1) for v in (grad_sq, losses, deviation))
+    grad_sq = torch.where(real, grad_sq, 0.0)
     return HFLTrace(
         grad_sq_norm=grad_sq.cpu(), loss=loss.cpu(), group_grad_sq_sum=group_sum.cpu(),
         deviation=deviation.cpu(), t=t.cpu(), U=schedule.U.cpu(),

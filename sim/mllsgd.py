@@ -31,8 +31,8 @@ from typing import NamedTuple
 
 import torch
 
-from sim.problems import DTYPE, Problem, rand
-from sim.trace import Trace, freeze_diverged
+from sim.problems import DTYPE, Problem, rand, rand_
+from sim.trace import Acceptance, Trace
 
 
 class HubWeights(NamedTuple):
@@ -73,14 +73,6 @@ def operator_at(k: int, q: int, tau: int) -> str:
     return "I"
 
 
-def sub_network_average(X: torch.Tensor, hub_of: torch.Tensor, v: torch.Tensor,
-                        num_hubs: int) -> torch.Tensor:
-    """z^(d) = sum_{i in M(d)} v_i x^(i), [R, D, d] (line 10 of Algorithm 1, L69)."""
-    R, _, d = X.shape
-    z = torch.zeros(R, num_hubs, d, dtype=X.dtype, device=X.device)
-    return z.index_add_(1, hub_of, v[:, None] * X)
-
-
 def hub_mix(z: torch.Tensor, H: torch.Tensor) -> torch.Tensor:
     """y^(d) = sum_j H[j, d] z^(j), (4) papers/mllsgd.txt L98: column d of H, [R, D, d]."""
     return H.T @ z
@@ -91,10 +83,9 @@ def apply_operator(X: torch.Tensor, kind: str, hub_of: torch.Tensor, v: torch.Te
     """Worker models after T_k in {"I", "V", "Z"}: X T_k of (5), papers/mllsgd.txt L115."""
     if kind == "I":
         return X
-    z = sub_network_average(X, hub_of, v, H.shape[0])
-    if kind == "Z":
-        z = hub_mix(z, H)
-    return z[:, hub_of]
+    out = X.clone()
+    _Averaging(hub_of, v, H, X.shape)(out, kind)
+    return out
 
 
 def hub_period_slots(p: torch.Tensor, hub_of: torch.Tensor, num_hubs: int, q: int, tau: int,
@@ -166,23 +157,30 @@ def _validated(problem: Problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, 
 
 def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int, tau: int,
                x1, replicas: int, generator: torch.Generator, wait_for_all: bool = False,
-               record_iterates: bool = False, device=None) -> Trace:
-    """Run ``replicas`` independent realisations of MLL-SGD, (5)-(6) papers/mllsgd.txt L115-L119.
+               record_iterates: bool = False, record_every: int = 1, record_grad: bool = True,
+               device=None) -> Trace:
+    """Run ``replicas`` independent realisations of MLL-SGD, Castiglia et al. 2021, (5)-(6).
 
-    ``H`` [D, D] hub mixing matrix (Assumption 2, L101-L105; not validated beyond its
-    shape: u_k follows (10) only when H b = b), ``hub_of`` [N] hub d(i) of each worker,
+    ``H`` [D, D] hub mixing matrix (Assumption 2; not validated beyond its shape: u_k
+    follows (10) only when H b = b), ``hub_of`` [N] hub d(i) of each worker,
     ``w`` [N] positive worker weights (v, a and b are derived by :func:`hub_weights`),
-    ``p`` [N] step probabilities in (0, 1], ``x1`` [d] common start (X_1 = x1 1^T, L710).
-    ``K`` must be a multiple of ``q * tau``.
+    ``p`` [N] step probabilities in (0, 1], ``x1`` [d] common start (X_1 = x1 1^T, as in
+    Lemma 4, Appendix C.2). ``K`` must be a multiple of ``q * tau``.
 
     Records ||grad F(u_k)||^2 and F(u_k) at u_k = X_k a before the step of iteration k
-    ((8) L131, (13) L155), the steps each worker took and the slot at which each iteration
+    ((8), (13)), the steps each worker took and the slot at which each iteration
     ends. Plain MLL-SGD averages every tau slots whatever the steps taken, so slot = k.
-    ``wait_for_all=True`` simulates Local SGD / HL-SGD waiting for stragglers (L243):
+    ``wait_for_all=True`` simulates Local SGD / HL-SGD waiting for stragglers (the
+    time-slot comparison of Section 6):
     every worker takes every step (no coins) and each hub period lasts
     :func:`hub_period_slots`; its slots are spread linearly over its q*tau iterations,
     so iteration j of a period of length S ends at slot S_prev + S j / (q tau) (>= k, and
     = k when p = 1).
+
+    ``record_every=e`` (a divisor of K) records only at k = 1, 1 + e, 1 + 2e, ...
+    (``Trace.record_every``); ``record_grad=False`` records F(u_k) only (``grad_sq_norm``
+    is None). Both only make a run cheaper, for speed comparisons with code that records
+    less; the dynamics and the draws are the same.
 
     ``device=None`` uses the problem's device; otherwise the problem is copied there.
     The generator may live on any device (draws are moved). Returns a CPU :class:`Trace`.
@@ -191,22 +189,36 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int,
     problem = problem.to(device)
     H, hub_of, w, p, eta, K, q, tau, x1, R = _validated(
         problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, device)
+    record_every = _positive_int("record_every", record_every)
+    if K % record_every:
+        raise ValueError(f"record_every={record_every} must divide K={K}")
     D, N, d = H.shape[0], hub_of.numel(), problem.dim
     v, a, _ = hub_weights(hub_of, w, D)
 
     X = x1.expand(R, N, d).clone()
-    diverged = torch.zeros(R, dtype=torch.bool, device=device)
-    grad_sq_norm = torch.empty(R, K, dtype=DTYPE, device=device)
-    loss = torch.empty(R, K, dtype=DTYPE, device=device)
+    moved = torch.empty_like(X)  # X_k - eta G_k, then X_k T_k: becomes X_{k+1}
+    average = _Averaging(hub_of, v, H, X.shape)
+    sample = problem.gradient_sampler(X.shape, generator)
+    accept = Acceptance(R, device)
+    losses, grad_sq_norms = [], []
     steps_taken = torch.zeros(R, N, dtype=torch.int64, device=device)
     slots = torch.arange(1, K + 1, dtype=DTYPE, device=device).expand(R, K).clone()
     period_start = torch.zeros(R, dtype=DTYPE, device=device)
-    models, grads = [X], []
+    uniforms = torch.empty(R, N, dtype=DTYPE, device=device)
+    coins = torch.ones(R, N, dtype=torch.bool, device=device)
+    every_coin_lands = wait_for_all or bool((p == 1).all())  # U < 1 always: G_k unmasked
+    steps_everywhere = 0  # steps every worker of every replica took (coins that all land)
+    models, grads = [X.clone()] if record_iterates else [], []
 
     for k in range(1, K + 1):
-        u = X.transpose(1, 2) @ a
-        grad_sq_norm[:, k - 1] = problem.grad(u).square().sum(dim=-1)
-        loss[:, k - 1] = problem.loss(u)
+        if (k - 1) % record_every == 0:
+            u = X.transpose(1, 2) @ a
+            if record_grad:
+                loss, grad_sq_norm = problem.loss_and_grad_sq(u)
+                grad_sq_norms.append(grad_sq_norm)
+            else:
+                loss = problem.loss(u)
+            losses.append(loss)
         if wait_for_all:
             position = (k - 1) % (q * tau) + 1
             if position == 1:
@@ -214,24 +226,55 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int,
             slots[:, k - 1] = period_start + period * position / (q * tau)
             if position == q * tau:
                 period_start = period_start + period
-            coins = torch.ones(R, N, dtype=DTYPE, device=device)
+        elif every_coin_lands:
+            rand_(uniforms, generator)  # drawn all the same: the stream stays the documented one
         else:
-            coins = (rand((R, N), generator, device) < p).to(DTYPE)
-        G = problem.stochastic_grad(X, generator).mul_(coins[..., None])
-        candidate = apply_operator(X.add(G, alpha=-eta), operator_at(k, q, tau), hub_of, v, H)
-        X, diverged = freeze_diverged(X, candidate, diverged)
-        steps_taken += (coins * (~diverged)[:, None]).long()
+            torch.lt(rand_(uniforms, generator), p, out=coins)
+        G = sample(X)
+        if not every_coin_lands:
+            G.mul_(coins[..., None])
+        torch.add(X, G, alpha=-eta, out=moved)
+        average(moved, operator_at(k, q, tau))
+        X, moved = accept(X, moved), X
+        if accept.alive is None and every_coin_lands:
+            steps_everywhere += 1  # added to every worker at once, below
+        else:
+            steps_taken.add_(coins if accept.alive is None else coins & accept.alive[:, None])
         if record_iterates:
-            models.append(X)
-            grads.append(torch.where(diverged[:, None, None], 0.0, G))
+            models.append(X.clone())
+            grads.append(torch.where(accept.diverged[:, None, None], 0.0, G))
 
+    steps_taken.add_(steps_everywhere)
     recorded = {}
     if record_iterates:
         X_all, G_all = torch.stack(models, dim=1), torch.stack(grads, dim=1)
         recorded = {"X": X_all, "G": G_all, "u": X_all.transpose(2, 3) @ a,
                     "Ga": G_all.transpose(2, 3) @ a}
     return Trace(
-        grad_sq_norm=grad_sq_norm.cpu(), loss=loss.cpu(), steps_taken=steps_taken.cpu(),
-        slots=slots.cpu(), diverged=diverged.cpu(),
+        grad_sq_norm=torch.stack(grad_sq_norms, dim=1).cpu() if record_grad else None,
+        loss=torch.stack(losses, dim=1).cpu(), steps_taken=steps_taken.cpu(),
+        slots=slots.cpu(), diverged=accept.diverged.cpu(),
         **{name: value.cpu() for name, value in recorded.items()},
     )
+
+
+class _Averaging:
+    """X T_k in place for T_k in {"I", "V", "Z"} (Castiglia et al. 2021, (5)-(7)), with its
+    intermediate tensors allocated once per run: the sub-network averages
+    z^(d) = sum_{i in M(d)} v_i x^(i) (Algorithm 1, line 10), mixed across hubs by
+    :func:`hub_mix` for "Z", broadcast back to the workers of each hub."""
+
+    def __init__(self, hub_of: torch.Tensor, v: torch.Tensor, H: torch.Tensor, shape):
+        R, N, d = shape
+        self.hub_of, self.v, self.H = hub_of, v[:, None], H
+        self.scaled = torch.empty(R, N, d, dtype=DTYPE, device=H.device)
+        self.z = torch.empty(R, H.shape[0], d, dtype=DTYPE, device=H.device)
+
+    def __call__(self, X: torch.Tensor, kind: str) -> None:
+        if kind == "I":
+            return
+        torch.mul(self.v, X, out=self.scaled)
+        z = self.z.zero_().index_add_(1, self.hub_of, self.scaled)
+        if kind == "Z":
+            z = hub_mix(z, self.H)
+        torch.index_select(z, 1, self.hub_of, out=X)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -44,9 +44,36 @@ def randint(high: int, shape: Sequence[int], generator: torch.Generator, device)
     return draws.to(device)
 
 
+def rand_(out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """``out`` filled in place with the numbers ``rand(out.shape, generator, ...)`` gives."""
+    if out.device == generator.device:
+        return out.uniform_(generator=generator)
+    return out.copy_(rand(out.shape, generator, generator.device))
+
+
+def randn_(out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """``out`` filled in place with the numbers ``randn(out.shape, generator, ...)`` gives."""
+    if out.device == generator.device:
+        return out.normal_(generator=generator)
+    return out.copy_(randn(out.shape, generator, generator.device))
+
+
+def randint_(out: torch.Tensor, high: int, generator: torch.Generator) -> torch.Tensor:
+    """``out`` (int64) filled in place with the numbers ``randint(high, out.shape, ...)`` gives."""
+    if out.device == generator.device:
+        return torch.randint(high, tuple(out.shape), generator=generator, out=out)
+    return out.copy_(randint(high, out.shape, generator, generator.device))
+
+
 def softplus(t: torch.Tensor) -> torch.Tensor:
     """``log(1 + exp(t))`` without overflow or the cut-off of ``torch.nn.functional.softplus``."""
     return t.clamp(min=0) + torch.log1p(torch.exp(-t.abs()))
+
+
+def softplus_(out: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """:func:`softplus` of ``t`` written into ``out``, which holds ``|t|`` on entry (the same
+    numbers, fewer temporaries)."""
+    return out.neg_().exp_().log1p_().add_(t.clamp(min=0))
 
 
 class Problem(ABC):
@@ -75,6 +102,39 @@ class Problem(ABC):
     @abstractmethod
     def stochastic_grad(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """One unbiased sample g(x) per leading index (1c), shape ``[..., dim]``."""
+
+    def loss_and_grad_sq(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(F(x), ||grad F(x)||^2)``, shape ``[...]`` each: what a trace records per
+        iteration. A subclass may share work between the two (the same numbers)."""
+        return self.loss(x), self.grad(x).square().sum(-1)
+
+    def gradient_sampler(self, shape: Sequence[int],
+                         generator: torch.Generator) -> Callable[[torch.Tensor], torch.Tensor]:
+        """``x -> g(x)`` for ``x`` of ``shape``: the draws and the numbers of
+        :meth:`stochastic_grad`, for a run loop that calls it every iteration. A subclass
+        may write into buffers it reuses, so the result is valid until the next call."""
+        return lambda x: self.stochastic_grad(x, generator)
+
+    def mean_gradient_sampler(self, shape: Sequence[int], counts: torch.Tensor,
+                              generator: torch.Generator) -> Callable[[torch.Tensor], torch.Tensor]:
+        """``(y, grad_y) -> (1/c) sum_{k < c} g_k(y)``: at each model ``y`` [..., d] the mean
+        of ``c = counts`` independent stochastic gradients (``counts`` broadcasts against
+        ``y``'s leading dimensions), drawn as :meth:`stochastic_grad` on ``y`` expanded to
+        ``shape`` = [..., n, d] with n >= max(counts) (the draws beyond c are unused).
+        ``grad_y``, if not None, is :meth:`grad` at ``y``, which a subclass may reuse."""
+        shape = tuple(shape)
+        sample = self.gradient_sampler(shape, generator)
+        counts = torch.as_tensor(counts, device=self.device)
+        n = shape[-2]
+        mask = (torch.arange(n, device=counts.device) < counts[..., None]).to(DTYPE)[..., None]
+        total = counts.to(DTYPE)[..., None]
+        every = bool((counts == n).all())
+
+        def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None) -> torch.Tensor:
+            g = sample(y[..., None, :].expand(shape))
+            return (g if every else g * mask).sum(dim=-2) / total
+
+        return mean
 
     def delta(self, x1: torch.Tensor) -> float:
         """``F(x1) - f_inf``, the numerator of the first term of (13), papers/mllsgd.txt L155."""
@@ -155,6 +215,7 @@ class Quadratic(Problem):
         self.mu = float(self.eigenvalues[0])
         self.G = None
         self.f_inf = float(f_star)
+        self._shift = self.x_star @ self.hessian  # x_star A, the constant term of grad
 
     @classmethod
     def random(cls, dim: int, L: float, mu: float, sigma: float, generator: torch.Generator,
@@ -191,14 +252,45 @@ class Quadratic(Problem):
 
     def grad(self, x: torch.Tensor) -> torch.Tensor:
         """A (x - x_star), computed as x A - x_star A in one fused ``addmm``."""
-        flat = torch.addmm(self.x_star @ self.hessian, x.reshape(-1, self.dim), self.hessian,
-                           beta=-1)
+        flat = torch.addmm(self._shift, x.reshape(-1, self.dim), self.hessian, beta=-1)
         return flat.reshape(x.shape)
 
     def stochastic_grad(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """grad F(x) + eps, eps ~ N(0, (sigma^2/dim) I): one ``randn(x.shape)`` draw."""
         noise = randn(x.shape, generator, x.device)
         return noise.mul_(self.sigma / math.sqrt(self.dim)).add_(self.grad(x))
+
+    def gradient_sampler(self, shape, generator):
+        """:meth:`stochastic_grad` with the noise drawn in place into one reused buffer and
+        the gradient computed in a reused buffer."""
+        noise = torch.empty(tuple(shape), dtype=DTYPE, device=self.hessian.device)
+        grad = torch.empty(noise.numel() // self.dim, self.dim, dtype=DTYPE,
+                           device=self.hessian.device)
+        scale = self.sigma / math.sqrt(self.dim)
+
+        def sample(x: torch.Tensor) -> torch.Tensor:
+            torch.addmm(self._shift, x.reshape(-1, self.dim), self.hessian, beta=-1, out=grad)
+            return randn_(noise, generator).mul_(scale).add_(grad.view(noise.shape))
+
+        return sample
+
+    def mean_gradient_sampler(self, shape, counts, generator):
+        """The mean of c noisy gradients at one model is grad F(y) + (sigma/sqrt(dim)) times
+        the mean of c noise draws: the gradient is computed once per model and the noise
+        (drawn in place, [..., n, d] as :meth:`stochastic_grad` draws it) summed once.
+        Equal in law and up to round-off to the mean of c :meth:`stochastic_grad` draws."""
+        noise = torch.empty(tuple(shape), dtype=DTYPE, device=self.hessian.device)
+        counts = torch.as_tensor(counts, device=noise.device)
+        n = noise.shape[-2]
+        mask = (torch.arange(n, device=noise.device) < counts[..., None])[..., None]
+        factor = (self.sigma / math.sqrt(self.dim)) / counts.to(DTYPE)[..., None]
+        every = bool((counts == n).all())
+
+        def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None) -> torch.Tensor:
+            drawn = randn_(noise, generator) if every else randn_(noise, generator).mul_(mask)
+            return drawn.sum(dim=-2).mul_(factor).add_(self.grad(y) if grad_y is None else grad_y)
+
+        return mean
 
 
 class LogisticRegression(Problem):
@@ -285,6 +377,18 @@ class LogisticRegression(Problem):
         weights = -self.labels * torch.sigmoid(-self._margins(x)) / self.n
         return weights @ self.features + self.lam * x
 
+    def loss_and_grad_sq(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """:meth:`loss` and the squared norm of :meth:`grad` from one computation of the
+        margins: two passes over the features instead of three."""
+        product = torch.mm if x.ndim == 2 else torch.matmul  # mm: the same numbers, less dispatch
+        neg = product(x, self.features.T).mul_(self.labels).neg_()
+        loss = softplus_(neg.abs(), neg).mean(-1)
+        grad = product(torch.sigmoid(neg).mul_(self.labels).div_(-self.n), self.features)
+        if self.lam:
+            loss = loss + 0.5 * self.lam * (x * x).sum(-1)
+            grad = grad + self.lam * x
+        return loss, grad.square().sum(-1)
+
     def sample_grads(self, x: torch.Tensor) -> torch.Tensor:
         """Per-sample gradients grad f_j(x) (l2 term included), shape ``[..., n, dim]``."""
         weights = -self.labels * torch.sigmoid(-self._margins(x))
@@ -298,3 +402,34 @@ class LogisticRegression(Problem):
         margins = labels * torch.einsum("...bd,...d->...b", rows, x)
         weights = -labels * torch.sigmoid(-margins) / self.batch
         return torch.einsum("...b,...bd->...d", weights, rows) + self.lam * x
+
+    def gradient_sampler(self, shape, generator):
+        """:meth:`stochastic_grad` with the indices drawn in place and the mini-batch
+        gathered by ``index_select`` into buffers reused from call to call (a fresh gather
+        per iteration costs an allocation, and page faults, the size of the batch), then
+        two batched products, the margins as x^T [a_1 .. a_b] (several times faster than
+        [a_1 .. a_b]^T x, and equal to it up to round-off)."""
+        shape = tuple(shape)
+        M, B, d, device = math.prod(shape[:-1]), self.batch, self.dim, self.features.device
+        idx = torch.empty(*shape[:-1], B, dtype=torch.int64, device=device)
+        rows = torch.empty(M, B, d, dtype=DTYPE, device=device)
+        labels = torch.empty(M, 1, B, dtype=DTYPE, device=device)
+        weights = torch.empty(M, 1, B, dtype=DTYPE, device=device)
+        out = torch.empty(M, 1, d, dtype=DTYPE, device=device)
+
+        def sample(x: torch.Tensor) -> torch.Tensor:
+            flat = randint_(idx, self.n, generator).view(-1)
+            torch.index_select(self.features, 0, flat, out=rows.view(M * B, d))
+            torch.index_select(self.labels, 0, flat, out=labels.view(M * B))
+            if x.is_contiguous():
+                torch.bmm(x.view(M, 1, d), rows.transpose(1, 2), out=weights)
+            else:  # e.g. one model expanded over the clients of a group
+                weights.view(*shape[:-1], B).copy_(
+                    torch.einsum("...bd,...d->...b", rows.view(*shape[:-1], B, d), x))
+            # -y sigmoid(-y a^T x) / batch, in place
+            torch.sigmoid(weights.mul_(labels).neg_(), out=weights).mul_(labels).div_(-B)
+            torch.bmm(weights, rows, out=out)
+            g = out.view(shape)
+            return g.add_(self.lam * x) if self.lam else g
+
+        return sample

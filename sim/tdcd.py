@@ -26,8 +26,8 @@ x_j^T theta_j, exact constants) and :class:`ModuleModel` (one ``torch.nn.Module`
 through ``torch.func.functional_call`` + ``vmap``; the per-silo architectures may differ,
 so its client gradients loop over the N silos and vmap over replicas and clients).
 
-Random draws: one ``rand((R, C, n))`` per round from the generator, argsorted to pick the
-batch. Everything is float64; the same seed gives the same trace bit for bit.
+Random draws: one ``rand((R, C, n))`` per round from the generator, the smallest keys of each
+cell picking the batch. Everything is float64; the same seed gives the same trace bit for bit.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import torch
 from torch.func import functional_call, grad, vmap
 
 from sim.problems import DTYPE, rand, randn, softplus
-from sim.trace import freeze_diverged
+from sim.trace import Acceptance
 
 LOSSES = ("squared", "logistic")
 
@@ -145,7 +145,7 @@ def draw_batch(layout: Layout, replicas: int, generator: torch.Generator, device
     """[R, batch] base-sample indices: b = batch/C distinct samples from every cell, cell by
     cell (so client k of silo j owns slots k b_j .. (k+1) b_j - 1)."""
     keys = rand((replicas, layout.cells, layout.n), generator, device)
-    picks = keys.argsort(dim=-1)[..., : layout.per_cell]
+    picks = keys.topk(layout.per_cell, dim=-1, largest=False, sorted=True).indices
     return picks.reshape(replicas, layout.batch)
 
 
@@ -164,6 +164,15 @@ def loss_slope(kind: str, z: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     if kind == "squared":
         return z - y
     return -y * torch.sigmoid(-y * z)
+
+
+def slope_at(kind: str, y: torch.Tensor) -> Callable[[torch.Tensor], torch.Tensor]:
+    """``z -> loss_slope(kind, z, y)`` (the same numbers) with ``-y`` computed once, for
+    labels used at many z."""
+    if kind == "squared":
+        return lambda z: z - y
+    negative = -y
+    return lambda z: torch.sigmoid(negative * z).mul_(negative)
 
 
 def _check_loss(kind) -> str:
@@ -294,15 +303,64 @@ class BlockLinear:
         return torch.einsum("rbnd,rnd->rnb", self.Xp[rows], theta)[..., None]
 
     def client_grads(self, theta: torch.Tensor, rows: torch.Tensor, other: torch.Tensor,
-                     owner: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        """g_kj of (4), L178: theta [R, N, K, d], other = Phi_{-j} [R, N, B, 1], owner
-        [N, B] (client of each slot), weights [N, B, K] (1/b_j where the slot is the
-        client's) -> [R, N, K, d]."""
-        xb = self.Xp[rows].transpose(1, 2)                                  # [R, N, B, d]
-        own = theta[:, torch.arange(theta.shape[1])[:, None], owner]         # [R, N, B, d]
-        z = (xb * own).sum(-1) + other[..., 0]
-        slope = loss_slope(self.loss_kind, z, self.y[rows][:, None, :])      # [R, N, B]
-        return torch.einsum("rnb,rnbd,nbk->rnkd", slope, xb, weights)
+                     owner: torch.Tensor | None = None,
+                     weights: torch.Tensor | None = None) -> torch.Tensor:
+        """g_kj of Das et al. 2022, (4): theta [R, N, K, d], other = Phi_{-j} [R, N, B, 1]
+        -> [R, N, K, d].
+        Client k of silo j owns the batch slots k b_j .. (k+1) b_j - 1 of the layout
+        (``owner`` [N, B] and ``weights`` [N, B, K], that ownership as indices and as 1/b_j
+        one-hot weights, are implied by it). One call of :meth:`client_gradients`."""
+        return self.client_gradients(rows)(theta, other)
+
+    def client_gradients(self, rows: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor],
+                                                                 torch.Tensor]:
+        """``(theta, other) -> g_kj`` (as :meth:`client_grads`) for the Q local steps of a
+        round on the batch ``rows`` [R, B]: the batch's features are gathered once, the
+        margins and each client's sum over its slots are batched products (equal silos)
+        or a product per slot and a scatter-add over the slots (linear in the batch), into
+        buffers reused from call to call (the result is valid until the next call)."""
+        R, B = rows.shape
+        N, K, d = self.layout.N, max(self.layout.clients), self.d
+        owner, mine, per_client = self._slots
+        xb = self.Xp[rows].transpose(1, 2).contiguous()                    # [R, N, B, d]
+        slope_of = slope_at(self.loss_kind, self.y[rows][:, None, :])       # labels [R, 1, B]
+        z = torch.empty(R, N, B, dtype=DTYPE, device=rows.device)
+        out = torch.empty(R, N, K, d, dtype=DTYPE, device=rows.device)
+        if mine is None:  # every silo has K clients of b = B/K contiguous slots
+            M, b = R * N * K, B // K
+            rows_of = xb.view(M, b, d)
+
+            def grads(theta: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+                torch.bmm(rows_of, theta.reshape(M, d, 1), out=z.view(M, b, 1))
+                slope = slope_of(z.add_(other[..., 0]))
+                torch.bmm(slope.view(M, 1, b), rows_of, out=out.view(M, 1, d))
+                return out.mul_(per_client)
+
+            return grads
+        slots = owner[None, :, :, None].expand(R, N, B, d)
+        terms = torch.empty(R, N, B, d, dtype=DTYPE, device=rows.device)
+
+        def grads(theta: torch.Tensor, other: torch.Tensor) -> torch.Tensor:
+            own = theta.reshape(R, N * K, d).index_select(1, mine)          # each slot's client
+            torch.bmm(xb.view(-1, 1, d), own.view(-1, d, 1), out=z.view(-1, 1, 1))
+            slope = slope_of(z.add_(other[..., 0]))
+            torch.mul(slope[..., None], xb, out=terms)
+            return out.zero_().scatter_add_(2, slots, terms).mul_(per_client)
+
+        return grads
+
+    @cached_property
+    def _slots(self) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor]:
+        """The layout's slot ownership for :meth:`client_gradients`: the client of each slot
+        [N, B], each slot's row in the flattened [N * K] clients (None when every silo has
+        the same K_j: slot s is then client s // b) and 1/b_j [N, 1, 1]."""
+        lay, device = self.layout, self.X.device
+        owner = lay.owner(device)
+        K = max(lay.clients)
+        mine = None if len(set(lay.clients)) == 1 else \
+            (torch.arange(lay.N, device=device)[:, None] * K + owner).reshape(-1)
+        batch = torch.tensor(lay.client_batch, dtype=DTYPE, device=device)
+        return owner, mine, (1.0 / batch)[:, None, None]
 
     def scores(self, theta: torch.Tensor) -> torch.Tensor:
         """sum_j x_pj^T theta_j for all n base samples: theta [R, N, d] -> [R, n]."""
@@ -314,17 +372,31 @@ class BlockLinear:
 
     def grad(self, theta: torch.Tensor) -> torch.Tensor:
         """grad L(theta) by blocks: [R, N, d] -> [R, N, d]."""
-        slope = loss_slope(self.loss_kind, self.scores(theta), self.y)
-        return torch.einsum("rp,pnd->rnd", slope, self.Xp) / self.layout.n
+        return self._grad(loss_slope(self.loss_kind, self.scores(theta), self.y))
 
     def sigma2_at(self, theta: torch.Tensor) -> torch.Tensor:
         """Exact Var(g_kj) at theta (the same for every client k): factor_j V_j(theta), V_j
         the population variance of the per-sample block gradients. [R, N, d] -> [R, N]."""
-        slope = loss_slope(self.loss_kind, self.scores(theta), self.y)          # [R, n]
+        return self._sigma2(loss_slope(self.loss_kind, self.scores(theta), self.y))
+
+    def statistics(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(L(theta) [R], ||grad L(theta)||^2 [R], :meth:`sigma2_at` [R, N]) from one
+        computation of the scores: what run_tdcd records every round (the same numbers)."""
+        scores = self.scores(theta)
+        slope = loss_slope(self.loss_kind, scores, self.y)
+        loss = loss_value(self.loss_kind, scores, self.y).mean(-1)
+        return loss, self._grad(slope).square().sum(dim=(-2, -1)), self._sigma2(slope)
+
+    def _grad(self, slope: torch.Tensor) -> torch.Tensor:
+        """grad L by blocks from the loss slopes [R, n] at the scores: [R, N, d]."""
+        return torch.einsum("rp,pnd->rnd", slope, self.Xp) / self.layout.n
+
+    def _sigma2(self, slope: torch.Tensor) -> torch.Tensor:
+        """:meth:`sigma2_at` from the loss slopes [R, n] at the scores: [R, N]."""
         per_sample = slope[..., None, None] * self.Xp                           # [R, n, N, d]
         mean = per_sample.mean(1)
         V = per_sample.square().sum(-1).mean(1) - mean.square().sum(-1)
-        return V.clamp(min=0) * self.layout.sampling_factor().to(theta.device)
+        return V.clamp(min=0) * self.layout.sampling_factor().to(slope.device)
 
 
 class ModuleModel:
@@ -397,7 +469,7 @@ class ModuleModel:
                     for j in range(self.layout.N)]
         return torch.stack(per_silo, dim=1)
 
-    def client_grads(self, theta, rows, other, owner, weights) -> torch.Tensor:
+    def client_grads(self, theta, rows, other, owner=None, weights=None) -> torch.Tensor:
         """g_kj of (4), L178, silo by silo: vmap over replicas and the K_j clients of each
         client's mean loss over its b_j contiguous slots (``owner``/``weights`` are implied
         by that layout)."""
@@ -412,6 +484,16 @@ class ModuleModel:
                 theta[:, j, :Kj], rows.reshape(R, Kj, bj), other[:, j].reshape(R, Kj, bj, -1))
             out[:, j, :Kj, : self.dims[j]] = g[..., : self.dims[j]]
         return out
+
+    def client_gradients(self, rows: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor],
+                                                                 torch.Tensor]:
+        """``(theta, other) -> g_kj``: :meth:`client_grads` on the round's batch ``rows``."""
+        return lambda theta, other: self.client_grads(theta, rows, other)
+
+    def statistics(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+        """(L(theta), ||grad L(theta)||^2, None): what run_tdcd records every round (no exact
+        variance for a general network)."""
+        return self.loss(theta), self.grad(theta).square().sum(dim=(-2, -1)), None
 
     def _total_loss(self, theta: torch.Tensor) -> torch.Tensor:
         z = sum(self._h(j, theta[j], self.features[j]) for j in range(self.layout.N))
@@ -497,7 +579,7 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
              replicas: int, generator: torch.Generator, t_comm: float = 0.0, t_comp: float = 1.0,
              record_iterates: bool = False) -> TDCDTrace:
     """Run ``replicas`` independent realisations of ``rounds`` TDCD rounds (T = Q rounds
-    iterations), Algorithm 1 of papers/tdcd.txt L135-L170 (see the module docstring).
+    iterations), Das et al. 2022, Algorithm 1 (see the module docstring).
 
     ``eta``: one step size, or one per replica (a step-size grid in a single run).
     ``theta0`` [model.dim]: the hub models at t = 0, blocks concatenated. The simulation
@@ -507,54 +589,55 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
                                                t_comp, device)
     lay = model.layout
     N, K, d = lay.N, max(lay.clients), model.d
-    owner = lay.owner(device)
     avg = lay.averaging_weights(device)                                           # [N, K]
-    b = torch.tensor(lay.client_batch, dtype=DTYPE, device=device)
-    weights = torch.nn.functional.one_hot(owner, K).to(DTYPE) / b[:, None, None]  # [N, B, K]
+    weight = avg[..., None]                                                       # [N, K, 1]
     exact_sigma = hasattr(model, "sigma2_at")
 
     hub = model.split(theta0).expand(R, N, d).clone()
-    diverged = torch.zeros(R, dtype=torch.bool, device=device)
-    grad_sq = torch.empty(R, rounds, dtype=DTYPE, device=device)
-    loss = torch.empty(R, rounds + 1, dtype=DTYPE, device=device)
-    drift = torch.zeros(R, rounds, dtype=DTYPE, device=device)
-    g0 = torch.zeros(R, rounds, dtype=DTYPE, device=device)
-    sigma2 = torch.empty(R, rounds, N, dtype=DTYPE, device=device) if exact_sigma else None
+    accept = Acceptance(R, device)
+    losses, grad_sq, sigma2, drift, g0 = [], [], [], [], []
     hubs, virtual, directions, batches = [hub], [], [], []
 
-    for r in range(rounds):
-        grad_sq[:, r] = model.grad(hub).square().sum(dim=(-2, -1))
-        loss[:, r] = model.loss(hub)
-        if exact_sigma:
-            sigma2[:, r] = model.sigma2_at(hub)
+    for _ in range(rounds):
+        loss, grad_sq_norm, variance = model.statistics(hub)
+        losses.append(loss)
+        grad_sq.append(grad_sq_norm)
+        sigma2.append(variance)
         rows = draw_batch(lay, R, generator, device)
         own = model.embed(hub, rows)                                   # [R, N, B, E]
         other = own.sum(dim=1, keepdim=True) - own                     # Phi_{-j}, frozen
+        client_grads = model.client_gradients(rows)
         clients = hub[:, :, None].expand(R, N, K, d).clone()
+        round_drift = torch.zeros(R, dtype=DTYPE, device=device)
         for q in range(Q):
-            g = model.client_grads(clients, rows, other, owner, weights)
+            g = client_grads(clients, other)
             if q == 0:
-                first = g
-                g0[:, r] = torch.einsum("rnkd,nk->r", g.square(), avg)
+                first = g.clone()
+                round_g0 = g.square().mul_(weight).sum(dim=(1, 2, 3))
             else:
-                drift[:, r] += torch.einsum("rnkd,nk->r", (g - first).square(), avg)
+                round_drift += (g - first).square_().mul_(weight).sum(dim=(1, 2, 3))
             if record_iterates:
                 virtual.append(torch.einsum("rnkd,nk->rnd", clients, avg))
                 directions.append(torch.einsum("rnkd,nk->rnd", g, avg))
-            clients = clients - steps * g
-        candidate = torch.einsum("rnkd,nk->rnd", clients, avg)
-        hub, diverged = freeze_diverged(hub, candidate, diverged)
-        drift[:, r] = torch.where(diverged, 0.0, drift[:, r])
-        g0[:, r] = torch.where(diverged, 0.0, g0[:, r])
+            clients.sub_(steps * g)
+        hub = accept(hub, (clients * weight).sum(dim=2))
+        if accept.alive is not None:  # a diverged replica records 0 from then on
+            round_drift = torch.where(accept.alive, round_drift, 0.0)
+            round_g0 = torch.where(accept.alive, round_g0, 0.0)
+        drift.append(round_drift)
+        g0.append(round_g0)
         if record_iterates:
             hubs.append(hub)
             batches.append(rows)
-    loss[:, rounds] = model.loss(hub)
+    losses.append(model.statistics(hub)[0])
 
     recorded = {}
     if record_iterates:
         recorded = {"hub": torch.stack(hubs, 1), "virtual": torch.stack([*virtual, hub], 1),
                     "G": torch.stack(directions, 1), "rows": torch.stack(batches, 1)}
+    grad_sq, loss, drift, g0 = (torch.stack(v, dim=1) for v in (grad_sq, losses, drift, g0))
+    sigma2 = torch.stack(sigma2, dim=1) if exact_sigma else None
+    diverged = accept.diverged
     t_round = 3.0 * t_comm + Q * t_comp
     return TDCDTrace(
         grad_sq_norm=grad_sq.cpu(), loss=loss.cpu(), drift=drift.cpu(), g0=g0.cpu(),

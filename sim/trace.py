@@ -34,14 +34,37 @@ def freeze_diverged(state: torch.Tensor, candidate: torch.Tensor,
     return candidate, diverged
 
 
+class Acceptance:
+    """:func:`freeze_diverged` for a run loop, with the same decisions: while no replica has
+    diverged, one Euclidean norm of the whole candidate (a fast reduction) at most half the
+    threshold proves every entry below it, and every replica is accepted; otherwise (or
+    once some replica has diverged) freeze_diverged decides replica by replica."""
+
+    def __init__(self, replicas: int, device):
+        self.diverged = torch.zeros(replicas, dtype=torch.bool, device=device)
+        self.alive = None  # ~diverged once some replica has diverged
+
+    def __call__(self, state: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
+        """The next state: ``candidate`` (in place) with diverged replicas kept at ``state``."""
+        if self.alive is None and (  # NaN in, NaN out: the comparison fails
+                float(torch.linalg.vector_norm(candidate)) <= 0.5 * DIVERGENCE_THRESHOLD):
+            return candidate
+        frozen, self.diverged = freeze_diverged(state, candidate, self.diverged)
+        self.alive = ~self.diverged
+        return candidate.copy_(frozen) if frozen is not candidate else candidate
+
+
 @dataclass(frozen=True)
 class Trace:
     """The record of ``R`` replicas of a ``K``-iteration run; CPU tensors, float64.
 
     - ``grad_sq_norm`` [R, K]: ||grad F(u_k)||^2 for k = 1..K, with u_k = X_k a (8),
       papers/mllsgd.txt L131, taken before the step of iteration k (k = 1 is x1): the
-      summand of the left-hand side of Theorem 1, (13) papers/mllsgd.txt L155.
+      summand of the left-hand side of Theorem 1, (13) papers/mllsgd.txt L155. ``None``
+      for a run that recorded the loss only.
     - ``loss`` [R, K]: F(u_k).
+    - a run with ``record_every=e`` > 1 records ``grad_sq_norm`` and ``loss`` at k = 1,
+      1 + e, 1 + 2e, ... only, [R, K / e] (:attr:`record_every`).
     - ``steps_taken`` [R, N] int64: gradient steps each worker took (realised coins).
     - ``slots`` [R, K] float64: time slot at which iteration k ends.
     - ``diverged`` [R] bool: see the module docstring for what a frozen replica records.
@@ -51,7 +74,7 @@ class Trace:
       else ``None``; they satisfy u_{k+1} = u_k - eta G_k a, (10) papers/mllsgd.txt L137.
     """
 
-    grad_sq_norm: torch.Tensor
+    grad_sq_norm: torch.Tensor | None
     loss: torch.Tensor
     steps_taken: torch.Tensor
     slots: torch.Tensor
@@ -64,6 +87,9 @@ class Trace:
     @property
     def lhs(self) -> torch.Tensor:
         """(1/K) sum_k ||grad F(u_k)||^2 per replica, [R]: one realisation of (13)'s LHS."""
+        if self.grad_sq_norm is None or self.record_every != 1:
+            raise ValueError("lhs needs ||grad F(u_k)||^2 at every k: run with record_every=1 "
+                             "and record_grad=True")
         return self.grad_sq_norm.mean(dim=1)
 
     @property
@@ -74,4 +100,9 @@ class Trace:
     @property
     def K(self) -> int:
         """Number of iterations K."""
-        return self.grad_sq_norm.shape[1]
+        return self.slots.shape[1]
+
+    @property
+    def record_every(self) -> int:
+        """e: ``loss`` (and ``grad_sq_norm``) hold iterations 1, 1 + e, 1 + 2e, ..."""
+        return self.K // self.loss.shape[1]

@@ -208,7 +208,7 @@ def test_step_condition_and_max_step():
 
 def test_registry_variants_and_status():
     rows = {r["key"]: r for r in bounds.list()}
-    assert rows["hfl.theorem2"]["variants"] == list(H.THEOREM2_VARIANTS)
+    assert rows["hfl.theorem2"]["variants"] == [*H.THEOREM2_VARIANTS, H.REFINED]
     assert rows["hfl.theorem2"]["default"] == "proof"
     assert "derived, not published" in bounds.get("hfl.theorem2", "tight").title
     assert any("journal.txt L247" in e.citation for e in bounds.get("hfl.theorem2", "arxiv").errata)

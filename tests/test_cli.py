@@ -1,6 +1,7 @@
 """The fedbound command: JSON contracts, exit codes, and one-line errors."""
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -173,6 +174,28 @@ def test_choose_sync_time_from_the_bound(capsys):
         assert [p["bound"] for p in c["curve"]] == list(lib.bound)
     code, out, _ = run(capsys, *argv)
     assert code == 0 and "proof chooses S = 0" in out
+
+
+def test_choose_sync_time_refined_picks_an_interior_S_that_simulation_confirms(capsys):
+    """The paper's Fig. 7a delays with large noise: the refined bound picks S > 0 (the
+    published proof variant S = 0), and the simulated left-hand side of Theorem 2 at refined's
+    S is within 10% of the best S; --metric final_loss ranks by the other measurement."""
+    argv = ["choose-sync-time", "--sizes", "15,15", "--delays", FIG7A, "--T", "2000",
+            "--alpha", "0.01", "--L", "1", "--G", str(math.sqrt(400.2)), "--sigma", "20",
+            "--Delta", "0.1", "--variant", "refined,proof", "--S", "0,1.5,2,3,5,10",
+            "--replicas", "16", "--json"]
+    code, out, _ = run(capsys, *argv)
+    d = json.loads(out)
+    by = {c["variant"]: c for c in d["bound"]}
+    assert code == 0 and d["inputs"]["replicas"] == 16 and d["inputs"]["metric"] == "lhs"
+    assert by["refined"]["settings"]["S"] > 0 and by["proof"]["settings"]["S"] == 0
+    lhs = {o["settings"]["S"]: o["extra"]["lhs"] for o in d["simulation"]}
+    assert all(o["loss"] == o["extra"]["lhs"] for o in d["simulation"])
+    assert lhs[by["refined"]["settings"]["S"]] <= 1.1 * min(lhs.values())
+    code, out, _ = run(capsys, *argv, "--metric", "final_loss")
+    d2 = json.loads(out)
+    assert code == 0 and all(o["loss"] == o["extra"]["final_loss"] for o in d2["simulation"])
+    assert [o["extra"] for o in d2["simulation"]] == [o["extra"] for o in d["simulation"]]
 
 
 @pytest.mark.parametrize("change, message", [

@@ -237,3 +237,16 @@ def test_loss_at_times_takes_the_model_available_then():
     loss = np.array([[5.0, 4.0, 3.0, 2.0]])
     got = loss_at_times(loss, np.array([[10.0, 20.0, 30.0]]), np.array([3]), [0, 10, 15, 30, 99])
     assert got.tolist() == [[5.0, 4.0, 4.0, 2.0, 2.0]]
+
+
+def test_loss_at_times_per_replica_with_unequal_round_counts():
+    """Replicas ran different numbers of rounds; padding after U[r] (here 0, earlier than any
+    real end) must be ignored: the reference is np.searchsorted on each replica's own ends."""
+    rng = np.random.default_rng(3)
+    U = np.array([4, 1, 6])
+    ends = np.cumsum(rng.uniform(1, 5, size=(3, 6)), axis=1)
+    padded = np.where(np.arange(6) < U[:, None], ends, 0.0)
+    loss = rng.uniform(size=(3, 7))
+    times = [0.0, 2.5, 7.0, 11.0, 40.0]
+    want = [loss[r, np.searchsorted(ends[r, : U[r]], times, side="right")] for r in range(3)]
+    np.testing.assert_array_equal(loss_at_times(loss, padded, U, times), np.array(want))

@@ -381,10 +381,17 @@ def unregister_adapter(key: str) -> None:
 
 
 def _load_builtin() -> None:
-    """Register the four papers' adapters on first use (they import torch)."""
+    """On first use, register the four papers' adapters (they import torch) and the
+    plugins named by entry points and FEDBOUND_PLUGINS (a failing plugin is a warning)."""
     if not _BUILTIN["loaded"]:
         _BUILTIN["loaded"] = True
+        import warnings
+
         from . import papers  # noqa: F401  (registers the built-in adapters)
+        from .plugins import load_plugins
+
+        for message in load_plugins():
+            warnings.warn(message, stacklevel=3)
 
 
 def adapter_for(key: str) -> Adapter:

@@ -33,12 +33,13 @@ from .scenario import (
     roundoff,
 )
 from .verdict import Comparison, Measurement, Verdict, compare
-from .witnesses import Witness, register_witness_dir, witnesses
+from .witnesses import Witness, register_witness_dir, unregister_witness_dir, witnesses
 
 __all__ = [
     "LOOP_OVERHEAD", "Adapter", "Comparison", "Draw", "Footprint", "Measurement", "ResourceError",
     "RngDraw", "Scenario", "Tags", "Verdict", "Witness", "adapter_for", "adapter_keys", "check",
     "compare", "count_text", "default_scenario", "json_text", "jsonable", "load_plugins",
     "load_scenario", "problem_spec", "register_adapter", "register_witness_dir", "require_float",
-    "require_floats", "require_int", "roundoff", "unregister_adapter", "witnesses",
+    "require_floats", "require_int", "roundoff", "unregister_adapter", "unregister_witness_dir",
+    "witnesses",
 ]

@@ -204,7 +204,7 @@ def _read_scenario(key: str, source: str | None, variant: str | None = None):
     check: a stored witness file (``verify.Witness``) gives its scenario and, unless
     ``--variant`` says otherwise, its variant."""
     from .adapter import adapter_for
-    from .witnesses import FIELDS, Witness
+    from .witnesses import as_witness
 
     ad = adapter_for(key)
     if source is None:
@@ -218,8 +218,8 @@ def _read_scenario(key: str, source: str | None, variant: str | None = None):
     except (OSError, UnicodeDecodeError) as e:
         raise UsageError(f"--scenario {source}: {getattr(e, 'strerror', None) or e}") from None
     data = parse_json(text, f"--scenario {source}")
-    if isinstance(data, dict) and set(data) == set(FIELDS):
-        w = Witness.from_dict(data, source=source)
+    w = as_witness(data)
+    if w is not None:
         if w.key != key:
             raise UsageError(f"--scenario {source} is a witness of {w.key}, not of {key}")
         return ad.load(w.scenario), variant or w.variant
@@ -348,9 +348,10 @@ def cmd_search(args):
 
     if args.witness is not None:
         output.check_file(args.witness, "--witness")
-    from . import report, search
+    from . import report
+    from .search import search
 
-    res = search.search(args.key, variant=args.variant, budget=args.budget, seed=args.seed)
+    res = search(args.key, variant=args.variant, budget=args.budget, seed=args.seed)
     if args.witness and res.found:
         res.as_witness().write(args.witness)
     status = 1 if res.new_violation else 0
@@ -396,7 +397,7 @@ def cmd_choose_sync_time(args):
     return _choice(args, choose.SyncTime(
         sizes=_grid(args.sizes, "--sizes", int), delays=delays, T=args.T, alpha=args.alpha,
         L=args.L, G=args.G, sigma=args.sigma, Delta=args.Delta, S_grid=_grid(args.S, "--S"),
-        seed=args.seed))
+        replicas=args.replicas, seed=args.seed, metric=args.metric))
 
 
 def cmd_choose_q_eta(args):
@@ -526,6 +527,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", help="comma-separated variants of hfl.theorem2 (default: all)")
     p.add_argument("--method", choices=("bound", "simulate", "both"), default="both")
     p.add_argument("--S", help="comma-separated sync times to compare (default: a grid)")
+    p.add_argument("--metric", choices=("lhs", "final_loss"), default="lhs",
+                   help="what the simulation ranks S by: lhs, Theorem 2's left-hand side (the "
+                        "mean of ||grad f(x^u)||^2 over rounds, what every variant bounds; "
+                        "default), or final_loss, f(x^(U+1)) - f*")
+    p.add_argument("--replicas", type=int, default=32,
+                   help="simulated delay paths per S (default 32)")
     p.add_argument("--seed", type=_seed, default=0, help="seed of the simulation")
     p = add("choose-q-eta", cmd_choose_q_eta,
             "TDCD: which Q and eta reach accuracy epsilon fastest in wall-clock time")

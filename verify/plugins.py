@@ -24,6 +24,8 @@ GROUP = "fedbound.plugins"
 ENV = "FEDBOUND_PLUGINS"
 #: modules named explicitly (--plugin, load_plugins(modules)): worker processes re-import them
 _EXPLICIT: list[str] = []
+#: modules that failed to import (reported once)
+_FAILED: set[str] = set()
 
 
 def _names(modules) -> list[tuple[str, str]]:
@@ -40,15 +42,18 @@ def _names(modules) -> list[tuple[str, str]]:
 def load_plugins(modules=()) -> list[str]:
     """Import the plugins (module docstring) and ``modules``; return one message per plugin
     that failed to import (empty when all loaded). Importing a loaded module again is a
-    no-op, so this can be called more than once."""
+    no-op and a failure is reported once, so this can be called more than once."""
     for m in modules:
         if m not in _EXPLICIT:
             _EXPLICIT.append(m)
     errors = []
     for module, where in _names(list(modules)):
+        if module in _FAILED:
+            continue
         try:
             importlib.import_module(module)
         except Exception as e:  # noqa: BLE001 - a broken plugin must not stop the others
+            _FAILED.add(module)
             last = traceback.format_exception_only(type(e), e)[-1].strip()
             errors.append(f"plugin {module!r} ({where}) failed to load: {last}")
     return errors

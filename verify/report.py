@@ -45,8 +45,8 @@ def format_verdict(v: Verdict) -> str:
         ("verdict", v.verdict.upper() + ("" if v.admissible else
                                           "  (hypotheses fail: " + "; ".join(v.violations) + ")")),
         ("slack", f"{v.slack:.3g}x  (bound / measured)"),
-        ("mode", f"{v.mode}, {v.replicas} replicas" + (f", {v.diverged} diverged"
-                                                        if v.diverged else "")),
+        ("mode", "exact" if v.mode == "exact" else
+         f"{v.mode}, {v.replicas} replicas" + (f", {v.diverged} diverged" if v.diverged else "")),
     ]
     step = bounds.get(v.key, v.variant).step
     rows += [(name, f"{v.params[name]:.6g}") for name in ([step] if step else []) + ["zeta"]

@@ -44,7 +44,7 @@ def _explain(v: Verdict, headline: str) -> str:
 
 
 def assert_holds(key: str, scenario=None, *, variant: str | None = None,
-                 exact: bool = False) -> Verdict:
+                 exact: bool | None = None) -> Verdict:
     """Check ``key`` on ``scenario`` (anything :func:`verify.check` takes) and return the
     verdict if the bound holds; raise AssertionError otherwise. An inconclusive verdict
     fails too, with a message asking for more replicas (or exact mode)."""
@@ -61,9 +61,10 @@ def assert_holds(key: str, scenario=None, *, variant: str | None = None,
 
 
 def assert_violated(key: str, scenario, *, variant: str | None = None,
-                    exact: bool = False) -> Verdict:
+                    exact: bool | None = None) -> Verdict:
     """The converse, for regression tests of refutations: return the verdict if the bound is
-    violated on ``scenario``, raise AssertionError otherwise (the refutation went stale)."""
+    violated on ``scenario`` (a stored witness included), raise AssertionError otherwise
+    (the refutation went stale)."""
     v = check(key, scenario, variant=variant, exact=exact)
     if v.verdict == "violated":
         return v

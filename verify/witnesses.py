@@ -20,7 +20,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .check import check
 from .output import write_text
 from .scenario import json_text
 from .verdict import OUTCOMES, Verdict
@@ -81,11 +80,31 @@ class Witness:
 
     def replay(self) -> Verdict:
         """Check the stored scenario again (same variant and mode)."""
+        from .check import check
+
         return check(self.key, self.scenario, variant=self.variant, exact=self.exact)
 
     @property
     def label(self) -> str:
         return f"witness {Path(self.source).name}" if self.source else "witness"
+
+
+def as_witness(data) -> Witness | None:
+    """``data`` as a Witness when it is one (an object, a mapping with exactly the witness
+    fields, or the path of such a JSON file), else None."""
+    if isinstance(data, Witness):
+        return data
+    if isinstance(data, dict) and set(data) == set(FIELDS):
+        return Witness.from_dict(data)
+    if isinstance(data, (str, Path)) and not str(data).lstrip().startswith("{") \
+            and str(data).endswith(".json") and Path(data).is_file():
+        try:
+            parsed = json.loads(Path(data).read_text())
+        except (OSError, json.JSONDecodeError):
+            return None
+        if isinstance(parsed, dict) and set(parsed) == set(FIELDS):
+            return Witness.from_dict(parsed, source=str(data))
+    return None
 
 
 def register_witness_dir(path) -> None:

@@ -245,7 +245,8 @@ class HFL(Adapter):
     def _footprint(self, s: HFLScenario, exact: bool) -> Footprint:
         """Memory: the delay draws of ``bounds.delays.sample_schedules`` (paths x rounds x the
         local iterations a round can take), the schedule and the per-round records [R, U, G],
-        and the clients' models and gradients [R, G, n_max, d] of one local iteration. Work:
+        and the clients' gradients [R, G, n_max, d] of one local iteration (the sampler's
+        reused buffers: its draws or gathered rows, their masked copy and their sum). Work:
         rounds x local iterations x those tensors."""
         G, n_max, R = len(s.sizes), max(s.sizes), s.replicas
         rounds, rounds_text, width, per_round = _schedule_size(s)
@@ -258,15 +259,15 @@ class HFL(Adapter):
         memory = {
             f"paths={_n(paths)} x {rounds_text} x {local} x 3 draws of 8 B": 24 * paths * rounds * width,
             f"replicas={_n(R)} x {rounds_text} x groups={G} x 6 records of 8 B": 48 * R * rounds * G,
-            f"{clients} x 6 buffers of 8 B": 48 * R * G * n_max * dim,
+            f"{clients} x 3 buffers of 8 B": 24 * R * G * n_max * dim,
         }
         steps = {loop: rounds * per_round * (10 * R * G * n_max * dim + LOOP_OVERHEAD),
                  f"paths={_n(paths)} x {rounds_text} x {local} x groups={G} (the delay draws)":
                  10 * paths * rounds * width * G}
         if spec["kind"] == "logistic":
             batch, data = spec["batch"], spec["n"]
-            memory[f"{clients} x problem.batch={_n(batch)} x 4 of 8 B"] = \
-                32 * R * G * n_max * batch * dim
+            memory[f"{clients} x problem.batch={_n(batch)} x 8 B (the gathered rows)"] = \
+                8 * R * G * n_max * batch * dim
             memory[f"problem.n={_n(data)} x dim={_n(dim)} x 3 copies of the data"] = 24 * data * dim
             memory[f"replicas={_n(R)} x groups={G} x problem.n={_n(data)} x 3 of 8 B"] = 24 * R * G * data
             steps[f"{loop} x problem.batch={_n(batch)}"] = \

@@ -217,8 +217,8 @@ class TDCD(Adapter):
         memory = {
             f"n={_n(s.n)} x features={_n(D)} (sum of blocks) x 4 copies of 8 B":
                 8 * (3 * s.n * D + s.n * N * d) + 24 * D * D,
-            f"replicas={_n(R)} x lcm(clients)={_n(C)} x n={_n(s.n)} x 4 of 8 B (the batch draw)":
-                32 * R * C * s.n,
+            f"replicas={_n(R)} x lcm(clients)={_n(C)} x n={_n(s.n)} x 8 B (the batch draw's keys)":
+                8 * R * C * s.n,
             f"replicas={_n(R)} x batch={_n(s.batch)} x {silos} x 4 of 8 B": 32 * R * s.batch * N * d,
             f"replicas={_n(R)} x n={_n(s.n)} x {silos} x 2 of 8 B (per-sample gradients)":
                 16 * R * s.n * N * d,
