@@ -199,18 +199,19 @@ def require_floats(name: str, value, n: int, **bounds) -> np.ndarray:
     return np.broadcast_to(require_float(name, value, **bounds), (n,))
 
 
-#: the norm R of the features of a logistic regression: its square and the products in the
-#: Hessian (of order R^2 times the data's size) stay finite and nonzero in float64
-R_RANGE = (1e-100, 1e100)
+#: the largest norm of the features of a data set (a logistic regression's R, TDCD's scale):
+#: its square (the smoothness of the loss) and the products in the Hessian stay finite and
+#: nonzero in float64
+FEATURE_NORM_RANGE = (1e-50, 1e50)
 
 
 def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """A scenario's ``problem`` object with the defaults of its kind filled in, validated.
 
     ``kinds``: kind -> {field: default}. Integers (dim, n, batch) must be >= 1; L, mu, G
-    positive; R in ``R_RANGE``; sigma, sigma_L, sigma_G, lam, distance nonnegative; skew in [0, 1]; a
-    quadratic needs mu <= L (and mu == L in one dimension, where the spectrum is a single
-    eigenvalue)."""
+    positive; R in ``FEATURE_NORM_RANGE``; sigma, sigma_L, sigma_G, lam, distance
+    nonnegative; skew in [0, 1]; a quadratic needs mu <= L (and mu == L in one dimension,
+    where the spectrum is a single eigenvalue)."""
     if not isinstance(problem, Mapping) or "kind" not in problem:
         raise ValueError(f"problem must be an object with a 'kind' (one of {sorted(kinds)})")
     kind = problem["kind"]
@@ -226,9 +227,8 @@ def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, A
     for name in ("L", "mu", "R", "G"):
         if name in spec:
             require_float(f"problem.{name}", spec[name], low=0, low_open=True)
-    if "R" in spec:  # the features' norm: R^2 (the smoothness of logistic regression) and
-        # the products of features in its Hessian stay finite and nonzero in float64
-        require_float("problem.R", spec["R"], low=R_RANGE[0], high=R_RANGE[1])
+    if "R" in spec:
+        require_float("problem.R", spec["R"], low=FEATURE_NORM_RANGE[0], high=FEATURE_NORM_RANGE[1])
     for name in ("sigma", "sigma_L", "sigma_G", "lam", "distance"):
         if name in spec:
             require_float(f"problem.{name}", spec[name], low=0)

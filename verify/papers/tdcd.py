@@ -48,6 +48,7 @@ from verify.api import (
     roundoff,
 )
 from verify.api import count_text as _n
+from verify.scenario import FEATURE_NORM_RANGE
 
 PAPER = "Das et al. 2022"
 
@@ -88,7 +89,7 @@ class TDCDScenario(Scenario):
         self.layout()
         if self.loss not in LOSSES:
             raise ValueError(f"loss={self.loss!r} must be one of {LOSSES}")
-        require_float("scale", self.scale, low=0, low_open=True)
+        require_float("scale", self.scale, low=FEATURE_NORM_RANGE[0], high=FEATURE_NORM_RANGE[1])
         require_float("label_noise", self.label_noise, low=0,
                       high=0.5 if self.loss == "logistic" else math.inf)
         for name in ("Q", "rounds", "replicas"):
