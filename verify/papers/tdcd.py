@@ -36,6 +36,7 @@ import torch
 
 from sim.tdcd import LOSSES, BlockLinear, Layout, TDCDTrace, run_tdcd, synthetic_data
 from verify.api import (
+    FEATURE_NORM_RANGE,
     LOOP_OVERHEAD,
     Adapter,
     Draw,
@@ -48,7 +49,6 @@ from verify.api import (
     roundoff,
 )
 from verify.api import count_text as _n
-from verify.scenario import FEATURE_NORM_RANGE
 
 PAPER = "Das et al. 2022"
 
