@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench lint clean
+.PHONY: demo test docs bench lint clean
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,12 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# the user guide and API reference, warnings as errors (docs/conf.py)
+docs: $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[docs]'
+	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
+	@echo "docs/_build/html/index.html"
+
 bench: $(STAMP)
 	rm -f benchmarks/results.json
 	for b in benchmarks/bench_*.py; do $(BIN)/python $$b || exit 1; done
@@ -27,4 +33,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check bounds sim verify tests benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info
+	rm -rf $(VENV) .pytest_cache .hypothesis build *.egg-info docs/_build

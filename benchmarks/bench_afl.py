@@ -4,8 +4,8 @@ the same scenario and the same random draws.
     python benchmarks/bench_afl.py [--quick]
 
 The loop reference keeps one 1-D model per worker and implements Algorithms 2 and 3 of
-papers/afl.txt (L109-L128, L193-L209) literally, with the proofs' server step
-x <- x - eta eta_L G (L383). It takes the schedule (arrivals, delays, K) drawn by
+Yang et al. 2022 literally, with the proofs' server step
+x <- x - eta eta_L G (Appendix B.2). It takes the schedule (arrivals, delays, K) drawn by
 sim.afl.draw_schedule and consumes the noise exactly as run_afl does (one
 ``randn((R, M, d))`` per local step; AFA-CS first draws its initial memory), so both must
 give the same trace to 1e-10. Prints M | loop s | vectorised s | ratio (best of a few

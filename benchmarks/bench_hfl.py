@@ -3,7 +3,7 @@ same scenario, schedule and draws; and the throughput of the delay-path sampler.
 
     python benchmarks/bench_hfl.py [--quick]
 
-The loop reference implements Algorithm 1 of papers/hfl_delay_arxiv.txt A139-A161 literally
+The loop reference implements Algorithm 1 of Ali & Arafa 2025 literally
 for one replica: one 1-D tensor per group model, one SGD step per client (5), the group
 average (6), the normalised upload (10) and the |N_i|-weighted global update (12). It
 consumes the generator exactly as run_hfl does with one replica (per round and local

@@ -3,7 +3,7 @@
     python benchmarks/bench_sim.py [--quick]
 
 The loop reference keeps one 1-D tensor per worker and loops over workers and hubs,
-implementing (5)-(6) of papers/mllsgd.txt L115-L119 literally. It consumes the generator
+implementing (5)-(6) of Castiglia et al. 2021 literally. It consumes the generator
 exactly as run_mllsgd does with one replica (coins ``rand((1, N))``, then the quadratic's
 noise ``randn((1, N, d))`` per iteration), so both must give the same trace to 1e-10.
 Prints N | loop s | vectorised s | ratio (best of a few repeats, time.perf_counter, one

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_tdcd.py [--quick]
 
-The loop reference implements Algorithm 1 of papers/tdcd.txt L135-L170 literally: one
+The loop reference implements Algorithm 1 of Das et al. 2022 literally: one
 1-D tensor per client model, loops over replicas, silos, clients and local steps, the
 other silos' embeddings summed once per round from the hub models and the client's own
 embedding recomputed every step. It draws each round's batches with the same

@@ -13,9 +13,10 @@ True
 from . import afl, hfl, mllsgd, tdcd  # noqa: F401  (register the results of each paper)
 from .core import Condition, Erratum, Param, Theorem, get, keys, register, unregister, variants
 from .core import list_results as list  # noqa: A001  (bounds.list(), as the design fixes)
+from .references import PAPERS, Paper, cite
 from .tuning import choose_step, choose_sync_time
 
 __all__ = [
-    "Condition", "Erratum", "Param", "Theorem", "choose_step", "choose_sync_time", "get", "keys",
-    "list", "register", "unregister", "variants",
+    "PAPERS", "Condition", "Erratum", "Paper", "Param", "Theorem", "choose_step", "choose_sync_time",
+    "cite", "get", "keys", "list", "register", "unregister", "variants",
 ]

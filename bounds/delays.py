@@ -1,12 +1,10 @@
-"""Delay models of delay-sensitive hierarchical FL (Ali & Arafa): ``papers/hfl_delay_journal.txt``.
-
-Line numbers ``J123`` refer to ``papers/hfl_delay_journal.txt``, ``A123`` to
-``papers/hfl_delay_arxiv.txt``.
+"""Delay models of delay-sensitive hierarchical FL (Ali & Arafa 2025, key ``hfl`` of
+:mod:`bounds.references`; equation numbers are the paper's).
 
 A delay law gives the wall-clock time ``tau`` of one local iteration of a group (LPS
-broadcast + SGD + local aggregation, J82) or of one global aggregation (J124). The paper's
-law is the shifted exponential ``tau = c + Exp(rate lambda)`` (J304), with shift and mean
-linear in the group sizes (J312; A263)::
+broadcast + SGD + local aggregation, Section II) or of one global aggregation (Section II,
+before (13)). The paper's law is the shifted exponential ``tau = c + Exp(rate lambda)``
+(Section IV), with shift and mean linear in the group sizes (Section IV)::
 
     c_i = d |N_i| + b,      1/lambda_i = e |N_i| + f,       (local, per group)
     c_g = d_g |N_g| + b_g,  1/lambda_g = e_g |N_g| + f_g,   (global, |N_g| groups)
@@ -15,9 +13,9 @@ given in the paper's order {d, b, e, f, d_g, b_g, e_g, f_g}; here they are named
 ``d_shift, b_shift, d_mean, b_mean, dg_shift, bg_shift, dg_mean, bg_mean`` so that the
 paper's ``e`` and ``f`` do not clash with Euler's number and the loss.
 
-From a :class:`DelayModel` and (S, T) follow the local-iteration counts t_i^u of (7), J89,
-and the number of rounds U of (13), J128: their exact distribution (shifted exponential),
-the a.s. envelopes t_i^max = max(1, ceil(S / c_i)) of (22), J282 / A245, and
+From a :class:`DelayModel` and (S, T) follow the local-iteration counts t_i^u of (7)
+and the number of rounds U of (13): their exact distribution (shifted exponential),
+the a.s. envelopes t_i^max = max(1, ceil(S / c_i)) of (22), and
 U <= ceil(T / (max(S, max_i c_i) + c_g)), the renewal approximation of E U, and a
 vectorised sampler of whole schedules t[u, i].
 
@@ -35,7 +33,9 @@ from fractions import Fraction
 import numpy as np
 from scipy import stats
 
-PAPER = "papers/hfl_delay_journal.txt"
+from .references import cite
+
+PAPER = cite("hfl")
 #: names of the 8 linear-model parameters, in the paper's order {d, b, e, f, d_g, b_g, e_g, f_g}
 LINEAR_PARAMETERS = ("d_shift", "b_shift", "d_mean", "b_mean",
                      "dg_shift", "bg_shift", "dg_mean", "bg_mean")
@@ -75,10 +75,10 @@ def _nonnegative(name: str, value) -> Fraction:
 
 @dataclass(frozen=True)
 class ShiftedExponential:
-    """tau = shift + Exp with mean ``mean`` (rate 1/mean), J304 / A263.
+    """tau = shift + Exp with mean ``mean`` (rate 1/mean), the law of Section IV.
 
     ``mean = 0`` is the deterministic delay ``tau = shift``; ``shift = 0`` the plain
-    exponential. ``shift`` is the a.s. minimum c of (21), J277."""
+    exponential. ``shift`` is the a.s. minimum c of (21)."""
 
     shift: Fraction
     mean: Fraction
@@ -108,7 +108,8 @@ class ShiftedExponential:
 
     def partial_sum_below(self, S: Fraction, n: np.ndarray) -> np.ndarray:
         """P(tau_1 + ... + tau_n < S) for integers n >= 0: the Poisson tail
-        P(Poisson((S - n c)/mean) >= n) when n c < S, else 0 (guide section 6.3)."""
+        P(Poisson((S - n c)/mean) >= n) when n c < S, else 0 (derived by fedbound: the
+        exponential parts of n draws sum to a Gamma(n) variable)."""
         n = np.asarray(n, dtype=np.int64)
         slack = np.array([float(S - int(k) * self.shift) for k in n.ravel()]).reshape(n.shape)
         inside = slack > 0
@@ -184,7 +185,7 @@ class DelayModel:
     @classmethod
     def linear(cls, params: Sequence, sizes: Sequence[int]) -> DelayModel:
         """The paper's linear-in-size shifted-exponential model from its 8 parameters in the
-        order {d, b, e, f, d_g, b_g, e_g, f_g} (J312; A263) and the group sizes |N_i|."""
+        order {d, b, e, f, d_g, b_g, e_g, f_g} (Section IV) and the group sizes |N_i|."""
         params = list(params)
         if len(params) != 8:
             raise ValueError(f"delays has {len(params)} entries; need the 8 parameters "
@@ -213,14 +214,14 @@ def validate_sizes(sizes) -> tuple[int, ...]:
 def _sync_time(S) -> Fraction:
     S = rational("S", S)
     if S < 0:
-        raise ValueError(f"S={float(S):g} must be >= 0 (the sync time of (7), J89)")
+        raise ValueError(f"S={float(S):g} must be >= 0 (the sync time of {PAPER}, eq. (7))")
     return S
 
 
 def _system_time(T) -> Fraction:
     T = rational("T", T)
     if T <= 0:
-        raise ValueError(f"T={float(T):g} must be > 0 (the system time of (13), J128)")
+        raise ValueError(f"T={float(T):g} must be > 0 (the system time of {PAPER}, eq. (13))")
     return T
 
 
@@ -228,7 +229,7 @@ def _system_time(T) -> Fraction:
 
 
 def count_max(law: DelayLaw, S) -> int:
-    """t^max = max(1, ceil(S / c)), (22) J282 / A245, in exact rational arithmetic
+    """t^max = max(1, ceil(S / c)), (22), in exact rational arithmetic
     (the max with 1 covers S = 0, where (7) gives t = 1). ValueError if c = 0 < S
     (no a.s. maximum)."""
     S = _sync_time(S)
@@ -236,7 +237,7 @@ def count_max(law: DelayLaw, S) -> int:
         return 1
     if law.shift == 0:
         raise ValueError(f"shift c=0 with S={float(S):g} > 0: t has no a.s. maximum "
-                         f"((22) J282 needs (21) tau >= c > 0)")
+                         f"({PAPER}, eq. (22) needs (21): tau >= c > 0)")
     return max(1, math.ceil(S / law.shift))
 
 
@@ -253,7 +254,7 @@ def count_support(law: DelayLaw, S) -> int:
 
 
 def count_tail(law: ShiftedExponential, S, n) -> np.ndarray:
-    """P(t > n) = P(tau_1 + ... + tau_n < S) for t of (7), J89 (n >= 1 in the min, so
+    """P(t > n) = P(tau_1 + ... + tau_n < S) for t of (7) (n >= 1 in the min, so
     P(t > 0) = 1 and S = 0 gives t = 1); exact through the Poisson tail."""
     S = _sync_time(S)
     _require_closed_form(law)
@@ -264,15 +265,15 @@ def count_tail(law: ShiftedExponential, S, n) -> np.ndarray:
 
 
 def count_pmf(law: ShiftedExponential, S) -> np.ndarray:
-    """P(t = n) for n = 1..support, (7) J89, exact (shifted exponential)."""
+    """P(t = n) for n = 1..support, (7), exact (shifted exponential)."""
     n = np.arange(count_support(law, S) + 1)
     tail = count_tail(law, S, n)
     return tail[:-1] - tail[1:]
 
 
 def count_moments(law: DelayLaw, S, *, draws: int = 200_000, seed: int = 0) -> tuple[float, float]:
-    """(E t, E t^2) of (7), J89: exact sums E t = sum_{n>=0} P(t > n),
-    E t^2 = sum_{n>=0} (2n+1) P(t > n) for the shifted exponential (guide section 6.3);
+    """(E t, E t^2) of (7): exact sums E t = sum_{n>=0} P(t > n),
+    E t^2 = sum_{n>=0} (2n+1) P(t > n) for the shifted exponential;
     Monte Carlo with ``draws`` samples from ``seed`` for a law without a closed form."""
     S = _sync_time(S)
     if not law.closed_form:
@@ -299,8 +300,8 @@ def count_mean_inverse(law: DelayLaw, S, *, draws: int = 200_000, seed: int = 0)
 
 
 def renewal_count(law: DelayLaw, S) -> float:
-    """Renewal approximation E t ~ S/mu + E tau^2 / (2 mu^2), mu = E tau (guide 6.3;
-    large S). An approximation, not a bound."""
+    """Renewal approximation E t ~ S/mu + E tau^2 / (2 mu^2), mu = E tau (renewal
+    theory; large S). An approximation, not a bound."""
     S = float(_sync_time(S))
     mu = law.expectation
     return S / mu + law.second_moment / (2 * mu * mu)
@@ -317,7 +318,7 @@ def _require_closed_form(law: DelayLaw) -> None:
 
 def _first_crossing(law: DelayLaw, S: float, shape: tuple[int, ...], rng: np.random.Generator,
                     width: int) -> tuple[np.ndarray, np.ndarray]:
-    """t = min{n >= 1: tau_1 + ... + tau_n >= S} (7) J89 and the local time Y = sum_{l<=t}
+    """t = min{n >= 1: tau_1 + ... + tau_n >= S} (7) and the local time Y = sum_{l<=t}
     tau_l, for independent draws of shape ``shape``. Draws ``width`` iterations at a time
     (more only where no crossing happened yet, for laws without a.s. maximum)."""
     t = np.zeros(shape, dtype=np.int64)
@@ -346,7 +347,7 @@ def _width(law: DelayLaw, S: float) -> int:
 
 
 def sample_counts(law: DelayLaw, S, size: int, rng: np.random.Generator) -> np.ndarray:
-    """``size`` independent draws of t of (7), J89."""
+    """``size`` independent draws of t of (7)."""
     S = float(_sync_time(S))
     return _first_crossing(law, S, (size,), rng, _width(law, S))[0]
 
@@ -356,7 +357,7 @@ class Schedules:
     """Sampled delay paths, zero-padded to the longest: ``t`` [R, U_max, G] local-iteration
     counts (0 after the last round), ``U`` [R] rounds of (13), ``local_time`` [R, U_max, G]
     sum_{l <= t_i^u} tau^u_{i,l}, ``global_delay`` [R, U_max] tau_g^u and ``duration``
-    [R, U_max] D_u = max_i local_time + tau_g (9) J99, all zero after round U."""
+    [R, U_max] D_u = max_i local_time + tau_g (9), all zero after round U."""
 
     t: np.ndarray
     U: np.ndarray
@@ -366,7 +367,8 @@ class Schedules:
 
     @property
     def end_time(self) -> np.ndarray:
-        """Wall-clock time at the end of each round, accumulated (not line 21's '=', A157);
+        """Wall-clock time at the end of each round, accumulated (not the '=' of line 21 of
+        Algorithm 1);
         constant after round U."""
         return np.cumsum(self.duration, axis=-1)
 
@@ -377,7 +379,7 @@ class Schedules:
 
 def sync_times(S, rounds: int, ramp: bool) -> list[Fraction]:
     """S_u for u = 1..rounds: S for all u, or the increasing schedule S_u = min(u, S) of
-    Fig. 13 (J392; A339) when ``ramp``."""
+    Fig. 13 (Section IV-D) when ``ramp``."""
     S = _sync_time(S)
     return [min(Fraction(u), S) if ramp else S for u in range(1, rounds + 1)]
 
@@ -385,7 +387,7 @@ def sync_times(S, rounds: int, ramp: bool) -> list[Fraction]:
 def sample_rounds(model: DelayModel, S, rounds: int, paths: int, rng: np.random.Generator, *,
                   first_round: int = 1, ramp: bool = False) -> tuple[np.ndarray, ...]:
     """``rounds`` consecutive rounds for ``paths`` paths: t [R, rounds, G], local time
-    [R, rounds, G], tau_g [R, rounds]. Groups draw independently (J87)."""
+    [R, rounds, G], tau_g [R, rounds]. Groups draw independently (Section II)."""
     G = model.groups
     S_u = sync_times(S, first_round + rounds - 1, ramp)[first_round - 1:]
     t = np.zeros((paths, rounds, G), dtype=np.int64)
@@ -402,7 +404,8 @@ def sample_rounds(model: DelayModel, S, rounds: int, paths: int, rng: np.random.
 
 
 def rounds_envelope(model: DelayModel, S, T) -> int:
-    """U <= ceil(T / (max(S, max_i c_i) + c_g)) a.s. (guide 6.3): D_u >= max(S, max c_i) + c_g.
+    """U <= ceil(T / (max(S, max_i c_i) + c_g)) a.s., since D_u >= max(S, max c_i) + c_g by
+    (7), (9) and (21).
     ValueError when that denominator is 0 (no a.s. bound)."""
     S, T = _sync_time(S), _system_time(T)
     floor = max(S, max(law.shift for law in model.local)) + model.global_.shift
@@ -413,9 +416,9 @@ def rounds_envelope(model: DelayModel, S, T) -> int:
 
 def sample_schedules(model: DelayModel, S, T, paths: int, rng: np.random.Generator, *,
                      ramp: bool = False) -> Schedules:
-    """``paths`` independent delay paths of Algorithm 1 (A139-A161): per round the counts t of
-    (7) J89, the round duration D_u = max_i sum_{l<=t_i} tau + tau_g (9) J99, accumulated
-    into the system time, and U = min{m: sum_{u<=m} D_u >= T} of (13) J128 (the round that
+    """``paths`` independent delay paths of Algorithm 1: per round the counts t of
+    (7), the round duration D_u = max_i sum_{l<=t_i} tau + tau_g (9), accumulated
+    into the system time, and U = min{m: sum_{u<=m} D_u >= T} of (13) (the round that
     crosses T is counted). ``ramp`` uses S_u = min(u, S) (Fig. 13)."""
     S, T = _sync_time(S), _system_time(T)
     if isinstance(paths, bool) or int(paths) != paths or paths < 1:
@@ -454,7 +457,7 @@ def sample_schedules(model: DelayModel, S, T, paths: int, rng: np.random.Generat
 class RoundStatistics:
     """Schedule statistics for a fixed S: per-group (E t, E t^2, E 1/t, t^max), the round-duration
     moments E D, E D^2 (Monte Carlo), and E U by the renewal approximation
-    T/E D + E D^2 / (2 (E D)^2) (guide 6.3; an approximation) with its a.s. envelope."""
+    T/E D + E D^2 / (2 (E D)^2) (renewal theory; an approximation) with its a.s. envelope."""
 
     mean_t: np.ndarray
     mean_t2: np.ndarray
@@ -468,8 +471,8 @@ class RoundStatistics:
 
 def round_duration_moments(model: DelayModel, S, *, draws: int = 4000,
                            seed: int = 0) -> tuple[float, float]:
-    """(E D, E D^2) of one round D = max_i Y_i + tau_g (9) J99, Monte Carlo with ``draws``
-    rounds from ``seed`` (E max_i Y_i has no simple closed form, guide 6.3)."""
+    """(E D, E D^2) of one round D = max_i Y_i + tau_g (9), Monte Carlo with ``draws``
+    rounds from ``seed`` (E max_i Y_i has no simple closed form)."""
     _, Y, tau_g = sample_rounds(model, S, 1, draws, np.random.default_rng(seed))
     D = Y[:, 0].max(axis=-1) + tau_g[:, 0]
     return float(D.mean()), float((D * D).mean())

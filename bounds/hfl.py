@@ -1,16 +1,14 @@
-"""Delay-sensitive hierarchical FL (Ali & Arafa): ``papers/hfl_delay_journal.txt`` (J) and
-``papers/hfl_delay_arxiv.txt`` (A); guide ``theory/hfl_delay.md``.
+"""Delay-sensitive hierarchical FL: Ali & Arafa 2025 (key ``hfl`` of :mod:`bounds.references`).
+Equation, appendix and remark numbers are the journal version's; "arXiv version" marks the few
+places where the arXiv version prints something else (its main text has the same numbering).
 
 Registered results
 ------------------
-``hfl.lemma1``      Lemma 1, model deviation (18), J218-J220 / A185-A189, per (u, i).
-``hfl.theorem1``    Theorem 1, per-group bound (19), J230-J237 / A204-A213, per group.
-``hfl.theorem2``    Theorem 2, global bound (20), J241-J255 / A219-A226.
-``hfl.corollary1``  Corollary 1 (J287; App. E A505-A518) at alpha = min(1/sqrt(U), 1/L),
+``hfl.lemma1``      Lemma 1, model deviation, eq. (18), per (u, i).
+``hfl.theorem1``    Theorem 1, per-group bound, eq. (19), per group.
+``hfl.theorem2``    Theorem 2, global bound, eq. (20).
+``hfl.corollary1``  Corollary 1 and its proof (Appendix E) at alpha = min(1/sqrt(U), 1/L),
                     with explicit constants.
-
-Line numbers: ``J123`` is line 123 of the journal text, ``A123`` of the arXiv text;
-citations of theorems, conditions and errata write them as ``<file> L123``.
 
 Parameters: ``alpha, L, G, sigma, Delta`` (scalars; ``Delta`` is per group in Theorem 1),
 ``sizes`` [G] (group sizes |N_i|) and ``t`` [..., U, G], the realised schedule of local
@@ -25,13 +23,13 @@ symbols whose ``reduce`` keeps the batch axes: Theorem 2 and Corollary 1 evaluat
 
 Variants of Theorem 2 (each difference is an Erratum):
 
-``printed`` journal text: second term 12 a^2 L^2 G^2 |N_g|^2 / (sum |N_i|^2)^2 (J247, an
-            OCR/typesetting error) and no G^2 on the t^{u-1} term (J251).
-``arxiv``   arXiv text: second term 12 a^2 L^2 G^2 kappa^2 (A224), no G^2 on the t^{u-1}
-            term (A225).
-``proof``   (default) what the proof supports: kappa^2 term ((40) J562) and G^2 on the
-            t^{u-1} term (Lemma 1 in (39), J552), with t_i^0 := 0.
-``tight``   derived in the guide (section 3.4), NOT published: bound ||x^u - x_i^{u,l}||^2
+``printed`` journal version of (20): second term 12 a^2 L^2 G^2 |N_g|^2 / (sum |N_i|^2)^2
+            (an OCR/typesetting error) and no G^2 on the t^{u-1} term.
+``arxiv``   arXiv version of (20): second term 12 a^2 L^2 G^2 kappa^2, no G^2 on the
+            t^{u-1} term.
+``proof``   (default) what the proof (Appendix D) supports: the kappa^2 term of (40) and G^2
+            on the t^{u-1} term (Lemma 1 in (39)), with t_i^0 := 0.
+``tight``   derived by fedbound, NOT published: bound ||x^u - x_i^{u,l}||^2
             directly in (37): 2 Delta/(a U) + a L kappa sigma^2
             + a^2 L^2 G^2 W/U sum_u sum_i |N_i|^2 (t-1)(2t-1)/6.
 ``refined`` derived by fedbound, NOT published (docs/derivations/hfl_refined.md): keeps the
@@ -44,7 +42,7 @@ Variants of Theorem 2 (each difference is an Erratum):
 
 Expectations over delay paths (t and U random, independent of the SGD noise):
 :func:`expected` gives a Monte-Carlo mean with a 95% interval (exact in the limit) and
-:func:`plug_in` the closed-form plug-in of the guide (section 6.3), an approximation.
+:func:`plug_in` a closed-form renewal plug-in (derived by fedbound), an approximation.
 """
 
 from __future__ import annotations
@@ -57,10 +55,10 @@ import sympy as sp
 
 from . import delays as dl
 from .core import Aggregate, Condition, Erratum, Param, Theorem, get, register
+from .references import cite
 
-PAPER = "papers/hfl_delay_journal.txt"
-ARXIV = "papers/hfl_delay_arxiv.txt"
-#: the variants of the published Theorem 2 (as printed, as its proof supports, the guide's tight)
+PAPER = cite("hfl")
+#: the variants of Theorem 2 (as printed in each version, as its proof supports, fedbound's tight)
 THEOREM2_VARIANTS = ("printed", "arxiv", "proof", "tight")
 #: fedbound's own refined variant (derived by fedbound, not published), of Theorem 2 and
 #: Corollary 1; derived in REFINED_DERIVATION
@@ -72,7 +70,7 @@ KEYS = ("hfl.lemma1", "hfl.theorem1", "hfl.theorem2", "hfl.corollary1")
 
 alpha, L, G, sigma, Delta = sp.symbols("alpha L G sigma Delta", nonnegative=True)
 SYMBOLS = {"alpha": alpha, "L": L, "G": G, "sigma": sigma, "Delta": Delta}
-#: aggregates: U rounds, kappa (J237), kappa_J of the printed J247 term, the sums
+#: aggregates: U rounds, kappa (Theorem 1), kappa_J of the journal's second term of (20), the sums
 #: Z4 = W sum_u sum_i |N_i|^2 (t_i^{u-1})^2 and Z5 = W sum_u sum_i |N_i|^2 (t-1)(2t-1)/6,
 #: M = W sum_i (|N_i| t_i^max)^2; per group (Theorem 1): A_i = sum_u t_i^u,
 #: Q_i = sum_{u<U} (t_i^u)^2, n_i = |N_i|, Delta_i; per (u, i) (Lemma 1): t_ui^2.
@@ -96,19 +94,19 @@ def _param(name: str, description: str, domain: str, vector: bool = False) -> Pa
 
 
 BASE_PARAMS = {
-    "alpha": _param("alpha", "learning rate, common to all clients (J78)", "positive"),
-    "L": _param("L", "smoothness constant, Assumption 1 (14) J197", "positive"),
-    "G": _param("G", "bound on E||g~||^2 <= G^2, Assumption 3 (16) J205", "positive"),
-    "sigma": _param("sigma", "variance bound, Assumption 4 (17) J210", "nonnegative"),
-    "Delta": _param("Delta", "initial gap f(x^1) - f_inf (J243)", "nonnegative"),
-    "sizes": _param("sizes", "group sizes |N_i| (J59)", "positive_integer", vector=True),
-    "t": _param("t", "schedule t[u, i] of local iterations (7) J89, rows = rounds; zero "
+    "alpha": _param("alpha", "learning rate, common to all clients, (5)", "positive"),
+    "L": _param("L", "smoothness constant, Assumption 1, (14)", "positive"),
+    "G": _param("G", "bound on E||g~||^2 <= G^2, Assumption 3, (16)", "positive"),
+    "sigma": _param("sigma", "variance bound, Assumption 4, (17)", "nonnegative"),
+    "Delta": _param("Delta", "initial gap f(x^1) - f_inf (Theorem 2, (20))", "nonnegative"),
+    "sizes": _param("sizes", "group sizes |N_i| (Section II)", "positive_integer", vector=True),
+    "t": _param("t", "schedule t[u, i] of local iterations, (7), rows = rounds; zero "
                 "rows pad rounds after U", "nonnegative", vector=True),
 }
 THEOREM1_PARAMS = {**BASE_PARAMS, "Delta": _param(
-    "Delta", "per-group gaps f_i(x^1) - f_i,inf (19) J233", "nonnegative", vector=True)}
+    "Delta", "per-group gaps f_i(x^1) - f_i,inf (Theorem 1, (19))", "nonnegative", vector=True)}
 COROLLARY1_PARAMS = {**BASE_PARAMS, "t_max": _param(
-    "t_max", "a.s. maxima t_i^max = max(1, ceil(S/c_i)) of (22) J282", "positive_integer",
+    "t_max", "a.s. maxima t_i^max = max(1, ceil(S/c_i)) of (22)", "positive_integer",
     vector=True)}
 
 
@@ -119,7 +117,7 @@ def schedule(t) -> tuple[np.ndarray, np.ndarray]:
     """Validated schedule ``t`` [..., U, G] as int64 and the mask of real rounds [..., U].
 
     Raises ValueError naming the entry if t is not an integer array, has a row mixing zero
-    and non-zero counts (t_i^u >= 1 by (7), J89), a zero row before a non-zero one, or no
+    and non-zero counts (t_i^u >= 1 by (7)), a zero row before a non-zero one, or no
     real round at all."""
     arr = np.asarray(t, dtype=float)
     if arr.ndim == 1:
@@ -136,26 +134,26 @@ def schedule(t) -> tuple[np.ndarray, np.ndarray]:
     if mixed.any():
         idx = tuple(int(k) for k in np.argwhere(mixed)[0])
         raise ValueError(f"t row {list(idx)} mixes zero and non-zero counts: every group does "
-                         f"t_i^u >= 1 local iterations in a real round ((7), J89)")
+                         f"t_i^u >= 1 local iterations in a real round ({PAPER}, eq. (7))")
     later = np.flip(np.logical_or.accumulate(np.flip(rows, -1), -1), -1)
     if (later & ~rows).any():
         idx = tuple(int(k) for k in np.argwhere(later & ~rows)[0])
         raise ValueError(f"t row {list(idx)} is zero before a real round: zero rows may only "
                          "pad the end of a schedule")
     if not rows[..., 0].all():
-        raise ValueError("t has a schedule without any round (U >= 1 by (13), J128)")
+        raise ValueError(f"t has a schedule without any round (U >= 1 by {PAPER}, eq. (13))")
     return arr.astype(np.int64), rows
 
 
 def kappa_of(sizes) -> np.ndarray:
-    """kappa = |N_g| sum_j |N_j|^2 / (sum_i |N_i|)^2, J237 / A213; 1 <= kappa <= |N_g|, and
-    kappa = 1 iff all groups have equal size (Cauchy-Schwarz, guide 1.1)."""
+    """kappa = |N_g| sum_j |N_j|^2 / (sum_i |N_i|)^2 of Theorem 1; 1 <= kappa <= |N_g|, and
+    kappa = 1 iff all groups have equal size (Cauchy-Schwarz)."""
     n = np.asarray(sizes, dtype=float)
     return n.shape[-1] * (n * n).sum(-1) / n.sum(-1) ** 2
 
 
 def _W(n: np.ndarray) -> np.ndarray:
-    """W = |N_g| / N^2 (guide section 0)."""
+    """W = |N_g| / N^2 (fedbound's shorthand: kappa = W sum_i |N_i|^2)."""
     return n.shape[-1] / n.sum(-1) ** 2
 
 
@@ -164,7 +162,7 @@ def _rounds(v) -> np.ndarray:
 
 
 def _z4(v) -> np.ndarray:
-    """W sum_{u=1}^U sum_i |N_i|^2 (t_i^{u-1})^2 with t_i^0 = 0 (guide 3.4): the previous
+    """W sum_{u=1}^U sum_i |N_i|^2 (t_i^{u-1})^2 with t_i^0 = 0 (ERRATUM_T0): the previous
     round's counts, over real rounds u >= 2."""
     t, real = schedule(v["t"])
     n = np.asarray(v["sizes"], dtype=float)
@@ -174,8 +172,8 @@ def _z4(v) -> np.ndarray:
 
 
 def avg_l2(t: np.ndarray) -> np.ndarray:
-    """(1/t) sum_{l=0}^{t-1} l^2 = (t-1)(2t-1)/6, used in (40) J561 / "direct
-    simplifications" J565."""
+    """(1/t) sum_{l=0}^{t-1} l^2 = (t-1)(2t-1)/6, used in (40) and the "direct
+    simplifications" after it (Appendix D)."""
     return (t - 1) * (2 * t - 1) / 6
 
 
@@ -186,14 +184,14 @@ def _z5(v) -> np.ndarray:
 
 
 def _t_max(v) -> np.ndarray:
-    """``t_max`` [G], checked against the realised schedule: (22) J282 needs t_i^u <= t_i^max."""
+    """``t_max`` [G], checked against the realised schedule: (22) needs t_i^u <= t_i^max."""
     t, _ = schedule(v["t"])
     tm = np.asarray(v["t_max"], dtype=float)
     short = tm < t.max(axis=-2)
     if short.any():
         i = int(np.argwhere(short)[0][-1])
         raise ValueError(f"t_max[{i}]={tm[..., i].flat[0]:g} is below the realised "
-                         f"max_u t[u, {i}]={t.max(axis=-2)[..., i].flat[0]}: (22) J282 needs "
+                         f"max_u t[u, {i}]={t.max(axis=-2)[..., i].flat[0]}: {PAPER}, eq. (22) needs "
                          "t_i^u <= t_i^max")
     return tm
 
@@ -226,7 +224,7 @@ def _at_t_max(v, per_count, power: float, norm: int) -> np.ndarray:
 
 
 def _kappa_j(v) -> np.ndarray:
-    """|N_g|^2 / (sum_i |N_i|^2)^2, the printed second term of (20), J247."""
+    """|N_g|^2 / (sum_i |N_i|^2)^2, the second term of (20) as the journal version prints it."""
     n = np.asarray(v["sizes"], dtype=float)
     return n.shape[-1] ** 2 / ((n * n).sum(-1)) ** 2
 
@@ -236,7 +234,7 @@ def _per_group_count(v) -> np.ndarray:
 
 
 def _per_group_sq_before_last(v) -> np.ndarray:
-    """sum_{u=1}^{U-1} (t_i^u)^2 per group, the last term of (19), J235."""
+    """sum_{u=1}^{U-1} (t_i^u)^2 per group, the last term of (19)."""
     t, real = schedule(v["t"])
     last = real & ~np.concatenate([real[..., 1:], np.zeros_like(real[..., :1])], axis=-1)
     keep = real & ~last
@@ -279,29 +277,29 @@ _AGG_N = Aggregate(N_tot, _N, lambda v: np.asarray(v["sizes"], dtype=float).sum(
 # ---------------------------------------------------------------------- conditions, errata
 
 CONDITION_STEP = Condition("alpha <= 1/L", sp.LessThan(alpha, 1 / L),
-                           f"{PAPER} L230, L241 (used in (28) L465 and (36) L524)")
+                           f"{PAPER}, Theorems 1 and 2 (used in their proofs, (28) and (36))")
 
 ERRATUM_J247 = Erratum(
-    "second term of (20)", "12 a^2 L^2 G^2 |N_g|^2 / (sum_i |N_i|^2)^2 (J247)",
+    "second term of (20)", "12 a^2 L^2 G^2 |N_g|^2 / (sum_i |N_i|^2)^2 (journal version)",
     "12 a^2 L^2 G^2 |N_g|^2 (sum_i |N_i|^2)^2 / (sum_i |N_i|)^4 = 12 a^2 L^2 G^2 kappa^2",
-    f"{PAPER} L247 vs its own (40) L562 and App. E L573; {ARXIV} L224")
+    f"{PAPER}, Theorem 2, eq. (20) (journal version) vs its own (40) (Appendix D) and "
+    "Appendix E; arXiv version, Theorem 2, eq. (20)")
 ERRATUM_G2 = Erratum(
     "fourth term of (20) and App. E", "12 a^2 L^2 W sum_i |N_i|^2 (t_i^{u-1})^2 (no G^2)",
     "12 a^2 L^2 G^2 W sum_i |N_i|^2 (t_i^{u-1})^2: Lemma 1 bounds ||x^u - x_i^{u-1,t}||^2 "
     "by 2 a^2 ((t_i^{u-1})^2 + kappa) G^2",
-    f"{PAPER} L251, (39) L552, (40) L561; {ARXIV} L225, L492, L499, L515")
+    f"{PAPER}, Theorem 2, eq. (20); proof of Theorem 2 (Appendix D), (39) and (40); "
+    "Appendix E (both versions)")
 ERRATUM_T0 = Erratum(
     "t_i^0 in (20)", "t_i^{u-1} at u = 1 (undefined)",
     "t_i^0 := 0: at u = 1 the reference point of (37) can be x^1 itself",
-    f"{PAPER} L251, (37) L535-L540")
+    f"{PAPER}, Theorem 2, eq. (20); proof of Theorem 2 (Appendix D), (37)")
 ERRATUM_TIGHT = Erratum(
-    "Theorem 2, tight variant (derived in theory/hfl_delay.md 3.4, not published)",
-    "route ||x^u - x_i^{u,l}|| through x_i^{u-1,t_i^{u-1}} ((38) J544)",
+    "Theorem 2, tight variant (derived by fedbound, not published)",
+    "route ||x^u - x_i^{u,l}|| through x_i^{u-1,t_i^{u-1}} ((38))",
     "bound ||x^u - x_i^{u,l}||^2 <= a^2 l^2 G^2 directly in (37): no kappa^2 and t^{u-1} "
     "terms, factor 4 -> 1",
-    f"{PAPER} (37) L535-L540, (38) L544-L546")
-#: Ali & Arafa 2025 in its own numbering (fedbound's refined variants cite the published paper)
-PUBLISHED = "Ali & Arafa 2025"
+    f"{PAPER}, proof of Theorem 2 (Appendix D), (37) and (38)")
 ERRATUM_REFINED_NOISE = Erratum(
     "noise term of Theorem 2, (20), from (35) (refined variant, derived by fedbound, not "
     "published)",
@@ -313,7 +311,7 @@ ERRATUM_REFINED_NOISE = Erratum(
     "with the Lipschitz gradient and Cauchy-Schwarz: noise-drift coupling "
     "a^2 L^2 G sigma/(3 N^2 U) sum_u sum_i |N_i|^{3/2} (t_i^u - 1/t_i^u) "
     f"({REFINED_DERIVATION}, steps 3-4b)",
-    f"{PUBLISHED}, proof of Theorem 2 (App. D), (33)-(36); (26) in the proof of Theorem 1 "
+    f"{PAPER}, proof of Theorem 2 (App. D), (33)-(36); (26) in the proof of Theorem 1 "
     "(App. C); Assumptions 1-4 (Assumption 1 read as an L-Lipschitz gradient)")
 ERRATUM_REFINED_DRIFT = Erratum(
     "drift term of Theorem 2, (37)-(40) (refined variant, derived by fedbound, not published)",
@@ -323,7 +321,7 @@ ERRATUM_REFINED_DRIFT = Erratum(
     "Jensen with the weights (|N_i|/N)(1/t_i^u) of h^u and ||x^u - x_i^{u,l}||^2 <= a^2 l^2 G^2 "
     "directly: a^2 L^2 G^2/(N U) sum_u sum_i |N_i| (t_i^u - 1)(2 t_i^u - 1)/6; Lemma 1 is "
     f"not used ({REFINED_DERIVATION}, steps 5 and 7)",
-    f"{PUBLISHED}, proof of Theorem 2 (App. D), (37)-(40); Lemma 1, (18)")
+    f"{PAPER}, proof of Theorem 2 (App. D), (37)-(40); Lemma 1, (18)")
 ERRATUM_REFINED_COROLLARY = Erratum(
     "Corollary 1 (refined variant, derived by fedbound, not published)",
     "App. E: Theorem 2's printed terms with t_i^u <= t_i^max: (2 Delta + L kappa sigma^2)/sqrt(U)"
@@ -331,24 +329,25 @@ ERRATUM_REFINED_COROLLARY = Erratum(
     "the refined Theorem 2 with 1/t_i^u <= 1 and t_i^u <= t_i^max (its drift and coupling are "
     "increasing in t): (2 Delta + L sigma^2/N)/sqrt(U) + L^2 G (G M_r + sigma C_m/3)/U for "
     f"U >= L^2 ({REFINED_DERIVATION}, section 8)",
-    f"{PUBLISHED}, Corollary 1 and its proof (App. E), (21)-(22); Lemma 1 is not used")
+    f"{PAPER}, Corollary 1 and its proof (App. E), (21)-(22); Lemma 1 is not used")
 
 ERRATUM_J233 = Erratum(
-    "last function value in (19)", "f_i(x_i^{u,t_i^U}) (J233)", "f_i(x_i^{U,t_i^U})",
-    f"{PAPER} L233 vs L491, L493; {ARXIV} L209")
+    "last function value in (19)", "f_i(x_i^{u,t_i^U}) (journal version)", "f_i(x_i^{U,t_i^U})",
+    f"{PAPER}, Theorem 1, eq. (19) (journal version) vs (32) in its proof (Appendix C); "
+    "arXiv version, Theorem 1, eq. (19)")
 ERRATUM_LEMMA_STEP = Erratum(
     "hypothesis of Lemma 1", "0 <= alpha <= 1/L", "any alpha >= 0 (App. B never uses it)",
-    f"{PAPER} L218 vs App. B L415-L425")
+    f"{PAPER}, Lemma 1, eq. (18) vs its proof (Appendix B)")
 ERRATUM_REMARK2 = Erratum(
-    "Remark 2 on Lemma 1", "|N_q| = 1 (J224)", "|N_g| = 1 (one group; OCR)",
-    f"{PAPER} L224; {ARXIV} L194-L196")
+    "Remark 2 on Lemma 1", "|N_q| = 1 (journal version)", "|N_g| = 1 (one group; OCR)",
+    f"{PAPER}, Remark 2 (journal version); arXiv version, Remark 2")
 ERRATUM_TMAX = Erratum(
     "t_i^max of (22)", "ceil(S / c_i)", "max(1, ceil(S / c_i)) (S = 0 gives t = 1)",
-    f"{PAPER} L282; {ARXIV} L245")
+    f"{PAPER}, eq. (22)")
 ERRATUM_COR_STEP = Erratum(
     "Corollary 1 step", "alpha <= 1/sqrt(U) gives O(1/sqrt(U))",
     "alpha = min(1/sqrt(U), 1/L) as stated; a much smaller alpha inflates 2 Delta/(alpha U)",
-    f"{PAPER} L287; {ARXIV} L518")
+    f"{PAPER}, Corollary 1 and its proof (Appendix E)")
 
 _LHS2 = r"\frac{1}{\mathcal{U}}\sum_{u=1}^{\mathcal{U}}\mathbb{E}\|\nabla f(x^u)\|^2"
 _LHS1 = (r"\frac{1}{\sum_u t_i^u}\sum_{u=1}^{\mathcal{U}}\sum_{l=1}^{t_i^u}"
@@ -367,27 +366,29 @@ def _theorem(key, variant, title, citation, lhs, params, terms, aggregates, cond
 
 
 def lemma1(variant: str = "proof") -> Theorem:
-    """Lemma 1, (18) J218-J220: E||x^{u+1} - x_i^{u,t_i^u}||^2 <= 2 a^2 ((t_i^u)^2 + kappa) G^2
+    """Lemma 1, eq. (18): E||x^{u+1} - x_i^{u,t_i^u}||^2 <= 2 a^2 ((t_i^u)^2 + kappa) G^2
     for every (u, i). ``printed`` keeps the stated 0 <= alpha <= 1/L; ``proof`` drops it
-    (App. B J415-J425 never uses it). Evaluates to [..., U, G]."""
+    (its proof, Appendix B, never uses it). Evaluates to [..., U, G]."""
     t2_agg = Aggregate(t2, _t[_u, _i] ** 2, lambda v: schedule(v["t"])[0].astype(float) ** 2,
                        ("t",))
     kap = Aggregate(kappa, _KAPPA, lambda v: kappa_of(v["sizes"])[..., None, None], ("sizes",))
     conditions = [CONDITION_STEP] if variant == "printed" else []
     errata = [ERRATUM_REMARK2] + ([] if variant == "printed" else [ERRATUM_LEMMA_STEP])
     return _theorem(
-        "hfl.lemma1", variant, "HFL model deviation (18)", f"{PAPER} L218-L220; {ARXIV} L185",
+        "hfl.lemma1", variant, "HFL model deviation (18)", f"{PAPER}, Lemma 1, eq. (18)",
         _LHSL, {n: BASE_PARAMS[n] for n in ("alpha", "L", "G", "sizes", "t")
                 if n != "L" or conditions},
         {"own group": 2 * alpha**2 * t2 * G**2, "all groups": 2 * alpha**2 * kappa * G**2},
         [t2_agg, kap], conditions, errata, "holds",
-        "Holds pathwise when ||g~|| <= G a.s. (guide 3.2).",
+        "Holds pathwise when ||g~|| <= G a.s.: every step of the proof (Appendix B) then "
+        "holds without expectation (derived by fedbound).",
         step="alpha" if conditions else None)
 
 
 def theorem1(variant: str = "proof") -> Theorem:
-    """Theorem 1, (19) J230-J237: the per-group bound, [..., G]. Vacuous (>= G^2) whenever
-    U >= 2 with balanced counts (guide 3.3, T1-vacuous): see :func:`vacuous`."""
+    """Theorem 1, eq. (19): the per-group bound, [..., G]. Vacuous (>= G^2) whenever
+    U >= 2 with balanced counts (derived by fedbound: AM-GM and Cauchy-Schwarz on its last two
+    terms): see :func:`vacuous`."""
     aggs = [
         Aggregate(A_i, _TSUM, _per_group_count, ("t",)),
         Aggregate(Q_i, sp.Sum(_t[_u, _i] ** 2, (_u, 1, _DISPLAY_U - 1)),
@@ -405,10 +406,11 @@ def theorem1(variant: str = "proof") -> Theorem:
         "local drift": 2 * (L + 1) * alpha / A_i * Q_i * G**2,
     }
     return _theorem(
-        "hfl.theorem1", variant, "HFL per-group bound (19)", f"{PAPER} L230-L237; {ARXIV} L204",
+        "hfl.theorem1", variant, "HFL per-group bound (19)", f"{PAPER}, Theorem 1, eq. (19)",
         _LHS1, THEOREM1_PARAMS, terms, aggs, [CONDITION_STEP], [ERRATUM_J233],
-        "holds-with-erratum", "Vacuous (>= G^2) whenever U >= 2 with balanced t (guide 3.3); "
-        "informative only for isolated groups (U = 1, S >= T), Remark 4 J239.")
+        "holds-with-erratum", "Vacuous (>= G^2) whenever U >= 2 with balanced t (derived by "
+        "fedbound, not published); informative only for isolated groups (U = 1, S >= T), "
+        "Remark 4.")
 
 
 REFINED_LABEL = " [derived by fedbound, not published]"
@@ -416,7 +418,7 @@ REFINED_NOTE = f"Derived by fedbound, not published; see {REFINED_DERIVATION}. "
 
 
 def _theorem2_terms(variant: str) -> dict[str, sp.Expr]:
-    """The five terms of (20), J243-J255 (A223-A226), per variant (module docstring)."""
+    """The terms of (20) per variant (module docstring)."""
     if variant == "refined":
         return {"transient": 2 * Delta / (alpha * U), "noise": alpha * L * sigma**2 * Y / U,
                 "within-round drift": alpha**2 * L**2 * G**2 * Z_r / U,
@@ -444,13 +446,13 @@ _T2_ERRATA = {
 }
 #: printed and arxiv have a wrong proof step (no G^2 in (39)) but their statements hold: each is
 #: >= tight term by term (the 4 a^2 L^2 G^2 Z5/U term alone is >= tight's drift term), and
-#: tight follows from the paper's own steps (37)-(38) (guide 3.4). refined (derived by fedbound)
+#: tight follows from the paper's own steps (37)-(38) (derived by fedbound). refined (derived by fedbound)
 #: holds by its derivation and passed the stress tests of docs/derivations/hfl_refined.md, 10.
 _T2_STATUS = {"printed": "holds-with-erratum", "arxiv": "holds-with-erratum",
               "proof": "holds-with-erratum", "tight": "holds-with-erratum",
               "refined": "holds"}
 IMPLIED_BY_TIGHT = ("Holds as printed: it is >= the tight variant term by term (tight follows from "
-                    "(37)-(38), guide 3.4), although its proof drops G^2 in (39).")
+                    "(37)-(38), derived by fedbound), although its proof drops G^2 in (39).")
 
 
 REFINED_T2_NOTE = (
@@ -463,32 +465,32 @@ REFINED_T2_NOTE = (
 
 
 def theorem2(variant: str = "proof") -> Theorem:
-    """Theorem 2, (20) J241-J255 / A219-A226, with Delta >= f(x^1) - E f(x^{U+1}); [...].
+    """Theorem 2, eq. (20), with Delta >= f(x^1) - E f(x^{U+1}); [...].
     ``refined``: derived by fedbound, not published (docs/derivations/hfl_refined.md)."""
     aggs = [_AGG_U, _AGG_KAPPA, _AGG_Z4, _AGG_Z5, _AGG_KJ, _AGG_Y, _AGG_ZR, _AGG_CR]
     label = {"tight": " [derived, not published]", "refined": REFINED_LABEL}.get(variant, "")
     title = "HFL global bound, refined" if variant == "refined" else "HFL global bound (20)"
     return _theorem(
         "hfl.theorem2", variant, title + label,
-        f"{PAPER} L241-L255; {ARXIV} L219-L226", _LHS2, BASE_PARAMS, _theorem2_terms(variant),
+        f"{PAPER}, Theorem 2, eq. (20)", _LHS2, BASE_PARAMS, _theorem2_terms(variant),
         aggs, [CONDITION_STEP], _T2_ERRATA[variant], _T2_STATUS[variant],
         REFINED_T2_NOTE if variant == "refined" else
         "Conditional on the delay path (t, U); t_i^0 := 0. " + {
-            "tight": "Derived in theory/hfl_delay.md 3.4, not published.",
+            "tight": "Derived by fedbound from (37)-(38), not published.",
             "printed": IMPLIED_BY_TIGHT, "arxiv": IMPLIED_BY_TIGHT}.get(variant, ""))
 
 
-#: Corollary 1's step alpha = min(1/sqrt(U), 1/L), J287 / A251
+#: Corollary 1's step alpha = min(1/sqrt(U), 1/L)
 COROLLARY_STEP = 1 / sp.Max(sp.sqrt(U), L)
 
 
 def corollary1(variant: str = "proof") -> Theorem:
-    """Corollary 1, J287-J289, via App. E (A509-A516): Theorem 2 with t_i^u <= t_i^max and
+    """Corollary 1, via its proof (Appendix E): Theorem 2 with t_i^u <= t_i^max and
     (t-1)(2t-1)/6 <= t^2/3, at alpha = min(1/sqrt(U), 1/L). Explicit constants:
     2 Delta/(a U) + 12 a^2 L^2 G^2 kappa^2 + a L kappa sigma^2 + 12 a^2 L^2 G^2 M
     + (4/3) a^2 L^2 G^2 M with M = W sum_i (|N_i| t_i^max)^2 <= kappa max_i (t_i^max)^2; for
     U >= L^2 this is (2 Delta + L kappa sigma^2)/sqrt(U) + L^2 G^2 (12 kappa^2 + 40/3 M)/U.
-    ``printed``: the fourth term without G^2 (A515). ``alpha`` is not a parameter.
+    ``printed``: the fourth term without G^2 (Appendix E, both versions). ``alpha`` is not a parameter.
     ``refined``: derived by fedbound, not published (docs/derivations/hfl_refined.md): the
     refined Theorem 2 at t_i^u <= t_i^max, 2 Delta/(a U) + a L sigma^2/N + a^2 L^2 G^2 M_r
     + a^2 L^2 G sigma C_m/3; for U >= L^2, (2 Delta + L sigma^2/N)/sqrt(U)
@@ -501,7 +503,7 @@ def corollary1(variant: str = "proof") -> Theorem:
                  "noise-drift coupling": a**2 * L**2 * G * sigma * C_m / 3}
         return _theorem(
             "hfl.corollary1", variant, "HFL rate at alpha = min(1/sqrt(U), 1/L), refined"
-            + REFINED_LABEL, f"{PAPER} L287-L289; {ARXIV} L505-L518", _LHS2, params, terms,
+            + REFINED_LABEL, f"{PAPER}, Corollary 1 and its proof (Appendix E)", _LHS2, params, terms,
             [_AGG_U, _AGG_N, _AGG_MR, _AGG_CM], [], [ERRATUM_TMAX, ERRATUM_COR_STEP,
                                                      ERRATUM_REFINED_COROLLARY],
             "holds", REFINED_NOTE + "alpha = min(1/sqrt(U), 1/L) needs U, known only at "
@@ -517,9 +519,9 @@ def corollary1(variant: str = "proof") -> Theorem:
     errata = [ERRATUM_TMAX, ERRATUM_COR_STEP] + ([ERRATUM_G2] if variant == "proof" else [])
     return _theorem(
         "hfl.corollary1", variant, "HFL rate at alpha = min(1/sqrt(U), 1/L)",
-        f"{PAPER} L287-L289; {ARXIV} L505-L518", _LHS2, params, terms,
+        f"{PAPER}, Corollary 1 and its proof (Appendix E)", _LHS2, params, terms,
         [_AGG_U, _AGG_KAPPA, _AGG_M], [], errata, "holds-with-erratum",
-        "alpha = min(1/sqrt(U), 1/L) needs U, known only at the end (guide 3.5). The printed "
+        "alpha = min(1/sqrt(U), 1/L) needs U, known only at the end. The printed "
         "form (no G^2 on the fourth term) still holds: its (4/3) a^2 L^2 G^2 M term alone is >= "
         "the drift term of the tight Theorem 2, since (t-1)(2t-1)/6 <= t^2/3.", step=None)
 
@@ -533,8 +535,8 @@ register("hfl.corollary1", "HFL rate, Corollary 1", corollary1, ("printed", "pro
 
 def vacuous(key: str, variant: str | None = None, **values) -> np.ndarray | bool:
     """True where the bound of ``key`` is >= G^2: the left-hand side is an average of
-    ||grad f||^2 <= G^2 (Assumption 3 and Jensen, guide 3.1), so such a bound says nothing.
-    Theorem 1 is vacuous whenever U >= 2 with balanced counts (guide 3.3)."""
+    ||grad f||^2 <= G^2 (Assumption 3, (16), and Jensen), so such a bound says nothing.
+    Theorem 1 is vacuous whenever U >= 2 with balanced counts (derived by fedbound)."""
     if key == "hfl.lemma1":
         raise ValueError("hfl.lemma1 bounds a model deviation, not a squared gradient norm")
     out = np.asarray(get(key, variant).evaluate(**values)) >= float(values["G"]) ** 2
@@ -547,7 +549,7 @@ def vacuous(key: str, variant: str | None = None, **values) -> np.ndarray | bool
 @dataclass(frozen=True)
 class ExpectedBound:
     """E over delay paths of a bound: Monte-Carlo mean with its 95% interval over ``paths``
-    sampled schedules, and the closed-form plug-in (an approximation, guide 6.3: replaces
+    sampled schedules, and the closed-form plug-in (an approximation derived by fedbound: replaces
     1/U by 1/E U and averages over rounds by E t, E t^2; Jensen makes it under-estimate the
     transient term). Arrays over groups for Theorem 1 and Lemma 1."""
 
@@ -557,7 +559,7 @@ class ExpectedBound:
     ci: tuple
     paths: int
     plug_in: float | np.ndarray
-    plug_in_label: str = "approximation (renewal plug-in, guide 6.3)"
+    plug_in_label: str = "approximation (renewal plug-in, derived by fedbound)"
 
 
 Z95 = 1.959963984540054
@@ -574,7 +576,7 @@ def expected(key: str, model: dl.DelayModel, S, T, *, variant: str | None = None
              paths: int = 200, seed: int = 0, ramp: bool = False, **params) -> ExpectedBound:
     """E_delays of the bound ``key`` at (S, T): Monte Carlo over ``paths`` schedules drawn by
     :func:`bounds.delays.sample_schedules` from ``seed`` (by the tower property this bounds
-    the unconditional left-hand side, guide 6.3), plus :func:`plug_in`. ``params``: the
+    the unconditional left-hand side), plus :func:`plug_in`. ``params``: the
     theorem's parameters except ``t`` (and ``t_max``, which the model fixes)."""
     thm = get(key, variant)
     sizes = dl.validate_sizes(params.get("sizes", ()))
@@ -603,7 +605,7 @@ def expected(key: str, model: dl.DelayModel, S, T, *, variant: str | None = None
 
 def _plug_in_aggregates(key: str, stats: dl.RoundStatistics, sizes: np.ndarray,
                         params: dict) -> dict[sp.Symbol, np.ndarray]:
-    """Aggregate values with the schedule replaced by its moments (guide 6.3)."""
+    """Aggregate values with the schedule replaced by its moments."""
     n = sizes.astype(float)
     EU, Et, Et2, Einv = stats.mean_U, stats.mean_t, stats.mean_t2, stats.mean_inv_t
     W, N = _W(n), n.sum()
@@ -632,7 +634,7 @@ def _plug_in_aggregates(key: str, stats: dl.RoundStatistics, sizes: np.ndarray,
 
 def plug_in(key: str, stats: dl.RoundStatistics, *, variant: str | None = None,
             terms: bool = False, **params):
-    """Closed-form plug-in of E_delays[bound] (guide 6.3), an APPROXIMATION except for
+    """Closed-form plug-in of E_delays[bound] (derived by fedbound), an APPROXIMATION except for
     Lemma 1 (exact: 2 a^2 (E t_i^2 + kappa) G^2 per group): U -> E U (renewal), the round
     averages (1/U) sum_u h(t^u) -> E h(t) (Wald), (U-1)/U for the t^{u-1} sums. Broadcasts
     over array-valued scalar parameters (e.g. a grid of alpha). ``terms=True`` returns

@@ -15,11 +15,23 @@ Variants (each difference is an :class:`~bounds.core.Erratum` with its lines):
 ``tight``    the same proof without its loosenings (derived here, not published): the
              exact geometric sum of Lemma 2 ((53), L505, instead of the factor 4 of L510),
              1 + Q kept (not 2Q, (80) L567) and the exact bracket of (81)-(83) (not 1/2).
+``refined``  derived by fedbound, not published; see docs/derivations/tdcd_refined.md.
+             The same left-hand side, from the same descent step over one round, with a
+             pathwise drift bound in the own block (no step condition), no Young
+             inequality against the descent (the cross term is kept and solved as a
+             quadratic in the root of the left side), and the variance of the silo
+             average (independent client batches, sigma_j^2 / K_j). At Q = 1 it is the
+             mini-batch SGD bound exactly; eta and Q enter separately, and for fixed eta Q
+             it increases with Q.
 
 The bound depends on eta and Q only through a = eta Q (proof and printed variants), and
 (14) is a <= 1/(8 max(L, L_max)): any Q gives the bound of Q = 1 after the same R rounds
 (theory/tdcd.md T22). :func:`optimal_eta_q`, :func:`rounds_needed` and
 :func:`round_time` answer "which Q and eta" from the bound: Q = 1.
+:func:`refined_rounds_needed` and :func:`refined_choice` answer it from the refined
+variant: its best eta for each Q, the rounds and the wall-clock time; its optimum is also
+Q = 1, for a reason that no bound of this shape escapes (docs/derivations/tdcd_refined.md,
+section 6).
 """
 
 from __future__ import annotations
@@ -32,7 +44,11 @@ import sympy as sp
 from .core import Aggregate, Condition, Erratum, Param, Theorem, get, register
 
 PAPER = "papers/tdcd.txt"
-VARIANTS = ("printed", "proof", "tight")
+VARIANTS = ("printed", "proof", "tight", "refined")
+#: how fedbound's own results cite the paper (no text-copy lines)
+CITE = "Das et al. 2022"
+#: the label of fedbound's own result
+DERIVED = "derived by fedbound, not published; see docs/derivations/tdcd_refined.md"
 
 # ---------------------------------------------------------------------- symbols
 
@@ -67,6 +83,69 @@ PARAMS = {
                 "nonnegative"),
 }
 
+# ---------------------------------------------------------------------- refined (fedbound's own)
+# Derived by fedbound, not published; see docs/derivations/tdcd_refined.md (section numbers
+# below refer to it). Every piece is a function of eta and Q separately.
+
+#: Sbar = sum_j sigma_j^2 / K_j: the variance of the silo averages G_(j) of the round's first
+#: step when the K_j client batches are drawn independently (assumption (A4), section 2)
+S_bar = sp.Symbol("Sbar", nonnegative=True)
+_K = sp.IndexedBase("K")
+AGGREGATES_REFINED = [
+    *AGGREGATES,
+    Aggregate(S_bar, sp.Sum(_sigma[_j] ** 2 / _K[_j], (_j, 1, _N)),
+              lambda v: (v["sigma"] ** 2 / v["K"]).sum(axis=-1), ("sigma", "K")),
+]
+PARAMS_REFINED = {
+    **PARAMS,
+    "L_max": Param("L_max", "Lipschitz constant of theta_j -> g_kj(theta_j, theta_-j) on every "
+                   "mini-batch a client can hold, (7) restricted to the own block j "
+                   f"({CITE}, Assumption 1)", "positive"),
+    "K": Param("K", "clients per silo, K_j (one per silo j); the refined noise term uses "
+               "sigma_j^2 / K_j, the variance of the silo average of independent client "
+               "batches (assumption (A4) of docs/derivations/tdcd_refined.md)",
+               "positive_integer", vector=True),
+}
+#: y = (Q - 1) eta L_max: the exponent of the own-block drift over one round (0 at Q = 1)
+Y_DRIFT = (Q - 1) * eta * L_max
+#: rho >= eta sum_{t<Q} ((1 + eta L_max)^t - 1), the reach of the drift (section 3, (D3)):
+#: 3 a y / (6 - 2 y) with a = eta Q, valid for y < 3; 0 at Q = 1
+RHO = 3 * eta * Q * Y_DRIFT / (6 - 2 * Y_DRIFT)
+#: A = a + rho >= ||theta^{t0+Q} - theta^{t0}|| / sqrt(Gamma): the reach of the round
+REACH = eta * Q + RHO
+#: c = a - rho - L A^2 / 2: the certified descent per unit ||grad L||^2 (section 4, (B4))
+GAIN = eta * Q - RHO - L / 2 * REACH**2
+#: n = (L/2) A (a Sbar + rho S): the noise of the round's quadratic term (section 4, (B3))
+SPREAD = L / 2 * REACH * (eta * Q * S_bar + RHO * S)
+#: where the refined bound is proved: c > 0 and y < 3 (else it is +inf)
+REFINED_VALID = sp.And(GAIN > 0, Y_DRIFT < 3)
+
+
+def refined_terms() -> dict[str, sp.Expr]:
+    """The refined right-hand side, (B6) of the derivation, as named terms: with
+    D = Delta/R + n, the bound ((rho sqrt(S) + sqrt(rho^2 S + 4 c D)) / (2 c))^2
+    = Delta/(R c) + n/c + (rho^2 S + rho sqrt(S) sqrt(rho^2 S + 4 c D)) / (2 c^2).
+    +inf where c <= 0 or y >= 3 (outside the proof)."""
+    root = sp.sqrt(RHO**2 * S + 4 * GAIN * (Delta / R + SPREAD))
+    exprs = {
+        "optimisation": Delta / (R * GAIN),
+        "noise: mini-batch": L / 2 * REACH * eta * Q * S_bar / GAIN,
+        "noise: drift": L / 2 * REACH * RHO * S / GAIN,
+        "drift x gradient": (RHO**2 * S + RHO * sp.sqrt(S) * root) / (2 * GAIN**2),
+    }
+    return {name: sp.Piecewise((e, REFINED_VALID), (sp.oo, True)) for name, e in exprs.items()}
+
+
+#: (R1): the drift regime y <= 1/2 in which rho <= (3/5) a y and A <= a (1 + (3/5) y)
+CONDITION_R1 = Condition("(R1) (Q-1) eta L_max <= 1/2", sp.LessThan(Y_DRIFT, sp.Rational(1, 2)),
+                         f"{DERIVED}, (R1)")
+#: (R2): with (R1), c >= a/2 (section 4, (C2)); at Q = 1 it is eta <= 1/L
+CONDITION_R2 = Condition(
+    "(R2) (3/5) y + (L eta Q/2)(1 + (69/50) y) <= 1/2",
+    sp.LessThan(sp.Rational(3, 5) * Y_DRIFT
+                + L * eta * Q / 2 * (1 + sp.Rational(69, 50) * Y_DRIFT), sp.Rational(1, 2)),
+    f"{DERIVED}, (R2)", hint="at Q = 1: eta <= 1/L")
+
 # ---------------------------------------------------------------------- constants
 
 #: Lemma 2's constant as printed, (30) L449 / (57) L514: 4 Q^2 (1 + Q).
@@ -98,7 +177,10 @@ def theorem1_terms(variant: str) -> dict[str, sp.Expr]:
     printed/proof: 4 Delta/(eta Q R) + 4 (eta L Q + 4 eta^2 Q^2 L_max^2 + 8 eta^3 Q^3 L L_max^2) S.
     tight: per round (eta Q/2 - c_r) ||grad||^2 <= L(theta^t0) - E L(theta^t0+Q) + c_r S
     ((79) L562 with the exact c_r); dividing by eta Q/2 - c_r (> 0 under (14)) instead of
-    the proof's eta Q/4 ((81)-(83) L573-L577) gives (Delta/R + c_r S)/(eta Q/2 - c_r)."""
+    the proof's eta Q/4 ((81)-(83) L573-L577) gives (Delta/R + c_r S)/(eta Q/2 - c_r).
+    refined: :func:`refined_terms` (derived by fedbound, not published)."""
+    if variant == "refined":
+        return refined_terms()
     if variant == "tight":
         cr = noise_coefficient("tight")
         gain = eta * Q / 2 - cr
@@ -177,6 +259,27 @@ ERRATUM_REMARK5 = Erratum(
 )
 
 
+ERRATUM_REFINED = Erratum(
+    f"refined variant of (15) [{DERIVED}]",
+    "(15) under (14): 4 Delta/(eta Q R) + 4 (eta L Q + 4 eta^2 Q^2 L_max^2 "
+    "+ 8 eta^3 Q^3 L L_max^2) sum_j sigma_j^2, with eta <= 1/(8 Q max(L, L_max))",
+    "((rho sqrt(S) + sqrt(rho^2 S + 4 c (Delta/R + n))) / (2 c))^2 with a = eta Q, "
+    "y = (Q-1) eta L_max, rho = 3 a y/(6 - 2y), A = a + rho, c = a - rho - L A^2/2, "
+    "n = (L/2) A (a Sbar + rho S), S = sum_j sigma_j^2, Sbar = sum_j sigma_j^2/K_j; "
+    "proved wherever c > 0 and y < 3 (+inf elsewhere), stated under (R1)-(R2) (c >= a/2). "
+    "Lemma 2 replaced by a pathwise bound on the norm of the summed drift (no step "
+    "condition); no Young inequality against the descent; 1/K_j kept in the noise of G",
+    f"{CITE}, proof of Theorem 1, (58)-(85), and of Lemma 2, (31)-(57), re-derived",
+)
+ERRATUM_REFINED_NOISE = Erratum(
+    f"noise of the silo average, (70)-(73) [{DERIVED}]",
+    "||G_(j)||^2 <= (1/K_j) sum_k ||g_kj||^2 (Jensen over clients: no variance reduction)",
+    "E||G_(j) - grad_(j) L||^2 <= sigma_j^2 / K_j, given independent client batches "
+    "(assumption (A4); fedbound's sampler draws every client's cells independently)",
+    f"{CITE}, proof of Theorem 1, (70)-(73) and (77)",
+)
+
+
 def _theorem1_errata(variant: str) -> list[Erratum]:
     common = [ERRATUM_LMAX, ERRATUM_AVERAGING, ERRATUM_UNBIASED]
     if variant == "printed":
@@ -184,10 +287,13 @@ def _theorem1_errata(variant: str) -> list[Erratum]:
     extra = [ERRATUM_LHS, ERRATUM_OFF_BY_ONE]
     if variant == "tight":
         extra += [ERRATUM_TIGHT, ERRATUM_LEMMA2_E2]
+    if variant == "refined":
+        extra = [ERRATUM_REFINED, ERRATUM_REFINED_NOISE, *extra]
     return [*extra, *common]
 
 
-_STATUS = {"printed": "unverified", "proof": "holds-with-erratum", "tight": "holds-with-erratum"}
+_STATUS = {"printed": "unverified", "proof": "holds-with-erratum", "tight": "holds-with-erratum",
+           "refined": "holds"}
 _LHS = {
     "printed": r"\frac{1}{R}\sum_{t_0=0}^{R-1}\mathbb{E}\|\nabla\mathcal{L}(\tilde\theta^{t_0})\|^2",
     "proof": r"\frac{1}{R}\sum_{r=0}^{R-1}\mathbb{E}\|\nabla\mathcal{L}(\tilde\theta^{rQ})\|^2",
@@ -197,11 +303,29 @@ _LHS_LEMMA2 = (r"\sum_{t=t_0}^{t_0+Q-1}\sum_{j}\frac{1}{K_j}\sum_{k}"
 
 
 def _theorem(key, title, citation, lhs, variant, term_exprs, conditions, errata, step, notes,
-             status=None) -> Theorem:
+             status=None, params=None, aggregates=None) -> Theorem:
     return Theorem(
-        key=key, variant=variant, title=title, citation=citation, lhs=lhs, params=PARAMS,
-        term_exprs=term_exprs, symbols=SYMBOLS, conditions=conditions, errata=errata,
-        aggregates=AGGREGATES, step=step, status=status or _STATUS[variant], notes=notes,
+        key=key, variant=variant, title=title, citation=citation, lhs=lhs,
+        params=params or PARAMS, term_exprs=term_exprs, symbols=SYMBOLS, conditions=conditions,
+        errata=errata, aggregates=aggregates or AGGREGATES, step=step,
+        status=status or _STATUS[variant], notes=notes,
+    )
+
+
+def _theorem1_refined() -> Theorem:
+    """The refined variant of Theorem 1 (derived by fedbound, not published; see
+    docs/derivations/tdcd_refined.md): the same left-hand side, eta and Q separately."""
+    return _theorem(
+        "tdcd.theorem1", f"TDCD convergence bound (15), refined ({DERIVED})",
+        f"{CITE}, Theorem 1, (15); refined: {DERIVED}", _LHS["proof"], "refined",
+        theorem1_terms("refined"), [CONDITION_R1, CONDITION_R2], _theorem1_errata("refined"),
+        "eta",
+        f"{DERIVED}. Assumptions 1-3 of {CITE} with L_max the own-block constant of (7), plus "
+        "(A4) independent client batches (noise sigma_j^2/K_j of the silo average). At Q = 1 "
+        "it is the mini-batch SGD bound (Delta/R + (L/2) eta^2 Sbar)/(eta (1 - L eta/2)); for "
+        "fixed eta Q it increases with Q, so its wall-clock optimum is Q = 1 (section 6 of the "
+        "derivation: no bound of this shape can certify fewer rounds for Q > 1 than for Q = 1).",
+        params=PARAMS_REFINED, aggregates=AGGREGATES_REFINED,
     )
 
 
@@ -209,6 +333,8 @@ def theorem1(variant: str = "proof") -> Theorem:
     """Theorem 1, (15) under (14), L238-L248 (proof (58)-(85), L516-L591).
 
     Bounds (1/R) sum_{r<R} E||grad L(theta^{rQ})||^2 at the round-start hub models."""
+    if variant == "refined":
+        return _theorem1_refined()
     return _theorem(
         "tdcd.theorem1", "TDCD convergence bound (15)", f"{PAPER} L238-L248",
         _LHS["printed" if variant == "printed" else "proof"], variant, theorem1_terms(variant),
@@ -388,3 +514,109 @@ def rounds_needed(epsilon: float, *, L: float, L_max: float, sigma, Delta: float
                          f"(4 Delta / (a (epsilon - noise)) overflows)")
     rounds = max(1, math.ceil(float(exact) * (1 - 1e-12)))
     return {"R": rounds, "a": a_, "a_max": a_max, "noise": floor}
+
+
+# ---------------------------------------------------------------------- refined: eta, Q, R
+# The refined variant (derived by fedbound, not published; docs/derivations/tdcd_refined.md,
+# section 7): its bound is <= epsilon after R rounds iff Delta / R <= h(eta), with
+#   h = epsilon c - rho sqrt(S epsilon) - n = epsilon a [1 - r (1 + sqrt(s))
+#       - (L a / 2) m (m + sbar + r s)],
+# r = rho / a = 3 y / (6 - 2 y), m = A / a = 1 + r, s = S / epsilon, sbar = Sbar / epsilon.
+# h is concave in eta (a sum of concave functions on y < 3), so its maximiser over the
+# admissible (0, eta_max(Q)] is where the sign of dh/deta changes.
+
+
+def _refined_ratios(eta_: float, Q_: int, L_: float, Lm: float):
+    """(a, y, r, m, y r'(y)) of the refined bound at one step: r = rho/a, m = A/a."""
+    a_, y = eta_ * Q_, (Q_ - 1) * eta_ * Lm
+    r = 3 * y / (6 - 2 * y)
+    return a_, y, r, 1 + r, 18 * y / (6 - 2 * y) ** 2
+
+
+def _refined_bracket(eta_: float, Q_: int, L_: float, Lm: float, s: float, sbar: float) -> float:
+    """h / (epsilon a) = 1 - r (1 + sqrt(s)) - (L a/2) m (m + sbar + r s)."""
+    a_, _, r, m, _ = _refined_ratios(eta_, Q_, L_, Lm)
+    return 1 - r * (1 + math.sqrt(s)) - L_ * a_ / 2 * m * (m + sbar + r * s)
+
+
+def _refined_slope(eta_: float, Q_: int, L_: float, Lm: float, s: float, sbar: float) -> float:
+    """(eta / (epsilon a)) dh/deta: the bracket minus eta times its derivative's magnitude
+    (positive where h still increases)."""
+    a_, _, r, m, yr = _refined_ratios(eta_, Q_, L_, Lm)
+    bracket = 1 - r * (1 + math.sqrt(s)) - L_ * a_ / 2 * m * (m + sbar + r * s)
+    return bracket - yr * (1 + math.sqrt(s)) - L_ * a_ / 2 * (
+        (m + yr) * (m + sbar + r * s) + m * yr * (1 + s))
+
+
+def refined_rounds_needed(epsilon: float, *, Q: int, L: float, L_max: float, sigma, K,  # noqa: N803
+                          Delta: float) -> dict:
+    """Fewest rounds R, and the step eta achieving them, for which the refined bound
+    (variant ``refined`` of ``tdcd.theorem1``, derived by fedbound, not published) is at
+    most ``epsilon`` with Q local iterations per round.
+
+    R(eta) = ceil(Delta / h(eta)) with h concave in eta (module comment above); eta is its
+    maximiser over the admissible steps (0, eta_max(Q)] of conditions (R1)-(R2): the
+    largest admissible step when h still increases there, else the root of dh/deta found
+    by bisection on log eta. log R = log Delta - log epsilon - log a - log(h/(epsilon a)),
+    so neither a tiny epsilon nor a huge Delta under- or overflows. Returns {"Q", "eta",
+    "a", "R", "binding"}; raises ValueError for bad input or when R exceeds the float range."""
+    with np.errstate(over="ignore"):
+        L_, Lm, S_ = _constants(L, L_max, sigma)
+    Q_ = int(_positive("Q", Q, integer=True))
+    eps = _positive("epsilon", epsilon)
+    K_ = PARAMS_REFINED["K"].check(K)
+    sig = np.atleast_1d(PARAMS["sigma"].check(sigma))
+    if K_.shape != sig.shape:
+        raise ValueError(f"K has {K_.size} entries and sigma {sig.size}: one K_j per silo")
+    D = float(Delta)
+    if not (math.isfinite(D) and D >= 0):
+        raise ValueError(f"Delta={Delta!r} must be finite and >= 0")
+    with np.errstate(over="ignore"):
+        s, sbar = S_ / eps, float(np.sum(sig**2 / K_)) / eps
+    if not (math.isfinite(s) and math.isfinite(sbar)):   # (S itself may overflow)
+        raise ValueError(f"epsilon={eps:.6g} is too small against sum_j sigma_j^2 = {S_:.6g}: "
+                         "their ratio overflows")
+    top = get("tdcd.theorem1", "refined").step_choice(L=L_, L_max=Lm, Q=Q_)
+    slope = lambda x: _refined_slope(math.exp(x), Q_, L_, Lm, s, sbar)  # noqa: E731
+    hi = math.log(top.step)
+    if slope(hi) >= 0:
+        eta_, binding = top.step, top.binding
+    else:
+        lo = hi - 1.0
+        while slope(lo) < 0:
+            lo -= max(1.0, abs(lo))
+        while hi - lo > 1e-13 * max(1.0, abs(lo), abs(hi)):
+            mid = 0.5 * (lo + hi)
+            if mid in (lo, hi):
+                break
+            lo, hi = (mid, hi) if slope(mid) >= 0 else (lo, mid)
+        eta_, binding = math.exp(lo), "interior optimum"
+    bracket = _refined_bracket(eta_, Q_, L_, Lm, s, sbar)
+    a_ = eta_ * Q_
+    if D == 0:
+        rounds = 1
+    else:
+        log_r = math.log(D) - math.log(eps) - math.log(a_) - math.log(bracket)
+        if log_r > math.log(np.finfo(float).max):
+            raise ValueError(f"epsilon={eps:.6g} needs more rounds than a float can count "
+                             "(Delta / h overflows)")
+        rounds = max(1, math.ceil(math.exp(log_r) * (1 - 1e-12)))
+    return {"Q": Q_, "eta": eta_, "a": a_, "R": rounds, "binding": binding}
+
+
+def refined_choice(epsilon: float, *, L: float, L_max: float, sigma, K, Delta: float,  # noqa: N803
+                   t_comm: float, t_comp: float, Q_grid=(1, 2, 5, 10, 20)) -> dict:
+    """The bound-optimal (Q, eta) of the refined variant (derived by fedbound, not
+    published) over ``Q_grid``: for each Q, :func:`refined_rounds_needed` and the wall-clock
+    time R t_Q with t_Q = 3 t_comm + Q t_comp (:func:`round_time`); the best row has the
+    least time (the smaller Q on a tie). Returns {"table": [rows], "best": row}. The
+    refined bound increases with Q at fixed eta Q, so the best Q is the grid's smallest
+    (docs/derivations/tdcd_refined.md, section 6)."""
+    grid = [int(_positive(f"Q_grid[{i}]", q, integer=True)) for i, q in enumerate(Q_grid)]
+    if not grid:
+        raise ValueError("Q_grid is empty")
+    table = []
+    for Q_ in grid:
+        row = refined_rounds_needed(epsilon, Q=Q_, L=L, L_max=L_max, sigma=sigma, K=K, Delta=Delta)
+        table.append({**row, "time": row["R"] * round_time(Q_, t_comm, t_comp)})
+    return {"table": table, "best": min(table, key=lambda row: (row["time"], row["Q"]))}

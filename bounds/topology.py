@@ -1,20 +1,21 @@
 """Hub graphs, hub mixing matrices H, Assumption 2, and the spectral quantity zeta.
 
-MLL-SGD (papers/mllsgd.txt) mixes the D hub models with a D x D matrix H,
-y^(d) <- sum_j H[j, d] y^(j) ((4), papers/mllsgd.txt L98), which must satisfy
-Assumption 2 (L101-L107). The paper gives no construction of H; this module builds
-the three that the guide (theory/mllsgd.md section 4) recommends, validates any H
-against Assumption 2 in the form the proof uses, and computes zeta, the second
-largest eigenvalue magnitude of H (Theorem 1, L153; L162).
+MLL-SGD (Castiglia et al. 2021, key ``mllsgd`` of :mod:`bounds.references`) mixes the D hub
+models with a D x D matrix H, y^(d) <- sum_j H[j, d] y^(j) (eq. (4), Section 4), which must
+satisfy Assumption 2 (Section 4). The paper gives no construction of H; this module builds
+three standard ones (fedbound's choice), validates any H against Assumption 2 in the form
+the proof uses, and computes zeta, the second largest eigenvalue magnitude of H (Theorem 1
+and the discussion after it, Section 5).
 
 Two departures from the printed text, both from the paper's own proofs:
 
-* 2c is checked as H diag(b) symmetric, H_ij b_j = H_ji b_i ((32), L433). The
-  printed 2c, b_i H_ij = b_j H_ji (L105, L419), has its indices reversed: with
-  column stochasticity only the proof form gives H b = b, which (10) (L137) needs.
+* 2c is checked as H diag(b) symmetric, H_ij b_j = H_ji b_i ((32), proof of Proposition 1,
+  Appendix C.2). The printed 2c, b_i H_ij = b_j H_ji (Section 4 and Appendix C.2), has its
+  indices reversed: with column stochasticity only the proof form gives H b = b, which (10)
+  needs.
 * H must have a positive diagonal. Eq. (4) sums over the neighbourhood of d,
   which includes d itself, and without H_dd > 0 the printed assumptions admit
-  periodic matrices such as [[0, 1], [1, 0]] with zeta = 1 (guide F11).
+  periodic matrices such as [[0, 1], [1, 0]] with zeta = 1.
 """
 
 from __future__ import annotations
@@ -26,27 +27,30 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from .references import cite
+
 GRAPH_KINDS = ("complete", "path", "ring", "star", "grid", "random")
 HUB_RULES = ("complete", "mh", "diffusion")
 
+PAPER = cite("mllsgd")
 _DISCONNECTED = (
-    "graph is disconnected: zeta = 1, Theorem 1 needs a connected hub graph "
-    "(papers/mllsgd.txt L107)"
+    f"graph is disconnected: zeta = 1, Theorem 1 needs a connected hub graph "
+    f"({PAPER}, Section 4, after Assumption 2)"
 )
 
 
 @dataclass(frozen=True)
 class WorkerMatrices:
-    """Worker-level weights and mixing operators of MLL-SGD (eqs. (6)-(8), L117-L131).
+    """Worker-level weights and mixing operators of MLL-SGD (eqs. (5)-(8), Section 5).
 
-    v: [N] weights normalised within each sub-network (L92).
-    a: [N] weights normalised over all workers, a_i = w_i / w_tot (L127).
-    b: [D] hub weights, b_d = sum_{i in hub d} w_i / w_tot (L101).
+    v: [N] weights normalised within each sub-network (Section 4).
+    a: [N] weights normalised over all workers, a_i = w_i / w_tot (Section 5, before (8)).
+    b: [D] hub weights, b_d = sum_{i in hub d} w_i / w_tot (Section 4, before Assumption 2).
     E: [N, D] one-hot hub membership, E[i, d] = 1 iff d(i) = d.
     V: [N, N] sub-network averaging, V = diag(v) E E^T, V_ij = v_i if d(i) = d(j).
     Z: [N, N] sub-network plus hub averaging, Z = diag(v) E H E^T,
-       Z_ij = H[d(i), d(j)] v_i ((7), L124).
-    A: [N, N] the consensus projector A = a 1^T (Proposition 4, L542).
+       Z_ij = H[d(i), d(j)] v_i ((7)).
+    A: [N, N] the consensus projector A = a 1^T (Proposition 4, Appendix C.2).
     """
 
     v: np.ndarray
@@ -59,11 +63,11 @@ class WorkerMatrices:
 
 
 def hub_graph(kind, D, *, seed=None, edge_prob=0.3, shape=None) -> np.ndarray:
-    """Boolean symmetric adjacency [D, D], without self-loops, of a hub graph G (L41).
+    """Boolean symmetric adjacency [D, D], without self-loops, of a hub graph G (Section 3).
 
     Kinds:
       "complete": every pair of hubs is joined.
-      "path":     i -- i+1 (the paper's sparse topology, L223).
+      "path":     i -- i+1 (the paper's sparse topology, Section 6).
       "ring":     the path plus D-1 -- 0. A simple graph has no 2-cycle, so for D <= 2
                   the ring is the path (and for D = 3 it is the complete graph).
       "star":     hub 0 joined to every other hub.
@@ -95,7 +99,8 @@ def hub_graph(kind, D, *, seed=None, edge_prob=0.3, shape=None) -> np.ndarray:
 
 
 def is_connected(adj) -> bool:
-    """Whether the undirected hub graph with adjacency `adj` is connected (L41, L107)."""
+    """Whether the undirected hub graph with adjacency `adj` is connected (Section 3; Section 4,
+    after Assumption 2)."""
     adj = _adjacency(adj)
     n_components = connected_components(csr_matrix(adj), directed=False, return_labels=False)
     return n_components == 1
@@ -104,9 +109,9 @@ def is_connected(adj) -> bool:
 def hub_weights(hub_of, w) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Worker and hub weights (v, a, b) from the hub of each worker and worker weights w.
 
-    v_i = w_i / sum_{j in hub d(i)} w_j   (papers/mllsgd.txt L92)
-    a_i = w_i / w_tot                     (L127)
-    b_d = sum_{i in hub d} w_i / w_tot    (L101)
+    v_i = w_i / sum_{j in hub d(i)} w_j   (Castiglia et al. 2021, Section 4)
+    a_i = w_i / w_tot                     (Section 5, before (8))
+    b_d = sum_{i in hub d} w_i / w_tot    (Section 4, before Assumption 2)
     hub_of[i] in 0..D-1 is d(i); every hub must have at least one worker, w > 0.
     """
     hub_of = _hub_assignment(hub_of)
@@ -114,30 +119,32 @@ def hub_weights(hub_of, w) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     nonpositive = np.flatnonzero(w <= 0)
     if nonpositive.size:
         i = nonpositive[0]
-        raise ValueError(f"w[{i}] = {w[i]:.12g} <= 0: worker weights must be positive (L92)")
+        raise ValueError(f"w[{i}] = {w[i]:.12g} <= 0: worker weights must be positive "
+                         f"({PAPER}, Section 4)")
     hub_totals = np.bincount(hub_of, weights=w)
     w_tot = w.sum()
     return w / hub_totals[hub_of], w / w_tot, hub_totals / w_tot
 
 
 def hub_matrix(adj, b, rule=None, alpha=None) -> np.ndarray:
-    """Hub mixing matrix H [D, D] on a connected graph satisfying Assumption 2 (L101-L107).
+    """Hub mixing matrix H [D, D] on a connected graph satisfying Assumption 2 (Section 4).
 
-    Rules (guide theory/mllsgd.md section 4; the paper gives no construction):
+    Rules (fedbound's choice; the paper gives no construction):
       "complete":  H = b 1^T. Needs a complete graph; rank one, so zeta = 0 for every b.
       "mh":        b-weighted Metropolis-Hastings, for each edge (i, j)
                    H_ij = min(1 / (deg_j + 1), b_i / (b_j (deg_i + 1))),
                    H_jj = 1 - sum_{i != j} H_ij >= 1 / (deg_j + 1).
                    Then H_ij b_j = min(b_j / (deg_j + 1), b_i / (deg_i + 1)) is symmetric.
-      "diffusion": generalised diffusion (Rotaru & Naegeli 2004, cited at L411),
+      "diffusion": generalised diffusion (Rotaru & Naegeli 2004, cited in the
+                   proof of Proposition 1),
                    H = I - alpha Lap diag(b)^-1 with 0 < alpha < min_j b_j / deg_j
                    (default: half that bound); H diag(b) = diag(b) - alpha Lap.
     rule=None picks "complete" for a complete graph and "mh" otherwise.
-    All three satisfy 2a-2c in the proof's form ((32), L433) with a positive diagonal.
+    All three satisfy 2a-2c in the proof's form ((32)) with a positive diagonal.
     """
     adj = _adjacency(adj)
     D = adj.shape[0]
-    b = _probability_vector("b", b, D, "hub weights (L101)")
+    b = _probability_vector("b", b, D, "hub weights (Section 4)")
     if rule is not None and rule not in HUB_RULES:
         raise ValueError(f"rule={rule!r} is unknown: valid rules are {', '.join(HUB_RULES)}")
     if alpha is not None and rule != "diffusion":
@@ -151,7 +158,7 @@ def hub_matrix(adj, b, rule=None, alpha=None) -> np.ndarray:
             i, j = np.argwhere(~adj & ~np.eye(D, dtype=bool))[0]
             raise ValueError(
                 f"rule='complete' needs a complete hub graph, but ({i}, {j}) is not an edge: "
-                f"H = b 1^T would violate Assumption 2a, papers/mllsgd.txt L103"
+                f"H = b 1^T would violate Assumption 2a ({PAPER}, Section 4)"
             )
         return np.outer(b, np.ones(D))
     deg = adj.sum(axis=0)
@@ -163,11 +170,11 @@ def hub_matrix(adj, b, rule=None, alpha=None) -> np.ndarray:
 def diffusion_alpha_bound(adj, b) -> float:
     """Supremum of admissible alpha for H = I - alpha Lap diag(b)^-1: min_j b_j / deg_j.
 
-    H_jj = 1 - alpha deg_j / b_j > 0 iff alpha < b_j / deg_j (positive diagonal, guide F11).
+    H_jj = 1 - alpha deg_j / b_j > 0 iff alpha < b_j / deg_j (positive diagonal).
     Infinite for D = 1 (no edges).
     """
     adj = _adjacency(adj)
-    b = _probability_vector("b", b, adj.shape[0], "hub weights (L101)")
+    b = _probability_vector("b", b, adj.shape[0], "hub weights (Section 4)")
     deg = adj.sum(axis=0)
     has_edges = deg > 0
     return float(np.min(b[has_edges] / deg[has_edges])) if has_edges.any() else np.inf
@@ -176,18 +183,18 @@ def diffusion_alpha_bound(adj, b) -> float:
 def validate_hub_matrix(H, b, adj, atol=1e-10) -> None:
     """Raise ValueError naming the first violated requirement of Assumption 2 on H; else None.
 
-    Checks, in order: shapes; b a probability vector with positive entries (L101);
-    H nonnegative; 2a sparsity, H_ij > 0 exactly on the edges of adj (L103), with a
-    positive diagonal (the hub's own model in (4), L98; guide F11: without it the
-    printed assumptions admit the periodic [[0, 1], [1, 0]] with zeta = 1); 2b column
-    sums equal to 1 (L104); 2c in the form the proof uses, H_ij b_j = H_ji b_i
-    ((32), L433), reporting when only the printed form b_i H_ij = b_j H_ji (L105,
-    indices reversed, guide F4) holds; and connectedness of adj (L107).
+    Checks, in order: shapes; b a probability vector with positive entries (Section 4);
+    H nonnegative; 2a sparsity, H_ij > 0 exactly on the edges of adj, with a
+    positive diagonal (the hub's own model in (4); without it the printed assumptions
+    admit the periodic [[0, 1], [1, 0]] with zeta = 1); 2b column sums equal to 1;
+    2c in the form the proof uses, H_ij b_j = H_ji b_i ((32)), reporting when only the
+    printed form b_i H_ij = b_j H_ji (indices reversed) holds; and connectedness of adj
+    (Section 4, after Assumption 2).
     """
     adj = _adjacency(adj)
     D = adj.shape[0]
-    H = _square_matrix("H", H, D, f"the hub graph adj has D = {D} hubs (L101)")
-    b = _probability_vector("b", b, D, "hub weights (L101)")
+    H = _square_matrix("H", H, D, f"the hub graph adj has D = {D} hubs")
+    b = _probability_vector("b", b, D, "hub weights (Section 4)")
     _check_nonnegative(H, atol)
     _check_sparsity(H, adj, atol)
     _check_column_stochastic(H, atol)
@@ -199,18 +206,18 @@ def validate_hub_matrix(H, b, adj, atol=1e-10) -> None:
 def zeta(H, b) -> float:
     """zeta = max(|lambda_2(H)|, |lambda_D(H)|), the second largest eigenvalue magnitude of H.
 
-    Theorem 1, papers/mllsgd.txt L153 (printed lambda_N; H is D x D, guide F7) and L162.
+    Castiglia et al. 2021, Theorem 1 (printed lambda_N; H is D x D) and Section 5 after it.
     Computed from the symmetrisation S = diag(b)^-1/2 H diag(b)^1/2, which is symmetric
-    because H diag(b) is ((32), L433) and has the eigenvalues of H; with the eigenvalues
+    because H diag(b) is ((32)) and has the eigenvalues of H; with the eigenvalues
     of S sorted, zeta is the larger absolute value of the second largest and the smallest
-    (not the second entry of a signed sort, guide 6.4). zeta = 0 for D = 1.
-    H must be nonnegative, column stochastic (L104) and satisfy 2c in the proof's form;
+    (not the second entry of a signed sort). zeta = 0 for D = 1.
+    H must be nonnegative, column stochastic (Assumption 2b) and satisfy 2c in the proof's form;
     connectivity and aperiodicity are not required: without them zeta = 1 is returned,
     which Theorem 1 excludes.
     """
-    b = _probability_vector("b", b, np.size(b), "hub weights (L101)")
+    b = _probability_vector("b", b, np.size(b), "hub weights (Section 4)")
     D = b.size
-    H = _square_matrix("H", H, D, f"b has D = {D} entries (L101)")
+    H = _square_matrix("H", H, D, f"b has D = {D} entries")
     atol = 1e-10
     _check_nonnegative(H, atol)
     _check_column_stochastic(H, atol)
@@ -227,14 +234,14 @@ def worker_matrices(hub_of, w, H) -> WorkerMatrices:
     """v, a, b, E, V, Z and A of MLL-SGD for workers in hubs `hub_of` with weights `w`.
 
     Orientation: X_{k+1} = (X_k - eta G_k) T_k with X = [x^(1), ..., x^(N)] (n x N,
-    workers as columns; (5), L115), T_k in {I, V, Z} by (6), L119. So column j of X Z is
-    sum_d' H[d', d(j)] z^(d'), the hub mixing (4) (L98) of the sub-network averages
+    workers as columns; (5)), T_k in {I, V, Z} by (6). So column j of X Z is
+    sum_d' H[d', d(j)] z^(d'), the hub mixing (4) of the sub-network averages
     z^(d) = sum_{i in hub d} v_i x^(i) (Algorithm 1 line 10).
-      V = diag(v) E E^T: block V^(d)_ij = v^(i) (L122).
-      Z = diag(v) E H E^T: Z_ij = H[d(i), d(j)] v^(i) ((7), L124).
+      V = diag(v) E E^T: block V^(d)_ij = v^(i) (Section 5, before (7)).
+      Z = diag(v) E H E^T: Z_ij = H[d(i), d(j)] v^(i) ((7)).
       A = a 1^T.
     H is not checked against Assumption 2 here (use validate_hub_matrix), so that
-    negative controls can be built; Z a = a holds iff H b = b ((10), L137).
+    negative controls can be built; Z a = a holds iff H b = b ((10)).
     """
     v, a, b = hub_weights(hub_of, w)
     D = b.size
@@ -249,14 +256,14 @@ def worker_matrices(hub_of, w, H) -> WorkerMatrices:
 
 
 def weighted_op_norm(M, a) -> float:
-    """The a-weighted operator norm ||diag(a)^-1/2 M diag(a)^1/2||_2 (guide F8).
+    """The a-weighted operator norm ||diag(a)^-1/2 M diag(a)^1/2||_2.
 
-    Lemma 5 ((112), papers/mllsgd.txt L781) claims ||Z^j - A||_op = zeta^j and
-    ||V - A||_op = ||I - A||_op = 1 for the plain spectral norm (17) (L336); that is false
-    for non-uniform a. All three hold exactly in this norm, which is what Lemma 7's
-    proof (L861-L880) needs: diag(a)^-1/2 Z diag(a)^1/2 is symmetric by (30) (L425).
+    Castiglia et al. 2021, Lemma 5, (112), claims ||Z^j - A||_op = zeta^j and
+    ||V - A||_op = ||I - A||_op = 1 for the plain spectral norm (17); that is false
+    for non-uniform a (found by fedbound). All three hold exactly in this norm, which is what
+    Lemma 7's proof (Appendix C.2) needs: diag(a)^-1/2 Z diag(a)^1/2 is symmetric by (30).
     """
-    a = _probability_vector("a", a, np.size(a), "worker weights (L127)")
+    a = _probability_vector("a", a, np.size(a), "worker weights (Section 5)")
     N = a.size
     M = _square_matrix("M", M, N, f"a has N = {N} entries")
     root_a = np.sqrt(a)
@@ -281,7 +288,7 @@ def _generalised_diffusion(adj, deg, b, alpha) -> np.ndarray:
         raise ValueError(
             f"alpha={alpha!r} is outside (0, min_j b_j/deg_j) = (0, {bound:.12g}): "
             f"H = I - alpha Lap diag(b)^-1 would lose its positive diagonal or Assumption 2a "
-            f"(papers/mllsgd.txt L103)"
+            f"({PAPER}, Section 4)"
         )
     laplacian = np.diag(deg).astype(float) - adj
     return np.eye(D) - alpha * laplacian / b[None, :]
@@ -338,7 +345,8 @@ def _adjacency(adj) -> np.ndarray:
         raise ValueError(f"adj[{d}, {d}] is set: the hub graph has no self-loops")
     if (arr != arr.T).any():
         i, j = np.argwhere(arr != arr.T)[0]
-        raise ValueError(f"adj[{i}, {j}] != adj[{j}, {i}]: the hub graph is undirected (L41)")
+        raise ValueError(f"adj[{i}, {j}] != adj[{j}, {i}]: the hub graph is undirected "
+                         f"({PAPER}, Section 3)")
     return arr
 
 
@@ -355,7 +363,7 @@ def _hub_assignment(hub_of) -> np.ndarray:
     if empty.size:
         raise ValueError(
             f"hub {empty[0]} has no workers: hub_of must cover 0..{counts.size - 1} "
-            f"(every sub-network has N^(d) >= 1 workers, L41)"
+            f"(every sub-network has N^(d) >= 1 workers, {PAPER}, Section 3)"
         )
     return arr
 
@@ -397,7 +405,7 @@ def _check_nonnegative(H, atol) -> None:
         i, j = negative[0]
         raise ValueError(
             f"H[{i}, {j}] = {H[i, j]:.12g} < 0: H must be nonnegative (Assumption 2a, "
-            f"papers/mllsgd.txt L103)"
+            f"{PAPER}, Section 4)"
         )
 
 
@@ -408,22 +416,22 @@ def _check_sparsity(H, adj, atol) -> None:
         i, j = off_edges[0]
         raise ValueError(
             f"H[{i}, {j}] = {H[i, j]:.12g} but ({i}, {j}) is not an edge: Assumption 2a "
-            f"(H_ij = 0 off the edges), papers/mllsgd.txt L103"
+            f"(H_ij = 0 off the edges), {PAPER}, Section 4"
         )
     missing = np.argwhere(adj & (H <= atol))
     if missing.size:
         i, j = missing[0]
         raise ValueError(
             f"H[{i}, {j}] = {H[i, j]:.12g} but ({i}, {j}) is an edge: Assumption 2a "
-            f"(H_ij > 0 on the edges), papers/mllsgd.txt L103"
+            f"(H_ij > 0 on the edges), {PAPER}, Section 4"
         )
     diagonal = H.diagonal()
     if (diagonal <= atol).any():
         d = int(np.flatnonzero(diagonal <= atol)[0])
         raise ValueError(
             f"H[{d}, {d}] = {diagonal[d]:.12g}: the diagonal must be positive (the hub keeps its "
-            f"own model in (4), papers/mllsgd.txt L98); without it the printed Assumption 2 "
-            f"(L101-L105) admits periodic H such as [[0, 1], [1, 0]] with zeta = 1 (guide F11)"
+            f"own model in (4), {PAPER}, Section 4); without it the printed Assumption 2 "
+            f"admits periodic H such as [[0, 1], [1, 0]] with zeta = 1"
         )
 
 
@@ -434,7 +442,7 @@ def _check_column_stochastic(H, atol) -> None:
         j = bad[0]
         raise ValueError(
             f"H[:, {j}] sums to {sums[j]:.12g}, not 1: Assumption 2b (column stochastic), "
-            f"papers/mllsgd.txt L104"
+            f"{PAPER}, Section 4"
         )
 
 
@@ -447,13 +455,13 @@ def _check_proof_form_2c(H, b, atol) -> None:
     message = (
         f"H[{i}, {j}] b[{j}] = {weighted[i, j]:.12g} != "
         f"H[{j}, {i}] b[{i}] = {weighted[j, i]:.12g}: "
-        f"Assumption 2c in the form the proof uses (H diag(b) symmetric, (32), "
-        f"papers/mllsgd.txt L433) fails, so H b != b and (10) (L137) breaks"
+        f"Assumption 2c in the form the proof uses (H diag(b) symmetric, {PAPER}, proof of "
+        f"Proposition 1, (32)) fails, so H b != b and (10) breaks"
     )
     printed = b[:, None] * H
     if np.abs(printed - printed.T).max() <= atol:
         message += (
-            "; the printed 2c b_i H_ij = b_j H_ji (L105) holds, but it has its indices "
-            "reversed (guide F4)"
+            "; the printed 2c b_i H_ij = b_j H_ji (Assumption 2c, Section 4) holds, but it "
+            "has its indices reversed"
         )
     raise ValueError(message)

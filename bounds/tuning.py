@@ -68,7 +68,7 @@ SYNC_ESTIMATES = ("plug-in", "monte-carlo")
 class SyncTimeChoice:
     """The S (and alpha) minimising the expected bound, the curve over the S grid, and the
     term that dominates at the best S. ``estimate`` says how E_delays[bound] was computed:
-    "plug-in" (closed-form renewal approximation, papers' guide theory/hfl_delay.md 6.3)
+    "plug-in" (closed-form renewal approximation, :func:`bounds.hfl.plug_in`)
     or "monte-carlo" (mean over sampled delay paths)."""
 
     key: str
@@ -106,8 +106,8 @@ def choose_sync_time(key: str = "hfl.theorem2", *, model, T, variant: str | None
     ``joint_alpha=True``, which minimises over alpha in (0, 1/L] jointly, on a log grid).
 
     The paper cannot give S ("not directly obtainable analytically from the bound",
-    Remark 7, papers/hfl_delay_journal.txt J273); for the proof variant of Theorem 2 the
-    expected bound is non-decreasing in S (guide 3.4), so the bound's choice is S = 0.
+    Ali & Arafa 2025, Remark 7); for the proof variant of Theorem 2 the expected bound is
+    non-decreasing in S (derived by fedbound), so the bound's choice is S = 0.
     ``variant="refined"`` (derived by fedbound, not published; docs/derivations/hfl_refined.md)
     keeps the variance reduction of a round's local gradients, through E[1/t_i] of the
     count law, and can choose S > 0 when the gradient noise is large."""

@@ -1,4 +1,4 @@
-"""AFA-CD and AFA-CS (Algorithms 2 and 3 of papers/afl.txt, L109-L128 and L193-L209), vectorised.
+"""AFA-CD and AFA-CS (Yang et al. 2022, Algorithms 2 and 3, Sections 4.1 and 4.2), vectorised.
 
 State: the global model ``x`` [R, d] of R replicas and a ring buffer of the last tau+1
 global models [tau+1, R, d], from which every worker of every replica starts its local
@@ -7,14 +7,16 @@ steps as one tensor [R, M, d] with a mask ``k < K_{t,i}``; only the arriving one
 (AFA-CD) or stored (AFA-CS). The only Python loops are over rounds and local steps.
 
 Server step: ``server_step="proof"`` (default) is x_{t+1} = x_t - eta eta_L G_t, what every
-proof uses (L383, L389, L408, L504, L644); ``"printed"`` is x_{t+1} = x_t - eta G_t
-(L118, L205), which diverges at the corollaries' eta = sqrt(mK) once sqrt(mK) L > 2.
+proof uses (Appendices B.2, B.3 and C); ``"printed"`` is x_{t+1} = x_t - eta G_t
+(Algorithm 2, server step 2; Algorithm 3, server step 3), which diverges at the corollaries'
+eta = sqrt(mK) once sqrt(mK) L > 2.
 
-Worker update (L122-L126): G_i = (1/K) sum_{j<K} g_i(x_j), x_{j+1} = x_j - eta_L g_i(x_j).
-AFA-CS keeps every worker's latest G_i (initialised with G_i(x_0) for all i, guide 2.2) and
-aggregates all M of them (L205). Random draws per round, in this order, from the one
-generator: the whole schedule first (:func:`draw_schedule`), then per local step one
-stochastic-gradient draw for all [R, M] workers.
+Worker update (Algorithm 2, worker steps 2-3): G_i = (1/K) sum_{j<K} g_i(x_j),
+x_{j+1} = x_j - eta_L g_i(x_j). AFA-CS keeps every worker's latest G_i (initialised with
+G_i(x_0) for all i; the paper does not say) and aggregates all M of them (Algorithm 3, server
+step 3). Random draws per round, in this order, from the one generator: the whole schedule
+first (:func:`draw_schedule`), then per local step one stochastic-gradient draw for all
+[R, M] workers.
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ SERVER_STEPS = ("proof", "printed")
 
 
 class HeterogeneousQuadratic:
-    """Clients f_i(x) = 1/2 (x - c_i)^T A (x - c_i) with one diagonal A (guide section 6).
+    """Clients f_i(x) = 1/2 (x - c_i)^T A (x - c_i) with one diagonal A.
 
-    Exact constants: L = max(A) (A1, L74); grad f_i - grad f = A (c_bar - c_i) for every x,
-    so sigma_G = max_i ||A (c_i - c_bar)|| (A3, L82) exactly; noise eps ~ N(0, sigma_L^2/d I),
+    Exact constants: L = max(A) (Assumption 1); grad f_i - grad f = A (c_bar - c_i) for every
+    x, so sigma_G = max_i ||A (c_i - c_bar)|| (Assumption 3) exactly; noise eps ~ N(0, sigma_L^2/d I),
     so E||eps||^2 = sigma_L^2 exactly; f_* = f(c_bar) = mean_i 1/2 d_i^T A d_i."""
 
     def __init__(self, hessian, centres, *, sigma_L: float = 0.0, device=None):
@@ -131,7 +133,7 @@ class HeterogeneousQuadratic:
 
 class LabelSkewedLogistic:
     """Logistic regression with each worker's labels skewed (the paper's label partition,
-    L761): worker i holds n samples with features ~ N(0, I) scaled to max ||a_j|| = R and
+    Appendix E.1): worker i holds n samples with features ~ N(0, I) scaled to max ||a_j|| = R and
     labels +1 with probability ``skew_i``. Certified constants: L = max_i lambda_max
     (A_i^T A_i)/(4n) + lam; sigma_L^2 = R^2/batch (per-sample gradients have norm < R);
     sigma_G = max_i sup ||grad f_i - grad f|| <= 2R (bounds, not exact)."""
@@ -203,11 +205,11 @@ class LabelSkewedLogistic:
 def arrival_masks(process, T: int, R: int, M: int, m: int, generator: torch.Generator, device,
                   probs: torch.Tensor | None = None) -> torch.Tensor:
     """[R, T, M] bool: who reports in each round. "uniform": m workers without replacement
-    (Theorem 3, L164); "biased": without replacement with probabilities ``probs`` (Gumbel
-    top-m; the paper's biased sampling, L769); "round_robin": workers (t m + j) mod M;
-    "single": worker 0 only (Theorem 1's process, L366); a sequence of worker-index lists:
-    round t uses entry t mod len; a callable (t, R, M, generator) -> [R, M] bool, called
-    once per round (any user-supplied process)."""
+    (Theorem 3); "biased": without replacement with probabilities ``probs`` (Gumbel
+    top-m; the paper's biased sampling, Appendix E.1); "round_robin": workers (t m + j) mod M;
+    "single": worker 0 only (the process in the proof of Theorem 1, Appendix B.1); a
+    sequence of worker-index lists: round t uses entry t mod len; a callable
+    (t, R, M, generator) -> [R, M] bool, called once per round (any user-supplied process)."""
     if callable(process):
         masks = []
         for t in range(T):
@@ -237,7 +239,7 @@ def arrival_masks(process, T: int, R: int, M: int, m: int, generator: torch.Gene
 
 def delay_draws(kind: str, T: int, tau: int, R: int, M: int, generator, device) -> torch.Tensor:
     """[R, T, M] delays tau_{t,i} <= min(tau, t): "uniform" on {0..min(tau, t)}, "max"
-    (always min(tau, t)) or "zero" (the bounded delay of L133)."""
+    (always min(tau, t)) or "zero" (the bounded delay tau of Theorem 2)."""
     cap = torch.arange(T, device=device).clamp(max=tau)[None, :, None]
     if kind == "zero" or tau == 0:
         return torch.zeros(R, T, M, dtype=torch.long, device=device)
@@ -259,8 +261,9 @@ def k_draws(K, shape, generator, device) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class LocalUpdate:
-    """One local run of every worker: G [R, M, d] (L126); with ``diagnostics``, Delta
-    [R, M, d] = (1/K) sum_j grad f_i(x_j) along the realised trajectory (Lemma 1, L324) and
+    """One local run of every worker: G [R, M, d] (Algorithm 2, worker step 3); with
+    ``diagnostics``, Delta [R, M, d] = (1/K) sum_j grad f_i(x_j) along the realised trajectory
+    (Lemma 1, Appendix A) and
     ``drift`` [R, M, Kmax] = ||x_j - x_start||^2 for j = 1..Kmax (constant after K_{t,i})."""
 
     G: torch.Tensor
@@ -314,7 +317,7 @@ class Schedule:
     K0: torch.Tensor
 
     def K_arrived(self) -> torch.Tensor:
-        """[R, T, m] K_{t,i} of the arriving workers (the K statistics of Theorem 2, L145);
+        """[R, T, m] K_{t,i} of the arriving workers (the K statistics of Theorem 2);
         needs the same count m every round."""
         counts = self.arrivals.sum(-1)
         if not (counts == counts.flatten()[0]).all():
@@ -323,7 +326,7 @@ class Schedule:
         return self.K[self.arrivals].reshape(R, T, int(counts.flatten()[0]))
 
     def max_delay(self) -> int:
-        """tau of L133: the largest delay of an update that is used (AFA-CD)."""
+        """tau of Theorem 2: the largest delay of an update that is used (AFA-CD)."""
         return int(torch.where(self.arrivals, self.delays, 0).max())
 
     def memory(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -341,7 +344,7 @@ class Schedule:
 
     def staleness(self) -> tuple[int, int]:
         """(tau, m') of Theorem 4: the largest age of a stored update that is not fresh
-        (L215) and the fewest fresh (age-0) stored updates in a round (L211)."""
+        (Theorem 4) and the fewest fresh (age-0) stored updates in a round (Section 4.2)."""
         ages, _ = self.memory()
         return int(ages.max()), int((ages == 0).sum(-1).min())
 
@@ -366,7 +369,7 @@ class AFLTrace:
     """Record of R replicas of T rounds (CPU tensors).
 
     - ``grad_sq_norm`` [R, T]: ||grad f(x_t)||^2, t = 0..T-1 (before the step of round t):
-      the summands of the left-hand side of Theorems 2-4 (L135, L166, L217).
+      the summands of the left-hand side of Theorems 2-4 of Yang et al. 2022.
     - ``loss`` [R, T]: f(x_t). ``x_final`` [R, d]: x_T. ``diverged`` [R].
     - ``schedule``: the realised arrivals, delays and K (:class:`Schedule`)."""
 
@@ -387,13 +390,16 @@ def _checked_schedule(M, m, T, tau, K, delays, arrivals, probs, replicas):
         if isinstance(v, bool) or int(v) != v or v < 1:
             raise ValueError(f"{name}={v} must be an integer >= 1")
     if m > M:
-        raise ValueError(f"m={m} exceeds M={M}: the server collects at most M updates (L63)")
+        raise ValueError(f"m={m} exceeds M={M}: the server collects at most M updates "
+                         "(Yang et al. 2022, Algorithm 1)")
     if isinstance(tau, bool) or int(tau) != tau or tau < 0:
-        raise ValueError(f"tau={tau} must be an integer >= 0 (maximum delay, L133)")
+        raise ValueError(f"tau={tau} must be an integer >= 0 (maximum delay, Yang et al. 2022, "
+                         "Theorem 2)")
     ks = K if isinstance(K, (tuple, list)) else (K, K)
     if len(ks) != 2 or any(int(k) != k or k < 1 for k in ks) or ks[0] > ks[1]:
         raise ValueError(f"K={K} must be an integer >= 1 or a pair (low, high) with "
-                         "1 <= low <= high: every worker takes at least one local step (L122)")
+                         "1 <= low <= high: every worker takes at least one local step "
+                         "(Yang et al. 2022, Algorithm 2, worker step 2)")
     if delays not in DELAYS:
         raise ValueError(f"delays={delays!r} must be one of {DELAYS}")
     if isinstance(arrivals, str):
@@ -416,8 +422,8 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
             x0, replicas: int, generator: torch.Generator, K=1, tau: int = 0,
             delays: str = "uniform", arrivals="uniform", probs: Sequence[float] | None = None,
             schedule: Schedule | None = None, server_step: str = "proof", device=None) -> AFLTrace:
-    """Run ``replicas`` realisations of AFA-CD (``algorithm="cd"``, L109-L128) or AFA-CS
-    (``"cs"``, L193-L209) for T rounds on ``clients`` (HeterogeneousQuadratic or
+    """Run ``replicas`` realisations of AFA-CD (``algorithm="cd"``, Algorithm 2) or AFA-CS
+    (``"cs"``, Algorithm 3) for T rounds on ``clients`` (HeterogeneousQuadratic or
     LabelSkewedLogistic), from x0 [d]. The schedule is ``schedule`` or, if None, drawn
     first from ``generator`` by :func:`draw_schedule` (K, tau, delays, arrivals, probs);
     then each local step draws its noise. Diverged replicas are frozen

@@ -1,29 +1,27 @@
-"""Delay-sensitive hierarchical FL, Algorithm 1 of papers/hfl_delay_arxiv.txt A139-A161
-(journal papers/hfl_delay_journal.txt J153-J191), vectorised over replicas, groups, clients.
-
-Line numbers ``J123`` refer to papers/hfl_delay_journal.txt, ``A123`` to the arXiv text.
+"""Delay-sensitive hierarchical FL, Algorithm 1 of Ali & Arafa 2025 (equation numbers are the
+paper's), vectorised over replicas, groups, clients.
 
 State: the global model ``x`` [R, d] and the group models ``y`` [R, G, d]; the clients of
 group i are a padded axis [R, G, n_max, d] with a mask for unequal sizes. Per round u:
 
-- every group starts at x^u (3)-(4) J72; each local iteration l every client takes one SGD
-  step from the group model (5) and the group averages (6) J76-J80, i.e. minibatch SGD on
+- every group starts at x^u (3)-(4); each local iteration l every client takes one SGD
+  step from the group model (5) and the group averages (6), i.e. minibatch SGD on
   f_i with the |N_i| clients' gradients;
 - group i performs t_i^u local iterations, t_i^u = min{n >= 1: tau_1 + ... + tau_n >= S}
-  (7) J89: the iteration that crosses S is performed and counted, S = 0 gives one;
-- uploads are normalised by t_i^u (10) J103 and the global update weights them by
-  |N_i| / N (12) J118;
-- the system time ACCUMULATES the round duration max_i sum_l tau + tau_g (9) J99, (13)
-  J128 (printed line 21 assigns instead, A157: erratum), and U is the first round at
+  (7): the iteration that crosses S is performed and counted, S = 0 gives one;
+- uploads are normalised by t_i^u (10) and the global update weights them by
+  |N_i| / N (12);
+- the system time ACCUMULATES the round duration max_i sum_l tau + tau_g (9), (13)
+  (line 21 of Algorithm 1 assigns instead: erratum), and U is the first round at
   which it reaches T (that round is counted).
 
 The schedule (t[u, i], U, wall-clock round ends) is drawn first by :func:`draw_schedule`
-(shifted-exponential delays per group and for the server, J304) or given by the caller (a
+(shifted-exponential delays per group and for the server, Section IV) or given by the caller (a
 fixed delay path, or paths drawn elsewhere); then the SGD part runs on it. Random draws,
 in this order, from the one ``generator``: the schedule (per round: local-iteration times
 [R, G] one iteration at a time until every group crossed S_u, then tau_g [R]), then per
 round and local iteration ``problem.stochastic_grad`` on [R, G, n_max, d]. Same seed, same
-trace, bit for bit. S_u = min(u, S) (Fig. 13, J392) with ``ramp=True``.
+trace, bit for bit. S_u = min(u, S) (Fig. 13, Section IV-D) with ``ramp=True``.
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ from sim.trace import Acceptance
 
 @dataclass(frozen=True)
 class HFLDelays:
-    """Shifted-exponential delay laws tau = shift + Exp(mean) (J304): one per group for a
+    """Shifted-exponential delay laws tau = shift + Exp(mean) (Section IV): one per group for a
     local iteration and one for the global server. ``mean = 0`` is deterministic."""
 
     local_shift: tuple[float, ...]
@@ -91,10 +89,10 @@ def _exp_draws(shape, generator: torch.Generator, device) -> torch.Tensor:
 def draw_schedule(delays: HFLDelays, S: float, T: float, replicas: int,
                   generator: torch.Generator, *, ramp: bool = False,
                   device=None) -> HFLSchedule:
-    """Rounds of Algorithm 1 (A139-A161) with wall-clock time: per round the local phase of
-    every group runs until its elapsed time reaches S_u ((7) J89, one local iteration at a
-    time), the round lasts max_i elapsed_i + tau_g (9) J99, the system time accumulates
-    it, and replicas stop after the round that reaches T ((13) J128)."""
+    """Rounds of Algorithm 1 with wall-clock time: per round the local phase of
+    every group runs until its elapsed time reaches S_u ((7), one local iteration at a
+    time), the round lasts max_i elapsed_i + tau_g (9), the system time accumulates
+    it, and replicas stop after the round that reaches T ((13))."""
     S = _nonnegative("S", S)
     T = _nonnegative("T", T)
     if T <= 0:
@@ -145,7 +143,8 @@ def schedule_from_counts(t, replicas: int, device=None, end_time=None) -> HFLSch
     real = t > 0
     rows = real.all(dim=2)
     if (t < 0).any() or (real.any(dim=2) & ~rows).any():
-        raise ValueError("t: every real round needs t_i^u >= 1 in every group ((7) J89)")
+        raise ValueError("t: every real round needs t_i^u >= 1 in every group "
+                         "(Ali & Arafa 2025, eq. (7))")
     if not rows[:, 0].all() or (rows[:, 1:] & ~rows[:, :-1]).any():
         raise ValueError("t: zero rows may only pad the end of a schedule (U >= 1)")
     U = rows.sum(dim=1)
@@ -168,12 +167,12 @@ class HFLTrace:
     """Record of R replicas (CPU tensors, float64).
 
     - ``grad_sq_norm`` [R, U_max]: ||grad f(x^u)||^2 at the global model of round u (0 after
-      U): the summand of the left-hand side of Theorem 2, (20) J243.
+      U): the summand of the left-hand side of Theorem 2, (20).
     - ``loss`` [R, U_max + 1]: f(x^u), u = 1..U_max + 1 (frozen after U: the last is
       f(x^{U+1}), the analysis' final model).
     - ``group_grad_sq_sum`` [R, G]: sum_u sum_{l=1}^{t_i^u} ||grad f_i(x_i^{u,l-1})||^2, the
-      numerator of Theorem 1's left-hand side (19) J232 (clients i.i.d.: f_i = f).
-    - ``deviation`` [R, U_max, G]: ||x^{u+1} - x_i^{u,t_i^u}||^2, Lemma 1 (18) J220.
+      numerator of Theorem 1's left-hand side (19) (clients i.i.d.: f_i = f).
+    - ``deviation`` [R, U_max, G]: ||x^{u+1} - x_i^{u,t_i^u}||^2, Lemma 1 (18).
     - ``t`` [R, U_max, G], ``U`` [R], ``end_time`` [R, U_max]: the realised schedule.
     - ``diverged`` [R] (see sim.trace).
     """
@@ -227,7 +226,7 @@ def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float, x1, replica
             generator: torch.Generator, schedule: HFLSchedule | None = None, t=None,
             end_time=None, delays: HFLDelays | None = None, S: float | None = None, T: float | None = None,
             ramp: bool = False, device=None) -> HFLTrace:
-    """Run ``replicas`` realisations of Algorithm 1 (A139-A161) on ``problem`` (every client
+    """Run ``replicas`` realisations of Algorithm 1 on ``problem`` (every client
     i.i.d. on it). The schedule is ``schedule``, or the counts ``t`` ([U, G]: one fixed delay
     path; [R, U_max, G]: zero-padded paths; ``end_time`` their wall-clock round ends, if
     known), or drawn from ``delays`` at ``S``, ``T``

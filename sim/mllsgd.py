@@ -1,23 +1,23 @@
-"""Multi-Level Local SGD (MLL-SGD), Algorithm 1 of papers/mllsgd.txt L59-L76, in matrix form.
+"""Multi-Level Local SGD (MLL-SGD), Algorithm 1 of Castiglia et al. 2021, in matrix form.
 
-The run follows X_{k+1} = (X_k - eta G_k) T_k, (5) papers/mllsgd.txt L115, with the
+The run follows X_{k+1} = (X_k - eta G_k) T_k, eq. (5) of the paper, with the
 worker models stacked as a tensor ``X`` of shape ``[R, N, d]`` (R replicas, N workers):
 
 - Local step: ``g_k^(i) = theta_k^i g(x_k^(i))`` with coins theta ~ Bernoulli(p_i),
-  (2)-(3) papers/mllsgd.txt L84-L89.
-- T_k per (6), papers/mllsgd.txt L119: ``Z`` when k mod q*tau == 0 (sub-network average,
-  then hub mixing y^(d) = sum_j H[j, d] z^(j), (4) papers/mllsgd.txt L98), ``V`` when
-  k mod tau == 0 otherwise (sub-network average z^(d) = sum_{i in M(d)} v_i x~_i, L92),
-  ``I`` otherwise. Hubs are stateless (L111): their models are broadcast back at once.
+  (2)-(3).
+- T_k per (6): ``Z`` when k mod q*tau == 0 (sub-network average,
+  then hub mixing y^(d) = sum_j H[j, d] z^(j), (4)), ``V`` when
+  k mod tau == 0 otherwise (sub-network average z^(d) = sum_{i in M(d)} v_i x~_i, Section 4),
+  ``I`` otherwise. Hubs are stateless (Section 5): their models are broadcast back at once.
 
-Special cases, all run through :func:`run_mllsgd` (papers/mllsgd.txt L160, L205-L219):
+Special cases, all run through :func:`run_mllsgd` (the paper's Sections 5 and 6):
 
 - Distributed SGD: one hub (``H = [[1.]]``, ``hub_of = 0``), ``q = tau = 1``, ``w = 1``,
   ``p = 1``: all workers are averaged every iteration.
 - Local SGD: ``w = 1``, ``p = 1``, ``q = 1`` and one hub, or a complete hub graph with
   ``H = b 1^T``: all workers are averaged every ``tau`` iterations.
 - HL-SGD: Local SGD with ``q > 1``, several hubs and ``H = b 1^T``.
-- Cooperative SGD (L188): ``w = 1``, ``p = 1``, ``q = 1``, any H.
+- Cooperative SGD (Section 5, after Theorem 1): ``w = 1``, ``p = 1``, ``q = 1``, any H.
 
 Random draws, in this order, from the one ``generator``: per iteration the coins
 ``rand((R, N)) < p`` (skipped when ``wait_for_all``), then ``problem.stochastic_grad(X)``;
@@ -36,8 +36,8 @@ from sim.trace import Acceptance, Trace
 
 
 class HubWeights(NamedTuple):
-    """Normalised weights: ``v`` [N] within a sub-network (L92), ``a`` [N] overall (L127),
-    ``b`` [D] per sub-network (L101)."""
+    """Normalised weights: ``v`` [N] within a sub-network (Section 4), ``a`` [N] overall
+    (Section 5, before (8)), ``b`` [D] per sub-network (Section 4)."""
 
     v: torch.Tensor
     a: torch.Tensor
@@ -45,7 +45,7 @@ class HubWeights(NamedTuple):
 
 
 def hub_weights(hub_of: torch.Tensor, w: torch.Tensor, num_hubs: int) -> HubWeights:
-    """v_i = w_i / sum_{j in M(d(i))} w_j (L92), a_i = w_i / w_tot (L127), b_d (L101)."""
+    """v_i = w_i / sum_{j in M(d(i))} w_j, a_i = w_i / w_tot, b_d (Sections 4-5 of the paper)."""
     hub_total = torch.zeros(num_hubs, dtype=w.dtype, device=w.device).index_add_(0, hub_of, w)
     w_tot = w.sum()
     return HubWeights(v=w / hub_total[hub_of], a=w / w_tot, b=hub_total / w_tot)
@@ -53,8 +53,8 @@ def hub_weights(hub_of: torch.Tensor, w: torch.Tensor, num_hubs: int) -> HubWeig
 
 def mixing_matrices(H: torch.Tensor, hub_of: torch.Tensor,
                     w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Dense N x N operators (V, Z): V_ij = v_i [d(i) = d(j)] (L122) and
-    Z_ij = H[d(i), d(j)] v_i, (7) papers/mllsgd.txt L124.
+    """Dense N x N operators (V, Z): V_ij = v_i [d(i) = d(j)] (Section 5) and
+    Z_ij = H[d(i), d(j)] v_i, (7).
 
     Reference form of T_k for exact-expectation computations and tests; the simulator
     itself never builds them.
@@ -65,7 +65,7 @@ def mixing_matrices(H: torch.Tensor, hub_of: torch.Tensor,
 
 
 def operator_at(k: int, q: int, tau: int) -> str:
-    """Which T_k iteration k applies: "Z", "V" or "I", (6) papers/mllsgd.txt L119."""
+    """Which T_k iteration k applies: "Z", "V" or "I", (6)."""
     if k % (q * tau) == 0:
         return "Z"
     if k % tau == 0:
@@ -74,13 +74,13 @@ def operator_at(k: int, q: int, tau: int) -> str:
 
 
 def hub_mix(z: torch.Tensor, H: torch.Tensor) -> torch.Tensor:
-    """y^(d) = sum_j H[j, d] z^(j), (4) papers/mllsgd.txt L98: column d of H, [R, D, d]."""
+    """y^(d) = sum_j H[j, d] z^(j), (4): column d of H, [R, D, d]."""
     return H.T @ z
 
 
 def apply_operator(X: torch.Tensor, kind: str, hub_of: torch.Tensor, v: torch.Tensor,
                    H: torch.Tensor) -> torch.Tensor:
-    """Worker models after T_k in {"I", "V", "Z"}: X T_k of (5), papers/mllsgd.txt L115."""
+    """Worker models after T_k in {"I", "V", "Z"}: X T_k of (5)."""
     if kind == "I":
         return X
     out = X.clone()
@@ -92,7 +92,7 @@ def hub_period_slots(p: torch.Tensor, hub_of: torch.Tensor, num_hubs: int, q: in
                      replicas: int, generator: torch.Generator) -> torch.Tensor:
     """Time slots one hub period (q*tau iterations) lasts when workers wait for stragglers.
 
-    Time-slot comparison of papers/mllsgd.txt L243: in each slot worker i succeeds in a
+    Time-slot comparison of Castiglia et al. 2021, Section 6: in each slot worker i succeeds in a
     gradient step with probability p_i, and Local SGD / HL-SGD wait until every worker has
     taken tau steps. Worker i needs NB_i = tau + (tau geometric(p_i) failure counts) slots,
     a negative binomial; sub-network d finishes a round after max_{i in M(d)} NB_i slots,
@@ -122,7 +122,7 @@ def _validated(problem: Problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, 
     if K % (q * tau) != 0:
         raise ValueError(
             f"K={K} must be a multiple of q*tau={q * tau}: the proof of Theorem 1 sums over "
-            f"K/(q*tau) whole hub periods (papers/mllsgd.txt L1102)"
+            f"K/(q*tau) whole hub periods (Castiglia et al. 2021, Appendix C.3, summing (182))"
         )
     if not (math.isfinite(eta) and eta > 0):
         raise ValueError(f"eta={eta} must be finite and > 0")

@@ -1,13 +1,13 @@
-"""Objectives whose constants (Assumption 1 of papers/mllsgd.txt L50-L55) are known exactly.
+"""Objectives whose constants (Castiglia et al. 2021, Assumption 1) are known exactly.
 
 Every problem exposes ``dim``, ``L``, ``beta``, ``sigma``, ``G``, ``f_inf`` and batched
 ``loss``, ``grad`` and ``stochastic_grad`` over arbitrary leading dimensions: ``x`` has
 shape ``[..., dim]``. The constants are the ones the theorems consume:
 
-- 1a, L-Lipschitz gradient: ``||grad F(x) - grad F(y)|| <= L ||x - y||``, papers/mllsgd.txt L52.
-- 1b, ``F(x) >= f_inf``, papers/mllsgd.txt L53.
-- 1c, ``E[g(x)] = grad F(x)``, papers/mllsgd.txt L54.
-- 1d, ``E||g(x) - grad F(x)||^2 <= beta ||grad F(x)||^2 + sigma^2``, papers/mllsgd.txt L55.
+- 1a, L-Lipschitz gradient: ``||grad F(x) - grad F(y)|| <= L ||x - y||``.
+- 1b, ``F(x) >= f_inf``.
+- 1c, ``E[g(x)] = grad F(x)``.
+- 1d, ``E||g(x) - grad F(x)||^2 <= beta ||grad F(x)||^2 + sigma^2``.
 
 Everything is float64. Randomness comes only from the ``torch.Generator`` passed in: the
 draws are made on the generator's own device and then moved to the device of ``x``, so a
@@ -77,7 +77,7 @@ def softplus_(out: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
 
 
 class Problem(ABC):
-    """Common interface of the simulator's objectives F (eq. (1), papers/mllsgd.txt L45).
+    """Common interface of the simulator's objectives F (Castiglia et al. 2021, eq. (1)).
 
     Attributes: ``dim`` (n), ``L`` (1a), ``beta`` and ``sigma`` (1d), ``G`` (bound on the
     norm of every per-sample gradient, ``None`` where no such bound exists) and ``f_inf``
@@ -137,7 +137,7 @@ class Problem(ABC):
         return mean
 
     def delta(self, x1: torch.Tensor) -> float:
-        """``F(x1) - f_inf``, the numerator of the first term of (13), papers/mllsgd.txt L155."""
+        """``F(x1) - f_inf``, the numerator of the first term of (13) (Castiglia et al. 2021, Theorem 1)."""
         x1 = torch.as_tensor(x1, dtype=DTYPE, device=self.device)
         return float(self.loss(x1)) - self.f_inf
 
@@ -183,7 +183,7 @@ class Quadratic(Problem):
     """F(x) = 0.5 (x - x_star)^T A (x - x_star) + f_star with A symmetric positive definite.
 
     Noise: g(x) = grad F(x) + eps with eps ~ N(0, (sigma^2/dim) I), independent of x, so
-    E||eps||^2 = sigma^2 exactly and Assumption 1d (papers/mllsgd.txt L55) holds with
+    E||eps||^2 = sigma^2 exactly and Assumption 1d holds with
     equality for beta = 0. ``L`` and ``mu`` are the extreme eigenvalues of A (1a exact),
     ``f_inf = f_star`` is the exact minimum (1b), ``G = None`` (gradients are unbounded).
     ``eigenvalues`` (ascending) and ``eigvecs`` satisfy A = eigvecs diag(eigenvalues)
@@ -294,10 +294,10 @@ class Quadratic(Problem):
 
 
 class LogisticRegression(Problem):
-    """F(x) = (1/n) sum_j log(1 + exp(-y_j a_j^T x)) + lam/2 ||x||^2, eq. (1) L45.
+    """F(x) = (1/n) sum_j log(1 + exp(-y_j a_j^T x)) + lam/2 ||x||^2, eq. (1).
 
     Stochastic gradient: the mean of ``batch`` per-sample gradients with indices drawn
-    uniformly with replacement (the mini-batch g(x; xi) of papers/mllsgd.txt L48).
+    uniformly with replacement (the mini-batch g(x; xi) of Section 3 of the paper).
 
     Constants (all certified):
     - ``L = lambda_max(A^T A) / (4 n) + lam``: the Hessian is

@@ -1,23 +1,24 @@
-"""TDCD, Algorithm 1 of papers/tdcd.txt L135-L170, vectorised over replicas, silos and clients.
+"""TDCD, Algorithm 1 of Das et al. 2022 (Section 3), vectorised over replicas, silos and clients.
 
 State: hub models ``[R, N, d]`` and client models ``[R, N, K, d]`` (R replicas, N silos,
 K = max_j K_j clients, d = the largest block; silo j uses its first d_j coordinates and
-its first K_j clients). One round (t0 = rQ), as cleaned in theory/tdcd.md section 2.2:
+its first K_j clients). One round (t0 = rQ), equation and line numbers of the paper's Section 3:
 
-1. one mini-batch zeta of sample IDs, the same in every silo (L174);
+1. one mini-batch zeta of sample IDs, the same in every silo (Section 3);
 2. embeddings Phi_j = h_j(theta_j^{t0}; X_j^zeta) at the hub models; each silo receives
-   Phi_{-j} = sum_{l != j} Phi_l, frozen for the round (Algorithm 1 lines 17-22, L152-L157);
-3. Q local steps (5), L182, on the same batch: client k of silo j steps along g_kj of (4),
-   L178, the mean over its samples zeta_kj of the gradient in its own block, with its own
+   Phi_{-j} = sum_{l != j} Phi_l, frozen for the round (Algorithm 1, lines 17-22);
+3. Q local steps (5) on the same batch: client k of silo j steps along g_kj of (4),
+   the mean over its samples zeta_kj of the gradient in its own block, with its own
    embedding recomputed from theta_kj every step and Phi_{-j} stale;
-4. uniform averaging theta_j = (1/K_j) sum_k theta_kj^{t0+Q} (L186, with T3's correction).
+4. uniform averaging theta_j = (1/K_j) sum_k theta_kj^{t0+Q} (Algorithm 1, line 32, which
+   prints theta_kj^t: the last local step would be dropped).
 
-Data layout (theory/tdcd.md section 6.1, "every client holding a copy of a base dataset"):
+Data layout (fedbound's choice: every client holds a copy of a base dataset):
 the n base samples are copied into C = lcm(K_1..K_N) cells, so M = C n sample IDs, and
 client k of silo j holds the C/K_j contiguous cells k C/K_j .. (k+1) C/K_j - 1. A batch of
 ``batch`` IDs takes b = batch/C distinct samples from every cell (uniformly, without
 replacement), so every client of silo j gets exactly b_j = batch/K_j samples, each client's
-g_kj is unbiased for grad_(j) L (Assumption 3 (8), L216, exactly), and the client
+g_kj is unbiased for grad_(j) L (Assumption 3, (8), exactly), and the client
 average of Q = 1 is mini-batch SGD on the union batch. In batch slot order, client k of
 silo j owns slots k b_j .. (k+1) b_j - 1.
 
@@ -129,7 +130,7 @@ class Layout:
         return ks[None, :] < torch.tensor(self.clients, device=device)[:, None]
 
     def averaging_weights(self, device=None) -> torch.Tensor:
-        """[N, K] float64: 1/K_j for the clients of silo j, 0 for padding (L186)."""
+        """[N, K] float64: 1/K_j for the clients of silo j, 0 for padding (Algorithm 1, line 32)."""
         K = torch.tensor(self.clients, dtype=DTYPE, device=device)
         return self.client_mask(device).to(DTYPE) / K[:, None]
 
@@ -238,16 +239,16 @@ def padded_blocks(X: torch.Tensor, layout: Layout) -> torch.Tensor:
 
 
 class BlockLinear:
-    """L(theta) = (1/n) sum_p l(sum_j x_pj^T theta_j; y_p), (2)-(3) L96-L102, with
+    """L(theta) = (1/n) sum_p l(sum_j x_pj^T theta_j; y_p), (2)-(3) of Das et al. 2022, with
     l squared (linear regression) or logistic. Parameters: theta_j in R^{D_j}.
 
-    Constants (exact or certified; theory/tdcd.md section 6.1):
+    Constants (exact or certified):
     - ``L``: lambda_max(X^T X)/n (squared, exact) or lambda_max(X^T X)/(4n) (logistic: the
       Hessian X^T diag(s(1-s)) X/n peaks at theta = 0, where s = 1/2; exact).
     - ``L_max``: Lipschitz constant of theta_j -> g_kj for every batch a client can hold,
       sup lambda_max(X_zj^T X_zj)/b_j <= max_p ||x_pj||^2 (times 1/4 for logistic): a
       certified bound, attained when batch/C = 1 (a client's cells can all give one sample).
-      The block constant suffices: Lemma 2 moves only block j (theory/tdcd.md section 3.3).
+      The block constant suffices: Lemma 2 moves only block j.
     - ``sigma``: logistic only: sigma_j^2 = factor_j mean_p ||x_pj||^2 >= Var(g_kj) for every
       theta (per-sample block gradients are s x_pj with |s| <= 1; factor_j of
       :meth:`Layout.sampling_factor`). Least squares has no uniform sigma (its gradient
@@ -367,7 +368,7 @@ class BlockLinear:
         return torch.einsum("pnd,rnd->rp", self.Xp, theta)
 
     def loss(self, theta: torch.Tensor) -> torch.Tensor:
-        """L(theta), (2) L96: [R, N, d] -> [R]."""
+        """L(theta), (2): [R, N, d] -> [R]."""
         return loss_value(self.loss_kind, self.scores(theta), self.y).mean(-1)
 
     def grad(self, theta: torch.Tensor) -> torch.Tensor:
@@ -401,7 +402,7 @@ class BlockLinear:
 
 class ModuleModel:
     """One ``torch.nn.Module`` h_j per silo (input: the D_j features of a sample, output: an
-    embedding of size E, the same for all silos), embeddings summed, (3) L102, and a loss
+    embedding of size E, the same for all silos), embeddings summed, (3), and a loss
     l(z [..., E], y [...]) -> [...] ("squared" or "logistic" for E = 1, or a callable).
 
     Parameters are the modules' (float64 copies), flattened per silo in ``named_parameters``
@@ -470,7 +471,7 @@ class ModuleModel:
         return torch.stack(per_silo, dim=1)
 
     def client_grads(self, theta, rows, other, owner=None, weights=None) -> torch.Tensor:
-        """g_kj of (4), L178, silo by silo: vmap over replicas and the K_j clients of each
+        """g_kj of (4), silo by silo: vmap over replicas and the K_j clients of each
         client's mean loss over its b_j contiguous slots (``owner``/``weights`` are implied
         by that layout)."""
         R, N, K, d = theta.shape
@@ -514,18 +515,19 @@ class TDCDTrace:
     """The record of R replicas of ``rounds`` TDCD rounds; CPU tensors, float64.
 
     - ``grad_sq_norm`` [R, rounds]: ||grad L(theta^{rQ})||^2 at the round-start hub models,
-      r = 0..rounds-1: the summands of the left side of (15), L246 (T15).
+      r = 0..rounds-1: the summands of the left side of (15) (Theorem 1), read as the round-start hub
+      models theta^{rQ}.
     - ``loss`` [R, rounds + 1]: L(theta^{rQ}), r = 0..rounds.
-    - ``drift`` [R, rounds]: left side of Lemma 2, (30) L449, per round:
+    - ``drift`` [R, rounds]: left side of Lemma 2, (30), per round:
       sum_{t=t0}^{t0+Q-1} sum_j (1/K_j) sum_k ||g_kj(y^t) - g_kj(y^t0)||^2.
     - ``g0`` [R, rounds]: sum_j (1/K_j) sum_k ||g_kj(y^t0)||^2, Lemma 2's right side / (C L_max^2 eta^2).
     - ``sigma2`` [R, rounds, N]: exact Var(g_kj) at theta^{rQ} (block-linear models), else None.
     - ``time`` [rounds + 1]: wall-clock time at the start of round r, r t_Q with
-      t_Q = 3 t_comm + Q t_comp (L290).
+      t_Q = 3 t_comm + Q t_comp (Section 5.2).
     - ``diverged`` [R]: see sim.trace; a diverged replica is frozen at its last hub model,
       and its drift and g0 are recorded as 0 from the round it diverged in.
     - with ``record_iterates``: ``hub`` [R, rounds + 1, N, d], ``virtual`` [R, T + 1, N, d]
-      (theta^t = per-silo client average, (11)-(13) L225-L236), ``G`` [R, T, N, d] (G^t of
+      (theta^t = per-silo client average, (11)-(13)), ``G`` [R, T, N, d] (G^t of
       (11)-(12)), ``rows`` [R, rounds, batch] (the batches); else None.
     """
 

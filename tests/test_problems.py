@@ -1,4 +1,4 @@
-"""The constants of sim.problems are right: Assumption 1 of papers/mllsgd.txt L50-L55."""
+"""The constants of sim.problems are right: Assumption 1 of Castiglia et al. 2021."""
 
 import math
 

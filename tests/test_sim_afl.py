@@ -56,7 +56,7 @@ def test_noise_has_exact_variance_sigma_L_squared():
 @pytest.mark.parametrize("K", [1, 3, 6])
 def test_lemma1_mean_and_variance_of_a_worker_update(K):
     """E[G_i] = Delta_i and E||G_i - Delta_i||^2 = sigma_L^2 / K (equality for Gaussian
-    noise), Lemma 1, papers/afl.txt L324-L342."""
+    noise), Lemma 1 of Yang et al. 2022 (Appendix A)."""
     c = HeterogeneousQuadratic.random(3, 4, 1.0, 0.3, 1.5, 0.8, gen())
     R = 20_000
     x = torch.ones(R, 4, 3, dtype=F64)
@@ -82,7 +82,8 @@ def test_lemma1_on_logistic_regression_the_variance_is_at_most_sigma_L_squared_o
 @given(st.integers(1, 8), st.floats(0.05, 1.0), st.integers(0, 999))
 def test_local_drift_bound_1(K, frac, seed):
     """E||x_{t,k} - x_t||^2 <= 5 K eta_L^2 (sigma_L^2 + 6 K sigma_G^2) + 30 K^2 eta_L^2
-    ||grad f(x_t)||^2 for k <= K when 6 eta_L^2 (2K^2-3K+1) L^2 <= 1 (L425-L444)."""
+    ||grad f(x_t)||^2 for k <= K when 6 eta_L^2 (2K^2-3K+1) L^2 <= 1 (proof of Theorem 2,
+    Appendix B.2, the bound on A_6)."""
     c = HeterogeneousQuadratic.random(3, 5, 1.0, 0.2, 1.0, 0.7, gen(seed))
     q = 6 * (2 * K - 1) * (K - 1)
     eta_L = frac / (c.L * math.sqrt(q)) if q else frac
@@ -159,7 +160,7 @@ def test_same_seed_same_trace_bit_for_bit():
 
 
 def test_afa_cs_with_every_worker_fresh_is_afa_cd():
-    """m = M, no delays: the memory holds exactly this round's updates (L205 = L118)."""
+    """m = M, no delays: the memory holds exactly this round's updates (Algorithm 3 = Algorithm 2)."""
     c = HeterogeneousQuadratic.random(2, 4, 1.0, 0.5, 1.0, 0.5, gen())
     sch = draw_schedule(M=4, m=4, T=10, replicas=3, generator=gen(1), K=2, delays="zero")
     kw = dict(m=4, T=10, eta=2.0, eta_L=0.1, x0=torch.ones(2), replicas=3, schedule=sch)
@@ -181,8 +182,8 @@ def test_memory_ages_and_stored_K():
 
 
 def test_printed_server_step_diverges_where_the_proof_step_converges():
-    """x <- x - eta G (L118) at Corollary 1's eta = sqrt(mK) blows up once sqrt(mK) L > 2;
-    x <- x - eta eta_L G (L383) converges."""
+    """x <- x - eta G (Algorithm 2) at Corollary 1's eta = sqrt(mK) blows up once
+    sqrt(mK) L > 2; x <- x - eta eta_L G (the proofs, Appendix B.2) converges."""
     c = HeterogeneousQuadratic.random(3, 8, 1.0, 0.5, 0.5, 0.3, gen())
     T, m, K = 400, 4, 4
     kw = dict(m=m, T=T, eta=math.sqrt(m * K), eta_L=1 / math.sqrt(T), x0=torch.ones(3), replicas=4, K=K)

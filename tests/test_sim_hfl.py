@@ -1,4 +1,4 @@
-"""The HFL simulator (sim.hfl) against Algorithm 1 of papers/hfl_delay_arxiv.txt A139-A161:
+"""The HFL simulator (sim.hfl) against Algorithm 1 of Ali & Arafa 2025:
 a plain per-client loop on the same draws, S = 0 as minibatch SGD, schedule identities of
 (7), (9), (13), Lemma 1 pathwise, the closed-form count moments, determinism, bad input."""
 
@@ -67,7 +67,7 @@ def test_vectorised_equals_plain_loop(sizes, U, seed):
 
 
 def test_S_zero_is_minibatch_sgd():
-    """t = 1: x^{u+1} = x^u - alpha/N sum_{i,k} g_ik(x^u) (guide 7.1 item 2)."""
+    """t = 1: x^{u+1} = x^u - alpha/N sum_{i,k} g_ik(x^u) (one step of minibatch SGD)."""
     pr, sizes = quadratic(1), [2, 3]
     gen = torch.Generator().manual_seed(3)
     sched = draw_schedule(FIG7A_DELAYS, 0.0, 60.0, 2, gen)
@@ -126,7 +126,7 @@ def test_counts_match_closed_form():
 @given(sizes=st.lists(st.integers(1, 6), min_size=1, max_size=3), S=st.floats(0, 6),
        alpha=st.floats(0.01, 5.0), seed=st.integers(0, 50))
 def test_lemma1_pathwise_on_logistic(sizes, S, alpha, seed):
-    """||g~|| <= G = R a.s.: (18) holds on every path and for every alpha (guide 7.1 item 4)."""
+    """||g~|| <= G = R a.s.: (18) holds on every path and for every alpha."""
     pr = logistic(seed)
     delays = HFLDelays((1.0,) * len(sizes), (0.3,) * len(sizes), 2.0, 0.5)
     tr = run_hfl(pr, sizes=sizes, alpha=alpha, x1=torch.zeros(3), replicas=4, delays=delays,

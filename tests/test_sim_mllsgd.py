@@ -1,4 +1,4 @@
-"""MLL-SGD simulator: exact identities and schedule of (5)-(11), papers/mllsgd.txt L115-L139."""
+"""MLL-SGD simulator: exact identities and schedule of (5)-(11) of Castiglia et al. 2021."""
 
 import math
 
@@ -97,7 +97,7 @@ def applied_steps(trace):
 @SETTINGS
 @given(scenarios())
 def test_worker_models_follow_the_matrix_form_eq5_with_T_from_eq6(scenario):
-    """X_{k+1} = (X_k - eta G_k) T_k with dense V and Z of (7), papers/mllsgd.txt L124."""
+    """X_{k+1} = (X_k - eta G_k) T_k with dense V and Z of (7)."""
     trace = run(scenario, record_iterates=True)
     V, Z = mixing_matrices(scenario["H"], scenario["hub_of"], scenario["w"])
     q, tau = scenario["q"], scenario["tau"]
@@ -124,7 +124,8 @@ def test_v_steps_equalise_hubs_and_rank_one_z_steps_equalise_everyone_at_u(scena
 @SETTINGS
 @given(scenarios())
 def test_mixing_matrices_keep_a_and_the_ones_vector(scenario):
-    """E2 of the guide: Z a = a, 1^T Z = 1^T, V a = a, V^2 = V, ZV = VZ = Z (needs H b = b)."""
+    """Propositions 1 and 3 (Appendix C.2): Z a = a, 1^T Z = 1^T, V a = a, V^2 = V,
+    ZV = VZ = Z (needs H b = b)."""
     hub_of, w, H = scenario["hub_of"], scenario["w"], scenario["H"]
     v, a, b = hub_weights(hub_of, w, H.shape[0])
     torch.testing.assert_close(a, v * b[hub_of])
@@ -195,7 +196,8 @@ def test_special_cases_run_through_run_mllsgd(name, D, per_hub, q, tau, expected
     LogisticRegression.random(30, DIM, 2.0, gen(5), batch=2),
 ])
 def test_distributed_sgd_is_minibatch_sgd_with_the_averaged_gradient(problem):
-    """D = 1, q = tau = 1, p = 1, a = 1/N (L160): u_{k+1} = u_k - eta mean_i g(u_k; xi_i)."""
+    """D = 1, q = tau = 1, p = 1, a = 1/N (Distributed SGD, Section 6):
+    u_{k+1} = u_k - eta mean_i g(u_k; xi_i)."""
     N, R, K, eta = 5, 3, 6, 0.2
     x1 = torch.randn(DIM, generator=gen(6), dtype=F64)
     trace = run_mllsgd(problem, H=[[1.0]], hub_of=torch.zeros(N, dtype=torch.long),
@@ -225,7 +227,7 @@ def test_steps_taken_per_iteration_estimates_p():
 
 @pytest.mark.parametrize("sigma", [0.0, 1.0])
 def test_with_p_one_the_quadratic_u_path_ignores_q_tau_and_H(sigma):
-    """E7 of the guide: u_{k+1} = (I - eta A) u_k - eta sum_i a_i eps_i whatever T_k is.
+    """By (10): u_{k+1} = (I - eta A) u_k - eta sum_i a_i eps_i whatever T_k is.
 
     With p = 1 the draws (coins, then noise) are the same for every configuration, so with
     the same seed the u-trajectories coincide path by path, not only in law.
@@ -318,7 +320,7 @@ def test_waiting_period_of_one_worker_is_negative_binomial(q):
 
 
 def test_waiting_period_is_the_slowest_hub_sum_of_round_maxima():
-    """Two hubs of one worker each, q = 2: max over hubs of the two rounds' sums (L243)."""
+    """Two hubs of one worker each, q = 2: max over hubs of the two rounds' sums (Section 6)."""
     p = torch.tensor([0.5, 0.5], dtype=F64)
     slots = hub_period_slots(p, torch.tensor([0, 1]), 2, 2, 3, 3000, gen(18))
     single = hub_period_slots(p[:1], torch.tensor([0]), 1, 2, 3, 3000, gen(19))

@@ -46,7 +46,7 @@ def run(model, Q, eta, theta0, seed, *, rounds=4, replicas=3, **kw):
 
 
 def literal_tdcd(model, Q, eta, theta0, rows):
-    """Algorithm 1, papers/tdcd.txt L135-L170, one replica, in numpy: loops over rounds,
+    """Algorithm 1 of Das et al. 2022, one replica, in numpy: loops over rounds,
     silos, clients, local steps and samples. ``rows`` [rounds, batch]: the recorded batches.
     Returns the hub models (concatenated blocks) at every round start, [rounds + 1, D]."""
     lay = model.layout
@@ -97,7 +97,7 @@ def test_matches_the_literal_loop_over_silos_and_clients(drawn):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setups())
 def test_virtual_sequence_identity_13(drawn):
-    """theta^{t+1} = theta^t - eta G^t to machine precision, (13) L233; theta^{rQ} = hub."""
+    """theta^{t+1} = theta^t - eta G^t to machine precision, (13); theta^{rQ} = hub."""
     model, Q, eta, theta0, seed = drawn
     tr = run(model, Q, eta, theta0, seed, record_iterates=True)
     v, G = tr.virtual, tr.G
@@ -126,7 +126,7 @@ def test_q1_is_minibatch_sgd_on_the_union_batch(drawn):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(setups())
 def test_lemma2_holds_pathwise_every_round_every_replica(drawn):
-    """(30) L449 with the paper's 4 Q^2 (1+Q) and the exact sum (theory/tdcd.md 5.2)."""
+    """Lemma 2, (30), with the paper's 4 Q^2 (1+Q) and the exact sum."""
     model, Q, eta, theta0, seed = drawn
     tr = run(model, Q, eta, theta0, seed, rounds=5, replicas=4)
     paper = 4 * Q**2 * (1 + Q) * model.L_max**2 * eta**2 * tr.g0
@@ -139,7 +139,7 @@ def test_lemma2_holds_pathwise_every_round_every_replica(drawn):
 
 
 def test_n1_k1_is_q_gradient_steps_on_one_batch_per_round():
-    """N = 1, K = 1 (theory/tdcd.md 6.2 item 6): Q full steps on the round's batch."""
+    """N = 1, K = 1: Q full steps on the round's batch."""
     lay = Layout((4,), (1,), 20, 5)
     X, y = synthetic_data(20, 4, loss="logistic", generator=torch.Generator().manual_seed(3))
     model = BlockLinear(X, y, lay, loss="logistic")
@@ -184,7 +184,7 @@ def test_batches_take_distinct_samples_per_cell_and_equal_counts_per_client():
 
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_client_gradients_are_unbiased_with_the_exact_variance(loss):
-    """Assumption 3 (8)-(9), L216-L217, at a fixed theta: over many batches, every client's
+    """Assumption 3, (8)-(9), at a fixed theta: over many batches, every client's
     g_kj averages to grad_(j) L and its variance is sigma2_at (Monte Carlo, 5 sigma)."""
     lay = Layout((2, 3), (2, 3), 12, 12)
     X, y = synthetic_data(12, 5, loss=loss, generator=torch.Generator().manual_seed(4))

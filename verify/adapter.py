@@ -6,26 +6,26 @@ its left-hand side. As in scipy.stats, the public methods are written once here
 :meth:`~Adapter.random_scenario`, :meth:`~Adapter.plot`): they validate, then call the
 hooks a result implements. Hooks:
 
-=====================  ========  ==========================================================
-hook                   required  does
-=====================  ========  ==========================================================
-``_derive``            yes       the theorem's parameters from a scenario
-``_measure``           yes       the left-hand side on a scenario (a :class:`Measurement`)
-``_draw``              no        a random admissible scenario from a :class:`~verify.draw.Draw`
-                                 (feeds the battery, the search and the hypothesis strategy)
-``_exact_unsupported`` no        why exact mode is unavailable for a scenario ("" if it is)
-``_footprint``         no        the estimated peak memory and work of a scenario
-                                 (a :class:`~verify.limits.Footprint`; default None: no
-                                 estimate), from its sizes alone, without building anything;
-                                 :meth:`~Adapter.check`, :meth:`~Adapter.parameters` and
-                                 :meth:`~Adapter.measure` refuse a scenario above the limits
-                                 of :mod:`verify.limits` before they build it
-``_compare``           no        bound vs measurement (default: :func:`verify.verdict.compare`,
-                                 scalar, per cell and paired)
-``_bound_series``      no        the bound along the run (x values, bound), for the figure
-``_plot``              no        the figure (default: running mean of the measured series
-                                 against the bound, or bars per cell)
-=====================  ========  ==========================================================
+=======================  ========  ==========================================================
+hook                     required  does
+=======================  ========  ==========================================================
+``_derive``              yes       the theorem's parameters from a scenario
+``_measure``             yes       the left-hand side on a scenario (a :class:`Measurement`)
+``_draw``                no        a random admissible scenario from a :class:`~verify.draw.Draw`
+                                   (feeds the battery, the search and the hypothesis strategy)
+``_exact_unsupported``   no        why exact mode is unavailable for a scenario ("" if it is)
+``_footprint``           no        the estimated peak memory and work of a scenario
+                                   (a :class:`~verify.limits.Footprint`; default None: no
+                                   estimate), from its sizes alone, without building anything;
+                                   :meth:`~Adapter.check`, :meth:`~Adapter.parameters` and
+                                   :meth:`~Adapter.measure` refuse a scenario above the limits
+                                   of :mod:`verify.limits` before they build it
+``_compare``             no        bound vs measurement (default: :func:`verify.verdict.compare`,
+                                   scalar, per cell and paired)
+``_bound_series``        no        the bound along the run (x values, bound), for the figure
+``_plot``                no        the figure (default: running mean of the measured series
+                                   against the bound, or bars per cell)
+=======================  ========  ==========================================================
 
 One adapter serves one key: a paper's base class holds the scenario type and the
 simulator call, and each key is a small subclass with ``key`` and ``default``. What an

@@ -12,13 +12,15 @@ the report says how far each bound's choice is from the best simulated configura
   (``bounds.choose_sync_time``); the simulation runs Algorithm 1 on a quadratic with the
   given L, sigma and Delta, every replica on its own delay path.
 * :class:`QEta` (Das et al. 2022): the (Q, eta) that reach a target epsilon of the left side
-  of (15) fastest in wall-clock time under t_Q = 3 t_comm + Q t_comp (Section 5.2).
+  of Theorem 1, eq. (15), fastest in wall-clock time under t_Q = 3 t_comm + Q t_comp
+  (Section 5.2); every variant of tdcd.theorem1, including fedbound's own ``refined``.
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -33,7 +35,8 @@ from sim.hfl import run_hfl
 from sim.problems import Quadratic
 from sim.tdcd import run_tdcd
 
-from .papers.tdcd import TDCDScenario, build, delta, sigma
+from .adapter import adapter_for
+from .papers.tdcd import TDCDScenario, build
 from .papers.tdcd import Theorem1 as TDCDTheorem1
 from .scenario import jsonable, require_float, require_int
 from .verdict import t_multiplier
@@ -110,9 +113,26 @@ class Chooser(ABC):
         """One Option per configuration, in order."""
 
 
+@contextmanager
+def one_thread():
+    """torch on one thread inside (restored after): the choosers' runs are many small tensor
+    operations, which extra threads only slow down, by a factor 10 on a busy machine."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def choose(chooser: Chooser, *, variants=None, method: str = "both") -> ChoiceReport:
     """Each variant's choice (``variants``: default every variant of the chooser's result)
     beside the simulation's, each bound choice simulated too (module docstring)."""
+    with one_thread():
+        return _choose(chooser, variants, method)
+
+
+def _choose(chooser: Chooser, variants, method: str) -> ChoiceReport:
     if method not in METHODS:
         raise ValueError(f"method={method!r} must be one of {METHODS}")
     names = list(bounds.variants(chooser.key)) if variants is None else list(variants)
@@ -144,6 +164,8 @@ def _message(chooser: Chooser, choices, options, best) -> str:
     if options is None:
         return "Bound only: " + "; ".join(f"{c.variant} chooses {_show(c.settings)}" for c in choices)
     if best is None:
+        if hasattr(chooser, "unreached"):
+            return chooser.unreached(options)
         return f"No simulated configuration reached a finite {chooser.metric}."
     if not choices:
         return f"Simulation only: best {_show(best.settings)}."
@@ -268,127 +290,223 @@ class SyncTime(Chooser):
 
 # ---------------------------------------------------------------------- TDCD: Q and eta
 
-#: multiples of eta_max(Q = 1) tried for every Q by the simulation (a grid search per Q, as
-#: the paper does, Section 5.2), besides each Q's own admissible eta_max(Q)
-ETA_MULTIPLES = (0.25, 0.5, 1.0, 2.0, 4.0)
 DEFAULT_Q_GRID = (1, 2, 5, 10, 20)
-SIM_REPLICAS = 8
+SIM_REPLICAS = 16
 SIM_ROUNDS_Q1 = 150
+#: the default target: this fraction of ||grad L(theta^0)||^2 ...
+EPSILON_FRACTION = 0.25
+#: ... and at least this multiple of the simulated noise floor (:meth:`QEta.noise_floor`)
+FLOOR_MARGIN = 2.0
+#: the simulated steps of each Q: factors of 2 from the smallest variant's eta_max(Q) / 4 up to
+#: twice the largest variant's eta_max(Q), or eta_max(1) / Q (the paper searches a grid,
+#: Section 5.2; :meth:`QEta.eta_grid`)
+ETA_BELOW, ETA_ABOVE = 0.25, 2.0
 #: step sizes per Q searched on the bound side: a log grid over BOUND_DECADES decades up to the
 #: admissible maximum (the rounds needed are unimodal in eta), refined by a scalar search
 BOUND_ETAS, BOUND_DECADES = 241, 12
 
 
-def first_time(running: np.ndarray, time: np.ndarray, epsilon: float) -> tuple[int, float] | None:
-    """(rounds, time) at the first round whose running left side of (15) is <= epsilon."""
-    hit = np.nonzero(running <= epsilon)[0]
-    if hit.size == 0:
-        return None
-    return int(hit[0]) + 1, float(time[hit[0] + 1])
+def hitting_times(running: np.ndarray, time: np.ndarray, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per replica (rows of ``running``, [replicas, rounds]): the rounds r and the wall-clock
+    time time[r] at the first round r whose running left side of (15) is <= epsilon; inf
+    for a replica that never gets there."""
+    hit = running <= epsilon
+    first = np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+    rounds = np.where(first >= 0, first + 1.0, np.inf)
+    return rounds, np.where(first >= 0, time[first + 1], np.inf)
 
 
 class QEta(Chooser):
-    """(Q, eta) reaching ``epsilon`` of the left side of (15) fastest (module docstring), on
-    the TDCD ``scenario`` (default: tdcd.theorem1's)."""
+    """(Q, eta) reaching ``epsilon`` of the left side of (15) fastest in wall-clock time
+    (module docstring), on the TDCD ``scenario`` (default: tdcd.theorem1's).
+
+    Defaults that make the choice depend on the problem: ``t_comm`` and ``t_comp`` the
+    scenario's; ``epsilon`` EPSILON_FRACTION of ||grad L(theta^0)||^2, raised to FLOOR_MARGIN
+    times the simulated noise floor when that is higher. The bound's parameters are the
+    adapter's (``verify.adapter_for("tdcd.theorem1").parameters``, K_j included for the
+    refined variant). Every simulated configuration runs ``replicas`` replicas over the time
+    of SIM_ROUNDS_Q1 rounds of Q = 1; its objective is the mean over replicas of the time at
+    which the replica's running left side first reaches epsilon, with a 95% interval (inf
+    when a replica never does or diverges)."""
 
     name = "q-eta"
     knobs = ("Q", "eta")
     metric = "wall-clock time to reach epsilon"
     key = "tdcd.theorem1"
 
-    def __init__(self, *, epsilon, t_comm, t_comp, scenario: TDCDScenario | None = None,
-                 Q_grid=None):
-        self.epsilon = require_float("epsilon", epsilon, low=0, low_open=True)
-        self.t_comm = require_float("t_comm", t_comm, low=0)
-        self.t_comp = require_float("t_comp", t_comp, low=0)
+    def __init__(self, *, epsilon=None, t_comm=None, t_comp=None,
+                 scenario: TDCDScenario | None = None, Q_grid=None, replicas: int = SIM_REPLICAS):
         self.scenario = scenario or TDCDTheorem1.default
         self.scenario.validate()
+        self.t_comm = require_float("t_comm", self.scenario.t_comm if t_comm is None else t_comm, low=0)
+        self.t_comp = require_float("t_comp", self.scenario.t_comp if t_comp is None else t_comp, low=0)
+        if self.t_comm + self.t_comp <= 0:
+            raise ValueError(f"t_comm={self.t_comm} and t_comp={self.t_comp}: a round must take "
+                             "time (t_comm + t_comp > 0)")
         Qs = DEFAULT_Q_GRID if Q_grid is None else Q_grid
         self.Q_grid = [require_int(f"Q_grid[{i}]", q) for i, q in enumerate(Qs)]
         if not self.Q_grid:
             raise ValueError("Q_grid is empty")
+        self.replicas = require_int("replicas", replicas, minimum=2)
         st = build(self.scenario)
         self.model = st.model
-        self.delta = delta(st)
-        self.a_max = 1.0 / (8 * max(self.model.L, self.model.L_max))
-        self.sigma = sigma(self.scenario, st, self.a_max / self.scenario.Q)
+        self.grad0 = float((st.model.grad(st.model.split(st.theta0)[None]) ** 2).sum())
+        adapter = adapter_for(self.key)
+        self.params = {v: self._bound_params(adapter, v) for v in bounds.variants(self.key)}
+        self.horizon = SIM_ROUNDS_Q1 * btdcd.round_time(1, self.t_comm, self.t_comp)
+        self.floor = self.noise_floor()
+        if epsilon is None:
+            self.epsilon = max(EPSILON_FRACTION * self.grad0, FLOOR_MARGIN * self.floor)
+            self.epsilon_source = (f"{EPSILON_FRACTION} ||grad L(theta^0)||^2, at least "
+                                   f"{FLOOR_MARGIN} x the noise floor")
+        else:
+            self.epsilon = require_float("epsilon", epsilon, low=0, low_open=True)
+            self.epsilon_source = "given"
+
+    def _bound_params(self, adapter, variant: str) -> dict[str, Any]:
+        """The variant's parameters on the scenario, less those the chooser sets (Q, eta, R)."""
+        thm = bounds.get(self.key, variant)
+        p = adapter.parameters(self.scenario, thm)
+        return {k: v for k, v in p.items() if k not in ("Q", "eta", "R")}
+
+    def max_step(self, variant: str, Q: int) -> float:
+        """eta_max(Q): the largest step the variant's conditions admit."""
+        return bounds.get(self.key, variant).max_step(**self.params[variant], Q=Q, R=1)
+
+    def noise_floor(self) -> float:
+        """The level ||grad L||^2 settles at: its mean over replicas and the last half of the
+        horizon, at Q = 1 with the largest admissible step of any variant."""
+        eta = max(self.max_step(v, 1) for v in self.params)
+        st = build(self.scenario)
+        with one_thread():
+            tr = run_tdcd(st.model, eta=eta, Q=1, rounds=SIM_ROUNDS_Q1, theta0=st.theta0,
+                          replicas=self.replicas, generator=st.generator)
+        g = tr.grad_sq_norm.numpy()[~tr.diverged.numpy()]
+        return float(g[:, SIM_ROUNDS_Q1 // 2:].mean()) if g.size else math.inf
 
     def inputs(self) -> dict[str, Any]:
-        return {"epsilon": self.epsilon, "t_comm": self.t_comm, "t_comp": self.t_comp,
-                "Q_grid": self.Q_grid, "scenario": self.scenario.to_dict()}
+        return {"epsilon": self.epsilon, "epsilon_source": self.epsilon_source,
+                "grad_sq_norm_0": self.grad0, "noise_floor": self.floor, "t_comm": self.t_comm,
+                "t_comp": self.t_comp, "Q_grid": self.Q_grid, "replicas": self.replicas,
+                "horizon": self.horizon, "scenario": self.scenario.to_dict()}
 
     def _time(self, Q: int, rounds) -> np.ndarray:
         return np.asarray(rounds, dtype=float) * btdcd.round_time(Q, self.t_comm, self.t_comp)
 
     def bound_choice(self, variant: str) -> BoundChoice:
-        """For each Q, the admissible eta with the fewest rounds R such that the bound <=
-        epsilon; the bound is A(eta)/R + C(eta) in R (C its limit as R grows, A = bound(R = 1) -
-        C), so R = ceil(A / (epsilon - C)), minimised
-        over eta up to the largest step of (14) for that variant (a log grid, then a bounded
-        scalar search around its best point). The fastest in wall-clock time wins;
-        unreachable targets cost infinite time."""
+        """For each Q, the admissible eta with the fewest rounds R at which the variant's bound
+        is <= epsilon; the fastest in wall-clock time wins (the smaller Q on a tie);
+        unreachable targets cost infinite time. The refined variant (derived by fedbound, not
+        published) by ``bounds.tdcd.refined_choice``; the others are A(eta)/R + C(eta) in R
+        (C the limit as R grows, A = bound(R = 1) - C), so R = ceil(A / (epsilon - C)),
+        minimised over a log grid of eta and then by a bounded scalar search."""
+        if variant == "refined":
+            rows = btdcd.refined_choice(self.epsilon, **self.params[variant], t_comm=self.t_comm,
+                                        t_comp=self.t_comp, Q_grid=self.Q_grid)["table"]
+            curve = [{"Q": r["Q"], "eta": r["eta"], "rounds": float(r["R"]), "time": r["time"]}
+                     for r in rows]
+        else:
+            curve = [self._published_row(variant, Q) for Q in self.Q_grid]
+        best = min(curve, key=lambda row: (row["time"], row["Q"]))
+        return BoundChoice(variant, {"Q": best["Q"], "eta": best["eta"]}, best["time"], curve)
+
+    def _published_row(self, variant: str, Q: int) -> dict[str, Any]:
         from scipy.optimize import minimize_scalar
 
-        thm = bounds.get(self.key, variant)
-        base = {"L": self.model.L, "L_max": self.model.L_max, "Delta": self.delta, "sigma": self.sigma}
+        thm, base = bounds.get(self.key, variant), self.params[variant]
 
-        def rounds(Q: int, eta) -> np.ndarray:
+        def rounds(eta) -> np.ndarray:
             # C: the bound as R -> infinity (no cancellation against the large A/R at R = 1)
             one, C = (np.asarray(thm.evaluate(**base, Q=Q, R=r, eta=eta)) for r in (1.0, 2.0**200))
-            A = one - C
             with np.errstate(divide="ignore", invalid="ignore"):
-                return np.where(C < self.epsilon, A / (self.epsilon - C), np.inf)
+                return np.where(C < self.epsilon, (one - C) / (self.epsilon - C), np.inf)
 
-        curve = []
-        for Q in self.Q_grid:
-            top = thm.max_step(**base, Q=Q, R=1)
-            etas = np.geomspace(top * 10.0**-BOUND_DECADES, top, BOUND_ETAS)
-            j = int(np.argmin(rounds(Q, etas)))
-            eta = float(etas[j])
-            if np.isfinite(rounds(Q, eta)):
-                lo, hi = math.log(etas[max(j - 1, 0)]), math.log(etas[min(j + 1, BOUND_ETAS - 1)])
-                res = minimize_scalar(lambda u, Q=Q: float(rounds(Q, math.exp(u))), bounds=(lo, hi),
-                                      method="bounded", options={"xatol": 1e-10})
-                if rounds(Q, math.exp(res.x)) < rounds(Q, eta):
-                    eta = float(min(math.exp(res.x), top))
-            R = max(1.0, math.ceil(float(rounds(Q, eta)) * (1 - 1e-12))) if np.isfinite(rounds(Q, eta)) \
-                else math.inf
-            curve.append({"Q": Q, "eta": eta, "rounds": R, "time": float(self._time(Q, R))})
-        best = min(curve, key=lambda row: (row["time"], row["Q"]))
-        return BoundChoice(thm.variant, {"Q": best["Q"], "eta": best["eta"]}, best["time"], curve)
+        top = self.max_step(variant, Q)
+        etas = np.geomspace(top * 10.0**-BOUND_DECADES, top, BOUND_ETAS)
+        j = int(np.argmin(rounds(etas)))
+        eta = float(etas[j])
+        if np.isfinite(rounds(eta)):
+            lo, hi = math.log(etas[max(j - 1, 0)]), math.log(etas[min(j + 1, BOUND_ETAS - 1)])
+            res = minimize_scalar(lambda u: float(rounds(math.exp(u))), bounds=(lo, hi),
+                                  method="bounded", options={"xatol": 1e-10})
+            if rounds(math.exp(res.x)) < rounds(eta):
+                eta = float(min(math.exp(res.x), top))
+        R = max(1.0, math.ceil(float(rounds(eta)) * (1 - 1e-12))) if np.isfinite(rounds(eta)) \
+            else math.inf
+        return {"Q": Q, "eta": eta, "rounds": R, "time": float(self._time(Q, R))}
+
+    def eta_grid(self, Q: int) -> list[float]:
+        """The simulated steps of Q: factors of 2 from ETA_BELOW x the smallest variant's
+        eta_max(Q) up to ETA_ABOVE x the largest's, or up to ETA_ABOVE x the largest
+        eta_max(1) / Q if that is higher (so that every Q is tried up to the same eta Q)."""
+        tops = [self.max_step(v, Q) for v in self.params]
+        lo = ETA_BELOW * min(tops)
+        hi = ETA_ABOVE * max(max(tops), max(self.max_step(v, 1) for v in self.params) / Q)
+        return (lo * 2.0 ** np.arange(int(math.floor(math.log2(hi / lo) + 1e-9)) + 1)).tolist()
 
     def candidates(self) -> list[dict[str, Any]]:
-        """For each Q: its admissible eta_max(Q) and ETA_MULTIPLES x eta_max(1) (steps beyond
-        (14) included: the paper searches a grid)."""
-        return [{"Q": Q, "eta": float(eta)} for Q in self.Q_grid
-                for eta in sorted({self.a_max / Q, *(self.a_max * f for f in ETA_MULTIPLES)})]
+        """Every Q of the grid with every step of :meth:`eta_grid`."""
+        return [{"Q": Q, "eta": eta} for Q in self.Q_grid for eta in self.eta_grid(Q)]
 
     def simulate(self, settings: list[dict[str, Any]]) -> list[Option]:
-        """All the steps of one Q in one vectorised run (SIM_REPLICAS replicas per step), over
-        a time horizon of SIM_ROUNDS_Q1 rounds of Q = 1; the first round at which the replica
-        mean of the running left side of (15) is <= epsilon."""
-        horizon = SIM_ROUNDS_Q1 * btdcd.round_time(1, self.t_comm, self.t_comp)
+        """All the steps of one Q in one vectorised run (``replicas`` replicas per step) over
+        the horizon; per replica the time at which its running left side of (15) first
+        reaches epsilon; the Option's loss is their mean with its 95% interval, and
+        ``extra`` has the mean rounds, the mean left side at the horizon with its interval,
+        and whether the step is admissible for each variant."""
         out: dict[int, Option] = {}
         for Q in dict.fromkeys(row["Q"] for row in settings):
             idx = [i for i, row in enumerate(settings) if row["Q"] == Q]
             etas = [settings[i]["eta"] for i in idx]
-            steps = torch.tensor(etas, dtype=torch.float64).repeat_interleave(SIM_REPLICAS)
-            rounds = max(1, math.ceil(horizon / btdcd.round_time(Q, self.t_comm, self.t_comp)))
+            steps = torch.tensor(etas, dtype=torch.float64).repeat_interleave(self.replicas)
+            rounds = max(1, math.ceil(self.horizon / btdcd.round_time(Q, self.t_comm, self.t_comp)))
             st = build(self.scenario)
             tr = run_tdcd(st.model, eta=steps, Q=Q, rounds=rounds, theta0=st.theta0,
                           replicas=steps.numel(), generator=st.generator, t_comm=self.t_comm,
                           t_comp=self.t_comp)
-            running = tr.running_lhs.numpy().reshape(len(etas), SIM_REPLICAS, rounds)
-            diverged = tr.diverged.numpy().reshape(len(etas), SIM_REPLICAS).any(axis=1)
+            running = tr.running_lhs.numpy().reshape(len(etas), self.replicas, rounds)
+            diverged = tr.diverged.numpy().reshape(len(etas), self.replicas)
+            tops = {v: self.max_step(v, Q) for v in self.params}
             for k, i in enumerate(idx):
-                hit = None if diverged[k] else first_time(running[k].mean(axis=0), tr.time.numpy(),
-                                                         self.epsilon)
-                admissible = etas[k] <= self.a_max / Q * (1 + 1e-12)
-                out[i] = Option(dict(settings[i]), math.inf if hit is None else hit[1], 0.0,
-                                {"rounds": None if hit is None else hit[0], "admissible": admissible,
-                                 "diverged": bool(diverged[k]), "horizon": horizon,
-                                 "replicas": SIM_REPLICAS})
+                r, t = hitting_times(running[k], tr.time.numpy(), self.epsilon)
+                t[diverged[k]] = np.inf
+                final = np.where(diverged[k], np.inf, running[k][:, -1])
+                out[i] = Option(dict(settings[i]), float(t.mean()), _half_width(t) if np.isfinite(t).all()
+                                else math.inf,
+                                {"rounds": float(r.mean()), "lhs_at_horizon": float(final.mean()),
+                                 "lhs_at_horizon_ci": _half_width(final),
+                                 "admissible": [v for v, top in tops.items()
+                                                if etas[k] <= top * (1 + 1e-12)],
+                                 "diverged": int(diverged[k].sum()), "replicas": self.replicas})
         return [out[i] for i in range(len(settings))]
+
+    def unreached(self, options: list[Option]) -> str:
+        """One line: no configuration reaches epsilon, and the closest one."""
+        o = min(options, key=lambda o: o.extra["lhs_at_horizon"])
+        return (f"No configuration reaches epsilon = {self.epsilon:.4g} within the horizon "
+                f"{self.horizon:.4g}; the lowest left side there is {o.extra['lhs_at_horizon']:.4g} "
+                f"at {_show(o.settings)}.")
+
+
+def q_eta_evidence(ratios=(1.0, 10.0, 100.0), *, scenario: TDCDScenario | None = None,
+                   t_comp: float = 1.0, replicas: int = SIM_REPLICAS) -> list[dict[str, Any]]:
+    """For each t_comm / t_comp in ``ratios``: :func:`choose` with every variant of
+    tdcd.theorem1 and the defaults of :class:`QEta`, one row per choice (each variant's and the
+    simulation's best): Q, eta, the simulated time to epsilon with its 95% half-width, that
+    time relative to the best simulated one (inf: some replica never reached epsilon), and the
+    simulated left side at the horizon relative to the best configuration's."""
+    rows = []
+    for ratio in ratios:
+        rep = choose(QEta(t_comm=ratio * t_comp, t_comp=t_comp, scenario=scenario, replicas=replicas))
+        if rep.best is None:
+            raise ValueError(f"t_comm/t_comp={ratio}: {rep.message}")
+        picks = [(c.variant, c.simulated) for c in rep.bound] + [("simulation", rep.best)]
+        for who, o in picks:
+            rows.append({"ratio": ratio, "epsilon": rep.inputs["epsilon"], "chooser": who,
+                         "Q": o.settings["Q"], "eta": o.settings["eta"], "time": o.loss, "ci": o.ci,
+                         "relative_time": o.loss / rep.best.loss,
+                         "relative_lhs": o.extra["lhs_at_horizon"] / rep.best.extra["lhs_at_horizon"]})
+    return rows
 
 
 # ---------------------------------------------------------------------- sweeps for figures

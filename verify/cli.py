@@ -405,7 +405,8 @@ def cmd_choose_q_eta(args):
 
     scenario = None if args.scenario is None else _read_scenario("tdcd.theorem1", args.scenario)[0]
     return _choice(args, choose.QEta(epsilon=args.epsilon, t_comm=args.t_comm, t_comp=args.t_comp,
-                                     scenario=scenario, Q_grid=_grid(args.Q, "--Q", int)))
+                                     scenario=scenario, Q_grid=_grid(args.Q, "--Q", int),
+                                     **({} if args.replicas is None else {"replicas": args.replicas})))
 
 
 # ---------------------------------------------------------------- parser
@@ -424,7 +425,7 @@ EXAMPLES = {
     "choose-sync-time": "fedbound choose-sync-time --sizes 15,15 --delays "
                         "0.01,0.85,0.001,0.085,4,2,0.4,0.2 --T 600 --alpha 0.05 --L 1 --G 10 "
                         "--sigma 10 --Delta 10",
-    "choose-q-eta": "fedbound choose-q-eta --epsilon 0.05 --t-comm 100 --t-comp 1",
+    "choose-q-eta": "fedbound choose-q-eta --t-comm 100 --t-comp 1",
     "sweep": "fedbound sweep spec.json --db sweep.sqlite --jobs 2",
     "report": "fedbound report --db sweep.sqlite --out sweep-report",
 }
@@ -536,9 +537,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=_seed, default=0, help="seed of the simulation")
     p = add("choose-q-eta", cmd_choose_q_eta,
             "TDCD: which Q and eta reach accuracy epsilon fastest in wall-clock time")
-    p.add_argument("--epsilon", type=float, required=True, help="target of the left side of (15)")
-    p.add_argument("--t-comm", type=float, required=True, help="time of one communication")
-    p.add_argument("--t-comp", type=float, required=True, help="time of one local step")
+    p.add_argument("--epsilon", type=float,
+                   help="target of the left side of Theorem 1, eq. (15) (default: 0.25 "
+                        "||grad L(theta^0)||^2, at least twice the simulated noise floor)")
+    p.add_argument("--t-comm", type=float, help="time of one communication (default: the scenario's)")
+    p.add_argument("--t-comp", type=float, help="time of one local step (default: the scenario's)")
+    p.add_argument("--replicas", type=int,
+                   help="simulated replicas per configuration (default 16)")
     p.add_argument("--scenario", help="TDCD scenario JSON file (default: tdcd.theorem1's)")
     p.add_argument("--variant", help="comma-separated variants of tdcd.theorem1 (default: all)")
     p.add_argument("--method", choices=("bound", "simulate", "both"), default="both")

@@ -617,6 +617,8 @@ def run_sweep(spec: SweepSpec, store: Store, executor: Executor | None = None,
     except KeyboardInterrupt:
         for f in running:
             f.cancel()
+        with suppress(sqlite3.Error):  # the interruption may fall between a store and its count
+            pending = {d: None for d in pending if d not in store.finished()}
         raise KeyboardInterrupt(f"{ran} scenarios run by this driver are stored in {store.path} "
                                 f"({total - len(pending)} of {total} in all); run the same "
                                 "command again to resume") from None

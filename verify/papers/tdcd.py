@@ -190,6 +190,8 @@ class TDCD(Adapter):
         st = build(s)
         m = st.model
         params = {"L": m.L, "L_max": m.L_max, "Delta": delta(st), "R": s.rounds, "Q": s.Q}
+        if "K" in thm.params:   # refined: K_j of the silo-average noise sigma_j^2 / K_j
+            params["K"] = np.asarray(s.clients, dtype=float)
         params["eta"] = float(s.eta) if s.eta is not None else thm.max_step(**params)
         params["sigma"] = sigma(s, st, params["eta"])
         return params

@@ -1,0 +1,60 @@
+"""Sphinx configuration: the user guide (Markdown, through MyST) and the API reference
+(autodoc + napoleon from the docstrings). Built by ``make docs`` with warnings as errors."""
+
+from importlib.metadata import version as _version
+
+project = "fedbound"
+author = "the fedbound developers"
+release = _version("fedbound")
+version = release
+
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax", "myst_parser"]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+exclude_patterns = ["_build"]
+myst_enable_extensions = ["dollarmath"]
+myst_heading_anchors = 3
+autodoc_member_order = "bysource"
+autodoc_default_options = {"members": True, "undoc-members": False}
+autodoc_typehints = "description"
+html_theme = "alabaster"
+# bounds re-exports bounds.core (bounds.Theorem is bounds.core.Theorem): a name has two targets
+suppress_warnings = ["ref.python"]
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _plain_text(app, what, name, obj, options, lines):
+    """The docstrings are written to be read as plain text (``help()``, an editor): norms and
+    set sizes as ||x|| and |N_i|, aligned lists with hanging indents. Escape the bars so that
+    reStructuredText does not read them as substitutions (``literals`` keep theirs), and
+    show a paragraph with a hanging indent (not a table, a directive or a literal block) as
+    preformatted text, as it is meant to be read."""
+    for k, line in enumerate(lines):
+        parts = line.split("``")
+        lines[k] = "``".join(p if i % 2 else p.replace("|", r"\|") for i, p in enumerate(parts))
+    out, block = [], []
+
+    def flush():
+        first = block[0] if block else ""
+        special = first.lstrip().startswith(("==", "+-", "..", "- ", "* ")) or (
+            out and out[-1 - (out[-1] == "")].rstrip().endswith("::"))
+        if block and not special and any(_indent(b) > _indent(first) for b in block[1:]):
+            out.extend([".. code-block:: text", ""] + ["    " + b for b in block])
+        else:
+            out.extend(block)
+        block.clear()
+
+    for line in lines:
+        if line.strip():
+            block.append(line)
+        else:
+            flush()
+            out.append(line)
+    flush()
+    lines[:] = out
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _plain_text, priority=400)  # before napoleon

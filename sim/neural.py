@@ -1,0 +1,279 @@
+"""Neural networks as simulator problems: any ``torch.nn.Module`` with a cross-entropy loss.
+
+The module's parameters (``named_parameters`` order) are flattened to one vector of
+``dim`` entries per model, so the algorithms of ``sim`` run on a network exactly as on a
+quadratic: a batch of models is a tensor [..., dim]. Losses and gradients of all models
+at once go through ``torch.func.functional_call`` vmapped over the leading dimensions
+(``torch.func.grad`` for gradients): one call for every replica and worker, never a
+Python loop over them.
+
+- :class:`NeuralProblem`: a ``sim.problems.Problem`` (MLL-SGD, HFL): F(x) is the mean
+  cross-entropy over a data set held as tensors; the stochastic gradient is the gradient
+  of the mean loss over ``batch`` samples drawn uniformly with replacement, one
+  ``randint`` draw [..., batch] from the generator per call, the mini-batch g(x; xi) of
+  Castiglia et al. 2021, eq. (1) and Assumption 1c.
+- :class:`NeuralClients`: the client interface of ``sim.afl.run_afl`` (AFA-CD, AFA-CS)
+  with each worker's own data (a ``sim.data.Partition``): f(x) = (1/M) sum_i f_i(x), f_i
+  the mean loss over worker i's samples (the objective of Yang et al. 2022, Section 3).
+- :func:`mlp` and :func:`small_cnn`: two small architectures for the 64 features of the
+  8x8 digits (``sim.data.load_digits``), with smooth activations (tanh, average pooling)
+  so that the gradient is Lipschitz (Assumption 1a of Castiglia et al. 2021).
+
+No constant is known for a general network: ``L``, ``beta``, ``sigma`` and ``G`` are None
+(they must be estimated); ``f_inf = 0`` is a certified lower bound (cross-entropy >= 0).
+The module runs in eval mode, float64, with its buffers held constant, so the loss is a
+deterministic function of the flat parameters: the same seed gives the same numbers, bit
+for bit. ``chunk_size`` bounds how many models one vmapped call evaluates at a time
+(memory); the numbers do not depend on it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Sequence
+
+import torch
+from torch.func import functional_call, grad, grad_and_value, vmap
+
+from sim.data import Partition
+from sim.problems import DTYPE, Problem, rand, randint
+
+
+def mlp(in_features: int = 64, hidden: Sequence[int] = (32,), classes: int = 10) -> torch.nn.Module:
+    """Linear layers of widths ``in_features``, ``hidden``..., ``classes`` with tanh between."""
+    widths = [in_features, *hidden, classes]
+    layers: list[torch.nn.Module] = []
+    for i, (a, b) in enumerate(zip(widths[:-1], widths[1:], strict=True)):
+        layers.append(torch.nn.Linear(a, b))
+        if i < len(widths) - 2:
+            layers.append(torch.nn.Tanh())
+    return torch.nn.Sequential(*layers)
+
+
+def small_cnn(classes: int = 10, channels: int = 8) -> torch.nn.Module:
+    """For 8x8 single-channel images given as 64 features: conv 3x3 (``channels``), tanh,
+    2x2 average pooling, conv 3x3 (2 ``channels``), tanh, 2x2 average pooling, linear.
+    (Vmapped over models, a convolution becomes one grouped convolution; on CPU in float64
+    torch runs it group by group, so the vectorised CNN is no faster than a loop there:
+    see benchmarks/bench_neural.py.)"""
+    c = channels
+    return torch.nn.Sequential(
+        torch.nn.Unflatten(1, (1, 8, 8)),
+        torch.nn.Conv2d(1, c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
+        torch.nn.Conv2d(c, 2 * c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(2 * c * 2 * 2, classes),
+    )
+
+
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Per-sample CE = logsumexp(logits) - logits[target], [batch]: the numbers of
+    ``torch.nn.functional.cross_entropy(reduction="none")`` up to round-off, written with
+    ``logsumexp`` and ``gather`` because the vmapped backward of ``log_softmax`` is several
+    times slower on CPU."""
+    return torch.logsumexp(logits, dim=-1) - logits.gather(-1, targets[:, None]).squeeze(-1)
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name}={value!r} must be an integer >= 1")
+    return value
+
+
+class _FlatModule:
+    """A module evaluated at flat parameter vectors: layout, initial vector, weighted loss."""
+
+    def __init__(self, module: torch.nn.Module, features, labels, device, chunk_size):
+        if not isinstance(module, torch.nn.Module):
+            raise ValueError(f"module={type(module).__name__} must be a torch.nn.Module")
+        self.features = torch.as_tensor(features, dtype=DTYPE, device=device)
+        self.labels = torch.as_tensor(labels, device=self.features.device)
+        n = self.features.shape[0] if self.features.ndim else 0
+        if n < 1 or not torch.isfinite(self.features).all():
+            raise ValueError(f"features must be finite with at least one sample, got shape "
+                             f"{tuple(self.features.shape)}")
+        if (self.labels.shape != (n,) or self.labels.dtype.is_floating_point
+                or self.labels.dtype == torch.bool or (self.labels < 0).any()):
+            raise ValueError(f"labels must be {n} integer class indices >= 0")
+        self.labels = self.labels.long()
+        self.n = n
+        self.chunk_size = None if chunk_size is None else _positive_int("chunk_size", chunk_size)
+        self.module = copy.deepcopy(module).to(device=self.features.device, dtype=DTYPE).eval()
+        named = list(self.module.named_parameters())
+        if not named:
+            raise ValueError("module has no parameters: nothing to train")
+        self.names = [name for name, _ in named]
+        self.shapes = [p.shape for _, p in named]
+        self.sizes = [p.numel() for _, p in named]
+        self.dim = sum(self.sizes)
+        with torch.no_grad():
+            out = self.module(self.features[:1])
+        if out.ndim != 2 or out.shape[0] != 1:
+            raise ValueError(f"module must map [batch, ...] inputs to [batch, classes] logits, "
+                             f"got output shape {tuple(out.shape)} for one sample")
+        self.classes = int(out.shape[1])
+        if int(self.labels.max()) >= self.classes:
+            raise ValueError(f"labels reach {int(self.labels.max())} but the module has "
+                             f"{self.classes} outputs")
+
+    @property
+    def device(self) -> torch.device:
+        return self.features.device
+
+    def initial(self) -> torch.Tensor:
+        """The module's own parameters as one flat float64 vector [dim] (a start x1)."""
+        return torch.cat([p.detach().reshape(-1) for p in self.module.parameters()])
+
+    def parameters_of(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """{name: tensor} of one flat vector [dim] (views, as ``functional_call`` takes)."""
+        pieces = flat.split(self.sizes)
+        return {name: piece.reshape(shape)
+                for name, shape, piece in zip(self.names, self.shapes, pieces, strict=True)}
+
+    def weighted_loss(self, flat: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor,
+                      weights: torch.Tensor) -> torch.Tensor:
+        """sum_j weights_j CE(h(flat; inputs_j), targets_j) for one model."""
+        logits = functional_call(self.module, self.parameters_of(flat), (inputs,))
+        return (weights * cross_entropy(logits, targets)).sum()
+
+    def batched(self, fn: Callable, x: torch.Tensor, data: tuple, data_dims: tuple) -> object:
+        """``fn`` vmapped over the leading dimensions of ``x`` [..., dim] (flattened to one),
+        with ``data`` mapped along dimension 0 where ``data_dims`` says 0 (already flattened
+        to match) and shared where None; results reshaped back to ``x``'s leading shape."""
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"x must have shape [..., {self.dim}], got {tuple(x.shape)}")
+        lead = x.shape[:-1]
+        flat = x.reshape(-1, self.dim)
+        out = vmap(fn, in_dims=(0, *data_dims), chunk_size=self.chunk_size)(flat, *data)
+        if isinstance(out, tuple):
+            return tuple(o.reshape(lead + o.shape[1:]) for o in out)
+        return out.reshape(lead + out.shape[1:])
+
+    def moved(self, device):
+        """A shallow copy with the data and the module on ``device``."""
+        copied = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, torch.Tensor):
+                setattr(copied, name, value.to(device))
+        copied.module = copy.deepcopy(self.module).to(device)
+        return copied
+
+
+class NeuralProblem(_FlatModule, Problem):
+    """F(x) = (1/n) sum_j CE(h(x; a_j), y_j) over ``features`` [n, ...] and ``labels`` [n]
+    for the network ``module`` with flat parameters x (see the module docstring).
+
+    ``batch``: samples per stochastic gradient, drawn uniformly with replacement.
+    Constants: ``L = beta = sigma = G = None`` (unknown), ``f_inf = 0`` (lower bound).
+    """
+
+    def __init__(self, module: torch.nn.Module, features, labels, *, batch: int = 1,
+                 device=None, chunk_size: int | None = None):
+        super().__init__(module, features, labels, device, chunk_size)
+        self.batch = _positive_int("batch", batch)
+        self.uniform = torch.full((self.n,), 1.0 / self.n, dtype=DTYPE, device=self.device)
+        self.L = self.beta = self.sigma = self.G = None
+        self.f_inf = 0.0
+
+    def _full(self, fn: Callable, x: torch.Tensor):
+        return self.batched(fn, x, (self.features, self.labels, self.uniform), (None, None, None))
+
+    def loss(self, x: torch.Tensor) -> torch.Tensor:
+        return self._full(self.weighted_loss, x)
+
+    def grad(self, x: torch.Tensor) -> torch.Tensor:
+        return self._full(grad(self.weighted_loss), x)
+
+    def loss_and_grad_sq(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """F(x) and ||grad F(x)||^2 from one forward and backward pass per model."""
+        g, value = self._full(grad_and_value(self.weighted_loss), x)
+        return value, g.square().sum(-1)
+
+    def stochastic_grad(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """The gradient of the mean loss over ``batch`` indices per model, drawn by one
+        ``randint(n, [..., batch])``."""
+        idx = randint(self.n, (*x.shape[:-1], self.batch), generator, self.device).reshape(-1, self.batch)
+        weights = torch.full((self.batch,), 1.0 / self.batch, dtype=DTYPE, device=self.device)
+        return self.batched(grad(self.weighted_loss), x,
+                            (self.features[idx], self.labels[idx], weights), (0, 0, None))
+
+    def to(self, device) -> NeuralProblem:
+        return self.moved(device)
+
+
+class NeuralClients(_FlatModule):
+    """Workers with their own data: worker i holds the samples ``partition.owner == i`` of
+    ``features``/``labels``; f_i is the mean loss over them and f = (1/M) sum_i f_i. The
+    interface of ``sim.afl.run_afl``: ``M``, ``dim``, ``loss``, ``grad`` (of f),
+    ``worker_grads`` and ``worker_gradient_sampler`` (of the f_i, on x [..., M, dim]).
+
+    A stochastic gradient of worker i is the gradient of the mean loss over ``batch`` of
+    its samples drawn uniformly with replacement: one ``rand([..., M, batch])`` draw per
+    call, sample floor(u n_i) of worker i. Constants as for :class:`NeuralProblem`
+    (``L``, ``sigma_L``, ``sigma_G`` None; ``f_star = 0`` a lower bound).
+    """
+
+    def __init__(self, module: torch.nn.Module, features, labels, partition: Partition, *,
+                 batch: int = 1, device=None, chunk_size: int | None = None):
+        super().__init__(module, features, labels, device, chunk_size)
+        if not isinstance(partition, Partition) or partition.owner.shape != (self.n,):
+            raise ValueError(f"partition must be a sim.data.Partition of the {self.n} samples")
+        table, sizes = partition.table()
+        empty = torch.nonzero(sizes == 0).flatten()
+        if empty.numel():
+            raise ValueError(f"partition leaves workers {empty.tolist()[:10]} without samples: "
+                             "every worker needs data (another seed, a larger alpha or fewer workers)")
+        self.M = partition.workers
+        self.batch = _positive_int("batch", batch)
+        self.table = table.to(self.device)                                   # [M, n_max]
+        self.counts = sizes.to(self.device)                                  # [M] n_i
+        mask = torch.arange(table.shape[1], device=self.device) < self.counts[:, None]
+        self.local_weights = mask.to(DTYPE) / self.counts[:, None]           # [M, n_max]
+        self.L = self.sigma_L = self.sigma_G = None
+        self.f_star = 0.0
+
+    def _mean_of_workers(self, fn: Callable, x: torch.Tensor):
+        """``fn`` at x [..., dim] on all workers' data weighted 1/(M n_i): f = mean_i f_i."""
+        data = (self.features[self.table].flatten(0, 1), self.labels[self.table].flatten(),
+                (self.local_weights / self.M).flatten())
+        return self.batched(fn, x, data, (None, None, None))
+
+    def loss(self, x: torch.Tensor) -> torch.Tensor:
+        return self._mean_of_workers(self.weighted_loss, x)
+
+    def grad(self, x: torch.Tensor) -> torch.Tensor:
+        return self._mean_of_workers(grad(self.weighted_loss), x)
+
+    def _per_worker(self, x: torch.Tensor, inputs, targets, weights) -> torch.Tensor:
+        """grad f_i-type gradients at x [..., M, dim] with per-worker data [M, b, ...]
+        (shared over the other leading dimensions) or [P, M, b, ...] (one per model)."""
+        if x.ndim < 2 or x.shape[-2:] != (self.M, self.dim):
+            raise ValueError(f"x must have shape [..., M={self.M}, {self.dim}], got {tuple(x.shape)}")
+        flat = x.reshape(-1, self.M, self.dim)
+        shared = inputs.ndim == self.features.ndim + 1
+        inner = vmap(grad(self.weighted_loss), in_dims=(0, 0, 0, 0))
+        outer = vmap(inner, in_dims=(0, None, None, None) if shared else (0, 0, 0, 0),
+                     chunk_size=self.chunk_size)
+        return outer(flat, inputs, targets, weights).reshape(x.shape)
+
+    def worker_grads(self, x: torch.Tensor) -> torch.Tensor:
+        """grad f_i at x [..., M, dim] (worker i on row i)."""
+        return self._per_worker(x, self.features[self.table], self.labels[self.table],
+                                self.local_weights)
+
+    def stochastic_worker_grads(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        lead = x.shape[:-2]
+        u = rand((*lead, self.M, self.batch), generator, self.device)
+        counts = self.counts[:, None]
+        slot = torch.minimum(torch.floor(u * counts).long(), counts - 1)
+        rows = torch.arange(self.M, device=self.device)[:, None]
+        idx = self.table[rows, slot].reshape(-1, self.M, self.batch)
+        weights = torch.full((idx.shape[0], self.M, self.batch), 1.0 / self.batch, dtype=DTYPE,
+                             device=self.device)
+        return self._per_worker(x, self.features[idx], self.labels[idx], weights)
+
+    def worker_gradient_sampler(self, shape, generator: torch.Generator):
+        """``x -> stochastic_worker_grads(x, generator)`` (the interface run_afl uses)."""
+        return lambda x: self.stochastic_worker_grads(x, generator)
+
+    def to(self, device) -> NeuralClients:
+        return self.moved(device)

@@ -1,0 +1,93 @@
+"""Citations a reader of the published papers can follow (issue 15, item 1).
+
+A ratchet: the files listed in SWEPT cite the papers by theorem, equation, section, appendix
+or algorithm and never by our private text copies (``papers/*.txt``), reading guides
+(``theory/*.md``), ``../shared`` or their line numbers (``L123``, ``J123``, ``A123``).
+The remaining files (bounds/mllsgd.py, bounds/tdcd.py, bounds/afl.py, verify/, the other
+notebooks, README, ...) follow: add each to SWEPT once it is swept.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import bounds
+from bounds.references import PAPERS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SWEPT = (
+    "bounds/__init__.py", "bounds/references.py", "bounds/hfl.py", "bounds/delays.py",
+    "bounds/topology.py", "bounds/tuning.py",
+    "sim/__init__.py", "sim/afl.py", "sim/hfl.py", "sim/mllsgd.py", "sim/problems.py",
+    "sim/tdcd.py", "sim/trace.py",
+    "benchmarks/bench_afl.py", "benchmarks/bench_bounds.py", "benchmarks/bench_choosers_hfl.py",
+    "benchmarks/bench_fused.py", "benchmarks/bench_hfl.py", "benchmarks/bench_official.py",
+    "benchmarks/bench_scaling.py", "benchmarks/bench_sim.py", "benchmarks/bench_tdcd.py",
+    "notebooks/01_mllsgd.ipynb", "notebooks/02_hfl_sync_time.ipynb",
+)
+
+#: what a citation a reader cannot follow looks like
+FORBIDDEN = {
+    "text copy": re.compile(r"papers/"),
+    "reading guide": re.compile(r"theory/|\(guide\b|\bguide\W{1,3}(section|§|\d|[A-Z]\d)"),
+    "path outside the repository": re.compile(r"\.\./shared"),
+    "line number of a text copy": re.compile(r"\b[LJA][1-9]\d{1,3}\b"),
+}
+
+
+def _text(path: Path) -> str:
+    """The text a reader sees: the file, or a notebook's cell sources (outputs are not
+    stored)."""
+    if path.suffix == ".ipynb":
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        return "\n".join("".join(c["source"]) for c in cells)
+    return path.read_text(encoding="utf-8")
+
+
+def _hits(text: str) -> list[str]:
+    return [f"{kind}: {line.strip()[:120]!r}" for line in text.splitlines()
+            for kind, pattern in FORBIDDEN.items() if pattern.search(line)]
+
+
+@pytest.mark.parametrize("name", SWEPT)
+def test_swept_file_cites_no_text_copy(name):
+    assert _hits(_text(ROOT / name)) == []
+
+
+@pytest.mark.parametrize("line", [
+    "papers/hfl_delay_journal.txt L247", "(J128)", "A298", "see theory/hfl_delay.md",
+    "../shared/DESIGN.md", "(guide 6.3)", "the guide (section 3.4)", "L1102",
+])
+def test_the_ratchet_catches_each_form(line):
+    assert _hits(line)
+
+
+@pytest.mark.parametrize("line", [
+    "Ali & Arafa 2025, Theorem 2, eq. (20)", "# noqa: A001", "an L2 norm", "Fig. 13 (Section IV-D)",
+])
+def test_the_ratchet_passes_a_readable_citation(line):
+    assert _hits(line) == []
+
+
+def _hfl_results():
+    return [(row["key"], v) for row in bounds.list() if row["key"].startswith("hfl.")
+            for v in row["variants"]]
+
+
+def _names_a_paper(citation: str) -> bool:
+    return any(citation.startswith(p.short) for p in PAPERS.values())
+
+
+@pytest.mark.parametrize("key, variant", _hfl_results())
+def test_hfl_citations_name_a_paper_and_a_followable_place(key, variant):
+    thm = bounds.get(key, variant)
+    citations = [thm.citation, *(e.citation for e in thm.errata),
+                 *(c.citation for c in thm.conditions)]
+    assert all(_names_a_paper(c) for c in citations), citations
+    texts = [thm.title, thm.notes, *citations, *(p.description for p in thm.params.values()),
+             *(f"{e.where} {e.printed} {e.corrected}" for e in thm.errata),
+             *(c.name for c in thm.conditions)]
+    assert _hits("\n".join(texts)) == []

@@ -1,0 +1,208 @@
+"""sim.data: the bundled data sets and the partitions across workers and silos."""
+
+import math
+import sys
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.data import (
+    INSTALL_HINT,
+    dirichlet_partition,
+    iid_partition,
+    label_partition,
+    load_breast_cancer,
+    load_digits,
+    vertical_split,
+)
+from sim.tdcd import Layout
+
+SETTINGS = settings(max_examples=25, deadline=None)
+
+
+def gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+def random_labels(seed, n, classes):
+    """Labels with every class present (the first ``classes`` samples), then random."""
+    rest = torch.randint(classes, (n - classes,), generator=gen(seed + 10_000))
+    return torch.cat([torch.arange(classes), rest])
+
+
+def assert_covers_once(partition, n):
+    """Every sample in exactly one worker's row of the padded table."""
+    table, sizes = partition.table()
+    listed = torch.cat([table[i, :sizes[i]] for i in range(partition.workers)])
+    assert torch.equal(torch.sort(listed).values, torch.arange(n))
+    for i in range(partition.workers):
+        assert torch.equal(table[i, :sizes[i]], torch.nonzero(partition.owner == i).flatten())
+
+
+# ---------------------------------------------------------------- loaders
+
+
+@pytest.mark.parametrize("loader, name, n, p, classes", [
+    (load_digits, "load_digits", 1797, 64, 10),
+    (load_breast_cancer, "load_breast_cancer", 569, 30, 2),
+])
+def test_loaders_standardise_like_sklearns_standard_scaler(loader, name, n, p, classes):
+    from sklearn import datasets
+    from sklearn.preprocessing import StandardScaler
+
+    raw = getattr(datasets, name)()
+    data = loader()
+    assert data.features.shape == (n, p) and data.features.dtype == torch.float64
+    assert data.labels.dtype == torch.int64 and data.classes == classes
+    assert torch.equal(data.labels, torch.as_tensor(raw.target, dtype=torch.int64))
+    expected = StandardScaler().fit_transform(raw.data)
+    np.testing.assert_allclose(data.features.numpy(), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_missing_scikit_learn_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    with pytest.raises(ImportError, match=r"pip install fedbound\[data\]") as info:
+        load_digits()
+    assert str(info.value) == INSTALL_HINT and "\n" not in INSTALL_HINT
+
+
+# ---------------------------------------------------------------- horizontal partitions
+
+
+@SETTINGS
+@given(n=st.integers(1, 300), workers=st.integers(1, 40), seed=st.integers(0, 1000))
+def test_iid_partition_covers_every_sample_once_with_balanced_sizes(n, workers, seed):
+    if workers > n:
+        with pytest.raises(ValueError, match="workers"):
+            iid_partition(n, workers, gen(seed))
+        return
+    part = iid_partition(n, workers, gen(seed))
+    assert_covers_once(part, n)
+    sizes = part.sizes
+    assert int(sizes.max()) - int(sizes.min()) <= 1 and int(sizes.sum()) == n
+
+
+def test_iid_partition_is_uniform_over_assignments():
+    """P(sample j on worker i) = 1/M for every j and i (law of a random permutation)."""
+    n, M, draws = 6, 3, 3000
+    hits = torch.zeros(n, M)
+    for seed in range(draws):
+        hits[torch.arange(n), iid_partition(n, M, gen(seed)).owner] += 1
+    se = math.sqrt((1 / M) * (1 - 1 / M) / draws)
+    assert ((hits / draws - 1 / M).abs() <= 5 * se).all(), hits / draws
+
+
+@SETTINGS
+@given(classes=st.integers(2, 8), workers=st.integers(1, 12), c=st.integers(1, 4),
+       seed=st.integers(0, 1000))
+def test_label_partition_gives_each_worker_its_classes_only(classes, workers, c, seed):
+    c = min(c, classes)
+    labels = random_labels(seed, 200, classes)
+    if workers * c < classes:
+        with pytest.raises(ValueError, match="classes_per_worker"):
+            label_partition(labels, workers, c, gen(seed))
+        return
+    part = label_partition(labels, workers, c, gen(seed))
+    assert_covers_once(part, labels.numel())
+    for i in range(workers):
+        allowed = {(i * c + j) % classes for j in range(c)}
+        assert set(labels[part.owner == i].tolist()) <= allowed
+    for k in range(classes):  # class k dealt evenly among its holders
+        holders = [i for i in range(workers) if k in {(i * c + j) % classes for j in range(c)}]
+        counts = torch.bincount(part.owner[labels == k], minlength=workers)[holders]
+        assert int(counts.max()) - int(counts.min()) <= 1
+
+
+def test_label_partition_refuses_to_leave_a_worker_empty():
+    labels = torch.tensor([0, 1, 1, 1])
+    with pytest.raises(ValueError, match="without samples"):
+        label_partition(labels, 4, 1, gen(0))  # workers 2 and 3 hold class 0 or 1: too few
+
+
+def dirichlet_reference(labels, workers, alpha, seed):
+    """Independent transcription of the documented recipe: the proportions from numpy
+    seeded by the generator's first randint(2**62) draw, and the per-class counts at the
+    cut points floor(n_k cumsum p_k)."""
+    g = gen(seed)
+    numpy_seed = int(torch.randint(2**62, (1,), generator=g))
+    classes = int(labels.max()) + 1
+    p = np.random.default_rng(numpy_seed).dirichlet(np.full(workers, alpha), size=classes)
+    n_k = np.bincount(labels.numpy(), minlength=classes)
+    cuts = np.minimum(np.floor(np.cumsum(p, axis=1) * n_k[:, None]).astype(int), n_k[:, None])
+    cuts[:, -1] = n_k
+    counts = np.diff(np.concatenate([np.zeros((classes, 1), int), cuts], axis=1), axis=1)
+    return p, counts
+
+
+@SETTINGS
+@given(classes=st.integers(2, 6), workers=st.integers(1, 10),
+       alpha=st.floats(0.05, 50.0), seed=st.integers(0, 1000))
+def test_dirichlet_partition_follows_its_proportions_from_the_seed(classes, workers, alpha, seed):
+    labels = random_labels(seed, 150, classes)
+    part = dirichlet_partition(labels, workers, alpha, gen(seed))
+    assert_covers_once(part, labels.numel())
+    p, counts = dirichlet_reference(labels, workers, alpha, seed)
+    np.testing.assert_array_equal(part.proportions.numpy(), p)
+    got = np.zeros((classes, workers), int)
+    np.add.at(got, (labels.numpy(), part.owner.numpy()), 1)
+    np.testing.assert_array_equal(got, counts)
+
+
+def test_dirichlet_proportions_have_the_dirichlet_mean_and_variance():
+    """E p = 1/M and Var p = (1/M)(1 - 1/M)/(M alpha + 1) for Dirichlet(alpha 1_M)."""
+    M, alpha, classes, draws = 4, 0.5, 10, 400
+    labels = torch.arange(classes)
+    p = torch.stack([dirichlet_partition(labels, M, alpha, gen(s)).proportions
+                     for s in range(draws)]).reshape(-1, M)
+    mean, var = 1 / M, (1 / M) * (1 - 1 / M) / (M * alpha + 1)
+    count = p.shape[0]
+    assert ((p.mean(0) - mean).abs() <= 5 * math.sqrt(var / count)).all()
+    # the sample variance of a Beta(alpha, (M - 1) alpha) marginal, within 15%
+    assert ((p.var(0) / var - 1).abs() <= 0.15).all(), p.var(0) / var
+
+
+@pytest.mark.parametrize("make", [
+    lambda labels, g: iid_partition(labels.numel(), 7, g),
+    lambda labels, g: label_partition(labels, 7, 2, g),
+    lambda labels, g: dirichlet_partition(labels, 7, 0.3, g),
+])
+def test_partitions_same_seed_same_bits_other_seed_other_partition(make):
+    labels = random_labels(0, 300, 5)
+    a, b, c = make(labels, gen(3)), make(labels, gen(3)), make(labels, gen(4))
+    assert torch.equal(a.owner, b.owner)
+    if a.proportions is not None:
+        assert torch.equal(a.proportions, b.proportions)
+    assert not torch.equal(a.owner, c.owner)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: iid_partition(0, 2, gen(0)), "n=0"),
+    (lambda: iid_partition(5, 0, gen(0)), "workers=0"),
+    (lambda: label_partition(torch.tensor([0.5, 1.0]), 2, 1, gen(0)), "labels"),
+    (lambda: label_partition(torch.tensor([0, 1]), 2, 3, gen(0)), "classes_per_worker=3"),
+    (lambda: dirichlet_partition(torch.tensor([0, 1]), 2, 0.0, gen(0)), "alpha=0.0"),
+    (lambda: dirichlet_partition(torch.tensor([0, 1]), 2, math.inf, gen(0)), "alpha=inf"),
+    (lambda: vertical_split(3, 4), "silos=4"),
+])
+def test_bad_input_names_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# ---------------------------------------------------------------- vertical split
+
+
+@SETTINGS
+@given(p=st.integers(1, 80), silos=st.integers(1, 12), seed=st.one_of(st.none(), st.integers(0, 99)))
+def test_vertical_split_gives_a_tdcd_layout_of_every_column_once(p, silos, seed):
+    if silos > p:
+        return
+    columns, blocks = vertical_split(p, silos, None if seed is None else gen(seed))
+    assert torch.equal(torch.sort(columns).values, torch.arange(p))
+    assert sum(blocks) == p and max(blocks) - min(blocks) <= 1 and len(blocks) == silos
+    if seed is None:
+        assert torch.equal(columns, torch.arange(p))
+    assert Layout(blocks, (1,) * silos, 4, 1).D == p

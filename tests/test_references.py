@@ -1,0 +1,48 @@
+"""The bibliography (bounds.references): short cites, entries, bad keys."""
+
+import pytest
+
+import bounds
+from bounds.references import PAPERS, cite, paper
+
+
+@pytest.mark.parametrize("key, short", [
+    ("mllsgd", "Castiglia et al. 2021"), ("hfl", "Ali & Arafa 2025"),
+    ("tdcd", "Das et al. 2022"), ("afl", "Yang et al. 2022"),
+])
+def test_short_cites(key, short):
+    assert PAPERS[key].short == short
+    assert cite(key) == short
+
+
+def test_cite_a_place():
+    assert cite("hfl", "Theorem 2, eq. (20)") == "Ali & Arafa 2025, Theorem 2, eq. (20)"
+    assert cite("mllsgd.theorem1", "proof of Theorem 1, (180)") == (
+        "Castiglia et al. 2021, proof of Theorem 1, (180)")
+
+
+def test_keys_are_the_result_prefixes():
+    assert set(PAPERS) <= {key.split(".")[0] for key in bounds.keys()}
+    for key in bounds.keys():
+        if key.split(".")[0] in PAPERS:
+            assert paper(key) is PAPERS[key.split(".")[0]]
+
+
+def test_entries_are_complete_and_frozen():
+    for key, p in PAPERS.items():
+        assert p.key == key and p.authors and p.title and p.venue and 2000 < p.year < 2100
+        entry = p.entry()
+        assert entry.startswith(p.authors[0]) and p.title in entry and str(p.year) in entry
+    assert "doi 10.1109/TCCN.2025.3527699" in PAPERS["hfl"].entry()
+    with pytest.raises(AttributeError):
+        PAPERS["hfl"].year = 2024
+
+
+def test_exported_from_bounds():
+    assert bounds.cite is cite and bounds.PAPERS is PAPERS
+
+
+@pytest.mark.parametrize("key", ["nope", "", "HFL.theorem2"])
+def test_unknown_key_names_the_key_and_the_rule(key):
+    with pytest.raises(ValueError, match=rf"key={key!r}.*one of \['afl', 'hfl', 'mllsgd', 'tdcd'\]"):
+        cite(key, "eq. (1)")

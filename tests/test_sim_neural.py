@@ -1,0 +1,245 @@
+"""sim.neural: vmapped losses and gradients of flat network parameters, against per-model
+autograd on nn.Module copies, finite differences, and the algorithms of sim run on them."""
+
+import copy
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from sim import run_afl, run_hfl, run_mllsgd
+from sim.data import Partition, label_partition, load_digits
+from sim.neural import NeuralClients, NeuralProblem, mlp, small_cnn
+from sim.tdcd import Layout, ModuleModel, run_tdcd
+
+F64 = torch.float64
+
+
+def gen(seed):
+    return torch.Generator().manual_seed(seed)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    data = load_digits()
+    return data.features[:240], data.labels[:240]
+
+
+def network(kind, seed=0):
+    torch.manual_seed(seed)
+    return mlp(64, (12,), 10) if kind == "mlp" else small_cnn(10, channels=3)
+
+
+def reference_loss_and_grad(module, x, inputs, targets):
+    """Mean cross-entropy and its gradient at flat parameters x [d] on a float64 copy of
+    ``module``, by torch.autograd.grad: one model at a time, no torch.func."""
+    model = copy.deepcopy(module).to(F64)
+    vector_to_parameters(x, model.parameters())
+    loss = torch.nn.functional.cross_entropy(model(inputs), targets)
+    grads = torch.autograd.grad(loss, list(model.parameters()))
+    return loss.detach(), parameters_to_vector(grads)
+
+
+def random_models(problem, shape, seed):
+    """Models near the module's initial parameters, [*shape, d]."""
+    noise = torch.randn(*shape, problem.dim, generator=gen(seed), dtype=F64)
+    return problem.initial() + 0.3 * noise
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_vmapped_loss_and_grad_equal_a_loop_of_autograd_on_module_copies(kind, digits):
+    X, y = digits
+    if kind == "cnn":  # a smaller set: the reference convolutions are slow in float64
+        X, y = X[:80], y[:80]
+    module = network(kind)
+    problem = NeuralProblem(module, X, y)
+    x = random_models(problem, (2, 2), seed=1)
+    loss, grad = problem.loss(x), problem.grad(x)
+    value, grad_sq = problem.loss_and_grad_sq(x)
+    assert loss.shape == (2, 2) and grad.shape == x.shape
+    for i in range(2):
+        for j in range(2):
+            ref_loss, ref_grad = reference_loss_and_grad(module, x[i, j], X, y)
+            torch.testing.assert_close(loss[i, j], ref_loss, rtol=1e-12, atol=0)
+            torch.testing.assert_close(grad[i, j], ref_grad, rtol=1e-10, atol=1e-13)
+            torch.testing.assert_close(value[i, j], ref_loss, rtol=1e-12, atol=0)
+            torch.testing.assert_close(grad_sq[i, j], ref_grad.square().sum(), rtol=1e-10, atol=0)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_stochastic_grad_is_the_gradient_on_the_drawn_minibatch(kind, digits):
+    X, y = digits
+    module = network(kind)
+    problem = NeuralProblem(module, X, y, batch=5)
+    x = random_models(problem, (2, 2), seed=2)
+    g = problem.stochastic_grad(x, gen(7))
+    idx = torch.randint(X.shape[0], (2, 2, 5), generator=gen(7))  # the documented draw
+    for i in range(2):
+        for j in range(2):
+            _, ref = reference_loss_and_grad(module, x[i, j], X[idx[i, j]], y[idx[i, j]])
+            torch.testing.assert_close(g[i, j], ref, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_gradient_matches_central_finite_differences(kind, digits):
+    X, y = digits
+    problem = NeuralProblem(network(kind), X[:60], y[:60])
+    x = random_models(problem, (), seed=3)
+    directions = torch.randn(4, problem.dim, generator=gen(4), dtype=F64)
+    h = 1e-5
+    plus, minus = problem.loss(x + h * directions), problem.loss(x - h * directions)
+    slopes = (plus - minus) / (2 * h)
+    torch.testing.assert_close(slopes, directions @ problem.grad(x), rtol=1e-6, atol=1e-9)
+
+
+def test_same_seed_same_bits_and_chunking_changes_nothing(digits):
+    X, y = digits
+    problem = NeuralProblem(network("mlp"), X, y, batch=4)
+    chunked = NeuralProblem(network("mlp"), X, y, batch=4, chunk_size=2)
+    x = random_models(problem, (3, 2), seed=5)
+    first, again = problem.stochastic_grad(x, gen(9)), problem.stochastic_grad(x, gen(9))
+    assert torch.equal(first, again)
+    assert not torch.equal(first, problem.stochastic_grad(x, gen(10)))
+    torch.testing.assert_close(chunked.stochastic_grad(x, gen(9)), first, rtol=1e-12, atol=1e-15)
+
+
+def mllsgd_run(problem, seed):
+    return run_mllsgd(problem, H=torch.tensor([[0.5, 0.5], [0.5, 0.5]], dtype=F64),
+                      hub_of=torch.tensor([0, 0, 1, 1]), w=torch.ones(4), p=torch.full((4,), 0.8),
+                      eta=0.3, K=24, q=2, tau=3, x1=problem.initial(), replicas=2,
+                      generator=gen(seed))
+
+
+def test_run_mllsgd_trains_the_mlp_on_digits_and_repeats_bit_for_bit(digits):
+    X, y = digits
+    problem = NeuralProblem(network("mlp"), X, y, batch=8)
+    trace = mllsgd_run(problem, seed=11)
+    assert not trace.diverged.any()
+    assert (trace.loss[:, -1] < 0.6 * trace.loss[:, 0]).all(), trace.loss[:, [0, -1]]
+    again = mllsgd_run(problem, seed=11)
+    assert torch.equal(trace.loss, again.loss) and torch.equal(trace.grad_sq_norm, again.grad_sq_norm)
+
+
+def test_run_hfl_trains_the_mlp_on_digits(digits):
+    X, y = digits
+    module = network("mlp")
+    problem = NeuralProblem(module, X, y, batch=8)
+    trace = run_hfl(problem, sizes=[2, 3], alpha=1.0, x1=problem.initial(), replicas=2,
+                    generator=gen(12), t=torch.tensor([[2, 3]] * 6))
+    assert not trace.diverged.any()
+    assert (trace.final_loss < 0.6 * trace.loss[:, 0]).all(), trace.loss[:, [0, -1]]
+    start_loss, start_grad = reference_loss_and_grad(module, problem.initial(), X, y)
+    torch.testing.assert_close(trace.loss[:, 0], start_loss.expand(2), rtol=1e-12, atol=0)
+    torch.testing.assert_close(trace.grad_sq_norm[:, 0], start_grad.square().sum().expand(2),
+                               rtol=1e-10, atol=0)
+
+
+def test_neural_clients_gradients_are_per_worker_autograd_and_f_is_their_mean(digits):
+    X, y = digits
+    module = network("mlp")
+    part = label_partition(y, 4, 3, gen(13))
+    clients = NeuralClients(module, X, y, part, batch=3)
+    x = random_models(clients, (2, 4), seed=14)
+    worker_grads = clients.worker_grads(x)
+    refs = torch.stack([torch.stack([
+        reference_loss_and_grad(module, x[r, i], X[part.owner == i], y[part.owner == i])[1]
+        for i in range(4)]) for r in range(2)])
+    torch.testing.assert_close(worker_grads, refs, rtol=1e-10, atol=1e-13)
+    centre = x[:, 0]
+    f_i = [reference_loss_and_grad(module, centre[0], X[part.owner == i], y[part.owner == i])
+           for i in range(4)]
+    torch.testing.assert_close(clients.loss(centre[0]), sum(v for v, _ in f_i) / 4, rtol=1e-12, atol=0)
+    torch.testing.assert_close(clients.grad(centre[0]), sum(g for _, g in f_i) / 4,
+                               rtol=1e-10, atol=1e-13)
+
+
+def test_neural_clients_draw_each_workers_minibatch_from_its_own_samples(digits):
+    X, y = digits
+    module = network("mlp")
+    part = label_partition(y, 3, 4, gen(15))
+    clients = NeuralClients(module, X, y, part, batch=4)
+    x = random_models(clients, (2, 3), seed=16)
+    g = clients.stochastic_worker_grads(x, gen(17))
+    u = torch.rand(2, 3, 4, generator=gen(17), dtype=F64)  # the documented draw
+    for i in range(3):
+        mine = torch.nonzero(part.owner == i).flatten()
+        rows = mine[torch.floor(u[:, i] * mine.numel()).long()]
+        for r in range(2):
+            _, ref = reference_loss_and_grad(module, x[r, i], X[rows[r]], y[rows[r]])
+            torch.testing.assert_close(g[r, i], ref, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("algorithm", ["cd", "cs"])
+def test_run_afl_trains_on_a_label_partition(algorithm, digits):
+    X, y = digits
+    clients = NeuralClients(network("mlp"), X, y, label_partition(y, 5, 4, gen(18)), batch=8)
+    trace = run_afl(clients, algorithm=algorithm, m=3, T=10, eta=1.0, eta_L=0.3, x0=clients.initial(),
+                    replicas=2, generator=gen(19), K=2, tau=2)
+    assert not trace.diverged.any()
+    assert (trace.loss[:, -1] < 0.7 * trace.loss[:, 0]).all(), trace.loss[:, [0, -1]]
+
+
+def test_run_tdcd_trains_per_silo_networks_on_a_vertical_split_of_digits(digits):
+    """TDCD's own ModuleModel with sim.data's vertical split: two silos of 32 pixels."""
+    X, y = digits
+    from sim.data import vertical_split
+    columns, blocks = vertical_split(64, 2)
+    labels = torch.where(y % 2 == 0, 1.0, -1.0).to(F64)  # even digit or not
+    layout = Layout(blocks, (1, 1), X.shape[0], 16)
+    torch.manual_seed(0)
+    model = ModuleModel([mlp(32, (6,), 1), mlp(32, (6,), 1)], X[:, columns], labels, layout,
+                        loss="logistic")
+    trace = run_tdcd(model, eta=0.2, Q=2, rounds=10, theta0=model.initial(), replicas=2,
+                     generator=gen(20))
+    assert (trace.loss[:, -1] < 0.5 * trace.loss[:, 0]).all(), trace.loss[:, [0, -1]]
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda X, y: NeuralProblem(torch.nn.Tanh(), X, y), "no parameters"),
+    (lambda X, y: NeuralProblem(mlp(64, (4,), 3), X, y), "labels reach 9"),
+    (lambda X, y: NeuralProblem(mlp(), X, y.to(F64)), "labels"),
+    (lambda X, y: NeuralProblem(mlp(), X, y, batch=0), "batch=0"),
+    (lambda X, y: NeuralProblem(mlp(), X, y, chunk_size=0), "chunk_size=0"),
+    (lambda X, y: NeuralProblem("mlp", X, y), "module="),
+    (lambda X, y: NeuralClients(mlp(), X, y, Partition(torch.zeros(y.numel(), dtype=torch.int64), 2)),
+     r"workers \[1\] without samples"),
+])
+def test_bad_input_names_the_parameter(make, match, digits):
+    with pytest.raises(ValueError, match=match):
+        make(*digits)
+
+
+def test_wrong_model_shape_is_refused(digits):
+    problem = NeuralProblem(network("mlp"), *digits)
+    with pytest.raises(ValueError, match=r"x must have shape \[\.\.\., "):
+        problem.loss(torch.zeros(3, problem.dim + 1, dtype=F64))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_gives_the_cpu_numbers_with_a_cpu_generator(digits):
+    X, y = digits
+    cpu = NeuralProblem(network("cnn"), X, y, batch=6)
+    cuda = cpu.to("cuda")
+    assert cuda.device.type == "cuda" and cuda.module.training is False
+    x = random_models(cpu, (3, 2), seed=21)
+    torch.testing.assert_close(cuda.grad(x.cuda()).cpu(), cpu.grad(x), rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(cuda.stochastic_grad(x.cuda(), gen(22)).cpu(),
+                               cpu.stochastic_grad(x, gen(22)), rtol=1e-9, atol=1e-12)
+    on_gpu = mllsgd_run(NeuralProblem(network("mlp"), X, y, batch=8, device="cuda"), seed=23)
+    on_cpu = mllsgd_run(NeuralProblem(network("mlp"), X, y, batch=8), seed=23)
+    torch.testing.assert_close(on_gpu.loss, on_cpu.loss, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("net", ["mlp", "cnn"])
+def test_the_benchmarks_module_loop_computes_the_vectorised_gradients(net):
+    """benchmarks/bench_neural.py times a loop of nn.Module copies against
+    NeuralProblem.stochastic_grad: both must compute the same gradients."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/ is not installed
+    from benchmarks.bench_neural import loop_step, workload
+
+    problem, models, copies = workload(net, 3, "cpu")
+    assert len(copies) == 3 and all(module is not problem.module for module in copies)
+    torch.testing.assert_close(loop_step(problem, copies, gen(24)),
+                               problem.stochastic_grad(models, gen(24)), rtol=1e-10, atol=1e-12)
