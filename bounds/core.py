@@ -249,6 +249,9 @@ class Violation:
 
     def __str__(self) -> str:
         who = f" at worker {self.worker}" if self.worker is not None else ""
+        if not math.isfinite(self.shortfall):
+            return (f"{self.condition} ({self.citation}) fails{who}: a side of it is not finite "
+                    "in float64 at these parameters")
         return f"{self.condition} ({self.citation}) fails{who} by {self.shortfall:.6g}"
 
 
@@ -420,7 +423,9 @@ class Theorem:
             args = self._worker_args(vals) if c.per_worker else self._scalar_args(vals)
             m = self._eval(c.margin, args)
             r = c.relation
-            scale = np.abs(self._eval(r.lhs, args)) + np.abs(self._eval(r.rhs, args))
+            # the larger side, not their sum: finite whenever both sides are (no overflow);
+            # inf or NaN when a side is not finite, and then the condition fails (_holds)
+            scale = np.maximum(np.abs(self._eval(r.lhs, args)), np.abs(self._eval(r.rhs, args)))
             out.append((c, m, scale))
         return out
 
@@ -433,7 +438,7 @@ class Theorem:
             bad = ~_holds(c, m, scale)
             if not bad.any():
                 continue
-            short = np.where(bad, np.abs(m), -np.inf)
+            short = np.where(bad, np.nan_to_num(np.abs(m), nan=np.inf), -np.inf)
             worst = np.unravel_index(int(np.argmax(short)), short.shape) if short.ndim else ()
             worker = int(worst[-1]) if c.per_worker and worst else None
             found.append(Violation(c.name, c.citation, float(short[worst]), worker))
@@ -475,14 +480,17 @@ class Theorem:
         vals = self._values(needed, values)
         for c, m, scale in self._margins(vals, without=s):
             if not _holds(c, m, scale).all():
-                raise ValueError(f"{c.name} ({c.citation}) fails whatever the step")
+                at = ", ".join(f"{n}={_shown(vals[n])}" for n in self._needed([c.margin]))
+                raise ValueError(f"{c.name} ({c.citation}) fails whatever the step, at {at}")
         limits = {}
         for c in self.conditions:
             if s in c.margin.free_symbols:
                 args = self._worker_args(vals) if c.per_worker else self._scalar_args(vals)
                 root = np.asarray(self._condition_root(c, s, args))
                 if root.ndim > (1 if c.per_worker else 0):
-                    raise ValueError(f"{self.key}: step limits need scalar parameters, got a grid")
+                    grids = [n for n, v in vals.items() if np.ndim(v) > self.params[n].vector]
+                    raise ValueError(f"{self.key}: step limits need scalar parameters, got a grid "
+                                     f"of {', '.join(grids)}")
                 limits[c.name] = root if c.per_worker else float(root)
         return limits
 
@@ -533,6 +541,11 @@ class Theorem:
         return np.where(A < 0, quad, lin)
 
 
+def _shown(x: np.ndarray) -> str:
+    """A parameter's value in a message: the number, or the extremes of an array."""
+    return f"{float(x):.6g}" if np.ndim(x) == 0 else f"[{np.min(x):.6g} .. {np.max(x):.6g}]"
+
+
 class _Printer(NumPyPrinter):
     """NumPy code with x**k written as x*x*...*x (and 1/(x*...*x)) for integers
     2 <= |k| <= 4 and x**-1 as 1/x: numpy's ``power`` costs several multiplications per
@@ -548,9 +561,14 @@ class _Printer(NumPyPrinter):
 
 
 def _holds(c: Condition, margin: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Whether ``c`` holds, up to a relative tolerance for round-off at its boundary."""
-    tol = _TOL * np.maximum(scale, 1.0)
-    return (np.abs(margin) <= tol) if c.is_equality else (margin >= -tol)
+    """Whether ``c`` holds, up to a relative tolerance for round-off at its boundary. A
+    condition holds only where both of its sides are finite (``scale``, the larger of their
+    magnitudes, is finite): an overflowing side never makes a condition hold."""
+    finite = np.isfinite(scale) & ~np.isnan(margin)
+    with np.errstate(invalid="ignore"):
+        tol = _TOL * np.maximum(np.where(finite, scale, 1.0), 1.0)
+        ok = (np.abs(margin) <= tol) if c.is_equality else (margin >= -tol)
+    return finite & ok
 
 
 def _bound_value(x: np.ndarray, what: str) -> float | np.ndarray:

@@ -36,7 +36,8 @@ def choose_step(key_or_theorem: str | Theorem, objective: str = "max", variant: 
     :meth:`Theorem.max_step`). ``"min-bound"``: the admissible step that minimises the
     bound; every encoded bound is a sum of a term decreasing in the step and terms
     increasing in it, so the minimum over ``(0, max_step]`` is found by a bounded scalar
-    search in log-step, then compared with the endpoint ``max_step``."""
+    search in log-step, then compared with the endpoint ``max_step``. A bound of several
+    cells (one per group, as in Ali & Arafa 2025, Theorem 1) counts by its largest cell."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective={objective!r} must be one of {OBJECTIVES}")
     thm = get(key_or_theorem, variant) if isinstance(key_or_theorem, str) else key_or_theorem
@@ -45,7 +46,7 @@ def choose_step(key_or_theorem: str | Theorem, objective: str = "max", variant: 
         raise ValueError(f"{thm.key}: no condition bounds the step; 'max' is undefined")
 
     def bound(step: float) -> float:
-        return float(thm.evaluate(**params, **{thm.step: step}))
+        return float(np.max(thm.evaluate(**params, **{thm.step: step})))
 
     at_cap = Choice(cap.step, bound(cap.step), cap.binding, cap.worker)
     if objective == "max":

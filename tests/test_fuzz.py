@@ -172,15 +172,23 @@ def test_same_seed_same_json(key, capsys, tmp_path):
     assert verdict["scenario"] == load_scenario(key, small).to_dict()
 
 
-def test_an_infinite_bound_is_reported_as_such(capsys):
-    """Parameters whose bound exceeds the float range: +inf, a valid upper bound, not NaN."""
+def test_an_infinite_bound_is_never_admissible_nor_a_number(capsys):
+    """A bound beyond the float range is +inf (a valid upper bound, never NaN); the command
+    never calls such parameters admissible: with L = 1e200 condition (12) overflows and fails
+    (exit 1, the value written "inf"); with sigma = 1e308 alone the conditions hold and the
+    command refuses, naming sigma (exit 2)."""
     thm = bounds.get("mllsgd.theorem1")
     v = {"L": 1e200, "beta": 0, "sigma": 1e200, "Delta": 1, "eta": 1e-3, "K": 64, "q": 2,
          "tau": 4, "zeta": 0.5, "a": np.full(2, 0.5), "p": np.ones(2)}
-    assert thm.evaluate(**v) == math.inf
+    assert thm.evaluate(**v) == math.inf and not thm.admissible(**v)
     code = main(["bound", "mllsgd.theorem1", "--params",
                  json.dumps({**v, "a": [0.5, 0.5], "p": [1, 1]}), "--json"])
-    assert code == 0 and json.loads(capsys.readouterr().out)["value"] == "inf"
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["value"] == "inf" and out["admissible"] is False
+    big_sigma = {**v, "L": 1, "sigma": 1e308, "a": [0.5, 0.5], "p": [1, 1]}
+    code = main(["bound", "mllsgd.theorem1", "--params", json.dumps(big_sigma), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and "not finite" in err and "sigma=1e+308" in err
 
 
 @pytest.mark.parametrize("key", KEYS)

@@ -78,10 +78,10 @@ def test_a_rerun_skips_every_stored_scenario_and_changes_nothing(tmp_path):
     spec = sweep.SweepSpec.from_dict(SPEC)
     store = sweep.Store(tmp_path / "s.sqlite")
     first = sweep.run_sweep(spec, store)
-    assert first.as_dict() == {"total": 8, "skipped": 0, "ran": 8, "errors": 0}
+    assert first.as_dict() == {"total": 8, "skipped": 0, "ran": 8, "errors": 0, "others": 0}
     before = stored(tmp_path / "s.sqlite")
     again = sweep.run_sweep(spec, store)
-    assert again.as_dict() == {"total": 8, "skipped": 8, "ran": 0, "errors": 0}
+    assert again.as_dict() == {"total": 8, "skipped": 8, "ran": 0, "errors": 0, "others": 0}
     assert stored(tmp_path / "s.sqlite") == before
     rows = store.rows()
     assert {r["digest"] for r in rows} == {spec.digest(s) for s in spec.scenarios()}
@@ -182,7 +182,7 @@ def test_cli_errors(tmp_path, capsys):
     junk = tmp_path / "junk.sqlite"
     junk.write_text("this is not a database" * 100)
     assert main(["report", "--db", str(junk)]) == 2
-    assert "not a fedbound sweep database" in capsys.readouterr().err
+    assert "is not a fedbound store" in capsys.readouterr().err
     spec = write(tmp_path)
     assert main(["sweep", str(spec), "--scheduler", "x", "--dask-local", "1"]) == 2
     assert "not both" in capsys.readouterr().err

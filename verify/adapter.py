@@ -14,6 +14,12 @@ hook                     required  does
 ``_draw``                no        a random admissible scenario from a :class:`~verify.draw.Draw`
                                    (feeds the battery, the search and the hypothesis strategy)
 ``_exact_unsupported``   no        why exact mode is unavailable for a scenario ("" if it is)
+``_footprint``           no        the estimated peak memory and work of a scenario
+                                   (a :class:`~verify.limits.Footprint`; default None: no
+                                   estimate), from its sizes alone, without building anything;
+                                   :meth:`~Adapter.check`, :meth:`~Adapter.parameters` and
+                                   :meth:`~Adapter.measure` refuse a scenario above the limits
+                                   of :mod:`verify.limits` before they build it
 ``_compare``             no        bound vs measurement (default: :func:`verify.verdict.compare`,
                                    scalar, per cell and paired)
 ``_bound_series``        no        the bound along the run (x values, bound), for the figure
@@ -29,9 +35,9 @@ the search, the suite and the contract checks read the declaration.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
-import json
 import math
 import os
 import time
@@ -44,8 +50,10 @@ import numpy as np
 
 import bounds
 
+from . import limits
 from .draw import Draw, RngDraw
-from .scenario import Scenario, jsonable
+from .limits import Footprint
+from .scenario import Scenario, jsonable, parse_json
 from .verdict import Comparison, Measurement, Verdict, compare
 
 
@@ -104,10 +112,7 @@ class Adapter:
             except OSError as e:
                 raise ValueError(f"scenario file {data}: {e.strerror}") from None
         if isinstance(data, str):
-            try:
-                data = json.loads(data)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"scenario is not valid JSON: {e.msg} at line {e.lineno}") from None
+            data = parse_json(data, "scenario")
         if not isinstance(data, Mapping):
             raise ValueError(f"scenario must be a JSON object, got {type(data).__name__}")
         return self.scenario_type.from_dict({**self.default.to_dict(), **data})
@@ -116,6 +121,7 @@ class Adapter:
         """The theorem's parameters derived from ``scenario``: names of ``thm.params``, every
         one the theorem requires among them, each finite."""
         thm = self.theorem() if thm is None else thm
+        self.require_resources(scenario)
         params = self._derive(scenario, thm)
         unknown = sorted(set(params) - set(thm.params))
         missing = sorted(set(thm.required()) - set(params))
@@ -133,6 +139,20 @@ class Adapter:
     def supports_exact(self, scenario: Scenario) -> bool:
         return not self._exact_unsupported(scenario)
 
+    def footprint(self, scenario: Scenario, *, exact: bool = False) -> Footprint | None:
+        """The estimated peak memory and work of checking ``scenario`` (None: the adapter
+        gives no estimate), computed from its sizes without building anything."""
+        fp = self._footprint(scenario, exact)
+        if fp is not None and not isinstance(fp, Footprint):
+            raise TypeError(f"adapter {self.key}: _footprint must return a verify.limits.Footprint "
+                            f"or None, got {type(fp).__name__}")
+        return fp
+
+    def require_resources(self, scenario: Scenario, *, exact: bool = False) -> None:
+        """Raise :class:`verify.limits.ResourceError` (a ValueError naming the fields and the
+        estimate) when ``scenario`` would exceed the memory or step limit."""
+        limits.require(self.key, self.footprint(scenario, exact=exact))
+
     def measure(self, scenario: Scenario, params: Mapping[str, Any], *,
                 exact: bool = False) -> Measurement:
         """The left-hand side on ``scenario`` (``exact``: its exact expectation)."""
@@ -140,6 +160,7 @@ class Adapter:
             why = self._exact_unsupported(scenario)
             if why:
                 raise ValueError(f"{self.key}: exact mode is unavailable here: {why}")
+        self.require_resources(scenario, exact=exact)
         m = self._measure(scenario, params, exact)
         m.validate(self.key)
         return m
@@ -150,6 +171,8 @@ class Adapter:
         t0 = time.perf_counter()
         s = self.load(scenario)
         thm = self.theorem(variant)
+        if exact and not self._exact_unsupported(s):
+            self.require_resources(s, exact=True)
         return self.check_derived(s, thm, self.parameters(s, thm), exact=exact, t0=t0)
 
     def check_derived(self, s: Scenario, thm: bounds.Theorem, params: dict[str, Any], *,
@@ -159,12 +182,13 @@ class Adapter:
         that derived them to decide whether to check at all (the search)."""
         t0 = time.perf_counter() if t0 is None else t0
         violations = [str(v) for v in thm.violations(**params)]
+        bound = finite_bound(thm, params, violations)
         m = self.measure(s, params, exact=exact)
-        c: Comparison = self._compare(thm.evaluate(**params), m)
+        c: Comparison = self._compare(bound, m)
         return Verdict(
             key=self.key, variant=thm.variant, bound=c.bound, measured_mean=c.mean,
             measured_ci=c.ci, verdict=c.outcome,
-            slack=c.bound / c.mean if c.mean > 0 else math.inf,
+            slack=_slack(c.bound, c.mean),
             admissible=not violations, violations=violations, params=jsonable(params),
             scenario=s.to_dict(), mode=c.mode, replicas=c.replicas, diverged=m.diverged,
             cell=None if c.cell is None else list(c.cell), notes=list(c.notes), atol=m.atol,
@@ -187,6 +211,7 @@ class Adapter:
 
         s = self.load(scenario)
         thm = self.theorem(variant)
+        self.require_resources(s, exact=exact)
         params = self.parameters(s, thm)
         m = self.measure(s, params, exact=exact)
         ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
@@ -209,6 +234,12 @@ class Adapter:
 
     def _exact_unsupported(self, scenario: Scenario) -> str:
         return "" if self.tags.exact else f"{self.key} has no exact-expectation mode"
+
+    def _footprint(self, scenario: Scenario, exact: bool) -> Footprint | None:
+        """The scenario's estimated peak memory and work (module docstring); None: no
+        estimate, no limit applies. Build it with :meth:`verify.limits.Footprint.of` from
+        the sizes of the simulator's buffers, naming the fields in each term."""
+        return None
 
     def _compare(self, bound, m: Measurement) -> Comparison:
         return compare(bound, m)
@@ -245,6 +276,79 @@ class Adapter:
         ax.set_ylabel(self.lhs_label)
         ax.set_title(f"{self.key}: bound vs measurement")
         ax.legend()
+
+
+def finite_bound(thm: bounds.Theorem, params: Mapping[str, Any], violations=()):
+    """``thm.evaluate(**params)`` when it is finite; else ValueError saying which term and
+    which parameter make it infinite or undefined (:func:`nonfinite_bound`)."""
+    with undefined_named(thm, params):
+        value = thm.evaluate(**params)
+    if not np.all(np.isfinite(value)):
+        raise ValueError(nonfinite_bound(thm, params, violations))
+    return value
+
+
+@contextlib.contextmanager
+def undefined_named(thm: bounds.Theorem, params: Mapping[str, Any]):
+    """Add the most extreme parameter to the ValueError of a bound that is undefined (NaN)
+    at ``params``, e.g. an underflowing step."""
+    try:
+        yield
+    except ValueError as e:
+        used = [p for p in thm.required() if p in params]
+        if "undefined" not in str(e) or not used:
+            raise
+        raise ValueError(f"{e}; its most extreme parameter is {_extreme(used, params)}") from None
+
+
+def _extreme(names, values) -> str:
+    worst = max(names, key=lambda p: _magnitude(values[p]))
+    return f"{worst}={_value_text(values[worst])}"
+
+
+def nonfinite_bound(thm: bounds.Theorem, params: Mapping[str, Any], violations=()) -> str:
+    """Why the bound of ``thm`` is not finite at ``params``, in one line: the first term that
+    is not finite and the most extreme of the parameters it depends on (the one furthest from
+    1 in orders of magnitude), e.g. "term 'variance' = inf overflows float64; its most
+    extreme parameter is sigma=1e+308"."""
+    values = {k: v for k, v in params.items() if k in thm.params}
+    terms = thm.terms(**values)
+    where = ""
+    for name, expr in thm.term_exprs.items():
+        if np.all(np.isfinite(terms[name])):
+            continue
+        used = [p for p in thm._needed([expr]) if p in values]
+        where = f": term '{name}' = {float(np.max(terms[name])):g} overflows float64"
+        if used:
+            extreme = _extreme(used, values)
+            others = [p for p in used if p != extreme.partition("=")[0]]
+            where += (f"; its most extreme parameter is {extreme}"
+                      + (f" (it also depends on {', '.join(others)})" if others else ""))
+        break
+    tail = f"; its conditions fail too: {'; '.join(violations)}" if violations else ""
+    return f"{thm.key} [{thm.variant}]: the bound is not finite at these parameters{where}{tail}"
+
+
+def _magnitude(v) -> float:
+    """How far ``v`` (or its most extreme entry) is from 1, in orders of magnitude."""
+    x = np.abs(np.asarray(v, dtype=float)).ravel()
+    x = x[(x > 0) & np.isfinite(x)]
+    return float(np.max(np.abs(np.log10(x)))) if x.size else 0.0
+
+
+def _value_text(v) -> str:
+    arr = np.asarray(v, dtype=float)
+    if arr.ndim == 0:
+        return f"{float(arr):g}"
+    i = int(np.argmax(np.abs(arr)))
+    return f"{arr.ravel()[i]:g} (entry {i} of {arr.size})"
+
+
+def _slack(bound: float, mean: float) -> float:
+    """bound / measured mean: inf when the mean is 0 (or below), 0 when it is infinite."""
+    if mean <= 0:
+        return math.inf
+    return 0.0 if math.isinf(mean) else bound / mean
 
 
 # ---------------------------------------------------------------------- the registry

@@ -21,8 +21,10 @@ from .adapter import (
 from .check import check
 from .draw import Draw, RngDraw
 from .families import Family, families, register_family
+from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text
 from .plugins import load_plugins
 from .scenario import (
+    FEATURE_NORM_RANGE,
     Scenario,
     json_text,
     jsonable,
@@ -36,10 +38,11 @@ from .verdict import Comparison, Measurement, Verdict, compare
 from .witnesses import Witness, register_witness_dir, unregister_witness_dir, witnesses
 
 __all__ = [
-    "Adapter", "Comparison", "Draw", "Family", "Measurement", "RngDraw", "Scenario", "Tags",
-    "Verdict", "Witness", "adapter_for", "adapter_keys", "check", "compare", "default_scenario",
-    "families", "json_text", "jsonable", "load_plugins", "load_scenario", "problem_spec",
-    "register_adapter", "register_family", "register_witness_dir", "require_float",
-    "require_floats", "require_int", "roundoff", "unregister_adapter", "unregister_witness_dir",
-    "witnesses",
+    "FEATURE_NORM_RANGE", "LOOP_OVERHEAD", "Adapter", "Comparison", "Draw", "Family",
+    "Footprint", "Measurement", "ResourceError", "RngDraw", "Scenario", "Tags", "Verdict",
+    "Witness", "adapter_for", "adapter_keys", "check", "compare", "count_text",
+    "default_scenario", "families", "json_text", "jsonable", "load_plugins", "load_scenario",
+    "problem_spec", "register_adapter", "register_family", "register_witness_dir",
+    "require_float", "require_floats", "require_int", "roundoff", "unregister_adapter",
+    "unregister_witness_dir", "witnesses",
 ]

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import signal
 import sys
 import tempfile
 import traceback
@@ -47,50 +49,79 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _json_object(text: str | None, what: str) -> dict:
+    from .scenario import parse_json
+
     if text is None:
         raise UsageError(f"{what} JSON is required")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{what} is not valid JSON: {e.msg} at column {e.colno}") from None
+    data = parse_json(text, what)
     if not isinstance(data, dict):
         raise UsageError(f"{what} must be a JSON object of parameter values")
     return data
 
 
-def _params(text: str | None) -> dict:
+def _param_value(name: str, v):
+    """A value of ``--params``: a number, or a (nested, rectangular) list of numbers as a
+    float array; UsageError naming the entry (``a[3]``) otherwise."""
     import numpy as np
 
+    def check(x, where: str):
+        if isinstance(x, bool) or not isinstance(x, (int, float, list)):
+            raise UsageError(f"--params: {where}={json.dumps(x)[:40]} must be a number"
+                             + (", not a boolean" if isinstance(x, bool) else ""))
+        if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 2**1023:
+            raise UsageError(f"--params: {where} is beyond the float64 range")
+        if isinstance(x, list):
+            if not x:
+                raise UsageError(f"--params: {where} is an empty list")
+            for i, y in enumerate(x):
+                check(y, f"{where}[{i}]")
+            shapes = {np.shape(y) for y in x}
+            if len(shapes) > 1:
+                raise UsageError(f"--params: {where} is ragged (its entries have shapes "
+                                 f"{sorted(shapes)}): give a rectangular array")
+
+    check(v, name)
+    return np.asarray(v, dtype=float) if isinstance(v, list) else v
+
+
+def _params(text: str | None) -> dict:
     data = _json_object(text, "--params")
-    for k, v in data.items():
-        if isinstance(v, bool) or (isinstance(v, list) and any(isinstance(x, bool) for x in v)):
-            raise UsageError(f"--params: {k}={json.dumps(v)} must be a number, not a boolean")
-    return {k: np.asarray(v, dtype=float) if isinstance(v, list) else v for k, v in data.items()}
+    return {k: _param_value(k, v) for k, v in data.items()}
 
 
-def _output_file(path: str | None, flag: str) -> None:
-    """Refuse, before any work, an output file that cannot be written."""
-    if path is None:
-        return
-    p = Path(path)
-    if p.is_dir():
-        raise UsageError(f"{flag} {path} is a directory: give a file name")
-    if not p.parent.is_dir():
-        raise UsageError(f"{flag} {path}: the directory {p.parent} does not exist")
-    if not os.access(p.parent, os.W_OK):
-        raise UsageError(f"{flag} {path}: the directory {p.parent} is not writable")
+def _seed(text: str) -> int:
+    """A seed option: an integer in [0, 2^63)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{value} must be an integer in [0, 2^63)")
+    return value
 
 
-def _output_dir(path: str, flag: str) -> None:
-    """Refuse, before any work, an output directory that cannot be created or written."""
-    p = Path(path)
-    if p.exists() and not p.is_dir():
-        raise UsageError(f"{flag} {path} exists and is not a directory")
-    parent = p if p.exists() else next((q for q in p.parents if q.exists()), Path("."))
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"{flag} {path}: {parent} is not writable")
+def _positive(text: str) -> int:
+    """A count option (--battery may be 0): an integer >= 0 below 2^63."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{value} must be an integer >= 0")
+    return value
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds > 0")
+    return value
+
+
+# ---------------------------------------------------------------- commands
 # ---------------------------------------------------------------- commands
 
 
@@ -138,16 +169,24 @@ def cmd_list(args):
 
 
 def cmd_bound(args):
+    import numpy as np
+
     import bounds
+
+    from .adapter import nonfinite_bound, undefined_named
 
     thm = bounds.get(args.key, args.variant)
     p = _params(args.params)
-    out = {
-        "key": thm.key, "variant": thm.variant,
-        "value": thm.evaluate(**p), "terms": thm.terms(**p),
-        "admissible": bool(thm.admissible(**p)),
-        "violations": [str(v) for v in thm.violations(**p)],
-    }
+    with undefined_named(thm, p):
+        out = {
+            "key": thm.key, "variant": thm.variant,
+            "value": thm.evaluate(**p), "terms": thm.terms(**p),
+            "admissible": bool(thm.admissible(**p)),
+            "violations": [str(v) for v in thm.violations(**p)],
+        }
+    if out["admissible"] and not all(np.all(np.isfinite(x)) for x in
+                                     (out["value"], *out["terms"].values())):
+        raise ValueError(nonfinite_bound(thm, p))  # never a number, never admissible
     status = 0 if out["admissible"] or args.allow_inadmissible else 1
     if args.json:
         return Exit(out, status)
@@ -161,8 +200,14 @@ def cmd_bound(args):
 def cmd_step(args):
     import bounds
 
+    from .adapter import nonfinite_bound, undefined_named
+
     thm = bounds.get(args.key, args.variant)
-    c = bounds.choose_step(thm, args.objective, **_params(args.params))
+    p = _params(args.params)
+    with undefined_named(thm, p):
+        c = bounds.choose_step(thm, args.objective, **p)
+    if not (math.isfinite(c.step) and math.isfinite(c.bound)):
+        raise ValueError(nonfinite_bound(thm, {**p, thm.step: c.step}))
     binding = c.binding + (f" at worker {c.worker}" if c.worker is not None else "")
     out = {"max_step" if args.objective == "max" else "step": c.step, "bound": c.bound,
            "binding": binding}
@@ -191,11 +236,13 @@ def _read_scenario(key: str, source: str | None, variant: str | None = None):
         return ad.default_scenario(), variant
     if source != "-" and not Path(source).is_file():
         raise UsageError(f"--scenario {source}: No such file")
-    text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    from .scenario import parse_json
+
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"--scenario {source} is not valid JSON: {e.msg} at line {e.lineno}") from None
+        text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--scenario {source}: {getattr(e, 'strerror', None) or e}") from None
+    data = parse_json(text, f"--scenario {source}")
     w = as_witness(data)
     if w is not None:
         if w.key != key:
@@ -209,7 +256,10 @@ def cmd_check(args):
         return _check_all(args)
     if args.key is None:
         raise UsageError("check needs a result KEY, or --all")
-    _output_file(args.plot, "--plot")
+    from . import output
+
+    if args.plot is not None:
+        output.check_file(args.plot, "--plot", suffixes=output.IMAGE_SUFFIXES)
     from . import report
     from .adapter import adapter_for
 
@@ -218,7 +268,8 @@ def cmd_check(args):
     if args.plot:
         from .plots import save
 
-        save(adapter_for(args.key).plot(scenario, variant=variant, exact=args.exact), args.plot)
+        with output.atomic(args.plot) as tmp:
+            save(adapter_for(args.key).plot(scenario, variant=variant, exact=args.exact), str(tmp))
     status = {"holds": 0, "violated": 1, "diverged": 1}.get(v.verdict, 3 if args.strict else 0)
     if args.json:
         return Exit(v.as_dict(), status)
@@ -232,7 +283,9 @@ def _check_all(args) -> Exit:
     """Every result on its defaults, a random battery and its witnesses; table, report."""
     if args.key or args.scenario or args.exact or args.plot or args.variant:
         raise UsageError("check --all takes no KEY, --variant, --scenario, --exact or --plot")
-    _output_dir(args.report, "--report")
+    from . import output
+
+    output.check_dir(args.report, "--report", force=args.force)
     from tqdm import tqdm
 
     from . import report, suite, sweep
@@ -244,10 +297,17 @@ def _check_all(args) -> Exit:
         def progress(row):
             bar.set_postfix_str(row.key, refresh=False)
             bar.update()
-        with sweep.executor(jobs=args.jobs) as pool:
-            rows = suite.run(todo, executor=pool, progress=progress)
+        try:
+            with sweep.executor(jobs=args.jobs) as pool:
+                rows = suite.run(todo, executor=pool, progress=progress)
+        except suite.Interrupted as stop:
+            kept = report.write_summary(stop.rows, args.report, seed=args.seed, battery=args.battery,
+                                        interrupted=True, total=stop.total, force=args.force)
+            kept.finish(complete=False)
+            raise KeyboardInterrupt(f"{stop}; their results are in {kept.path / 'summary.json'} "
+                                    '(marked "interrupted": true)') from None
     out = report.write(rows, args.report, seed=args.seed, battery=args.battery,
-                       figures=not args.no_figures)
+                       figures=not args.no_figures, force=args.force)
     summ = suite.summary(rows)
     failed = [r for r in summ["unexpected"] if r["outcome"] != "error"]
     status = 1 if failed else 4 if summ["errors"] else 0
@@ -262,41 +322,46 @@ def _check_all(args) -> Exit:
 def cmd_sweep(args):
     from tqdm import tqdm
 
-    from . import sweep
+    from . import output, sweep
 
     spec = sweep.SweepSpec.load(args.spec)
-    _output_file(args.db, "--db")
-    store = sweep.Store(args.db)
-    try:
-        total = len(spec.scenarios())
-        with tqdm(total=total, desc=f"sweep {spec.key}", unit="scenario", file=sys.stderr,
-                  disable=None) as bar, \
-                sweep.executor(jobs=args.jobs, scheduler=args.scheduler,
-                               dask_local=args.dask_local) as ex:
-            res = sweep.run_sweep(spec, store, ex, progress=bar.update)
-    finally:
-        store.close()
+    entries = spec.entries()  # every scenario validated before any file is created
+    output.check_file(args.db, "--db")
+    if Path(args.db).exists():
+        sweep.inspect_store(args.db)
+    jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
+    with sweep.executor(jobs=jobs, scheduler=args.scheduler, dask_local=args.dask_local,
+                        connect_timeout=args.connect_timeout) as ex:
+        store = sweep.Store(args.db)
+        try:
+            with tqdm(total=len(entries), desc=f"sweep {spec.key}", unit="scenario",
+                      file=sys.stderr, disable=None) as bar:
+                def progress(stored, total):
+                    bar.update(stored - bar.n)
+                res = sweep.run_sweep(spec, store, ex, progress=progress, entries=entries,
+                                      window=2 * (args.dask_local or jobs))
+        finally:
+            store.close()
     out = {**res.as_dict(), "db": args.db}
     status = 4 if res.errors else 0
     if args.json:
         return Exit(out, status)
+    others = f", {res.others} by another driver" if res.others else ""
     print(f"{spec.key}: {res.total} scenarios, {res.skipped} already stored, {res.ran} run "
-          f"({res.errors} errors) -> {args.db}")
+          f"({res.errors} errors){others} -> {args.db}")
     return Exit(None, status)
 
 
 def cmd_report(args):
-    from . import report, sweep
+    from . import output, report, sweep
 
-    if not Path(args.db).exists():
-        raise UsageError(f"--db {args.db}: no such file")
-    _output_dir(args.out, "--out")
-    store = sweep.Store(args.db)
+    output.check_dir(args.out, "--out", force=args.force)
+    store = sweep.Store(args.db, readonly=True)
     try:
         rows = store.rows()
     finally:
         store.close()
-    out = report.write_sweep(rows, args.out)
+    out = report.write_sweep(rows, args.out, force=args.force)
     if args.json:
         return {"rows": len(rows), "report": str(out / "index.html")}
     print(f"{len(rows)} stored results -> {out / 'index.html'}")
@@ -312,12 +377,12 @@ def _one_thread() -> None:
 
 
 def cmd_search(args):
-    _output_file(args.witness, "--witness")
-    if args.jobs < 1:
-        raise UsageError(f"--jobs={args.jobs} must be >= 1")
     from tqdm import tqdm
 
-    from . import report, sweep
+    from . import output, report, sweep
+
+    if args.witness is not None:
+        output.check_file(args.witness, "--witness")
     from .search import search
 
     _one_thread()
@@ -448,10 +513,13 @@ def parser() -> argparse.ArgumentParser:
                     help="import MODULE to register its results (repeatable; also "
                          "FEDBOUND_PLUGINS and the entry-point group fedbound.plugins)")
     ap.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
+    _limit_options(ap, argparse.SUPPRESS)
+    limits = _Parser(add_help=False)
+    _limit_options(limits, argparse.SUPPRESS)
     sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def add(name, fn, help_, description=""):
-        p = sub.add_parser(name, help=help_, description=description or help_,
+        p = sub.add_parser(name, help=help_, description=description or help_, parents=[limits],
                            formatter_class=argparse.RawDescriptionHelpFormatter,
                            epilog=f"example:\n  {EXAMPLES[name]}\n\nexit status:\n{EXIT_CODES}")
         p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -493,13 +561,16 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", help="also write the bound-vs-measurement figure to this PNG file")
     p.add_argument("--all", action="store_true",
                    help="every registered result: defaults, random battery, witnesses")
-    p.add_argument("--battery", type=int, default=2,
+    p.add_argument("--battery", type=_positive, default=2,
                    help="random admissible scenarios per result (--all; default 2)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the battery (--all)")
-    p.add_argument("--report", default="report", help="report directory (--all; default report)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the battery (--all)")
+    p.add_argument("--report", default="report", help="report directory (--all; default report): "
+                   "new, empty, or a previous fedbound report")
+    p.add_argument("--force", action="store_true",
+                   help="write the report into a directory that holds other files (--all)")
     p.add_argument("--no-figures", action="store_true", help="report without figures (--all)")
     p.add_argument("--no-witnesses", action="store_true", help="skip the witness replays (--all)")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes (--all; default 1)")
+    p.add_argument("--jobs", type=_positive, default=1, help="worker processes (--all; default 1)")
     p.add_argument("--only", help="comma-separated keys or papers, e.g. mllsgd,hfl.theorem2 (--all)")
     p = add("search", cmd_search, "search admissible scenarios for a violation of a bound",
             "Search admissible scenarios for a violation (--objective violate) or for the "
@@ -507,12 +578,13 @@ def parser() -> argparse.ArgumentParser:
             "measured/bound, exact where the result has an exact mode): exit 1 when a "
             "violation is found for a result not recorded as refuted, 0 otherwise.")
     key_and_variant(p)
-    p.add_argument("--budget", type=int, default=50, help="admissible scenarios to try (default 50)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the search")
+    p.add_argument("--budget", type=_positive, default=50,
+                   help="admissible scenarios to try (default 50)")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the search")
     p.add_argument("--objective", choices=("violate", "tightest"), default="violate",
                    help="violate (default): stop at the first violation; tightest: the "
                         "scenario with the largest ratio measured/bound")
-    p.add_argument("--jobs", type=int, default=1,
+    p.add_argument("--jobs", type=_positive, default=1,
                    help="worker processes evaluating candidates ahead (same result; default 1)")
     p.add_argument("--witness", help="write the witness found to this JSON file (a stored "
                                      "witness, replayable with verify.Witness.read)")
@@ -546,7 +618,7 @@ def parser() -> argparse.ArgumentParser:
                         "default), or final_loss, f(x^(U+1)) - f*")
     p.add_argument("--replicas", type=int, default=32,
                    help="simulated delay paths per S (default 32)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the simulation")
+    p.add_argument("--seed", type=_seed, default=0, help="seed of the simulation")
     p = add("choose-q-eta", cmd_choose_q_eta,
             "TDCD: which Q and eta reach accuracy epsilon fastest in wall-clock time")
     p.add_argument("--epsilon", type=float,
@@ -563,39 +635,75 @@ def parser() -> argparse.ArgumentParser:
     p = add("sweep", cmd_sweep, "run a sweep spec into an SQLite store (resumable)")
     p.add_argument("spec", help="sweep spec JSON file")
     p.add_argument("--db", default="fedbound.sqlite", help="SQLite store (default fedbound.sqlite)")
-    p.add_argument("--jobs", type=int, help="local worker processes (default: every core)")
-    p.add_argument("--scheduler", help="address of a running Dask distributed scheduler")
-    p.add_argument("--dask-local", type=int, metavar="N",
+    p.add_argument("--jobs", type=_positive, help="local worker processes (default: every core)")
+    p.add_argument("--scheduler", help="address of a running Dask distributed scheduler "
+                   "(tcp://host:port; tls://host:port with the TLS settings of Dask's "
+                   "configuration, distributed.comm.tls)")
+    p.add_argument("--connect-timeout", type=_seconds, default=10.0, metavar="SECONDS",
+                   help="give up on an unreachable --scheduler after this long (default 10)")
+    p.add_argument("--dask-local", type=_positive, metavar="N",
                    help="start a Dask LocalCluster of N workers for this sweep")
     p = add("report", cmd_report, "plots and tables of a sweep's store")
     p.add_argument("--db", default="fedbound.sqlite", help="SQLite store of a sweep")
-    p.add_argument("--out", default="sweep-report", help="report directory")
+    p.add_argument("--out", default="sweep-report", help="report directory: new, empty, or a "
+                   "previous fedbound report")
+    p.add_argument("--force", action="store_true",
+                   help="write the report into a directory that holds other files")
     return ap
+
+
+def _limit_options(p: argparse.ArgumentParser, default) -> None:
+    """The resource limits (verify.limits), accepted before or after the command."""
+    p.add_argument("--max-memory", metavar="SIZE", default=default,
+                   help="memory one scenario may use, e.g. 8G (default: half the available "
+                        "memory; also FEDBOUND_MAX_MEMORY)")
+    p.add_argument("--max-steps", metavar="N", default=default,
+                   help="operations one scenario may take, e.g. 1e14 (default 1e13; also "
+                        "FEDBOUND_MAX_STEPS)")
+    p.add_argument("--max-scenarios", metavar="N", default=default,
+                   help="scenarios of one sweep or search budget (default 1e6; also "
+                        "FEDBOUND_MAX_SCENARIOS)")
+
+
+def _terminate(signum, frame):
+    """SIGTERM: stop like Ctrl-C (finished results are kept, exit status 130)."""
+    raise KeyboardInterrupt("terminated (SIGTERM)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
+    try:
         args = parser().parse_args(argv)
+        from . import limits
         from .plugins import load_plugins
 
-        for message in load_plugins(args.plugin):
-            print(f"fedbound: warning: {message}", file=sys.stderr)
-        out = args.fn(args)
-        status = 0
-        if isinstance(out, Exit):
-            out, status = out.payload, out.status
-        if out is not None:
-            from .scenario import json_text
+        with limits.configured(memory=getattr(args, "max_memory", None),
+                               steps=getattr(args, "max_steps", None),
+                               scenarios=getattr(args, "max_scenarios", None)):
+            for message in load_plugins(args.plugin):
+                print(f"fedbound: warning: {message}", file=sys.stderr)
+            import numpy as np
 
-            print(json_text(out))
+            with np.errstate(all="ignore"):  # every result is checked for finiteness instead
+                out = args.fn(args)
+            status = 0
+            if isinstance(out, Exit):
+                out, status = out.payload, out.status
+            if out is not None:
+                from .scenario import json_text
+
+                print(json_text(out))
         sys.stdout.flush()
         return status
     except (UsageError, ValueError, NotImplementedError) as e:
         print(f"fedbound: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("fedbound: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:
+        print("fedbound: interrupted" + (f": {e}" if str(e) else ""), file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader went away (| head): end quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -611,6 +719,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"fedbound: internal error: {type(e).__name__}: {e} (traceback in {log}; "
                   "run with --debug to show it)", file=sys.stderr)
         return 70
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -25,6 +25,7 @@ import sympy as sp
 import bounds
 
 from .adapter import adapter_for, default_scenario
+from .output import ReportDir
 from .scenario import json_text
 from .suite import Row, summary
 from .verdict import Verdict
@@ -359,20 +360,36 @@ tr.holds td{background:#eaf7ea}tr.violated td,tr.bad td{background:#fbe3e3}
 tr.inconclusive td,tr.diverged td,tr.error td{background:#fff6d5}img{max-width:100%}"""
 
 
+def write_summary(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
+                  interrupted: bool = False, total: int | None = None,
+                  force: bool = False) -> ReportDir:
+    """Write ``summary.json`` (the results: seed, battery, summary, rows, each result's
+    tightness) into the report
+    directory ``outdir`` first, before anything is rendered, so that a rendering failure or
+    an interruption loses no result. ``interrupted``: the run stopped after ``rows`` of
+    ``total`` checks (the file says so). Returns the open report directory."""
+    from .tightness import row
+
+    out = ReportDir(outdir, kind="check-all", force=force).open()
+    data = {"seed": seed, "battery": battery, "summary": summary(rows),
+            "rows": [r.as_dict() for r in rows],
+            "tightness": {key: row(key) for key in dict.fromkeys(r.key for r in rows)}}
+    if interrupted:
+        data.update(interrupted=True, finished=len(rows), total=total)
+    out.write_text("summary.json", json_text(data))
+    return out
+
+
 def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
-          figures: bool = True) -> Path:
-    """Write ``index.html``, ``summary.json`` and the PNGs into ``outdir``; return it."""
-    out = Path(outdir)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
+          figures: bool = True, force: bool = False) -> Path:
+    """Write ``summary.json`` (first), the PNGs and ``index.html`` into ``outdir`` (a new or
+    empty directory or a previous fedbound report, else ``force``; files are renamed into
+    place, links are not followed: ``verify.output``); return it."""
+    report = write_summary(rows, outdir, seed=seed, battery=battery, force=force)
     summ = summary(rows)
     by_key: dict[str, list[Row]] = {}
     for r in rows:
         by_key.setdefault(r.key, []).append(r)
-    from .tightness import row
-
-    (out / "summary.json").write_text(json_text(
-        {"seed": seed, "battery": battery, "summary": summ, "rows": [r.as_dict() for r in rows],
-         "tightness": {key: row(key) for key in by_key}}))
     parts = [f"<html><head><meta charset='utf-8'><title>fedbound report</title>"
              f"<style>{_STYLE}</style></head><body><h1>fedbound verification report</h1>",
              f"<p>{summ['checks']} checks (seed {seed}, {battery} random scenarios per result). "
@@ -390,34 +407,37 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
         stem = _slug(key)
         for variant in dict.fromkeys(r.variant for r in krows):
             v = bounds.get(key, variant)
-            png = render_statement(v, out / "figures" / f"{stem}_{variant}_statement.png")
+            png = f"{stem}_{variant}_statement.png"
+            with report.target(f"figures/{png}") as tmp:
+                render_statement(v, tmp)
             parts.append(f"<p>Variant <i>{variant}</i> (status <b>{v.status}</b>)"
                          + (f": {html.escape(v.notes)}" if v.notes else "")
                          + (f"<br>Published rate: {html.escape(rate_text(v.rate))}" if v.rate else "")
                          + "</p>"
-                         f"<img src='figures/{png.name}' alt='statement of {key} [{variant}]'>"
+                         f"<img src='figures/{png}' alt='statement of {key} [{variant}]'>"
                          + _errata_html(v))
         parts.append(_rows_html(krows))
         if figures:
-            fig = _figure(key, out / "figures" / f"{stem}.png")
+            with report.target(f"figures/{stem}.png") as tmp:
+                fig = _figure(key, tmp)
             alt = html.escape(f"{key}: bound vs measurement")
-            parts.append(f"<p><img src='figures/{fig.name}' alt='{alt}'></p>"
+            parts.append(f"<p><img src='figures/{stem}.png' alt='{alt}'></p>"
                          if isinstance(fig, Path) else f"<p>No figure: {html.escape(fig)}</p>")
     parts.append("</body></html>")
-    (out / "index.html").write_text("\n".join(parts))
-    return out
+    report.write_text("index.html", "\n".join(parts))
+    return report.finish()
 
 
 
-def write_sweep(rows: Sequence[dict], outdir: str | Path) -> Path:
+def write_sweep(rows: Sequence[dict], outdir: str | Path, *, force: bool = False) -> Path:
     """A sweep's report: per result and variant, bound and measurement against each swept
-    field, slack heat maps over pairs of swept fields, and the table of stored verdicts."""
+    field, slack heat maps over pairs of swept fields, and the table of stored verdicts
+    (written safely into ``outdir`` as :func:`write` does)."""
     from . import plots
 
     if not rows:
         raise ValueError("the sweep database holds no results yet")
-    out = Path(outdir)
-    (out / "figures").mkdir(parents=True, exist_ok=True)
+    report = ReportDir(outdir, kind="sweep", force=force).open()
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
         groups.setdefault((r["key"], r["variant"]), []).append(r)
@@ -429,14 +449,16 @@ def write_sweep(rows: Sequence[dict], outdir: str | Path) -> Path:
         parts.append(f"<h2>{html.escape(key)} [{html.escape(variant)}]: {len(grows)} scenarios</h2>"
                      f"<p>swept: {html.escape(', '.join(fields)) or '(nothing numeric)'}</p>")
         for f in fields:
-            path = out / "figures" / f"{stem}_{_slug(f)}.png"
-            plots.save(plots.sweep_against(grows, f), str(path))
-            parts.append(f"<img src='figures/{path.name}' alt='{html.escape(key)} against {html.escape(f)}'>")
+            name = f"{stem}_{_slug(f)}.png"
+            with report.target(f"figures/{name}") as tmp:
+                plots.save(plots.sweep_against(grows, f), str(tmp))
+            parts.append(f"<img src='figures/{name}' alt='{html.escape(key)} against {html.escape(f)}'>")
         for fx, fy in list(itertools.combinations(fields, 2))[:6]:
-            path = out / "figures" / f"{stem}_slack_{_slug(fx)}_{_slug(fy)}.png"
-            plots.save(plots.slack_heatmap(grows, fx, fy), str(path))
+            name = f"{stem}_slack_{_slug(fx)}_{_slug(fy)}.png"
+            with report.target(f"figures/{name}") as tmp:
+                plots.save(plots.slack_heatmap(grows, fx, fy), str(tmp))
             alt = html.escape(f"slack over {fx}, {fy}")
-            parts.append(f"<img src='figures/{path.name}' alt='{alt}'>")
+            parts.append(f"<img src='figures/{name}' alt='{alt}'>")
         head = "".join(f"<th>{html.escape(f)}</th>" for f in fields)
         parts.append(f"<table><tr>{head}<th>verdict</th><th>bound</th><th>measured</th>"
                      "<th>slack</th></tr>")
@@ -449,5 +471,5 @@ def write_sweep(rows: Sequence[dict], outdir: str | Path) -> Path:
                 f"<td>{html.escape(str(c))}</td>" for c in [*(flat[f] for f in fields), *cells]) + "</tr>")
         parts.append("</table>")
     parts.append("</body></html>")
-    (out / "index.html").write_text("\n".join(parts))
-    return out
+    report.write_text("index.html", "\n".join(parts))
+    return report.finish()

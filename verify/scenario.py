@@ -83,24 +83,103 @@ def json_text(obj) -> str:
     return json.dumps(fix(jsonable(obj)), indent=2, sort_keys=True)
 
 
+#: the largest integer a field takes: every integer ends up in an int64 (torch, numpy)
+INT_MAX = 2**63 - 1
+
+
+class _Literal(str):
+    """A JSON number that no field takes (NaN, Infinity, 1e400, an integer beyond the float
+    range), kept as its text until :func:`parse_json` names where it is."""
+
+
+def _float_literal(text: str):
+    x = float(text)
+    return x if math.isfinite(x) else _Literal(text)
+
+
+def _int_literal(text: str):
+    """An integer literal: an int within int64 (every integer field's range), else a float
+    (a float field may be written 100000000000000000000), or a _Literal beyond float64."""
+    if len(text.lstrip("-")) > 308:
+        return _Literal(text[:12] + "...")
+    value = int(text)
+    return value if abs(value) <= INT_MAX else _float_literal(text)
+
+
+def _literal_path(x, path: str = "") -> tuple[str, str] | None:
+    """(path, text) of the first non-finite literal in parsed JSON, e.g. ("problem.sigma", "NaN")."""
+    if isinstance(x, _Literal):
+        return path, str(x)
+    items = x.items() if isinstance(x, dict) else enumerate(x) if isinstance(x, list) else ()
+    for k, v in items:
+        found = _literal_path(v, f"{path}[{k}]" if isinstance(k, int) else
+                              f"{path}.{k}" if path else str(k))
+        if found:
+            return found
+    return None
+
+
+def parse_json(text: str, what: str):
+    """JSON text, strictly: a number must be finite in float64 (NaN, Infinity and -Infinity,
+    which Python's json accepts, and overflowing literals such as 1e400 are refused), with a
+    ValueError naming ``what`` and the field's path (``problem.sigma``, ``a[3]``)."""
+    try:
+        data = json.loads(text, parse_constant=_Literal, parse_float=_float_literal,
+                          parse_int=_int_literal)
+        bad = _literal_path(data)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{what} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") \
+            from None
+    except RecursionError:
+        raise ValueError(f"{what} is not valid JSON: nested too deeply") from None
+    if bad is not None:
+        where = f"{what}: {bad[0]}" if bad[0] else what
+        raise ValueError(f"{where} = {bad[1]} is not a finite number (JSON numbers must be finite: "
+                         "no NaN, Infinity or literals beyond float64 such as 1e400)")
+    return data
+
+
 # ---------------------------------------------------------------- field validators
 
 
-def require_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise ValueError(f"{name}={value!r} must be an integer >= {minimum}")
-    if value < minimum:
-        raise ValueError(f"{name}={value} must be an integer >= {minimum}")
+def require_int(name: str, value, minimum: int = 1, maximum: int = INT_MAX) -> int:
+    """``value`` as an int in [minimum, maximum]: a JSON integer, not a boolean, not a float
+    (2.5 and 1e400 are refused, and so are 1e9 and 4.0, with the integer to write instead),
+    or ValueError naming the field and its range."""
+    integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if not integer or not minimum <= value <= maximum:
+        top = "2^63" if maximum == INT_MAX else str(maximum + 1)
+        integral = isinstance(value, float) and value.is_integer()
+        beyond = (integer or integral) and value > maximum
+        rule = f"an integer in [{minimum}, {top})" if beyond else f"an integer >= {minimum}"
+        if integral and not beyond and value >= minimum:  # 1e9 or 4.0: a float in JSON
+            rule += f", written without a decimal point or exponent ({int(value)})"
+        raise ValueError(f"{name}={_short(value)} must be {rule}")
     return int(value)
+
+
+def _short(value) -> str:
+    """A field's value for a message, as JSON where it can be, at most 60 characters (a field
+    may hold a huge list, or an integer of thousands of digits)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"{'-' if value < 0 else ''}~1e{int(abs(int(value)).bit_length() * math.log10(2))}"
+    try:
+        text = json.dumps(jsonable(value), allow_nan=True)
+    except (TypeError, ValueError):  # not JSON, or an integer too long to print
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def require_float(name: str, value, *, low: float = -math.inf, high: float = math.inf,
                   low_open: bool = False, high_open: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name}={value!r} must be a number")
-    v = float(value)
+        raise ValueError(f"{name}={_short(value)} must be a number")
+    try:
+        v = float(value)
+    except OverflowError:
+        v = math.inf
     if not math.isfinite(v):
-        raise ValueError(f"{name}={value!r} must be finite")
+        raise ValueError(f"{name}={_short(value)} must be finite")
     bad_low = v <= low if low_open else v < low
     bad_high = v >= high if high_open else v > high
     if bad_low or bad_high:
@@ -111,21 +190,28 @@ def require_float(name: str, value, *, low: float = -math.inf, high: float = mat
 
 
 def require_floats(name: str, value, n: int, **bounds) -> np.ndarray:
-    """A scalar (broadcast to n) or a list of n numbers, each checked."""
+    """A scalar (broadcast to n: a read-only view, so that validating a scenario of a billion
+    workers allocates nothing) or a list of n numbers, each checked."""
     if isinstance(value, (list, tuple, np.ndarray)):
         if len(value) != n:
             raise ValueError(f"{name} has {len(value)} entries, expected {n} (one per worker)")
         return np.array([require_float(f"{name}[{i}]", v, **bounds) for i, v in enumerate(value)])
-    return np.full(n, require_float(name, value, **bounds))
+    return np.broadcast_to(require_float(name, value, **bounds), (n,))
+
+
+#: the largest norm of the features of a data set (a logistic regression's R, TDCD's scale):
+#: its square (the smoothness of the loss) and the products in the Hessian stay finite and
+#: nonzero in float64
+FEATURE_NORM_RANGE = (1e-50, 1e50)
 
 
 def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """A scenario's ``problem`` object with the defaults of its kind filled in, validated.
 
-    ``kinds``: kind -> {field: default}. Integers (dim, n, batch) must be >= 1; L, mu, R, G
-    positive; sigma, sigma_L, sigma_G, lam, distance nonnegative; skew in [0, 1]; a
-    quadratic needs mu <= L (and mu == L in one dimension, where the spectrum is a single
-    eigenvalue)."""
+    ``kinds``: kind -> {field: default}. Integers (dim, n, batch) must be >= 1; L, mu, G
+    positive; R in ``FEATURE_NORM_RANGE``; sigma, sigma_L, sigma_G, lam, distance
+    nonnegative; skew in [0, 1]; a quadratic needs mu <= L (and mu == L in one dimension,
+    where the spectrum is a single eigenvalue)."""
     if not isinstance(problem, Mapping) or "kind" not in problem:
         raise ValueError(f"problem must be an object with a 'kind' (one of {sorted(kinds)})")
     kind = problem["kind"]
@@ -141,11 +227,16 @@ def problem_spec(problem, kinds: Mapping[str, Mapping[str, Any]]) -> dict[str, A
     for name in ("L", "mu", "R", "G"):
         if name in spec:
             require_float(f"problem.{name}", spec[name], low=0, low_open=True)
+    if "R" in spec:
+        require_float("problem.R", spec["R"], low=FEATURE_NORM_RANGE[0], high=FEATURE_NORM_RANGE[1])
     for name in ("sigma", "sigma_L", "sigma_G", "lam", "distance"):
         if name in spec:
             require_float(f"problem.{name}", spec[name], low=0)
     if "skew" in spec:
         require_float("problem.skew", spec["skew"], low=0, high=1)
+    for name in ("L", "mu", "R", "G", "sigma", "sigma_L", "sigma_G", "lam", "distance", "skew"):
+        if name in spec:
+            spec[name] = float(spec[name])  # an int beyond int64 would overflow a tensor op
     for name in ("rotate",):
         if name in spec and not isinstance(spec[name], bool):
             raise ValueError(f"problem.{name}={spec[name]!r} must be true or false")

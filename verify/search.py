@@ -67,7 +67,9 @@ import numpy as np
 
 import bounds
 
+from . import limits
 from .adapter import adapter_for
+from .scenario import INT_MAX
 from .verdict import Verdict
 
 #: what a search looks for
@@ -350,8 +352,9 @@ def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int 
     best_ratio)`` is called after each admissible evaluation."""
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget={budget!r} must be an integer >= 1")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed={seed!r} must be an integer >= 0")
+    limits.require_count(budget, "search budget")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= INT_MAX:
+        raise ValueError(f"seed={seed!r} must be an integer in [0, 2^63)")
     if objective not in OBJECTIVES:
         raise ValueError(f"objective={objective!r} must be one of {OBJECTIVES}")
     s = _Searcher(key, variant, objective, np.random.default_rng(seed), executor, width, progress)

@@ -20,11 +20,14 @@ whatever their default and battery rows show.
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 import traceback
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,32 +157,71 @@ def run_task(task: Task) -> Row:
                error, time.perf_counter() - t0, ratio=task.ratio)
 
 
-def worker_init(plugins: Sequence[str] = ()) -> None:
+def worker_init(plugins: Sequence[str] = (), parent: int | None = None) -> None:
     """Initializer of worker processes: one torch thread each (no oversubscription), and
     the plugins the driver loaded explicitly (entry points and FEDBOUND_PLUGINS are found
-    again by the worker itself)."""
+    again by the worker itself). With ``parent`` (the driver's pid, for the local process
+    pools fedbound starts; not for Dask workers, whose lifetime Dask manages): the worker
+    ignores SIGINT (the driver, which gets the terminal's Ctrl-C too, stops its workers
+    itself, without a traceback from each) and exits as soon as its driver is gone
+    (:func:`watch_parent`)."""
     torch.set_num_threads(1)
+    if parent is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        watch_parent(parent)
     load_plugins(plugins)
+
+
+#: seconds between two looks of a worker at its driver
+WATCH_INTERVAL = 0.5
+
+
+def watch_parent(parent: int) -> threading.Thread:
+    """Make this process exit when ``parent`` dies, whatever kills it (SIGKILL included): a
+    daemon thread compares ``os.getppid()`` with ``parent`` every ``WATCH_INTERVAL`` seconds
+    (an orphan is re-parented) and ends the process with ``os._exit``. (Linux's
+    ``prctl(PR_SET_PDEATHSIG)`` is not used: it fires when the *thread* that started the
+    worker ends, which for a process pool may be any thread of the driver.)"""
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(WATCH_INTERVAL)
+        os._exit(1)
+
+    t = threading.Thread(target=watch, name="fedbound-watch-parent", daemon=True)
+    t.start()
+    return t
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run interrupted by SIGINT or SIGTERM: ``rows`` are the rows finished until then,
+    in task order, and ``total`` the number of tasks."""
+
+    def __init__(self, rows: list[Row], total: int):
+        super().__init__(f"{len(rows)} of {total} checks finished")
+        self.rows, self.total = rows, total
 
 
 def run(todo: Iterable[Task], *, executor: Executor | None = None,
         progress: Callable[[Row], None] | None = None) -> list[Row]:
-    """Run the tasks (in this process, or through ``executor``); rows in task order."""
+    """Run the tasks (in this process, or through ``executor``); rows in task order. An
+    interruption raises :class:`Interrupted` with the rows finished so far."""
     todo = list(todo)
-    if executor is None:
-        rows = []
-        for t in todo:
-            rows.append(run_task(t))
-            if progress:
-                progress(rows[-1])
-        return rows
-    futures = [executor.submit(run_task, t) for t in todo]
-    rows = []
-    for f in futures:
-        rows.append(f.result())
-        if progress:
-            progress(rows[-1])
-    return rows
+    done: dict[int, Row] = {}
+    try:
+        if executor is None:
+            for i, t in enumerate(todo):
+                done[i] = run_task(t)
+                if progress:
+                    progress(done[i])
+        else:
+            futures = {executor.submit(run_task, t): i for i, t in enumerate(todo)}
+            for f in as_completed(futures):
+                done[futures[f]] = f.result()
+                if progress:
+                    progress(done[futures[f]])
+    except KeyboardInterrupt:
+        raise Interrupted([done[i] for i in sorted(done)], len(todo)) from None
+    return [done[i] for i in range(len(todo))]
 
 
 def summary(rows: Sequence[Row]) -> dict:

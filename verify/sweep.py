@@ -13,6 +13,27 @@ over scenario fields (a dotted name such as ``problem.sigma`` reaches into the p
 draw). Every scenario is keyed by the SHA-256 of (key, variant, exact, scenario); a
 finished scenario is written in its own transaction as soon as its future completes, so
 a sweep killed at any moment resumes from the database and stores each scenario once.
+
+What a sweep promises (``docs/reliability.md``):
+
+* The whole spec is validated before anything runs or any file is created: its fields,
+  its size (at most ``--max-scenarios`` scenarios, counted before drawing), every grid
+  point, and every scenario's resource footprint (``verify.limits``). A random draw that
+  is not a valid scenario (a field drawn outside its range, say) does not abort the sweep:
+  it is recorded as an error row ("invalid draw: ...") under the digest of the drawn point,
+  and is not redrawn (the draws stay those of the seed).
+* A scenario whose check raises, whatever the exception, becomes an error row with its
+  message; the sweep goes on (exit status 4 in the CLI).
+* Drivers cooperate: a scenario is claimed in the store (a lease with an expiry, renewed
+  while it runs) before it is submitted, so two drivers on one database never run the same
+  scenario while both are alive, and each reports only what it ran. The claims of a driver
+  that died are taken over when their lease expires, at once when it ran on this machine.
+* Worker processes of the local pool die with their driver (``verify.suite.worker_init``);
+  on an interruption the driver cancels what has not started, stops its workers, releases
+  its claims and keeps every stored result.
+* The store is recognised by its SQLite ``application_id`` and ``user_version``; a file
+  that is not a fedbound store, a corrupt one or one written by a newer fedbound is
+  refused without being modified (it is inspected read-only first).
 """
 
 from __future__ import annotations
@@ -20,12 +41,17 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
+import socket
 import sqlite3
+import threading
 import time
+import traceback
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
-from contextlib import contextmanager
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -35,13 +61,16 @@ import numpy as np
 
 import bounds
 
-from .adapter import default_scenario, load_scenario
+from . import limits
+from .adapter import adapter_for, default_scenario
 from .check import check
 from .plugins import explicit
-from .scenario import json_text
+from .scenario import INT_MAX, json_text, parse_json
 from .suite import worker_init
 
 SPEC_FIELDS = ("key", "variant", "exact", "base", "grid", "random")
+RANDOM_FIELDS = ("n", "seed", "fields")
+RULE_FIELDS = ("low", "high", "log", "integer")
 
 
 def _set(d: dict, dotted: str, value) -> None:
@@ -57,22 +86,62 @@ def _set(d: dict, dotted: str, value) -> None:
     _set(d[head], rest, value)
 
 
-def _draw(name: str, rule, rng: np.random.Generator):
-    """One random value of a field: a list of choices, or {"low", "high", "log", "integer"}."""
+def _number(where: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{where}={json.dumps(value)[:40]} must be a number")
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x):
+        raise ValueError(f"{where}={value!r} must be finite")
+    return x
+
+
+def _check_rule(name: str, rule) -> None:
+    """A random field's rule: a non-empty list of choices, or {"low", "high", "log",
+    "integer"} with finite numbers low < high whose range is finite in float64 (and low > 0
+    for log draws); ValueError naming ``random.fields.<name>`` otherwise."""
+    where = f"random.fields.{name}"
     if isinstance(rule, list):
         if not rule:
-            raise ValueError(f"random.fields.{name}: the list of choices is empty")
-        return rule[int(rng.integers(len(rule)))]
-    if not isinstance(rule, Mapping) or not {"low", "high"} <= set(rule):
-        raise ValueError(f"random.fields.{name} must be a list of choices or "
-                         '{"low": .., "high": .., "log": bool, "integer": bool}')
-    low, high = float(rule["low"]), float(rule["high"])
+            raise ValueError(f"{where}: the list of choices is empty")
+        return
+    if not isinstance(rule, Mapping) or not {"low", "high"} <= set(rule) \
+            or not set(rule) <= set(RULE_FIELDS):
+        raise ValueError(f"{where} must be a list of choices or "
+                         '{"low": number, "high": number, "log": bool, "integer": bool}')
+    low, high = _number(f"{where}.low", rule["low"]), _number(f"{where}.high", rule["high"])
+    for flag in ("log", "integer"):
+        if not isinstance(rule.get(flag, False), bool):
+            raise ValueError(f"{where}.{flag}={rule[flag]!r} must be true or false")
     if not low < high or (rule.get("log") and low <= 0):
-        raise ValueError(f"random.fields.{name}: need 0 < low < high for log draws, low < high "
-                         f"otherwise; got low={low}, high={high}")
+        raise ValueError(f"{where}: need 0 < low < high for log draws, low < high otherwise; "
+                         f"got low={low:g}, high={high:g}")
+    if not rule.get("log") and not math.isfinite(high - low):
+        raise ValueError(f"{where}: high - low = {high:g} - {low:g} overflows float64; use a "
+                         "narrower range or log draws")
+
+
+def _draw(name: str, rule, rng: np.random.Generator):
+    """One random value of a field: a list of choices, or {"low", "high", "log", "integer"}
+    (a rule that :func:`_check_rule` accepted)."""
+    if isinstance(rule, list):
+        return rule[int(rng.integers(len(rule)))]
+    low, high = float(rule["low"]), float(rule["high"])
     u = rng.uniform(np.log(low), np.log(high)) if rule.get("log") else rng.uniform(low, high)
     x = float(np.exp(u)) if rule.get("log") else float(u)
     return int(round(x)) if rule.get("integer") else x
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One scenario of a sweep: its store key, its scenario (JSON values; the drawn point
+    itself for an invalid draw) and, for an invalid random draw, why (else None)."""
+
+    digest: str
+    scenario: dict
+    invalid: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +158,9 @@ class SweepSpec:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> SweepSpec:
+        """A validated spec: its fields and rules, and its size (at most ``--max-scenarios``
+        scenarios, counted before anything is drawn). The scenarios themselves are
+        validated by :meth:`entries`."""
         if not isinstance(data, Mapping):
             raise ValueError(f"sweep spec must be a JSON object, got {type(data).__name__}")
         unknown = sorted(set(data) - set(SPEC_FIELDS))
@@ -96,8 +168,15 @@ class SweepSpec:
             raise ValueError(f"sweep spec: unknown field(s) {unknown}; fields are {list(SPEC_FIELDS)}")
         if "key" not in data:
             raise ValueError("sweep spec: 'key' (the result to check) is required")
+        if not isinstance(data["key"], str) or not (data.get("variant") is None
+                                                    or isinstance(data["variant"], str)):
+            raise ValueError("sweep spec: key and variant must be strings")
         spec = cls(**dict(data))
-        spec.variant_name()  # unknown key or variant -> ValueError
+        try:
+            spec.variant_name()
+        except ValueError as e:
+            field = "variant" if spec.key in bounds.keys() else "key"
+            raise ValueError(f"sweep spec: {field}={getattr(spec, field)!r}: {e}") from None
         if not isinstance(spec.exact, bool):
             raise ValueError(f"sweep spec: exact={spec.exact!r} must be true or false")
         for name in ("base", "grid"):
@@ -107,33 +186,54 @@ class SweepSpec:
             if not isinstance(values, list) or not values:
                 raise ValueError(f"sweep spec: grid.{name} must be a non-empty list of values")
         if spec.random is not None:
-            r = spec.random
-            if not isinstance(r, Mapping) or not isinstance(r.get("n"), int) or r["n"] < 1 \
-                    or not isinstance(r.get("seed", 0), int) \
-                    or not isinstance(r.get("fields"), Mapping) or not r["fields"]:
-                raise ValueError('sweep spec: random must be {"n": int >= 1, "seed": int, '
-                                 '"fields": {field: rule}}')
+            spec._check_random()
         if not spec.grid and spec.random is None:
             raise ValueError("sweep spec: give a 'grid' or 'random' draws (or both)")
+        limits.require_count(spec.size(), "sweep spec: " + spec.size_text())
         return spec
+
+    def _check_random(self) -> None:
+        r = self.random
+        shape = '{"n": integer >= 1, "seed": integer in [0, 2^63), "fields": {field: rule}}'
+        if not isinstance(r, Mapping) or set(r) - set(RANDOM_FIELDS):
+            raise ValueError(f"sweep spec: random must be {shape}")
+        n, seed = r.get("n"), r.get("seed", 0)
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"sweep spec: random.n={json.dumps(n)[:40]} must be an integer >= 1; "
+                             f"random must be {shape}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= INT_MAX:
+            raise ValueError(f"sweep spec: random.seed={json.dumps(seed)[:40]} must be an integer "
+                             f"in [0, 2^63); random must be {shape}")
+        if not isinstance(r.get("fields"), Mapping) or not r["fields"]:
+            raise ValueError(f"sweep spec: random.fields must be a non-empty object; random must "
+                             f"be {shape}")
+        for name, rule in r["fields"].items():
+            _check_rule(name, rule)
+
+    def size(self) -> int:
+        """The number of scenarios: the grid's points times the random draws."""
+        return math.prod(len(v) for v in self.grid.values()) * (self.random or {}).get("n", 1)
+
+    def size_text(self) -> str:
+        parts = [f"grid.{k} ({len(v)})" for k, v in self.grid.items()]
+        if self.random is not None:
+            parts.append(f"random.n ({self.random['n']})")
+        return " x ".join(parts)
 
     @classmethod
     def load(cls, path: str | Path) -> SweepSpec:
         try:
             text = Path(path).read_text()
-        except OSError as e:
-            raise ValueError(f"sweep spec {path}: {e.strerror}") from None
-        try:
-            return cls.from_dict(json.loads(text))
-        except json.JSONDecodeError as e:
-            raise ValueError(f"sweep spec {path} is not valid JSON: {e.msg} at line {e.lineno}") \
-                from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"sweep spec {path}: {getattr(e, 'strerror', None) or e}") from None
+        return cls.from_dict(parse_json(text, f"sweep spec {path}"))
 
     def variant_name(self) -> str:
         return bounds.get(self.key, self.variant).variant
 
-    def points(self) -> Iterator[dict]:
-        """Scenario dicts in a fixed order: grid points (row-major) x random draws."""
+    def _points(self) -> Iterator[tuple[int, dict, dict]]:
+        """(grid point index, grid point, the point with its random draw) in a fixed order:
+        grid points (row-major) x random draws (the point itself without ``random``)."""
         names = list(self.grid)
         draws: list[dict] = [{}]
         if self.random is not None:
@@ -142,22 +242,54 @@ class SweepSpec:
             draws = [{f: _draw(f, rule, rng) for f, rule in fields.items()}
                      for _ in range(self.random["n"])]
         base = {**default_scenario(self.key).to_dict(), **self.base}
-        for combo in itertools.product(*(self.grid[n] for n in names)):
+        for i, combo in enumerate(itertools.product(*(self.grid[n] for n in names))):
+            grid_point = dict(base)
+            for name, value in zip(names, combo, strict=True):
+                _set(grid_point, name, value)
             for draw in draws:
-                point = dict(base)
-                for name, value in [*zip(names, combo, strict=True), *draw.items()]:
+                point = dict(grid_point)
+                for name, value in draw.items():
                     _set(point, name, value)
-                yield point
+                yield i, grid_point, point
+
+    def points(self) -> Iterator[dict]:
+        """Scenario dicts in a fixed order: grid points (row-major) x random draws."""
+        return (point for _, _, point in self._points())
+
+    def entries(self) -> list[Entry]:
+        """Every scenario of the sweep, validated, with its store key. The base with each
+        grid point must be a valid scenario on its own, and every scenario must be within
+        the resource limits: otherwise the spec is refused (ValueError naming the point and
+        the field). A random draw that makes a valid grid point invalid is an :class:`Entry`
+        with ``invalid`` set (module docstring)."""
+        ad = adapter_for(self.key)
+        out: list[Entry] = []
+        checked = -1
+        for i, grid_point, point in self._points():
+            if i != checked and self.random is not None:
+                try:
+                    ad.load(grid_point)
+                except ValueError as e:
+                    raise ValueError(f"sweep point {i}: {e}") from None
+                checked = i
+            try:
+                s = ad.load(point)
+            except ValueError as e:
+                if self.random is None:
+                    raise ValueError(f"sweep point {i}: {e}") from None
+                out.append(Entry(self.digest(point), point, f"invalid draw: {e}"))
+                continue
+            try:
+                ad.require_resources(s, exact=self.exact)
+            except limits.ResourceError as e:
+                raise limits.ResourceError(f"sweep point {len(out)}: {e}") from None
+            scenario = s.to_dict()
+            out.append(Entry(self.digest(scenario), scenario))
+        return out
 
     def scenarios(self) -> list[dict]:
-        """The validated scenarios as JSON values (a bad point raises naming its field)."""
-        out = []
-        for i, point in enumerate(self.points()):
-            try:
-                out.append(load_scenario(self.key, point).to_dict())
-            except ValueError as e:
-                raise ValueError(f"sweep point {i}: {e}") from None
-        return out
+        """The valid scenarios as JSON values (a bad grid point raises naming its field)."""
+        return [e.scenario for e in self.entries() if e.invalid is None]
 
     def digest(self, scenario: Mapping) -> str:
         """The store key of one scenario of this sweep."""
@@ -168,37 +300,196 @@ class SweepSpec:
 
 # ---------------------------------------------------------------------- the store
 
+#: SQLite application_id of a fedbound store ("FBND")
+APPLICATION_ID = 0x46424E44
+#: the store's schema version (PRAGMA user_version): 1 = results only (no application_id),
+#: 2 = results and claims
+SCHEMA_VERSION = 2
+RESULT_COLUMNS = ("digest", "key", "variant", "exact", "scenario", "verdict", "error", "seconds",
+                  "finished")
+#: a claim's lease (seconds): renewed every third of it while its driver lives
+LEASE = 60.0
+
+
+def _header(path: Path) -> tuple[int, int] | None:
+    """(application_id, user_version) from the 100-byte header of an SQLite file, read as
+    plain bytes (no SQLite connection, so nothing is created next to a foreign file); None
+    when the file is not an SQLite database."""
+    with open(path, "rb") as f:
+        head = f.read(100)
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        return None
+    return int.from_bytes(head[68:72], "big"), int.from_bytes(head[60:64], "big")
+
+
+def _uri(path: Path, **params: str) -> str:
+    query = "&".join(f"{k}={v}" for k, v in params.items())
+    return f"file:{urllib.parse.quote(str(path.absolute()))}?{query}"
+
+
+def inspect_store(path: str | Path, flag: str = "--db") -> int:
+    """The schema version of the fedbound store at ``path`` (0: an empty file or an empty
+    database, which a sweep may initialise), read without modifying anything; ValueError
+    naming ``flag`` when it is not a fedbound store, is corrupt, or is of a newer version."""
+    path = Path(path)
+    if path.stat().st_size == 0:
+        return 0
+    head = _header(path)
+    if head is None:
+        raise ValueError(f"{flag} {path} is not a fedbound store: not an SQLite database "
+                         "(fedbound leaves it untouched)")
+    app, version = head
+    if app not in (0, APPLICATION_ID):
+        raise ValueError(f"{flag} {path} is not a fedbound store: it belongs to another "
+                         f"application (SQLite application_id {app:#x}); fedbound leaves it "
+                         "untouched")
+    if app == APPLICATION_ID and version > SCHEMA_VERSION:
+        raise ValueError(f"{flag} {path} was written by a newer fedbound (store version "
+                         f"{version} > {SCHEMA_VERSION}): upgrade fedbound to read it")
+    try:
+        with _closing(sqlite3.connect(_read_only(path), uri=True)) as conn:
+            tables = {name: [c[1] for c in conn.execute(f"PRAGMA table_info({name})")]
+                      for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            check = conn.execute("PRAGMA quick_check").fetchone()[0]
+    except sqlite3.DatabaseError as e:
+        raise ValueError(f"{flag} {path} is corrupt or not an SQLite database (SQLite: {e}); "
+                         "fedbound leaves it untouched") from None
+    if check != "ok":
+        raise ValueError(f"{flag} {path} is corrupt (SQLite quick_check: {check}); fedbound "
+                         "leaves it untouched")
+    if app == 0 and not tables:
+        return 0
+    if tables.get("results") != list(RESULT_COLUMNS) or set(tables) - {"results", "claims"}:
+        raise ValueError(f"{flag} {path} is not a fedbound store (tables: "
+                         f"{', '.join(sorted(tables)) or 'none'}); fedbound leaves it untouched")
+    return version if app == APPLICATION_ID else 1
+
+
+def _read_only(path: Path) -> str:
+    """The URI that reads ``path`` without writing anything: as immutable (no journal, WAL,
+    shared-memory or lock file is created next to it) unless a write-ahead log exists, i.e.
+    a driver may be writing it right now; then read-only with locks (the log's files exist
+    already)."""
+    if path.with_name(path.name + "-wal").exists():
+        return _uri(path, mode="ro")
+    return _uri(path, mode="ro", immutable="1")
+
+
+@contextmanager
+def _closing(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def _owner() -> str:
+    """A driver's name in the claims: host, process id and a random tag."""
+    return f"{socket.gethostname()}:{os.getpid()}:{os.urandom(4).hex()}"
+
+
+def _alive(owner: str) -> bool:
+    """False only for a driver of this machine whose process is gone (others are judged by
+    their lease)."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
 
 class Store:
-    """The SQLite store of a sweep: one row per finished scenario, keyed by its digest."""
+    """The SQLite store of a sweep: one row per finished scenario, keyed by its digest, and
+    the claims of running drivers. ``readonly``: opened with SQLite's ``mode=ro`` (what
+    ``fedbound report`` does); the file must exist. A file that is not a fedbound store is
+    refused before it is modified (:func:`inspect_store`)."""
 
     SCHEMA = """CREATE TABLE IF NOT EXISTS results (
         digest TEXT PRIMARY KEY, key TEXT NOT NULL, variant TEXT NOT NULL,
         exact INTEGER NOT NULL, scenario TEXT NOT NULL, verdict TEXT, error TEXT,
         seconds REAL NOT NULL, finished REAL NOT NULL)"""
+    CLAIMS = """CREATE TABLE IF NOT EXISTS claims (
+        digest TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL)"""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, readonly: bool = False, flag: str = "--db"):
         self.path = Path(path)
+        self.readonly = readonly
+        exists = self.path.exists()
+        if readonly and not exists:
+            raise ValueError(f"{flag} {path}: no such file")
+        version = inspect_store(self.path, flag) if exists else 0
+        if readonly and version == 0:
+            raise ValueError(f"{flag} {path} holds no fedbound results (an empty database)")
         try:
-            self.conn = sqlite3.connect(self.path)
-            self.conn.execute("PRAGMA journal_mode=WAL")
-            with self.conn:
-                self.conn.execute(self.SCHEMA)
+            if readonly:
+                self.conn = sqlite3.connect(_read_only(self.path), uri=True, check_same_thread=False)
+            else:
+                self.conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+                if version < SCHEMA_VERSION:
+                    self._initialise()
         except sqlite3.DatabaseError as e:
-            raise ValueError(f"--db {path}: not a fedbound sweep database ({e})") from None
+            raise ValueError(f"{flag} {path}: cannot open the store ({e})") from None
+
+    def _initialise(self) -> None:
+        """Create (or upgrade a version-1 store to) the current schema."""
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        with self.conn:
+            self.conn.execute(self.SCHEMA)
+            self.conn.execute(self.CLAIMS)
+            self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     def finished(self) -> set[str]:
         return {d for (d,) in self.conn.execute("SELECT digest FROM results")}
 
     def add(self, digest: str, key: str, variant: str, exact: bool, scenario: Mapping,
             outcome: Mapping) -> None:
-        """Store one finished scenario in its own transaction (a repeat is ignored)."""
+        """Store one finished scenario and drop its claim, in one transaction (a repeat is
+        ignored)."""
         with self.conn:
             self.conn.execute(
                 "INSERT OR IGNORE INTO results VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (digest, key, variant, int(exact), json.dumps(scenario, sort_keys=True),
                  None if outcome["verdict"] is None else json_text(outcome["verdict"]),
                  outcome["error"], outcome["seconds"], time.time()))
+            self.conn.execute("DELETE FROM claims WHERE digest = ?", (digest,))
+
+    def claim(self, digests, owner: str, lease: float, limit: int) -> tuple[list[str], list[str]]:
+        """Claim up to ``limit`` of ``digests`` (in their order) for ``owner``: those not
+        stored and not claimed by a live driver whose lease has not expired. Returns (the
+        digests claimed, the digests found stored on the way)."""
+        now = time.time()
+        claimed: list[str] = []
+        stored: list[str] = []
+        with self.conn:
+            self.conn.execute("BEGIN IMMEDIATE")
+            held = {d: (o, e) for d, o, e in self.conn.execute("SELECT digest, owner, expires FROM claims")}
+            for d in digests:
+                if len(claimed) >= limit:
+                    break
+                if self.conn.execute("SELECT 1 FROM results WHERE digest = ?", (d,)).fetchone():
+                    stored.append(d)
+                    continue
+                o, expires = held.get(d, (owner, 0.0))
+                if o != owner and expires > now and _alive(o):
+                    continue
+                self.conn.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?)", (d, owner, now + lease))
+                claimed.append(d)
+        return claimed, stored
+
+    def renew(self, owner: str, lease: float) -> None:
+        with self.conn:
+            self.conn.execute("UPDATE claims SET expires = ? WHERE owner = ?", (time.time() + lease, owner))
+
+    def release(self, owner: str) -> None:
+        with self.conn:
+            self.conn.execute("DELETE FROM claims WHERE owner = ?", (owner,))
 
     def rows(self) -> list[dict]:
         """Every stored result: key, variant, exact, scenario, verdict (or error)."""
@@ -216,92 +507,194 @@ class Store:
 
 
 def run_point(key: str, variant: str, exact: bool, scenario: dict) -> dict:
-    """Check one scenario (in a worker process): its verdict as JSON values, or the error."""
+    """Check one scenario (in a worker process): its verdict as JSON values, or the error
+    (any exception: a ValueError by its message, anything else with its type)."""
     t0 = time.perf_counter()
     try:
         v = check(key, scenario, variant=variant, exact=exact)
         verdict, error = v.as_dict(), None
     except ValueError as e:
         verdict, error = None, str(e)
+    except Exception as e:  # noqa: BLE001 - a sweep records every failure and goes on
+        verdict, error = None, traceback.format_exception_only(type(e), e)[-1].strip()
     return {"verdict": verdict, "error": error, "seconds": time.perf_counter() - t0}
 
 
 @dataclass
 class SweepResult:
     total: int
-    skipped: int  # already in the store
-    ran: int
-    errors: int
+    skipped: int  # already in the store when the driver started
+    ran: int  # run (or recorded as invalid draws) by this driver
+    errors: int  # error rows among those this driver ran
+    others: int = 0  # stored by other drivers while this one ran
 
     def as_dict(self) -> dict:
         return {"total": self.total, "skipped": self.skipped, "ran": self.ran,
-                "errors": self.errors}
+                "errors": self.errors, "others": self.others}
+
+
+class _Heartbeat(threading.Thread):
+    """Renews a driver's leases every third of their length, on its own connection."""
+
+    def __init__(self, path: Path, owner: str, lease: float):
+        super().__init__(daemon=True, name="fedbound-lease")
+        self.path, self.owner, self.lease = path, owner, lease
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        with suppress(sqlite3.Error), _closing(sqlite3.connect(self.path, timeout=30)) as conn:
+            while not self.stopped.wait(self.lease / 3):
+                with conn:
+                    conn.execute("UPDATE claims SET expires = ? WHERE owner = ?",
+                                 (time.time() + self.lease, self.owner))
 
 
 def run_sweep(spec: SweepSpec, store: Store, executor: Executor | None = None,
-              progress: Callable[[], None] | None = None) -> SweepResult:
+              progress: Callable[[int, int], None] | None = None, *,
+              entries: list[Entry] | None = None, window: int | None = None,
+              lease: float = LEASE) -> SweepResult:
     """Run the scenarios of ``spec`` not yet in ``store`` (through ``executor``, else in
-    this process), storing each as soon as it finishes."""
+    this process), claiming each before it runs and storing each as soon as it finishes
+    (module docstring). ``entries``: the spec's validated entries, if already computed;
+    ``window``: scenarios claimed and in flight at once (default: two per core, one
+    without an executor); ``progress(stored, total)`` after each stored scenario. Waits
+    for scenarios that another live driver holds, and takes them over if its lease expires.
+    On KeyboardInterrupt: cancels what has not started, releases its claims and re-raises
+    with a message saying what is stored."""
     variant = spec.variant_name()
-    scenarios = spec.scenarios()
+    entries = spec.entries() if entries is None else entries
+    by_digest = {e.digest: e for e in entries}
+    total = len(by_digest)
     done = store.finished()
-    todo = {}
-    for s in scenarios:
-        d = spec.digest(s)
-        if d not in done:
-            todo.setdefault(d, s)
-    errors = 0
+    pending = dict.fromkeys(d for d in by_digest if d not in done)  # an ordered set
+    skipped = total - len(pending)
+    window = (1 if executor is None else 2 * (os.cpu_count() or 1)) if window is None else window
+    owner = _owner()
+    ran = errors = others = 0
+    running: dict = {}
 
     def finish(d: str, outcome: dict) -> None:
-        nonlocal errors
-        store.add(d, spec.key, variant, spec.exact, todo[d], outcome)
+        nonlocal ran, errors
+        store.add(d, spec.key, variant, spec.exact, by_digest[d].scenario, outcome)
+        pending.pop(d, None)
+        ran += 1
         errors += outcome["error"] is not None
         if progress:
-            progress()
+            progress(total - len(pending), total)
 
-    if executor is None:
-        for d, s in todo.items():
-            finish(d, run_point(spec.key, variant, spec.exact, s))
-    else:
-        futures = {executor.submit(run_point, spec.key, variant, spec.exact, s): d
-                   for d, s in todo.items()}
-        for f in as_completed(futures):
-            finish(futures[f], f.result())
-    return SweepResult(total=len(scenarios), skipped=len(scenarios) - len(todo), ran=len(todo),
-                       errors=errors)
+    heartbeat = _Heartbeat(store.path, owner, lease)
+    heartbeat.start()
+    try:
+        while pending:
+            claimed: list[str] = []
+            if len(running) < window:
+                claimed, gone = store.claim((d for d in pending if d not in running.values()),
+                                            owner, lease, window - len(running))
+                for d in gone:  # stored by another driver
+                    pending.pop(d, None)
+                    others += 1
+            for d in claimed:
+                e = by_digest[d]
+                if e.invalid is not None:
+                    finish(d, {"verdict": None, "error": e.invalid, "seconds": 0.0})
+                elif executor is None:
+                    finish(d, run_point(spec.key, variant, spec.exact, e.scenario))
+                else:
+                    running[executor.submit(run_point, spec.key, variant, spec.exact, e.scenario)] = d
+            if not running:
+                if pending and not claimed:  # the rest is held by other drivers: wait for them
+                    time.sleep(min(1.0, lease / 10))
+                continue
+            finished, _ = wait(running, timeout=min(1.0, lease / 10), return_when=FIRST_COMPLETED)
+            for f in finished:
+                d = running.pop(f)
+                try:
+                    outcome = f.result()
+                except Exception as e:  # noqa: BLE001 - e.g. the task could not be sent
+                    outcome = {"verdict": None, "seconds": 0.0,
+                               "error": traceback.format_exception_only(type(e), e)[-1].strip()}
+                finish(d, outcome)
+    except KeyboardInterrupt:
+        for f in running:
+            f.cancel()
+        with suppress(sqlite3.Error):  # the interruption may fall between a store and its count
+            pending = {d: None for d in pending if d not in store.finished()}
+        raise KeyboardInterrupt(f"{ran} scenarios run by this driver are stored in {store.path} "
+                                f"({total - len(pending)} of {total} in all); run the same "
+                                "command again to resume") from None
+    finally:
+        heartbeat.stopped.set()
+        with suppress(sqlite3.Error):
+            store.release(owner)
+    return SweepResult(total=total, skipped=skipped, ran=ran, errors=errors, others=others)
 
 
 @contextmanager
 def executor(*, jobs: int | None = None, scheduler: str | None = None,
-             dask_local: int | None = None) -> Iterator[Executor | None]:
-    """The executor of a sweep: a Dask cluster at ``scheduler``, a new Dask LocalCluster of
-    ``dask_local`` workers, or (default) ``jobs`` local processes (default: every core;
-    ``jobs=1``: None, i.e. this process)."""
+             dask_local: int | None = None, connect_timeout: float = 10.0) -> Iterator[Executor | None]:
+    """The executor of a sweep: a Dask cluster at ``scheduler`` (reached within
+    ``connect_timeout`` seconds; a ``tls://`` address uses the TLS settings of Dask's own
+    configuration, ``distributed.comm.tls``), a new Dask LocalCluster of ``dask_local``
+    workers, or (default) ``jobs`` local processes (default: every core; ``jobs=1``: None,
+    i.e. this process). Local worker processes die with their driver; when the block ends
+    by an exception (an interruption), the workers are stopped at once."""
     if scheduler is not None and dask_local is not None:
         raise ValueError("give --scheduler or --dask-local, not both")
     if scheduler is not None or dask_local is not None:
-        try:
-            from distributed import Client, LocalCluster
-        except ImportError:
-            raise ValueError("Dask needs the 'dask' extra: pip install 'fedbound[dask]'") from None
-        if dask_local is not None and dask_local < 1:
-            raise ValueError(f"--dask-local={dask_local} must be >= 1")
-        cluster = None if scheduler else LocalCluster(n_workers=dask_local, threads_per_worker=1,
-                                                      dashboard_address=None)
-        try:
-            with Client(scheduler or cluster) as client:
-                client.run(worker_init, explicit())
-                yield client.get_executor()
-        finally:
-            if cluster is not None:
-                cluster.close()
+        yield from _dask(scheduler, dask_local, connect_timeout)
         return
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
-    if jobs < 1:
-        raise ValueError(f"--jobs={jobs} must be >= 1")
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"--jobs={jobs} must be an integer >= 1")
     if jobs == 1:  # this process
         yield None
         return
-    with ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=worker_init,
-                             initargs=(explicit(),)) as pool:
+    pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=worker_init,
+                               initargs=(explicit(), os.getpid()))
+    try:
         yield pool
+    except BaseException:
+        stop(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def stop(pool: ProcessPoolExecutor) -> None:
+    """Stop a process pool now: cancel what has not started and terminate its workers
+    (``shutdown`` alone waits for the running tasks to finish; the workers are read from
+    the pool's ``_processes``, which the standard library has no public accessor for)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        with suppress(Exception):
+            p.terminate()
+    for p in procs:
+        with suppress(Exception):
+            p.join(5)
+            if p.is_alive():
+                p.kill()
+
+
+def _dask(scheduler: str | None, dask_local: int | None, connect_timeout: float):
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise ValueError("Dask needs the 'dask' extra: pip install 'fedbound[dask]'") from None
+    if dask_local is not None and (isinstance(dask_local, bool) or dask_local < 1):
+        raise ValueError(f"--dask-local={dask_local} must be >= 1")
+    if not (isinstance(connect_timeout, (int, float)) and 0 < connect_timeout < math.inf):
+        raise ValueError(f"--connect-timeout={connect_timeout} must be a number of seconds > 0")
+    cluster = None if scheduler else LocalCluster(n_workers=dask_local, threads_per_worker=1,
+                                                  dashboard_address=None)
+    try:
+        try:
+            client = Client(scheduler or cluster, timeout=connect_timeout)
+        except (OSError, TimeoutError) as e:
+            raise ValueError(f"--scheduler {scheduler}: no Dask scheduler answered within "
+                             f"{connect_timeout:g} s ({type(e).__name__}: {e})") from None
+        with client:
+            client.run(worker_init, explicit())
+            yield client.get_executor()
+    finally:
+        if cluster is not None:
+            cluster.close()

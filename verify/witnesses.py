@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .output import write_text
 from .scenario import json_text
 from .verdict import OUTCOMES, Verdict, tightness
 
@@ -93,10 +94,9 @@ class Witness:
         return d
 
     def write(self, path: str | Path) -> Path:
-        """Write the witness as JSON (the format :meth:`read` takes)."""
-        path = Path(path)
-        path.write_text(json_text(self.as_dict()) + "\n")
-        return path
+        """Write the witness as JSON (the format :meth:`read` takes), atomically
+        (``verify.output.write_text``)."""
+        return write_text(path, json_text(self.as_dict()) + "\n")
 
     def replay(self) -> Verdict:
         """Check the stored scenario again (same variant and mode)."""

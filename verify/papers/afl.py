@@ -44,9 +44,11 @@ from sim.afl import (
 )
 from sim.trace import DIVERGENCE_THRESHOLD
 from verify.api import (
+    LOOP_OVERHEAD,
     Adapter,
     Draw,
     Family,
+    Footprint,
     Measurement,
     Scenario,
     Tags,
@@ -58,6 +60,7 @@ from verify.api import (
     require_int,
     roundoff,
 )
+from verify.api import count_text as _n
 
 PAPER = "Yang et al. 2022"
 PROBLEM_KINDS = {
@@ -136,16 +139,24 @@ class AFLScenario(Scenario):
         if self.server_step not in ("proof", "printed"):
             raise ValueError(f"server_step={self.server_step!r} must be 'proof' or 'printed'")
         spec = self.problem_spec()
-        if (spec["kind"] != "lower_bound"  # Theorem 1 holds for every step: no step hypothesis
+        if spec["kind"] == "quadratic":  # logistic: in check_eta_L, once the data are built
+            self.check_eta_L()
+        if spec["kind"] == "lower_bound" and (self.M != 2 or self.arrivals != "single"
+                                              or (self.tau > 0 and self.delays != "zero")):
+            raise ValueError("problem.kind='lower_bound' is Theorem 1's instance: M=2, "
+                             "arrivals='single', no delays (delays='zero' or tau=0)")
+
+    def check_eta_L(self) -> None:
+        """The local step condition of Theorem 2: ValueError naming eta_L when it fails. For
+        logistic regression L comes from the data, so this runs when the check builds them
+        (after the resource limits are checked), not when the scenario is loaded; Theorem 1's
+        instance has no step hypothesis."""
+        if (self.problem_spec()["kind"] != "lower_bound"
                 and self.eta_L is not None and self.eta_L > B.eta_L_limit(self.L(), self.k_max())):
             raise ValueError(
                 f"eta_L={self.eta_L:g} violates the local condition 6 eta_L^2 (2K^2-3K+1) L^2 <= 1 "
                 f"({PAPER}, Theorem 2): eta_L must be <= "
                 f"{B.eta_L_limit(self.L(), self.k_max()):.6g} for K_max={self.k_max()}, L={self.L():g}")
-        if spec["kind"] == "lower_bound" and (self.M != 2 or self.arrivals != "single"
-                                              or (self.tau > 0 and self.delays != "zero")):
-            raise ValueError("problem.kind='lower_bound' is Theorem 1's instance: M=2, "
-                             "arrivals='single', no delays (delays='zero' or tau=0)")
 
     def k_max(self) -> int:
         return self.K if self.K_high is None else self.K_high
@@ -252,6 +263,7 @@ class AFL(Adapter):
         """L, sigma_L, sigma_G from the clients, Delta = f(x_0) - f_*, the realised tau, m'
         and K arrays from the schedule, and the steps (module docstring)."""
         self._check_scenario(s)
+        s.check_eta_L()
         st = build(s)
         cl = st.clients
         params: dict[str, Any] = {
@@ -315,6 +327,40 @@ class AFL(Adapter):
         g = trace.grad_sq_norm.numpy()[ok]
         return Measurement(values=self._reduce(g), diverged=int((~ok).sum()),
                            series=g.mean(axis=0) if ok.any() else None, atol=atol)
+
+    def _footprint(self, s: AFLScenario, exact: bool) -> Footprint:
+        """Memory: the schedule drawn before the run (arrivals, delays and K, [R, T, M] each,
+        with AFA-CS's memory bookkeeping), the workers' local runs [R, M, d], the clients'
+        data (logistic [M, n, d]) and, in exact mode, AFA-CS's second moments [d, M+2, M+2]
+        per distinct arrival set. Work: T rounds x K local steps x those tensors."""
+        spec = s.problem_spec()
+        R, M, T, K = s.replicas, s.M, s.T, s.k_max()
+        d = 1 if spec["kind"] == "lower_bound" else spec["dim"]
+        cs = s.algorithm == "cs"
+        grid = f"replicas={_n(R)} x T={_n(T)} x M={_n(M)}"
+        workers = f"replicas={_n(R)} x M={_n(M)} x dim={_n(d)}"
+        memory = {f"{grid} x {80 if cs else 32} B of schedule": (80 if cs else 32) * R * T * M,
+                  f"{workers} x 10 buffers of 8 B": 80 * R * M * d,
+                  f"replicas={_n(R)} x T={_n(T)} x 4 records of 8 B": 32 * R * T}
+        steps = {f"T={_n(T)} rounds x K={_n(K)} local steps x {workers}":
+                 T * (K * (12 * R * M * d + LOOP_OVERHEAD) + LOOP_OVERHEAD),
+                 f"{grid} (the schedule)": 20 * R * T * M}
+        if spec["kind"] == "logistic":
+            data, batch = spec["n"], spec["batch"]
+            memory[f"M={_n(M)} x problem.n={_n(data)} x dim={_n(d)} x 3 copies of the data"] = \
+                24 * M * data * d
+            memory[f"{workers} x problem.n={_n(data)} x 8 B (the per-worker gradients' einsum)"] = \
+                8 * R * M * data * d + 32 * R * M * data
+            memory[f"{workers} x problem.batch={_n(batch)} x 3 of 8 B"] = 24 * R * M * batch * d
+            steps[f"T={_n(T)} x K={_n(K)} x {workers} x problem.batch={_n(batch)}"] = \
+                6 * T * K * R * M * batch * d
+            steps[f"T={_n(T)} x {workers} x problem.n={_n(data)}"] = 6 * T * R * M * data * d
+        if exact and cs:
+            sets = min(T, M if isinstance(s.arrivals, str) else len(s.arrivals))
+            memory[f"distinct arrival sets={_n(sets)} x dim={_n(d)} x (M+2)^2={_n((M + 2) ** 2)} x 3 "
+                   "of 8 B"] = 24 * (sets + 1) * d * (M + 2) ** 2
+            steps[f"T={_n(T)} x dim={_n(d)} x (M+2)^3={_n((M + 2) ** 3)}"] = 4 * T * d * (M + 2) ** 3
+        return Footprint.of(memory, steps)
 
     def _draw(self, draw: Draw) -> AFLScenario:
         """A small random scenario satisfying the result's hypotheses: AFA-CS with M from 4 to

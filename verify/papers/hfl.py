@@ -37,8 +37,10 @@ from bounds import hfl as bhfl
 from sim.hfl import run_hfl
 from sim.problems import LogisticRegression, Quadratic
 from verify.api import (
+    LOOP_OVERHEAD,
     Adapter,
     Draw,
+    Footprint,
     Measurement,
     Scenario,
     Tags,
@@ -48,11 +50,14 @@ from verify.api import (
     require_int,
     roundoff,
 )
+from verify.api import count_text as _n
 
 PAPER = "Ali & Arafa 2025"
 #: Fig. 7a of the paper: {d, b, e, f, d_g, b_g, e_g, f_g} (Section IV-B)
 FIG7A = [0.01, 0.85, 0.001, 0.085, 4.0, 2.0, 0.4, 0.2]
 MODES = ("conditional", "expected")
+#: the largest delay parameter a scenario takes (in time units)
+MAX_DELAY = 1e100
 PROBLEM_KINDS = {
     "logistic": {"dim": 3, "n": 40, "R": 1.5, "batch": 1, "distance": 2.0},
     "quadratic": {"dim": 10, "L": 1.0, "mu": 0.1, "sigma": 1.0, "distance": 3.0},
@@ -104,6 +109,10 @@ class HFLScenario(Scenario):
         if not isinstance(self.delays, (list, tuple)):
             raise ValueError(f"delays={self.delays!r} must be the 8 parameters "
                              "{d, b, e, f, d_g, b_g, e_g, f_g}")
+        for i, (name, v) in enumerate(zip(dl.LINEAR_PARAMETERS, self.delays, strict=False)):
+            # JSON numbers, not strings; at most MAX_DELAY, so that the delay laws' shifts and
+            # means (sums and products of these with the group sizes) stay finite in float64
+            require_float(f"delays[{i}] ({name})", v, low=0, high=MAX_DELAY)
         return dl.DelayModel.linear(self.delays, self.sizes)
 
     def problem_spec(self) -> dict[str, Any]:
@@ -142,6 +151,32 @@ def paths(s: HFLScenario) -> dl.Schedules:
     count = 1 if s.mode == "conditional" else s.replicas
     return dl.sample_schedules(s.model(), s.S, s.T, count, np.random.default_rng(s.seed),
                                ramp=s.ramp)
+
+
+def _schedule_size(s: HFLScenario) -> tuple[float, str, float, float]:
+    """(rounds the schedule draws allocate, that number in the scenario's fields, local
+    iterations a round's draws allocate, local iterations a round takes), from the delay
+    model (Section IV: local delay c_i + Exp(mean) with c_i = d |N_i| + b, global c_g = d_g G +
+    b_g) without drawing: the rounds' a.s. envelope T / (max(S, c_i) + c_g) of
+    ``bounds.delays.rounds_envelope`` (twice T / E D without one), and S / c_i (2 S / E tau_i
+    for a zero shift) local iterations, as ``bounds.delays`` allocates them."""
+    dl_, b, e, f, dg, bg, eg, fg = (float(v) for v in s.delays)
+    G = len(s.sizes)
+    shifts = [dl_ * k + b for k in s.sizes]
+    means = [c + e * k + f for c, k in zip(shifts, s.sizes, strict=True)]
+    floor = max(s.S, max(shifts)) + dg * G + bg
+    with np.errstate(over="ignore"):
+        if floor > 0:
+            rounds = float(np.ceil(np.float64(s.T) / floor))
+            text = f"rounds={_n(rounds)} (T={s.T:g} / a round's least time {floor:g})"
+        else:
+            mean_round = max(means) + dg * G + bg + eg * G + fg
+            rounds = 16 * float(np.ceil(2 * np.float64(s.T) / (16 * mean_round)))
+            text = f"rounds={_n(rounds)} (2 T={2 * s.T:g} / a round's mean time {mean_round:g})"
+        width = max(1.0 if s.S == 0 else np.float64(s.S) / c + 1 if c > 0 else 2 * np.float64(s.S) / m + 4
+                    for c, m in zip(shifts, means, strict=True))
+        per_round = max(1.0, min(width, np.float64(s.S) / min(means) + 1))
+    return rounds, text, float(width), float(per_round)
 
 
 def _roundoff(st: Setup) -> float:
@@ -206,6 +241,42 @@ class HFL(Adapter):
         for u in range(U):
             prefixes[u, : u + 1] = t[: u + 1]
         return np.arange(1, U + 1), thm.evaluate(**{**params, "t": prefixes})
+
+    def _footprint(self, s: HFLScenario, exact: bool) -> Footprint:
+        """Memory: the delay draws of ``bounds.delays.sample_schedules`` (paths x rounds x the
+        local iterations a round can take), the schedule and the per-round records [R, U, G],
+        and the clients' gradients [R, G, n_max, d] of one local iteration (the sampler's
+        reused buffers: its draws or gathered rows, their masked copy and their sum). Work:
+        rounds x local iterations x those tensors."""
+        G, n_max, R = len(s.sizes), max(s.sizes), s.replicas
+        rounds, rounds_text, width, per_round = _schedule_size(s)
+        paths = 1 if s.mode == "conditional" else R
+        spec = s.problem_spec()
+        dim = spec["dim"]
+        local = f"local iterations={_n(width)} per round (S={s.S:g} / the local delays)"
+        clients = f"replicas={_n(R)} x groups={G} x clients={_n(n_max)} (max sizes) x dim={_n(dim)}"
+        loop = f"{rounds_text} x {_n(per_round)} local iterations per round x {clients}"
+        memory = {
+            f"paths={_n(paths)} x {rounds_text} x {local} x 3 draws of 8 B": 24 * paths * rounds * width,
+            f"replicas={_n(R)} x {rounds_text} x groups={G} x 6 records of 8 B": 48 * R * rounds * G,
+            f"{clients} x 3 buffers of 8 B": 24 * R * G * n_max * dim,
+        }
+        steps = {loop: rounds * per_round * (10 * R * G * n_max * dim + LOOP_OVERHEAD),
+                 f"paths={_n(paths)} x {rounds_text} x {local} x groups={G} (the delay draws)":
+                 10 * paths * rounds * width * G}
+        if spec["kind"] == "logistic":
+            batch, data = spec["batch"], spec["n"]
+            memory[f"{clients} x problem.batch={_n(batch)} x 8 B (the gathered rows)"] = \
+                8 * R * G * n_max * batch * dim
+            memory[f"problem.n={_n(data)} x dim={_n(dim)} x 3 copies of the data"] = 24 * data * dim
+            memory[f"replicas={_n(R)} x groups={G} x problem.n={_n(data)} x 3 of 8 B"] = 24 * R * G * data
+            steps[f"{loop} x problem.batch={_n(batch)}"] = \
+                6 * rounds * per_round * R * G * n_max * batch * dim
+            steps[f"{loop} x problem.n={_n(data)} / clients (the gradient of f)"] = \
+                4 * rounds * per_round * R * G * data * dim
+        else:
+            memory[f"problem.dim={_n(dim)}, squared, x 6 matrices of 8 B"] = 48 * dim * dim
+        return Footprint.of(memory, steps)
 
     def _draw(self, draw: Draw) -> HFLScenario:
         """1-3 groups of 1-8 clients, Fig. 7a's delays scaled by a factor in [0.5, 2], S in

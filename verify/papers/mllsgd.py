@@ -43,8 +43,10 @@ from bounds import topology
 from sim.mllsgd import run_mllsgd
 from sim.problems import LogisticRegression, Quadratic
 from verify.api import (
+    LOOP_OVERHEAD,
     Adapter,
     Draw,
+    Footprint,
     Measurement,
     Scenario,
     Tags,
@@ -55,8 +57,11 @@ from verify.api import (
     require_int,
     roundoff,
 )
+from verify.api import count_text as _n
 
 PAPER = "Castiglia et al. 2021"
+#: the most workers a scenario may name: one float64 per worker must fit in a numpy array
+MAX_WORKERS = 2**60 - 1
 PROBLEM_KINDS = {
     # kind: {field: default}
     "quadratic": {"dim": 8, "L": 1.0, "mu": 0.1, "sigma": 1.0, "distance": 3.0, "rotate": False},
@@ -95,14 +100,16 @@ class MLLSGDScenario(Scenario):
 
     def validate(self) -> None:
         require_int("hubs", self.hubs)
-        self.sizes()
+        n = self.worker_count()
         if self.graph not in topology.GRAPH_KINDS:
             raise ValueError(f"graph={self.graph!r} must be one of {topology.GRAPH_KINDS}")
         if self.hub_rule is not None and self.hub_rule not in topology.HUB_RULES:
             raise ValueError(f"hub_rule={self.hub_rule!r} must be null or one of "
                              f"{topology.HUB_RULES}")
-        n = int(self.sizes().sum())
         if self.weights is not None:
+            if not isinstance(self.weights, list):
+                raise ValueError(f"weights={self.weights!r} must be null (uniform) or a list of "
+                                 f"one weight per worker ({n})")
             require_floats("weights", self.weights, n, low=0, low_open=True)
         require_floats("p", self.p, n, low=0, high=1, low_open=True)
         if self.eta is not None:
@@ -115,6 +122,18 @@ class MLLSGDScenario(Scenario):
                              f"(the proof of {PAPER}, Theorem 1 sums over whole hub periods, "
                              "Appendix C.3, (182) to (183))")
         self.problem_spec()
+
+    def worker_count(self) -> int:
+        """The number of workers N, validated, without building anything (a scenario of a
+        billion workers is refused by its footprint, not by an allocation)."""
+        if isinstance(self.workers_per_hub, (list, tuple)):
+            n = int(self.sizes().sum())
+        else:
+            n = self.hubs * require_int("workers_per_hub", self.workers_per_hub)
+        if n > MAX_WORKERS:  # numpy could not even describe one number per worker
+            raise ValueError(f"hubs={self.hubs} x workers_per_hub = {n:.3g} workers, more than "
+                             f"an array can hold (at most 2^60)")
+        return n
 
     def sizes(self) -> np.ndarray:
         """Workers per hub, [D]."""
@@ -232,6 +251,41 @@ class MLLSGD(Adapter):
         per_k = trace.grad_sq_norm.numpy()[ok]
         return Measurement(values=self._reduce(per_k), diverged=int((~ok).sum()),
                            series=per_k.mean(axis=0) if ok.any() else None, atol=atol)
+
+    def _footprint(self, s: MLLSGDScenario, exact: bool) -> Footprint:
+        """Memory: the dense N x N mixing matrices of ``bounds.topology.worker_matrices`` (E E^T,
+        V, Z, A and a temporary), the D x D hub matrices, the replicas' worker models [R, N, d]
+        with the step's temporaries, the [R, K] records, the problem's data; exact mode: the
+        second moments [d, N, N]. Work: K iterations of those tensors."""
+        D, N, R, K = s.hubs, s.worker_count(), s.replicas, s.K
+        spec = s.problem_spec()
+        d = spec["dim"]
+        workers = (f"workers={_n(N)} (sum of workers_per_hub)" if isinstance(s.workers_per_hub, list)
+                   else f"workers={_n(N)} (hubs={_n(D)} x workers_per_hub={_n(s.workers_per_hub)})")
+        memory = {
+            f"{workers}, squared, x 5 dense worker matrices of 8 B": 5 * N * N * 8 + 2 * N * D * 8,
+            f"hubs={_n(D)}, squared, x 8 hub matrices of 8 B": 8 * D * D * 8,
+            f"replicas={_n(R)} x {workers} x dim={_n(d)} x 7 buffers of 8 B": 7 * R * N * d * 8,
+            f"replicas={_n(R)} x K={_n(K)} x 5 records of 8 B": 5 * R * K * 8,
+        }
+        steps = {f"K={_n(K)} iterations x replicas={_n(R)} x {workers} x dim={_n(d)}":
+                 K * (20 * R * N * d + LOOP_OVERHEAD),
+                 f"{workers}, squared, x hubs={_n(D)} (the mixing matrices)": 2 * N * N * D + 10 * D**3}
+        if spec["kind"] == "quadratic":
+            memory[f"problem.dim={_n(d)}, squared, x 6 matrices of 8 B"] = 6 * d * d * 8
+        else:
+            b, m = spec["batch"], spec["n"]
+            memory[f"problem.n={_n(m)} x dim={_n(d)} x 3 copies of the data"] = 3 * m * d * 8
+            memory[f"replicas={_n(R)} x {workers} x problem.batch={_n(b)} x dim={_n(d)} x 3 of 8 B"] = \
+                3 * R * N * b * d * 8
+            steps[f"K={_n(K)} x replicas={_n(R)} x {workers} x problem.batch={_n(b)} x dim={_n(d)}"] = \
+                6 * K * R * N * b * d
+            steps[f"K={_n(K)} x replicas={_n(R)} x problem.n={_n(m)} x dim={_n(d)}"] = 4 * K * R * m * d
+        if exact:
+            memory[f"dim={_n(d)} x {workers}, squared, x 5 moment arrays of 8 B"] = 5 * d * N * N * 8
+            steps[f"K={_n(K)} x dim={_n(d)} x {workers}, cubed (exact moments)"] = \
+                K * (4 * d * N**3 + LOOP_OVERHEAD)
+        return Footprint.of(memory, steps)
 
     def _bound_series(self, s: MLLSGDScenario, thm, params, n: int):
         """The bound at every K' <= K that is a multiple of q tau, with the same step."""

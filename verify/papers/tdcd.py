@@ -36,8 +36,11 @@ import torch
 
 from sim.tdcd import LOSSES, BlockLinear, Layout, TDCDTrace, run_tdcd, synthetic_data
 from verify.api import (
+    FEATURE_NORM_RANGE,
+    LOOP_OVERHEAD,
     Adapter,
     Draw,
+    Footprint,
     Measurement,
     Scenario,
     register_adapter,
@@ -45,6 +48,7 @@ from verify.api import (
     require_int,
     roundoff,
 )
+from verify.api import count_text as _n
 
 PAPER = "Das et al. 2022"
 
@@ -85,7 +89,7 @@ class TDCDScenario(Scenario):
         self.layout()
         if self.loss not in LOSSES:
             raise ValueError(f"loss={self.loss!r} must be one of {LOSSES}")
-        require_float("scale", self.scale, low=0, low_open=True)
+        require_float("scale", self.scale, low=FEATURE_NORM_RANGE[0], high=FEATURE_NORM_RANGE[1])
         require_float("label_noise", self.label_noise, low=0,
                       high=0.5 if self.loss == "logistic" else math.inf)
         for name in ("Q", "rounds", "replicas"):
@@ -204,6 +208,36 @@ class TDCD(Adapter):
         return Measurement(values=per_round.mean(axis=1), diverged=int((~ok).sum()),
                            series=per_round.mean(axis=0) if ok.any() else None,
                            atol=_roundoff(st))
+
+    def _footprint(self, s: TDCDScenario, exact: bool) -> Footprint:
+        """Memory: the data X [n, D] and its padded blocks [n, N, d], the round's sampling
+        keys [R, lcm(K_j), n], the batch's blocks [R, batch, N, d], the exact variance's
+        per-sample gradients [R, n, N, d], the clients' models [R, N, K, d] and the records
+        [R, rounds, N]. Work: rounds x (Q local steps on the batch + the per-sample pass)."""
+        N, D, d, K = len(s.blocks), sum(s.blocks), max(s.blocks), max(s.clients)
+        C, R = math.lcm(*s.clients), s.replicas
+        silos = f"silos={N} x block={_n(d)} (max blocks)"
+        memory = {
+            f"n={_n(s.n)} x features={_n(D)} (sum of blocks) x 4 copies of 8 B":
+                8 * (3 * s.n * D + s.n * N * d) + 24 * D * D,
+            f"replicas={_n(R)} x lcm(clients)={_n(C)} x n={_n(s.n)} x 8 B (the batch draw's keys)":
+                8 * R * C * s.n,
+            f"replicas={_n(R)} x batch={_n(s.batch)} x {silos} x 4 of 8 B": 32 * R * s.batch * N * d,
+            f"replicas={_n(R)} x n={_n(s.n)} x {silos} x 2 of 8 B (per-sample gradients)":
+                16 * R * s.n * N * d,
+            f"replicas={_n(R)} x {silos} x clients={_n(K)} (max clients) x 4 of 8 B": 32 * R * N * K * d,
+            f"replicas={_n(R)} x rounds={_n(s.rounds)} x (silos={N} + 5) records of 8 B":
+                8 * R * s.rounds * (N + 5),
+        }
+        steps = {
+            f"rounds={_n(s.rounds)} x Q={_n(s.Q)} x replicas={_n(R)} x batch={_n(s.batch)} x {silos}":
+                s.rounds * s.Q * (8 * R * s.batch * N * d + LOOP_OVERHEAD),
+            f"rounds={_n(s.rounds)} x replicas={_n(R)} x n={_n(s.n)} x {silos}":
+                s.rounds * 6 * R * s.n * N * d,
+            f"rounds={_n(s.rounds)} x replicas={_n(R)} x lcm(clients)={_n(C)} x n={_n(s.n)} x log n":
+                s.rounds * 2 * R * C * s.n * max(1, math.log2(s.n)),
+        }
+        return Footprint.of(memory, steps)
 
     def _bound_series(self, s: TDCDScenario, thm, params, n: int):
         """The bound after r = 1..R rounds at the run's step."""

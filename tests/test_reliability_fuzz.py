@@ -1,0 +1,280 @@
+"""Fuzzing the real command line, field by field (issue 19, item 6).
+
+Valid scenarios, theorem parameters and sweep specs are mutated one or two fields at a
+time (nested fields such as ``problem.sigma`` and list entries such as ``sizes[0]``
+included) into wrong types, booleans, strings, negatives, zeros, huge values, 1e308,
+NaN and Infinity literals, 1e400, integers beyond int64, empty, nested and oversized
+arrays, and unknown fields; each mutant goes through ``verify.cli.main``, the
+``fedbound`` entry point. The outcome must be exit 0 or 1 with valid JSON (4 for a sweep
+that recorded error rows), or exit 2 with one line naming a field, within a time and a
+memory budget: never 70 (an internal error), never a traceback, never NaN in the output.
+
+``tests/corpus/reliability.json`` keeps the inputs that found each bug, replayed here so
+that they stay fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import time
+import warnings
+from functools import cache
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bounds
+from verify.adapter import adapter_for
+from verify.cli import main
+from verify.scenario import jsonable, parse_json
+from verify.verdict import OUTCOMES
+
+CORPUS = Path(__file__).with_name("corpus") / "reliability.json"
+#: FEDBOUND_FUZZ_SCALE=10 explores ten times as many inputs (locally; CI runs the default)
+SCALE = int(os.environ.get("FEDBOUND_FUZZ_SCALE", "1"))
+FUZZ = settings(max_examples=30 * SCALE, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+#: every command of the fuzz runs under these limits: the memory and time budget
+LIMITS = ["--max-memory", "512M", "--max-steps", "3e9"]
+#: seconds one command may take
+BUDGET = 60
+
+#: small valid scenarios, one per paper (each checks in about a second)
+SMALL = {
+    "mllsgd.theorem1": {"replicas": 4, "K": 8, "q": 2, "tau": 2},
+    "hfl.theorem2": {"replicas": 4, "T": 30},
+    "tdcd.theorem1": {"replicas": 4, "rounds": 4},
+    "afl.theorem2": {"replicas": 4, "T": 20},
+}
+
+#: JSON literals that Python's json module would accept but no field may take
+RAW = {"NaN": "NaN", "Infinity": "Infinity", "-Infinity": "-Infinity", "1e400": "1e400",
+       "-1e400": "-1e400", "digits": "9" * 400}
+MUTANTS = st.one_of(
+    st.sampled_from([None, True, False, "", "1", "true", "false", "NaN", 0, -1, 1, 2, 3, -1.5,
+                     0.5, 2.5, 1e-300, -1e-300, 1e308, -1e308, 10**9, 10**18, 2**63, 2**64,
+                     [], [1], [0.5] * 1000, [[1]], [True], ["x"], {}, {"a": 1}]),
+    st.sampled_from(sorted(RAW)).map(lambda name: f"__RAW_{name}__"),
+    st.integers(-(10**20), 10**20),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+def dumps(obj) -> str:
+    """JSON text with the RAW literals spliced in (NaN, Infinity, 1e400, huge integers)."""
+    text = json.dumps(obj)
+    return re.sub(r'"__RAW_([A-Za-z0-9-]+)__"', lambda m: RAW[m.group(1)], text)
+
+
+def paths(obj, prefix=()) -> list[tuple]:
+    """Every field of a JSON object as a path (keys and list indices), nested ones too."""
+    out = []
+    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for k, v in items:
+        out.append((*prefix, k))
+        if isinstance(v, (dict, list)) and len(v) <= 16:
+            out += paths(v, (*prefix, k))
+    return out
+
+
+def mutate(obj, path: tuple, value):
+    """A copy of ``obj`` with the field at ``path`` replaced (or added) by ``value``."""
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(obj, list):
+        obj = list(obj)
+        if isinstance(head, int) and head < len(obj):
+            obj[head] = mutate(obj[head], rest, value)
+        return obj
+    obj = dict(obj) if isinstance(obj, dict) else {}
+    obj[head] = mutate(obj.get(head), rest, value)
+    return obj
+
+
+@st.composite
+def mutants(draw, base: dict, extra: tuple[tuple, ...] = ()):
+    """``base`` with one or two fields (or an unknown one) replaced by a mutant value."""
+    where = sorted(set(paths(base)) | set(extra), key=repr)
+    out = base
+    for path in draw(st.lists(st.sampled_from(where), min_size=1, max_size=2, unique=True)):
+        out = mutate(out, path, draw(MUTANTS))
+    return out, where
+
+
+def strict(text: str):
+    """Parse output JSON: NaN and Infinity literals are errors."""
+    return parse_json(text, "output")
+
+
+def run(capsys, argv, limits=LIMITS) -> tuple[int, str, str, float]:
+    """Exit status, standard output and error, and seconds of ``fedbound argv``; a warning
+    printed to the terminal (a numpy overflow, say) counts as output on standard error."""
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main([*argv, *limits])
+    out, err = capsys.readouterr()
+    err += "".join(f"{w.category.__name__}: {w.message}\n" for w in caught
+                   if not issubclass(w.category, DeprecationWarning))
+    return code, out, err, time.perf_counter() - t0
+
+
+def names_field(err: str, name: str) -> bool:
+    """Whether ``err`` names the field ``name``: as a whole token, and for a name of one or
+    two letters (``a``, ``K``, which English also uses) either first in the message or
+    followed by what names a field ("=", "[", "'", " is", " has", " row", ")", ":")."""
+    token = rf"(?<![A-Za-z0-9_]){re.escape(name)}(?![A-Za-z0-9_])"
+    if len(name) > 2:
+        return re.search(token, err) is not None
+    return (re.search(token + r"(=| =|\[|'|\)|:| is | has | row)", err) is not None
+            or re.match(r"fedbound: error: (--params: )?" + token, err) is not None)
+
+
+def assert_clean_refusal(err: str, names) -> None:
+    """One line, "fedbound: error: ...", naming one of ``names``; no traceback."""
+    assert err.startswith("fedbound: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert any(names_field(err, str(n)) for n in names), f"no field named in: {err}"
+
+
+def flat(x) -> list:
+    return [y for v in x for y in flat(v)] if isinstance(x, list) else [x]
+
+
+def field_names(obj) -> set[str]:
+    return {str(p[-1]) for p in paths(obj) if isinstance(p[-1], str)}
+
+
+# ---------------------------------------------------------------------- scenarios
+
+
+@pytest.mark.parametrize("key", sorted(SMALL))
+def test_the_small_scenarios_are_valid_and_fast(key, tmp_path, capsys):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(SMALL[key]))
+    code, out, err, seconds = run(capsys, ["check", key, "--scenario", str(path), "--json"])
+    assert code == 0 and strict(out)["verdict"] == "holds", err
+    assert seconds < 20
+
+
+@pytest.mark.parametrize("key", sorted(SMALL))
+@FUZZ
+@given(data=st.data())
+def test_mutated_scenarios_through_the_cli(key, data, tmp_path_factory, capsys):
+    base = {**adapter_for(key).default_scenario().to_dict(), **SMALL[key]}
+    scenario, _ = data.draw(mutants(base, extra=(("zzz",), ("problem", "zzz"))))
+    path = tmp_path_factory.mktemp("s") / "scenario.json"
+    path.write_text(dumps(scenario))
+    code, out, err, seconds = run(capsys, ["check", key, "--scenario", str(path), "--json"])
+    assert code in (0, 1, 2), (code, err)
+    assert seconds < BUDGET
+    if code == 2:
+        assert out == ""
+        assert_clean_refusal(err, field_names(base) | {"zzz", "scenario"})
+    else:
+        v = strict(out)
+        assert v["verdict"] in OUTCOMES and (code == 1) == (v["verdict"] in ("violated", "diverged"))
+        assert isinstance(v["bound"], float) and math.isfinite(v["bound"])
+        assert "Traceback" not in err
+
+
+# ---------------------------------------------------------------------- theorem parameters
+
+
+@cache
+def valid_params(key: str) -> dict:
+    """The parameters the adapter derives from its default scenario: a valid point."""
+    ad = adapter_for(key)
+    thm = ad.theorem()
+    return jsonable(ad.parameters(ad.default_scenario(), thm))
+
+
+@settings(FUZZ, max_examples=150 * SCALE)
+@given(key=st.sampled_from(sorted(bounds.keys())), command=st.sampled_from(["bound", "step"]),
+       data=st.data())
+def test_mutated_parameters_through_the_cli(key, command, data, capsys):
+    thm = bounds.get(key)
+    base = valid_params(key)
+    if command == "step":
+        if thm.step is None:
+            return
+        base = {k: v for k, v in base.items() if k != thm.step}
+    params, _ = data.draw(mutants(base, extra=(("zzz",),)))
+    code, out, err, seconds = run(capsys, [command, key, "--params", dumps(params), "--json"])
+    assert code in (0, 1, 2), (code, err)
+    assert seconds < BUDGET
+    if code == 2:
+        assert_clean_refusal(err, set(thm.params) | {"zzz", "--params"})
+        return
+    d = strict(out)
+    if command == "bound":
+        assert (code == 1) == (d["admissible"] is False)
+        if d["admissible"]:  # never a non-finite number called admissible (arrays broadcast)
+            assert all(isinstance(x, (int, float)) and math.isfinite(x)
+                       for x in flat([d["value"], *d["terms"].values()]))
+    else:
+        assert code == 0 and isinstance(d["max_step"], float) and d["max_step"] > 0
+
+
+# ---------------------------------------------------------------------- sweep specs
+
+SPEC = {"key": "mllsgd.theorem1", "variant": "proof", "exact": False,
+        "base": {"replicas": 2, "K": 4, "q": 1, "tau": 2},
+        "grid": {"tau": [1, 2]},
+        "random": {"n": 2, "seed": 1, "fields": {"problem.sigma": {"low": 0.1, "high": 1.0}}}}
+
+
+@settings(FUZZ, max_examples=40 * SCALE)
+@given(data=st.data())
+def test_mutated_sweep_specs_through_the_cli(data, tmp_path_factory, capsys):
+    spec, _ = data.draw(mutants(SPEC, extra=(("zzz",), ("random", "zzz"),
+                                             ("random", "fields", "problem.sigma", "integer"),
+                                             ("random", "fields", "problem.sigma", "log"))))
+    d = tmp_path_factory.mktemp("sweep")
+    (d / "spec.json").write_text(dumps(spec))
+    db = d / "s.sqlite"
+    code, out, err, seconds = run(capsys, ["sweep", str(d / "spec.json"), "--db", str(db),
+                                           "--jobs", "1", "--json"])
+    assert code in (0, 2, 4), (code, err)
+    assert seconds < BUDGET
+    if code == 2:
+        assert not db.exists(), "a spec that fails validation created the database"
+        names = field_names(SPEC) | field_names(SPEC["base"]) | {
+            "zzz", "sweep spec", "problem", "random", "grid", "--db"} | set(
+            adapter_for("mllsgd.theorem1").default_scenario().to_dict())
+        assert_clean_refusal(err, names)
+        return
+    r = strict(out)
+    assert r["total"] == r["skipped"] + r["ran"] + r["others"] and (code == 4) == (r["errors"] > 0)
+
+
+# ---------------------------------------------------------------------- the corpus
+
+
+def corpus() -> list[dict]:
+    return json.loads(CORPUS.read_text())
+
+
+@pytest.mark.parametrize("case", corpus(), ids=[c["name"] for c in corpus()])
+def test_corpus_inputs_stay_fixed(case, tmp_path, capsys):
+    """Each input that once crashed, hung, answered wrongly or named no field."""
+    for name, text in case.get("files", {}).items():
+        (tmp_path / name).write_text(text)
+    argv = [a.replace("{dir}", str(tmp_path)) for a in case["argv"]]
+    code, out, err, seconds = run(capsys, argv, limits=())  # the default limits
+    assert code == case["exit"], (code, err)
+    assert seconds < 10, f"{seconds:.1f} s"
+    if code == 2:
+        assert_clean_refusal(err, [case["names"]])
+    for path, text in case.get("stdout", {}).items():
+        value = strict(out)
+        for k in path.split("."):
+            value = value[k]
+        assert json.dumps(value) == text, (path, value)
+    assert "Traceback" not in err and "NaN" not in out

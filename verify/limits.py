@@ -1,0 +1,232 @@
+"""Resource limits: what one scenario, one search and one sweep may use, checked before any
+work starts.
+
+An adapter estimates the :class:`Footprint` of a scenario from its sizes (the hook
+``Adapter._footprint``): the peak memory of the simulator's buffers, the parameter
+derivation and the trace, and the work in elementary operations. :func:`require` compares
+it with the limits and refuses, with one line naming the fields and the estimate, before
+anything is allocated. The limits are process-wide settings held in environment variables,
+so that worker processes (local pools, a Dask ``LocalCluster``) inherit them:
+
+=========================  =====================================================  ===========
+variable                   limit                                                  option
+=========================  =====================================================  ===========
+``FEDBOUND_MAX_MEMORY``    bytes one scenario may use ("8G", "512M", "1.5GiB");   --max-memory
+                           default: ``MEMORY_FRACTION`` of the memory available
+                           when the check starts (``MemAvailable`` of
+                           /proc/meminfo, else ``os.sysconf``)
+``FEDBOUND_MAX_STEPS``     elementary operations of one scenario (default         --max-steps
+                           ``DEFAULT_MAX_STEPS``, a few hours of one core)
+``FEDBOUND_MAX_SCENARIOS`` scenarios of one sweep or search budget (default       --max-scenarios
+                           ``DEFAULT_MAX_SCENARIOS``)
+=========================  =====================================================  ===========
+
+The estimates are deliberately simple (the product of the sizes of each buffer, summed);
+``tests/test_limits.py`` holds them within a small factor of the measured peak memory.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+#: share of the available memory that one scenario may use by default
+MEMORY_FRACTION = 0.5
+#: elementary operations of one scenario by default (about 3 hours at 1e9 per second)
+DEFAULT_MAX_STEPS = 10**13
+#: scenarios of one sweep, or checks of one search, by default
+DEFAULT_MAX_SCENARIOS = 10**6
+#: each Python-level iteration of a simulator loop costs at least this many operations
+#: (about 100 microseconds of tensor calls)
+LOOP_OVERHEAD = 10**5
+
+ENV = {"memory": "FEDBOUND_MAX_MEMORY", "steps": "FEDBOUND_MAX_STEPS",
+       "scenarios": "FEDBOUND_MAX_SCENARIOS"}
+OPTION = {"memory": "--max-memory", "steps": "--max-steps", "scenarios": "--max-scenarios"}
+
+
+class ResourceError(ValueError):
+    """A scenario, search or sweep above a resource limit (exit status 2 in the CLI)."""
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """The estimated peak memory (``bytes``) and work (``steps``, elementary operations) of
+    one scenario, with what dominates each in terms of the scenario's fields: ``what`` for
+    the memory ("replicas=200 x workers=4e9 x dim=8 x 7 buffers of 8 B"), ``work`` for the
+    operations. Either number may be ``inf`` (a size beyond float64)."""
+
+    bytes: float
+    steps: float
+    what: str
+    work: str = ""
+
+    @classmethod
+    def of(cls, memory: Mapping[str, float], steps: Mapping[str, float]) -> Footprint:
+        """A footprint from its terms, each described in the scenario's fields: bytes and
+        operations are the sums, ``what`` and ``work`` name the largest term of each."""
+        def total(terms: Mapping[str, float]) -> tuple[float, str]:
+            values = [_nonnegative(v) for v in terms.values()]
+            if not values:
+                return 0.0, ""
+            big = max(range(len(values)), key=values.__getitem__)
+            return math.fsum(values) if all(map(math.isfinite, values)) else math.inf, \
+                list(terms)[big]
+
+        b, what = total(memory)
+        s, work = total(steps)
+        return cls(b, s, what, work)
+
+
+def _nonnegative(x) -> float:
+    try:
+        x = float(x)
+    except OverflowError:
+        return math.inf
+    return math.inf if math.isnan(x) else max(x, 0.0)
+
+
+def count_text(x) -> str:
+    """A size for a message: exact below a million, else 3 significant digits ("4e+09")."""
+    x = _nonnegative(x)
+    if not math.isfinite(x):
+        return "inf"
+    return str(int(x)) if x < 1e6 and x == int(x) else f"{x:.3g}"
+
+
+def size_text(nbytes: float) -> str:
+    """Bytes in binary units: "512 B", "3.2 MiB", "29.8 GiB"."""
+    x = _nonnegative(nbytes)
+    if not math.isfinite(x):
+        return "inf B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if x < 1024 or unit == "PiB":
+            return f"{x:.0f} {unit}" if unit == "B" else f"{x:.3g} {unit}"
+        x /= 1024
+    raise AssertionError("unreachable")
+
+
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
+
+
+def parse_size(text: str, what: str) -> int:
+    """Bytes from "8G", "8GB", "8GiB", "512m", "1.5T" or a plain number of bytes (units are
+    binary: 1G = 2^30 bytes); ValueError naming ``what`` otherwise."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(?:i?[bB])?\s*",
+                     str(text))
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()] if m else math.nan
+    if not (math.isfinite(value) and value >= 1):
+        raise ValueError(f"{what}={text!r} must be a size of at least 1 byte, such as 8G, "
+                         "512M or 1.5GiB (binary units)")
+    return int(value)
+
+
+def parse_count(text: str, what: str) -> int:
+    """A positive integer from "1000000" or "1e6"; ValueError naming ``what`` otherwise."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1 and value == int(value)):
+        raise ValueError(f"{what}={text!r} must be a positive integer, such as 1000000 or 1e6")
+    return int(value)
+
+
+def available_memory() -> int | None:
+    """Bytes available to a new allocation without swapping (MemAvailable of /proc/meminfo;
+    else free pages by ``os.sysconf``), or None when the system does not say."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def memory_limit() -> tuple[float, str]:
+    """(bytes one scenario may use, where that limit comes from)."""
+    text = os.environ.get(ENV["memory"])
+    if text:
+        return parse_size(text, ENV["memory"]), f"{OPTION['memory']}/{ENV['memory']}={text}"
+    free = available_memory()
+    if free is None:
+        return math.inf, "no limit: the system does not report its available memory"
+    return MEMORY_FRACTION * free, (f"{MEMORY_FRACTION:.0%} of the {size_text(free)} available; "
+                                    f"raise it with {OPTION['memory']} or {ENV['memory']}")
+
+
+def steps_limit() -> tuple[float, str]:
+    """(operations one scenario may take, where that limit comes from)."""
+    text = os.environ.get(ENV["steps"])
+    if text:
+        return parse_count(text, ENV["steps"]), f"{OPTION['steps']}/{ENV['steps']}={text}"
+    return DEFAULT_MAX_STEPS, (f"the default {DEFAULT_MAX_STEPS:.0e}, hours of computing; raise it "
+                               f"with {OPTION['steps']} or {ENV['steps']}")
+
+
+def scenarios_limit() -> tuple[int, str]:
+    """(scenarios one sweep, or checks one search, may have, where that limit comes from)."""
+    text = os.environ.get(ENV["scenarios"])
+    if text:
+        return parse_count(text, ENV["scenarios"]), f"{OPTION['scenarios']}/{ENV['scenarios']}={text}"
+    return DEFAULT_MAX_SCENARIOS, (f"the default {DEFAULT_MAX_SCENARIOS:.0e}; raise it with "
+                                   f"{OPTION['scenarios']} or {ENV['scenarios']}")
+
+
+def require(key: str, fp: Footprint | None) -> None:
+    """Raise ResourceError, one line naming the fields and the estimate, when ``fp`` exceeds
+    the memory or the step limit (None: the adapter gives no estimate, nothing to check)."""
+    if fp is None:
+        return
+    limit, source = memory_limit()
+    if not fp.bytes <= limit:
+        need = f"about {size_text(fp.bytes)} of memory" if math.isfinite(fp.bytes) else \
+            "more memory than float64 can count"
+        raise ResourceError(f"{key}: this scenario needs {need} ({fp.what}), above the limit "
+                            f"of {size_text(limit)} ({source})")
+    limit, source = steps_limit()
+    if not fp.steps <= limit:
+        raise ResourceError(f"{key}: this scenario needs about {count_text(fp.steps)} operations "
+                            f"({fp.work}), above the limit of {count_text(limit)} ({source})")
+
+
+def require_count(count: float, what: str) -> None:
+    """Raise ResourceError when ``count`` scenarios (of a sweep, or a search budget) exceed
+    the limit; ``what`` says what is counted, in the spec's terms."""
+    limit, source = scenarios_limit()
+    if not count <= limit:
+        raise ResourceError(f"{what} = {count_text(count)} scenarios, above the limit of {count_text(limit)} "
+                            f"({source})")
+
+
+@contextmanager
+def configured(*, memory: str | None = None, steps: str | None = None,
+               scenarios: str | None = None) -> Iterator[None]:
+    """Set the limits given (the CLI's options) for the duration of the block, in the
+    environment so that worker processes started inside it inherit them; each value is
+    validated first (ValueError naming the option)."""
+    given = {"memory": memory, "steps": steps, "scenarios": scenarios}
+    for name, value in given.items():
+        if value is not None:
+            (parse_size if name == "memory" else parse_count)(value, OPTION[name])
+    saved = {name: os.environ.get(ENV[name]) for name in given}
+    try:
+        for name, value in given.items():
+            if value is not None:
+                os.environ[ENV[name]] = str(value)
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(ENV[name], None)
+            else:
+                os.environ[ENV[name]] = value
