@@ -3,8 +3,10 @@
 Three kinds of rows:
 
 * ``default``: every registered result in every variant on its default scenario;
-* ``battery``: every result in its default variant on a seeded battery of random
-  admissible scenarios drawn by its adapter (``Adapter.random_scenario``);
+* ``battery``: every result in its default variant, and in its ``refined`` variant
+  (fedbound's own results, derived by fedbound, not published: :data:`STRESSED`), on a
+  seeded battery of random admissible scenarios drawn by its adapter
+  (``Adapter.random_scenario``);
 * ``witness``: every stored witness (``verify.witnesses``) replayed in its variant and
   mode; it must still produce the outcome it records (``expect``, "violated" for a
   refutation) and, where it records a ratio measured/bound (a tightness witness, or a
@@ -116,11 +118,16 @@ def select(only: str | None) -> list[str]:
     return out
 
 
+#: variants checked on the battery beside the default one: fedbound's own refined results
+#: (docs/derivations/) get the same random stress as the published statements
+STRESSED = ("refined",)
+
+
 def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,
           replay: bool = True) -> list[Task]:
     """The suite's checks: every variant of every result (``keys``: all with an adapter) on
-    its default scenario, ``battery`` random scenarios per result in its default variant,
-    drawn from ``numpy.random.default_rng([seed, crc32(key)])`` (a result's battery does
+    its default scenario, ``battery`` random scenarios per result in its default variant
+    and its :data:`STRESSED` variants (the same scenarios), drawn from ``numpy.random.default_rng([seed, crc32(key)])`` (a result's battery does
     not depend on which other results are selected), and (``replay``) every stored witness
     of the selected results."""
     if isinstance(battery, bool) or not isinstance(battery, int) or battery < 0:
@@ -134,10 +141,11 @@ def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,
         base = default_scenario(key).to_dict()
         out += [Task(key, v, "default", "default", base) for v in bounds.variants(key)]
         rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
-        default_variant = bounds.get(key).variant
         ad = adapter_for(key)
-        out += [Task(key, default_variant, "battery", f"random {j + 1}",
-                     ad.random_scenario(rng).to_dict()) for j in range(battery)]
+        drawn = [ad.random_scenario(rng).to_dict() for _ in range(battery)]
+        stressed = [bounds.get(key).variant] + [v for v in bounds.variants(key) if v in STRESSED]
+        out += [Task(key, v, "battery", f"random {j + 1}", s)
+                for j, s in enumerate(drawn) for v in stressed]
         if replay:
             out += [Task(key, w.variant, "witness", w.label, w.scenario, w.exact, w.expect,
                          w.ratio) for w in witnesses(key)]
