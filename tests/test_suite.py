@@ -138,9 +138,23 @@ def test_an_error_in_a_check_becomes_an_error_row(monkeypatch):
     monkeypatch.setattr(suite, "check", boom)
     rows = [suite.run_task(t) for t in suite.tasks(["mllsgd.theorem1"], battery=0)]
     assert all(r.outcome == "error" and "simulator exploded" in r.error for r in rows)
-    # failing to check a result registered as holding counts; an unverified one does not
-    assert [r.unexpected for r in rows] == [r.status in suite.TRUSTED for r in rows]
-    assert any(r.unexpected for r in rows) and not all(r.unexpected for r in rows)
+    # a check that could not run contradicts nothing: an error (exit 4), not a violation
+    assert not any(r.unexpected for r in rows)
+    assert suite.summary(rows)["errors"] and not suite.summary(rows)["unexpected"]
+
+
+def test_a_witness_replay_that_cannot_run_is_an_error_not_a_stale_refutation(monkeypatch, tmp_path):
+    """A replay refused for resources (or crashing) says nothing about the refutation: the
+    run exits 4 (finished with error rows), not 1 (a refutation went stale)."""
+    def refused(*a, **k):
+        raise ValueError("afl.theorem3: this scenario needs about 1 TiB of memory")
+    monkeypatch.setattr(suite, "check", refused)
+    rows = [suite.run_task(t) for t in suite.tasks(["afl.theorem3"], battery=0)
+            if t.kind == "witness"]
+    assert rows and all(r.outcome == "error" and not r.unexpected for r in rows)
+    assert suite.summary(rows)["witnesses"] == {"replayed": len(rows), "reproduced": 0, "stale": 0}
+    assert main(["check", "--all", "--only", "afl.theorem3", "--battery", "0", "--no-figures",
+                 "--report", str(tmp_path / "report")]) == 4
 
 
 @pytest.mark.parametrize("tex, expected", [

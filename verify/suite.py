@@ -13,11 +13,12 @@ Three kinds of rows:
   refutation's), a ratio that did not drop below it (``verify.witnesses.ratio_dropped``).
 
 A row is *unexpected* when a result registered as ``holds`` or ``holds-with-erratum`` is
-violated or diverges on a default or battery scenario where its hypotheses hold (or the
-check fails with an error), or when a witness no longer reproduces its outcome (the
-refutation or the recorded tightness went stale). Results registered as ``unverified``,
-``refuted`` or ``rate-refuted`` are reported
-whatever their default and battery rows show.
+violated or diverges on a default or battery scenario where its hypotheses hold, or when
+a witness no longer reproduces its outcome (the refutation or the recorded tightness went
+stale): ``check --all`` exits 1. A check that raises (a refused resource estimate, a
+crash) is an ``error`` row, never unexpected: ``check --all`` exits 4. Results registered
+as ``unverified``, ``refuted`` or ``rate-refuted`` are reported whatever their default and
+battery rows show.
 """
 
 from __future__ import annotations
@@ -42,10 +43,10 @@ from .check import check
 from .plugins import load_plugins
 from .witnesses import ratio_dropped, witnesses
 
-#: statuses under which a violation (or a failure to check) is unexpected
+#: statuses under which a violation is unexpected
 TRUSTED = ("holds", "holds-with-erratum")
 #: outcomes that contradict a trusted result
-FAILURES = ("violated", "diverged", "error")
+FAILURES = ("violated", "diverged")
 
 
 KINDS = ("default", "battery", "witness")
@@ -89,7 +90,12 @@ class Row:
     @property
     def unexpected(self) -> bool:
         """A witness that no longer reproduces its outcome or whose ratio dropped, or a
-        trusted result that failed where its hypotheses hold (or could not be checked)."""
+        trusted result violated (or diverged) where its hypotheses hold. A check that could
+        not run (an ``error`` row: a refused resource estimate, a crash of the simulator)
+        contradicts nothing: it is counted as an error (exit 4), never as a violation or a
+        stale refutation (exit 1)."""
+        if self.outcome == "error":
+            return False
         if self.kind == "witness":
             return self.outcome != self.expect or ratio_dropped(self.ratio, self.verdict)
         admissible = self.verdict is None or self.verdict["admissible"]
@@ -127,9 +133,10 @@ def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,
           replay: bool = True) -> list[Task]:
     """The suite's checks: every variant of every result (``keys``: all with an adapter) on
     its default scenario, ``battery`` random scenarios per result in its default variant
-    and its :data:`STRESSED` variants (the same scenarios), drawn from ``numpy.random.default_rng([seed, crc32(key)])`` (a result's battery does
-    not depend on which other results are selected), and (``replay``) every stored witness
-    of the selected results."""
+    and its :data:`STRESSED` variants (the same scenarios), drawn from
+    ``numpy.random.default_rng([seed, crc32(key)])`` (a result's battery does not depend on
+    which other results are selected), and (``replay``) every stored witness of the
+    selected results."""
     if isinstance(battery, bool) or not isinstance(battery, int) or battery < 0:
         raise ValueError(f"battery={battery!r} must be an integer >= 0")
     known = adapter_keys()
@@ -240,7 +247,8 @@ def summary(rows: Sequence[Row]) -> dict:
     witness_rows = [r for r in rows if r.kind == "witness"]
     return {"checks": len(rows), "results": len({r.key for r in rows}), "outcomes": by_kind,
             "witnesses": {"replayed": len(witness_rows),
-                          "reproduced": sum(not r.unexpected for r in witness_rows),
+                          "reproduced": sum(r.outcome != "error" and not r.unexpected
+                                            for r in witness_rows),
                           "stale": sum(r.unexpected for r in witness_rows)},
             "errors": sum(r.outcome == "error" for r in rows),
             "unexpected": [r.as_dict() for r in rows if r.unexpected]}
