@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from .references import cite
 
@@ -116,7 +116,9 @@ class ShiftedExponential:
         if self.mean == 0:
             return inside.astype(float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            tail = stats.poisson.sf(n - 1, np.where(inside, slack, 0.0) / float(self.mean))
+            # P(Poisson(m) >= n) = P(Poisson(m) > n - 1): scipy.special.pdtrc, the function
+            # behind scipy.stats.poisson.sf (same numbers, without importing scipy.stats)
+            tail = special.pdtrc(np.maximum(n - 1, 0), np.where(inside, slack, 0.0) / float(self.mean))
         return np.where(n == 0, 1.0, np.where(inside, tail, 0.0))
 
 
