@@ -1,4 +1,4 @@
-"""Exact-expectation mode for MLL-SGD on the quadratic problem (verify/exact.py)."""
+"""Exact-expectation mode for MLL-SGD on the quadratic problem (verify.papers.mllsgd, exact mode)."""
 
 import numpy as np
 import pytest
