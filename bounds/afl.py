@@ -1,31 +1,34 @@
-"""Anarchic Federated Learning (Yang, Zhang, Khanduri, Liu, ICML 2022): ``papers/afl.txt``.
+"""Anarchic Federated Learning: Yang et al. 2022 (key ``afl`` of :mod:`bounds.references`).
 
 Registered results
 ------------------
-``afl.theorem1``    Theorem 1, the Omega(sigma_G^2) lower bound, L89-L92 (proof L366-L368), as
+``afl.theorem1``    Theorem 1 (Section 3), the Omega(sigma_G^2) lower bound (proof: Appendix B.1), as
                     an executable instance (:func:`lower_bound_instance`), written as an upper
                     bound on -||grad f(x_hat)||^2 so that ``check`` reads it like the others.
-``afl.theorem2``    AFA-CD, general arrivals, L131-L147 (proof B.2, L374-L483).
-``afl.theorem3``    AFA-CD, uniform arrivals, L164-L176 (proof B.3, L502-L621).
-``afl.theorem4``    AFA-CS, bounded staleness, L213-L225 (proof App. C, L638-L734).
-``afl.corollary1..3``  L149-L153, L180-L184, L229-L233 at eta_L = 1/sqrt(T) and
+``afl.theorem2``    AFA-CD, general arrivals, Theorem 2 (Section 4.1; proof: Appendix B.2).
+``afl.theorem3``    AFA-CD, uniform arrivals, Theorem 3 (Section 4.1; proof: Appendix B.3).
+``afl.theorem4``    AFA-CS, bounded staleness, Theorem 4 (Section 4.2; proof: Appendix C).
+``afl.corollary1..3``  Corollaries 1, 2 (Section 4.1) and 3 (Section 4.2) at eta_L = 1/sqrt(T) and
                     eta = sqrt(mK) (sqrt(MK) for Corollary 3), with explicit constants and the
                     minimum T each silently needs (the theorem's conditions at those steps).
 
-The step: every proof uses the server step x_{t+1} = x_t - eta eta_L G_t (L383, L389, L408,
-L504, L644), not the printed x_{t+1} = x_t - eta G_t (L118, L205); only s = eta eta_L and
+The step: every proof uses the server step x_{t+1} = x_t - eta eta_L G_t (Appendix B.2, (a1),
+(a2), (a5)-(a7); the one-step updates opening Appendices B.3 and C), not the printed
+x_{t+1} = x_t - eta G_t (Algorithm 2 and Algorithm 3, server step "Aggregate and update");
+found by fedbound; only s = eta eta_L and
 eta_L enter the bounds (erratum ``ERRATUM_SERVER_STEP`` on every result).
 
 K statistics: ``K`` is a constant, or an array of per-round local-step counts whose last
 axis is the workers of a round and whose leading axes (rounds, replicas) are averaged:
 1/K_t = mean_i 1/K_{t,i} (harmonic), Kbar_t = mean_i K_{t,i}, Khat_t^2 = mean_i K_{t,i}^2
-(L145). For Theorems 2 and 3 (printed) the last axis is the m arriving workers; for
-Theorem 3 (proof, L579) and Theorem 4 (L730-L732) it is all M workers (for Theorem 4 the
-K of each worker's stored update). Reductions happen inside (``Aggregate``).
+(Theorem 2). For Theorems 2 and 3 (printed) the last axis is the m arriving workers; for
+Theorem 3 (proof, (b9)) and Theorem 4 (the end of its proof, Appendix C) it is all M workers
+(for Theorem 4 the K of each worker's stored update). Reductions happen inside (``Aggregate``).
 
 Variants: ``printed`` as the paper prints it; ``proof`` what the proofs support (the
-(tau+1) factor of the delayed sums, L467/L570/L708; for Theorem 3 the factor 2 of L576 and
-the all-M averages of L579; for Theorem 4 the sums of L731-L732). Statuses are the ones
+(tau+1) factor of the delayed sums, (a12)/(b8)/(c3); for Theorem 3 the factor 2 between
+(b9) and (b10) and the all-M averages of (b9); for Theorem 4 the sums at the end of its proof;
+all found by fedbound). Statuses are the ones
 the toolkit established: Theorems 3 and 4 are ``refuted`` and Corollaries 2 and 3
 ``rate-refuted`` (their published O(.) rates fail too: ``fedbound rate``), by the witnesses
 shipped with fedbound (``verify.witnesses(key)``: found by ``fedbound search``, or members
@@ -45,8 +48,9 @@ import numpy as np
 import sympy as sp
 
 from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, register
+from .references import cite
 
-PAPER = "papers/afl.txt"
+PAPER = cite("afl")
 VARIANTS = ("printed", "proof")
 
 # ---------------------------------------------------------------------- symbols
@@ -67,7 +71,7 @@ _Kti = sp.IndexedBase("K")
 
 
 def k_statistics(K_values) -> dict[str, float]:
-    """The K statistics of L145 from a constant or an array [..., workers]:
+    """The K statistics of Theorem 2 from a constant or an array [..., workers]:
     ``harmonic`` = mean_t (1/K_t), ``mean`` = mean_t Kbar_t, ``quadratic`` = mean_t Khat_t^2,
     ``max`` = max K_{t,i}, ``quadratic_max`` = max_t Khat_t^2 (leading axes averaged)."""
     k = np.asarray(K_values, dtype=float)
@@ -109,28 +113,28 @@ def _aggregates(axis: str | None) -> list[Aggregate]:
 
 
 PARAMS = {
-    "L": Param("L", "smoothness constant of every f_i, A1 (L74)", "positive"),
-    "sigma_L": Param("sigma_L", "local stochastic-gradient deviation, A3 (L82)", "nonnegative"),
-    "sigma_G": Param("sigma_G", "global variability max_i ||grad f_i - grad f||, A3 (L82)",
+    "L": Param("L", "smoothness constant of every f_i, Assumption 1", "positive"),
+    "sigma_L": Param("sigma_L", "local stochastic-gradient deviation, Assumption 3", "nonnegative"),
+    "sigma_G": Param("sigma_G", "global variability max_i ||grad f_i - grad f||, Assumption 3",
                      "nonnegative"),
-    "Delta": Param("Delta", "initial gap f(x_0) - f_* (L129)", "nonnegative"),
-    "eta": Param("eta", "server learning rate (L118)", "positive"),
-    "eta_L": Param("eta_L", "worker learning rate (L122)", "positive"),
-    "T": Param("T", "number of global rounds (L103)", "positive_integer"),
-    "m": Param("m", "updates collected per round (L63, L113)", "positive_integer"),
-    "M": Param("M", "total number of workers (L40)", "positive_integer"),
-    "tau": Param("tau", "maximum delay (L133; Theorem 4: staleness of stored updates, L215)",
+    "Delta": Param("Delta", "initial gap f(x_0) - f_* (Theorem 2)", "nonnegative"),
+    "eta": Param("eta", "server learning rate (Algorithm 2)", "positive"),
+    "eta_L": Param("eta_L", "worker learning rate (Algorithm 2)", "positive"),
+    "T": Param("T", "number of global rounds (Section 4.1)", "positive_integer"),
+    "m": Param("m", "updates collected per round (Algorithms 1 and 2)", "positive_integer"),
+    "M": Param("M", "total number of workers (Section 3)", "positive_integer"),
+    "tau": Param("tau", "maximum delay (Theorem 2; Theorem 4: staleness of stored updates)",
                  "nonnegative"),
-    "K": Param("K", "local steps K_{t,i}: a constant or an array [..., workers] (L103, L145)",
+    "K": Param("K", "local steps K_{t,i}: a constant or an array [..., workers] (Theorem 2)",
                "positive_integer"),
-    "m_prime": Param("m_prime", "fewest zero-delay updates in a round of AFA-CS (L211, L640)",
+    "m_prime": Param("m_prime", "fewest zero-delay updates in a round of AFA-CS (Section 4.2, Theorem 4)",
                      "nonnegative"),
 }
 
 
 class AFLTheorem(Theorem):
     """A Theorem whose parameters are also checked against each other: m <= M,
-    m' <= M and tau an integer (L40, L63, L103, L211)."""
+    m' <= M and tau an integer (Sections 3, 4.1 and 4.2)."""
 
     def _values(self, names, given):
         vals = super()._values(names, given)
@@ -140,10 +144,10 @@ class AFLTheorem(Theorem):
             if small in given_vals and "M" in given_vals and np.any(given_vals[small] > given_vals["M"]):
                 raise ValueError(f"{small}={np.max(given_vals[small]):g} exceeds "
                                  f"M={np.min(given_vals['M']):g}: at most M workers can report "
-                                 f"({PAPER} L63, L211)")
+                                 f"({PAPER}, Algorithm 1 and Section 4.2)")
         if "tau" in vals and np.any(vals["tau"] != np.floor(vals["tau"])):
             raise ValueError(f"tau={vals['tau']} must be an integer number of rounds >= 0 "
-                             f"({PAPER} L133)")
+                             f"({PAPER}, Theorem 2)")
         return vals
 
 
@@ -154,29 +158,29 @@ S = eta * eta_L  #: the effective server step of the proofs
 
 def _delay_factor(variant: str) -> sp.Expr:
     """tau as printed; tau + 1 in the proof variant: each x_s is referenced from rounds
-    s..s+tau, so the delayed sums of (a12) L467, (b8) L570, (c3) L708 carry tau + 1."""
+    s..s+tau, so the delayed sums of (a12), (b8), (c3) carry tau + 1 (found by fedbound)."""
     return tau if variant == "printed" else tau + 1
 
 
 def local_condition(citation: str) -> Condition:
     """6 eta_L^2 (2K^2 - 3K + 1) L^2 <= 1 for every K_{t,i} (C2a/C3a/C4a; monotone in K, so
-    at K_max), needed by the local-drift bound (1), (a11) L438."""
+    at K_max), needed by the local-drift bound (1), (a11)."""
     return Condition("local (a11)", sp.LessThan(6 * eta_L**2 * (2 * K_MAX**2 - 3 * K_MAX + 1) * L**2, 1),
                      citation, hint="eta_L <= 1/(L sqrt(6 (2K-1)(K-1)))")
 
 
 def eta_L_limit(L_: float, K_max: float) -> float:
     """Largest eta_L of the local condition: 1/(L sqrt(6 (2K-1)(K-1))), inf for K = 1
-    (C2a, L145; guide 5.2)."""
+    (C2a, the first condition of Theorem 2; derived by fedbound)."""
     q = 6 * (2 * K_max - 1) * (K_max - 1)
     return math.inf if q == 0 else 1.0 / (L_ * math.sqrt(q))
 
 
 def eta_L_cap(key: str, *, L: float, K, tau: float, variant: str = "proof") -> float:
     """Largest eta_L allowed by the eta-free conditions of ``key`` in closed form: the local
-    condition (:func:`eta_L_limit`) and Theorem 2: 1/(K_max L sqrt(180 d)) (C2b, L141);
-    Theorems 3, 4: 1/(L sqrt(120 d max_t Khat_t^2)) (C3c L172, C4c L221), with d = tau
-    (printed) or tau + 1 (proof, L467/L570/L708). inf when nothing binds (K = 1, d = 0)."""
+    condition (:func:`eta_L_limit`) and Theorem 2: 1/(K_max L sqrt(180 d)) (C2b, Theorem 2);
+    Theorems 3, 4: 1/(L sqrt(120 d max_t Khat_t^2)) (C3c, C4c: Theorems 3 and 4), with d = tau
+    (printed) or tau + 1 (proof, (a12)/(b8)/(c3)). inf when nothing binds (K = 1, d = 0)."""
     stats = k_statistics(K)
     d = tau if variant == "printed" else tau + 1
     cap = eta_L_limit(L, stats["max"])
@@ -190,9 +194,9 @@ def eta_L_cap(key: str, *, L: float, K, tau: float, variant: str = "proof") -> f
 def s_limit(key: str, *, L: float, tau: float, M: float = 1, m_prime: float = 1,
             variant: str = "proof") -> float:
     """Largest s = eta eta_L of the server condition of ``key`` in closed form (exact root
-    of the quadratic; guide 5.2): Theorem 2: 1/(L (1 + sqrt(1 + 6 tau^2))) (C2c, L145);
-    Theorem 3: 1/(M L (1 + sqrt(1 + c tau^2 / M))) with c = 2 printed, 4 proof (C3b, L174);
-    Theorem 4: 1/(L (1 + sqrt(1 + 4 (M - m')^2 tau^2 / M^2))) (C4b, L223)."""
+    of the quadratic; derived by fedbound): Theorem 2: 1/(L (1 + sqrt(1 + 6 tau^2))) (C2c, Theorem 2);
+    Theorem 3: 1/(M L (1 + sqrt(1 + c tau^2 / M))) with c = 2 printed, 4 proof (C3b, Theorem 3);
+    Theorem 4: 1/(L (1 + sqrt(1 + 4 (M - m')^2 tau^2 / M^2))) (C4b, Theorem 4)."""
     if key.endswith("theorem2"):
         return 1.0 / (L * (1 + math.sqrt(1 + 6 * tau**2)))
     if key.endswith("theorem3"):
@@ -204,37 +208,43 @@ def s_limit(key: str, *, L: float, tau: float, M: float = 1, m_prime: float = 1,
 
 
 def conditions2(variant: str, s: sp.Expr = S) -> list[Condition]:
-    """C2a-C2c of Theorem 2, L137-L143 (C2b with tau + 1 in the proof variant, L467)."""
+    """C2a-C2c, the three learning-rate conditions of Theorem 2 in order (C2b with tau + 1 in
+    the proof variant, (a12))."""
     return [
-        local_condition(f"{PAPER} L139 (C2a)"),
+        local_condition(f"{PAPER}, Theorem 2, first condition (C2a)"),
         Condition("C2b", sp.StrictLessThan(180 * eta_L**2 * K_MAX**2 * L**2 * _delay_factor(variant), 1),
-                  f"{PAPER} L141 (C2b), (a12) L467",
+                  f"{PAPER}, Theorem 2, second condition (C2b); (a12)",
                   hint="eta_L < 1/(K_max L sqrt(180 tau)); tau + 1 in the proof variant"),
-        Condition("C2c", sp.LessThan(2 * L * s + 6 * tau**2 * L**2 * s**2, 1), f"{PAPER} L143 (C2c), L474",
+        Condition("C2c", sp.LessThan(2 * L * s + 6 * tau**2 * L**2 * s**2, 1),
+                  f"{PAPER}, Theorem 2, third condition (C2c); (a13)",
                   hint="eta eta_L <= 1/(L (1 + sqrt(1 + 6 tau^2)))"),
     ]
 
 
 def conditions3(variant: str, s: sp.Expr = S) -> list[Condition]:
-    """C3a-C3c of Theorem 3, L166-L172 (proof: factor 2 of L576 in C3b, tau + 1 in C3c)."""
+    """C3a-C3c, the three learning-rate conditions of Theorem 3 in order (proof: the factor 2
+    between (b9) and (b10) in C3b, tau + 1 in C3c)."""
     c = 1 if variant == "printed" else 2
     return [
-        local_condition(f"{PAPER} L168 (C3a)"),
+        local_condition(f"{PAPER}, Theorem 3, first condition (C3a)"),
         Condition("C3b", sp.LessThan(L * s + c * L**2 * s**2 * tau**2, 1 / (2 * M)),
-                  f"{PAPER} L170 (C3b), L576 vs L591", hint="eta eta_L <= ~1/(2 M L)"),
+                  f"{PAPER}, Theorem 3, second condition (C3b); proof (Appendix B.3), "
+                  "between (b9) and (b10) vs after (b12)", hint="eta eta_L <= ~1/(2 M L)"),
         Condition("C3c", sp.StrictLessThan(120 * L**2 * HAT_K2_MAX * eta_L**2 * _delay_factor(variant), 1),
-                  f"{PAPER} L172 (C3c), (b8) L570"),
+                  f"{PAPER}, Theorem 3, third condition (C3c); (b8)"),
     ]
 
 
 def conditions4(variant: str, s: sp.Expr = S) -> list[Condition]:
-    """C4a-C4c of Theorem 4, L215-L221 (proof: tau + 1 in C4c, (c3) L708)."""
+    """C4a-C4c, the three learning-rate conditions of Theorem 4 in order (proof: tau + 1 in C4c,
+    (c3))."""
     return [
-        local_condition(f"{PAPER} L217 (C4a)"),
+        local_condition(f"{PAPER}, Theorem 4, first condition (C4a)"),
         Condition("C4b", sp.LessThan((s * (M - m_prime) ** 2 * L**2 * tau**2 / M**2 + L / 2) * s,
-                                     sp.Rational(1, 4)), f"{PAPER} L219 (C4b), (c4)"),
+                                     sp.Rational(1, 4)), f"{PAPER}, Theorem 4, second condition (C4b); (c4)"),
         Condition("C4c", sp.LessThan(30 * L**2 * eta_L**2 * _delay_factor(variant) * HAT_K2_MAX,
-                                     sp.Rational(1, 4)), f"{PAPER} L221 (C4c), (c5), L708"),
+                                     sp.Rational(1, 4)),
+                  f"{PAPER}, Theorem 4, third condition (C4c); (c3), (c5)"),
     ]
 
 
@@ -243,24 +253,29 @@ def conditions4(variant: str, s: sp.Expr = S) -> list[Condition]:
 ERRATUM_SERVER_STEP = Erratum(
     "server update", "x_{t+1} = x_t - eta G_t (Algorithms 2, 3)",
     "x_{t+1} = x_t - eta eta_L G_t (what every proof and bound uses)",
-    f"{PAPER} L118, L205 (printed) vs L383, L389, L408, L504, L644 (proofs)")
+    f"{PAPER}, Algorithms 2 and 3 (printed) vs the proofs: Appendix B.2, (a1), (a2), "
+    "(a5)-(a7); the one-step updates opening Appendices B.3 and C (found by fedbound)")
 ERRATUM_TAU_PLUS_ONE = Erratum(
     "delayed-sum factor in the eta_L condition", "tau (C2b, C3c, C4c)",
     "tau + 1: x_s is referenced from rounds s..s+tau (at tau = 0 the printed condition is vacuous "
-    "and the drift-gradient term is dropped)", f"{PAPER} (a12) L467, (b8) L570, (c3) L708")
-ERRATUM_L468 = Erratum(
+    "and the drift-gradient term is dropped)", f"{PAPER}, (a12), (b8), (c3) (found by fedbound)")
+ERRATUM_DELAY_COEFFICIENT = Erratum(
     "delay coefficient in (a12)", "3 tau^2 L^2 eta^3 eta_L^3 / (2 m^2)",
-    "3 tau^2 L^2 eta^3 eta_L^3 / m^2 (what (a13) and C2c use)", f"{PAPER} L468")
-ERRATUM_L147 = Erratum(
-    "remark after Theorem 2", "eta_L^2 <= 1/K_{t,i}^2", "eta_L = O(1/(K L sqrt(tau)))",
-    f"{PAPER} L147")
+    "3 tau^2 L^2 eta^3 eta_L^3 / m^2 (what (a13) and C2c use)",
+    f"{PAPER}, proof of Theorem 2 (Appendix B.2), (a12)-(a13) (found by fedbound)")
+ERRATUM_AFTER_THEOREM2 = Erratum(
+    "paragraph after Theorem 2", "eta_L^2 <= 1/K_{t,i}^2", "eta_L = O(1/(K L sqrt(tau)))",
+    f"{PAPER}, the paragraph after Theorem 2 (Section 4.1) (found by fedbound)")
 ERRATUM_C3B = Erratum(
     "C3b", "L eta eta_L + L^2 eta^2 eta_L^2 tau^2 <= 1/(2M)",
-    "L eta eta_L + 2 L^2 eta^2 eta_L^2 tau^2 <= 1/(2M) (the factor 2 of L576 is dropped at L591)",
-    f"{PAPER} L170, L576 vs L591-L595")
+    "L eta eta_L + 2 L^2 eta^2 eta_L^2 tau^2 <= 1/(2M) (the factor 2 between (b9) and (b10) is "
+    "dropped after (b12))",
+    f"{PAPER}, Theorem 3; its proof (Appendix B.3), between (b9) and (b10) vs after (b12) "
+    "(found by fedbound)")
 ERRATUM_K_AVERAGES3 = Erratum(
     "K statistics of Theorem 3", "averages over the m arriving workers (as in Theorem 2)",
-    "averages over all M workers", f"{PAPER} L176 vs (b9) L579")
+    "averages over all M workers",
+    f"{PAPER}, Theorem 3 vs (b9) (found by fedbound)")
 ERRATUM_FALSE_INEQ = Erratum(
     "proof of Theorem 3 (Appendix B.3), the second inequality after (b12)",
     "sum_{i != j} ||z_i - z_j||^2 <= 2(M-1) sum_i ||z_i||^2 with z_i = Delta_i(x_{t-tau_{t,i}}), "
@@ -283,7 +298,8 @@ ERRATUM_FALSE_INEQ = Erratum(
 ERRATUM_K_SUMS4 = Erratum(
     "K statistics of Theorem 4", "Kbar_t, Khat_t^2 averages ('defined the same as in Theorem 2')",
     "sums over all M workers (stale ones K_{t-tau,i}); the 1/M of the drift terms cancels",
-    f"{PAPER} L225 vs L730-L732, L742-L743")
+    f"{PAPER}, Theorem 4 vs the end of its proof (Appendix C) and the proof of Corollary 3 "
+    "(found by fedbound)")
 ERRATUM_STALE_NOISE = Erratum(
     "proof of Theorem 4 (Appendix C), the bound on A_1 (its third equality) and (c1)",
     "E<grad f(x_t), G_i(x_{t-tau_{t,i}})> = <grad f(x_t), Delta_i(x_{t-tau_{t,i}})> for the "
@@ -330,13 +346,13 @@ ERRATUM_COROLLARY3 = Erratum(
 ERRATUM_THM4_BRACKETS = Erratum(
     "Theorem 4 first term", "4f(x_0)-f(x_T)/(eta eta_L T), no expectation",
     "4 (f(x_0) - E f(x_T))/(eta eta_L T) <= 4 (f_0 - f_*)/(eta eta_L T) (Delta here)",
-    f"{PAPER} L217, L721")
+    f"{PAPER}, Theorem 4 and the end of its proof (Appendix C) (found by fedbound)")
 
 
 def _errata(key: str, variant: str) -> list[Erratum]:
     common = [ERRATUM_SERVER_STEP]
     if key == "theorem2":
-        extra = [ERRATUM_L468, ERRATUM_L147]
+        extra = [ERRATUM_DELAY_COEFFICIENT, ERRATUM_AFTER_THEOREM2]
         return common + extra + ([ERRATUM_TAU_PLUS_ONE] if variant == "proof" else [])
     if key == "theorem3":
         extra = [ERRATUM_FALSE_INEQ]
@@ -350,7 +366,7 @@ def _errata(key: str, variant: str) -> list[Erratum]:
 
 
 def terms2(s: sp.Expr = S, e_L: sp.Expr = eta_L) -> dict[str, sp.Expr]:
-    """Right-hand side of Theorem 2, L135-L145: 4 Delta/(s T) + 4 (alpha_L sigma_L^2 +
+    """Right-hand side of Theorem 2: 4 Delta/(s T) + 4 (alpha_L sigma_L^2 +
     alpha_G sigma_G^2), alpha_G = 3/2 + 45 L^2 eta_L^2 mean_t Khat_t^2 (floor 6 sigma_G^2)."""
     return {
         "optimisation": 4 * Delta / (s * T),
@@ -363,7 +379,7 @@ def terms2(s: sp.Expr = S, e_L: sp.Expr = eta_L) -> dict[str, sp.Expr]:
 
 
 def terms3(s: sp.Expr = S, e_L: sp.Expr = eta_L) -> dict[str, sp.Expr]:
-    """Right-hand side of Theorem 3, L166-L176 (no sigma_G^2 floor)."""
+    """Right-hand side of Theorem 3 (no sigma_G^2 floor)."""
     return {
         "optimisation": 4 * Delta / (s * T),
         "sigma_L variance": 4 * L * s / m * H_K * sigma_L**2,
@@ -374,8 +390,9 @@ def terms3(s: sp.Expr = S, e_L: sp.Expr = eta_L) -> dict[str, sp.Expr]:
 
 
 def terms4(variant: str, s: sp.Expr = S, e_L: sp.Expr = eta_L) -> dict[str, sp.Expr]:
-    """Right-hand side of Theorem 4, L217-L225 (no outer 4). ``printed``: Kbar, Khat^2 as
-    averages over M (L225); ``proof``: as sums (L731-L732), i.e. M times the averages."""
+    """Right-hand side of Theorem 4 (no outer 4). ``printed``: Kbar, Khat^2 as
+    averages over M (Theorem 4); ``proof``: as sums (end of its proof, Appendix C), i.e. M
+    times the averages."""
     n = 1 if variant == "printed" else M
     return {
         "optimisation": 4 * Delta / (s * T),
@@ -427,23 +444,23 @@ def _theorem(key: str, variant: str, title: str, citation: str, terms, condition
 
 
 def theorem2(variant: str = "proof") -> AFLTheorem:
-    """Theorem 2 (AFA-CD, general arrivals), L131-L147; K statistics over the m arrivals (L145).
-    The bound holds for any independent arrival process (L87, L360)."""
-    return _theorem("theorem2", variant, "AFA-CD, general arrivals", f"{PAPER} L131-L147",
+    """Theorem 2 (AFA-CD, general arrivals); K statistics over the m arrivals. The bound holds
+    for any independent arrival process (Section 3, Appendix B)."""
+    return _theorem("theorem2", variant, "AFA-CD, general arrivals", f"{PAPER}, Theorem 2",
                     terms2(), conditions2(variant), "m")
 
 
 def theorem3(variant: str = "proof") -> AFLTheorem:
-    """Theorem 3 (AFA-CD, uniform arrivals), L164-L176; K statistics over M_t (printed,
-    L176) or over all M workers (proof, L579)."""
-    return _theorem("theorem3", variant, "AFA-CD, uniform arrivals", f"{PAPER} L164-L176",
+    """Theorem 3 (AFA-CD, uniform arrivals); K statistics over M_t (printed, Theorem 3) or over
+    all M workers (proof, (b9))."""
+    return _theorem("theorem3", variant, "AFA-CD, uniform arrivals", f"{PAPER}, Theorem 3",
                     terms3(), conditions3(variant), "m" if variant == "printed" else "M")
 
 
 def theorem4(variant: str = "proof") -> AFLTheorem:
-    """Theorem 4 (AFA-CS), L213-L225; K over all M stored updates; Kbar, Khat^2 averages
-    (printed, L225) or sums (proof, L731-L732)."""
-    return _theorem("theorem4", variant, "AFA-CS, bounded staleness", f"{PAPER} L213-L225",
+    """Theorem 4 (AFA-CS); K over all M stored updates; Kbar, Khat^2 averages (printed,
+    Theorem 4) or sums (proof, the end of its proof in Appendix C)."""
+    return _theorem("theorem4", variant, "AFA-CS, bounded staleness", f"{PAPER}, Theorem 4",
                     terms4(variant), conditions4(variant), "M")
 
 
@@ -452,7 +469,7 @@ def theorem4(variant: str = "proof") -> AFLTheorem:
 
 @dataclass(frozen=True)
 class LowerBoundInstance:
-    """The construction of Theorem 1 (proof L366-L368): M = 2 workers in one dimension,
+    """The construction of Theorem 1 (proof, Appendix B.1): M = 2 workers in one dimension,
     f_1(x) = (x + G)^2, f_2(x) = (x - G)^2, f = x^2 + G^2 (L = 2, sigma_L = 0,
     sigma_G^2 = 4 G^2), and only worker 1 ever participates. Any algorithm that converges
     then converges to argmin f_1 = -G, where ||grad f||^2 = 4 G^2 = sigma_G^2."""
@@ -470,19 +487,21 @@ class LowerBoundInstance:
 
 
 def lower_bound_instance(G: float) -> LowerBoundInstance:
-    """The Theorem 1 construction for a given G > 0 (L366-L368)."""
+    """The Theorem 1 construction for a given G > 0 (Appendix B.1)."""
     if not (math.isfinite(G) and G > 0):
-        raise ValueError(f"G={G} must be finite and > 0 (f_1 = (x + G)^2, {PAPER} L366)")
+        raise ValueError(f"G={G} must be finite and > 0 (f_1 = (x + G)^2, {PAPER}, proof of "
+                         "Theorem 1, Appendix B.1)")
     return LowerBoundInstance(G=float(G), centres=(-float(G), float(G)), curvature=2.0,
                               sigma_G=2.0 * G, limit_point=-float(G))
 
 
 def theorem1(variant: str = "proof") -> AFLTheorem:
-    """Theorem 1, L89-L92: E||grad f(x_hat)||^2 >= sigma_G^2 on the construction of
+    """Theorem 1: E||grad f(x_hat)||^2 >= sigma_G^2 on the construction of
     :func:`lower_bound_instance`, for every convergent algorithm and every step. Written
     as -E||grad f(x_hat)||^2 <= -sigma_G^2 (the exact constant 1, by Jensen)."""
     return _theorem("theorem1", variant, "lower bound Omega(sigma_G^2), general arrivals",
-                    f"{PAPER} L89-L92, L366-L368", {"lower bound": -sigma_G**2}, [], None,
+                    f"{PAPER}, Theorem 1 and its proof (Appendix B.1)",
+                    {"lower bound": -sigma_G**2}, [], None,
                     lhs=r"-\mathbb{E}\|\nabla f(\hat x)\|^2", step=None)
 
 
@@ -504,7 +523,7 @@ def _constant_k(terms: dict[str, sp.Expr]) -> dict[str, sp.Expr]:
 
 def minimum_T(key: str, variant: str = "proof") -> sp.Expr:
     """The smallest T at which a corollary's steps satisfy its theorem's conditions
-    (guide 5.3; [derived]): max of the local bound 6(2K^2-3K+1)L^2, the delay bound
+    (derived by fedbound): max of the local bound 6(2K^2-3K+1)L^2, the delay bound
     c K^2 L^2 (tau or tau + 1) and the server bound n K L^2 (root)^2."""
     key = key.split(".")[-1]
     d = _delay_factor(variant)
@@ -574,29 +593,29 @@ RATES = {
 
 
 def corollary1(variant: str = "proof") -> AFLTheorem:
-    """Corollary 1, L149-L153 (proof L487-L494): Theorem 2 at eta_L = 1/sqrt(T),
+    """Corollary 1 (proof: Appendix B.2): Theorem 2 at eta_L = 1/sqrt(T),
     eta = sqrt(mK): (4 Delta + 4 L sigma_L^2)/sqrt(mKT) + 12 tau^2 L^2 sigma_L^2/T
     + 30 L^2 K sigma_L^2/T + 180 L^2 K^2 sigma_G^2/T + 6 sigma_G^2."""
     return _corollary("corollary1", variant, terms2, conditions2(variant), m,
-                      "AFA-CD rate at eta_L = 1/sqrt(T), eta = sqrt(mK)", f"{PAPER} L149-L153")
+                      "AFA-CD rate at eta_L = 1/sqrt(T), eta = sqrt(mK)", f"{PAPER}, Corollary 1")
 
 
 def corollary2(variant: str = "proof") -> AFLTheorem:
-    """Corollary 2, L180-L184 (proof L625-L632): Theorem 3 at eta_L = 1/sqrt(T), eta = sqrt(mK)."""
+    """Corollary 2 (proof: Appendix B.3): Theorem 3 at eta_L = 1/sqrt(T), eta = sqrt(mK)."""
     return _corollary("corollary2", variant, terms3, conditions3(variant), m,
-                      "AFA-CD uniform rate at eta_L = 1/sqrt(T), eta = sqrt(mK)", f"{PAPER} L180-L184")
+                      "AFA-CD uniform rate at eta_L = 1/sqrt(T), eta = sqrt(mK)", f"{PAPER}, Corollary 2")
 
 
 def corollary3(variant: str = "proof") -> AFLTheorem:
-    """Corollary 3, L229-L233 (proof L738-L745): Theorem 4 at eta_L = 1/sqrt(T), eta = sqrt(MK);
+    """Corollary 3 (proof: Appendix C): Theorem 4 at eta_L = 1/sqrt(T), eta = sqrt(MK);
     printed: averages (O(K/(MT)) terms), proof: sums (O(K/T))."""
     return _corollary("corollary3", variant, lambda s, e: terms4(variant, s, e), conditions4(variant),
-                      M, "AFA-CS rate at eta_L = 1/sqrt(T), eta = sqrt(MK)", f"{PAPER} L229-L233")
+                      M, "AFA-CS rate at eta_L = 1/sqrt(T), eta = sqrt(MK)", f"{PAPER}, Corollary 3")
 
 
 def corollary_steps(key: str, *, T: int, K: float, m: int = 1, M: int = 1) -> tuple[float, float]:
-    """(eta, eta_L) of a corollary: eta_L = 1/sqrt(T), eta = sqrt(mK) (Cor 1/2, L151, L182)
-    or sqrt(MK) (Cor 3, L231)."""
+    """(eta, eta_L) of a corollary: eta_L = 1/sqrt(T), eta = sqrt(mK) (Corollaries 1 and 2)
+    or sqrt(MK) (Corollary 3)."""
     n = M if key.endswith("corollary3") else m
     return math.sqrt(n * K), 1.0 / math.sqrt(T)
 

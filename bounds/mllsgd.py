@@ -1,18 +1,19 @@
-"""Multi-Level Local SGD (Castiglia, Das, Patterson, ICLR 2021): ``papers/mllsgd.txt``.
+"""Multi-Level Local SGD: Castiglia et al. 2021 (key ``mllsgd`` of :mod:`bounds.references`).
 
 Registered results
 ------------------
-``mllsgd.theorem1``        Theorem 1, bound (13) under step-size condition (12), L148-L158.
-``mllsgd.theorem1_limit``  its K -> infinity limit, (14), L155.
-``mllsgd.corollary1``      Corollary 1, (15), L190-L197, with explicit constants.
+``mllsgd.theorem1``        Theorem 1 (Section 5), bound (13) under step-size condition (12).
+``mllsgd.theorem1_limit``  its K -> infinity limit, (14).
+``mllsgd.corollary1``      Corollary 1 (Section 5), (15), with explicit constants.
 
-Variants (each difference is an :class:`~bounds.core.Erratum` with its lines):
+Variants (each difference is an :class:`~bounds.core.Erratum` with its place in the paper):
 
-``printed``  exactly as printed: Gamma of L153, the constant 8 of (12).
-``proof``    (default) what the proof supports: Gamma as the proof defines it (L1117),
-             and the coefficient of (12) corrected for beta > 1 (the gradient terms of
-             (176) and (209) sum to 4 q^2 tau^2 Gamma (2 + p_i (beta - 1)), L1214).
-``tight``    sharper constants from the same proof (derived here, not published): the
+``printed``  exactly as printed: Gamma of Theorem 1, the constant 8 of (12).
+``proof``    (default) what the proof (Appendix C.3) supports: Gamma as the proof defines
+             it (after (186)), and the coefficient of (12) corrected for beta > 1 (the
+             gradient terms of (176) and (209) sum to 4 q^2 tau^2 Gamma (2 + p_i (beta - 1)),
+             against 8 (p_i (beta - 1) + 1) in (211); found by fedbound).
+``tight``    sharper constants from the same proof (derived by fedbound, not published): the
              exact geometric sum in (188) and the exact power sums in (180).
 
 The right-hand side of ``printed`` and ``proof`` is the same; they differ only in the
@@ -24,8 +25,9 @@ from __future__ import annotations
 import sympy as sp
 
 from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, register
+from .references import cite
 
-PAPER = "papers/mllsgd.txt"
+PAPER = cite("mllsgd")
 VARIANTS = ("printed", "proof", "tight")
 
 # ---------------------------------------------------------------------- symbols
@@ -39,7 +41,7 @@ SYMBOLS = {
 }
 #: per-worker symbols a_i, p_i (the worker axis of the arrays a, p)
 a_i, p_i = sp.symbols("a_i p_i", positive=True)
-#: aggregates over workers: S2 = sum_i a_i^2 p_i (second term of (13)), P = sum_i a_i p_i (L158)
+#: aggregates over workers: S2 = sum_i a_i^2 p_i (second term of (13)), P = sum_i a_i p_i (Theorem 1)
 S2, P = sp.symbols("S_2 P", nonnegative=True)
 _i, _N = sp.symbols("i N", integer=True, positive=True)
 _a, _p = sp.IndexedBase("a"), sp.IndexedBase("p")
@@ -52,50 +54,52 @@ AGGREGATES = [
 ]
 
 PARAMS = {
-    "L": Param("L", "Lipschitz constant of grad F, Assumption 1a (L52)", "positive"),
-    "beta": Param("beta", "multiplicative gradient-noise constant, Assumption 1d (L55)",
+    "L": Param("L", "Lipschitz constant of grad F, Assumption 1a", "positive"),
+    "beta": Param("beta", "multiplicative gradient-noise constant, Assumption 1d",
                   "nonnegative"),
-    "sigma": Param("sigma", "additive gradient-noise constant, Assumption 1d (L55)",
+    "sigma": Param("sigma", "additive gradient-noise constant, Assumption 1d",
                    "nonnegative"),
-    "Delta": Param("Delta", "initial gap F(x_1) - F_inf, Assumption 1b (L53)", "nonnegative"),
+    "Delta": Param("Delta", "initial gap F(x_1) - F_inf, Assumption 1b", "nonnegative"),
     "eta": Param("eta", "step size", "positive"),
     "K": Param("K", "number of iterations (time steps)", "positive_integer"),
     "q": Param("q", "sub-network averagings per hub averaging", "positive_integer"),
     "tau": Param("tau", "time steps per sub-network averaging", "positive_integer"),
-    "zeta": Param("zeta", "second-largest eigenvalue magnitude of H (L153)", "unit"),
-    "a": Param("a", "worker weights a_i = w_i / w_tot (L127)", "weights", vector=True),
-    "p": Param("p", "probability that worker i takes a gradient step (L89)", "probability",
+    "zeta": Param("zeta", "second-largest eigenvalue magnitude of H (Theorem 1)", "unit"),
+    "a": Param("a", "worker weights a_i = w_i / w_tot (Section 5)", "weights", vector=True),
+    "p": Param("p", "probability that worker i takes a gradient step (Section 4, eq. (3))", "probability",
                vector=True),
 }
 
 # ---------------------------------------------------------------------- constants
 
-#: Gamma as printed in Theorem 1, L153 (and L892).
+#: Gamma as printed in Theorem 1 (Section 5, restated in Appendix C.3).
 GAMMA_PRINTED = zeta / (1 - zeta**2) + 2 / (1 - zeta) + zeta / (1 - zeta) ** 2
-#: Gamma as the proof derives and defines it, (186) and L1117; = GAMMA_PRINTED + 1/(1+zeta).
+#: Gamma as the proof derives and defines it, after (186) (proof of Theorem 1, Appendix C.3);
+#: = GAMMA_PRINTED + 1/(1+zeta).
 GAMMA_PROOF = 1 / (1 - zeta**2) + 2 / (1 - zeta) + zeta / (1 - zeta) ** 2
-#: bracket of the third term of (13), L155 (= (188) with the loose last piece, L1123).
+#: bracket of the third term of (13) (= (188) with the loose last piece).
 LAMBDA_PAPER = zeta**2 / (1 - zeta**2) + 2 * zeta / (1 - zeta) + 1 / (1 - zeta) ** 2
-#: exact value of the geometric sum of (188), L1119: sum_{m>=1} (z^2m + 2 z^m + z^(m+1)/(1-z)).
+#: exact value of the geometric sum of (187)-(188): sum_{m>=1} (z^2m + 2 z^m + z^(m+1)/(1-z)).
 LAMBDA_TIGHT = zeta**2 / (1 - zeta**2) + 2 * zeta / (1 - zeta) + zeta**2 / (1 - zeta) ** 2
-#: factor of the fourth term of (13), L155 (from (170)).
+#: factor of the fourth term of (13) (from (170)).
 C_ZETA = (2 - zeta) / (1 - zeta)
-#: power sums of (180), L1090, as printed: (2q+1) and (2tau+1) bound the exact (2q-1), (2tau-1).
+#: power sums of (180), as printed: (2q+1) and (2tau+1) bound the exact (2q-1), (2tau-1).
 S4_PAPER = tau**2 * (q - 1) * (2 * q + 1) / 6 + (tau - 1) * (2 * tau + 1) / 6
 #: exact per-period consensus sum of (180) divided by q tau.
 S4_TIGHT = tau**2 * (q - 1) * (2 * q - 1) / 6 + (tau - 1) * (2 * tau - 1) / 6
 
 
 def gamma(variant: str) -> sp.Expr:
-    """Gamma of condition (12): printed (L153) or as the proof defines it (L1117)."""
+    """Gamma of condition (12): as printed in Theorem 1 or as the proof defines it (after
+    (186), Appendix C.3)."""
     return GAMMA_PRINTED if variant == "printed" else GAMMA_PROOF
 
 
 def kappa(variant: str) -> sp.Expr:
     """Coefficient of L^2 eta^2 in condition (12) for worker i.
 
-    printed: 8 q^2 tau^2 Gamma (L150). The proof's gradient terms, T1 of (176) and T2 of
-    (209), sum to 4 q^2 tau^2 Gamma (2 + p_i (beta - 1)) (the printed (211), L1214,
+    printed: 8 q^2 tau^2 Gamma ((12)). The proof's gradient terms, T1 of (176) and T2 of
+    (209), sum to 4 q^2 tau^2 Gamma (2 + p_i (beta - 1)) (the printed (211)
     writes 8 (p_i (beta - 1) + 1)); 8 suffices only when beta <= 1. ``proof`` keeps 8
     for beta <= 1 and the corrected factor above it; ``tight`` uses the exact factor."""
     g = gamma(variant)
@@ -107,21 +111,23 @@ def kappa(variant: str) -> sp.Expr:
 
 
 def condition12(variant: str, step: sp.Expr = eta) -> Condition:
-    """Step-size condition (12), L150 (= (214), L1230), for every worker i:
+    """Step-size condition (12) of Theorem 1 (= (214) in its proof), for every worker i:
     (4p_i - p_i^2 - 2) >= eta L (a_i p_i (beta+1) - a_i p_i^2 + p_i^2) + kappa_i L^2 eta^2."""
     rhs = step * L * (a_i * p_i * (beta + 1) - a_i * p_i**2 + p_i**2) + kappa(variant) * L**2 * step**2
     return Condition(
-        "(12)", sp.GreaterThan(4 * p_i - p_i**2 - 2, rhs), f"{PAPER} L150", per_worker=True,
+        "(12)", sp.GreaterThan(4 * p_i - p_i**2 - 2, rhs), f"{PAPER}, Theorem 1, (12)", per_worker=True,
         hint="needs p_i > 2 - sqrt(2) ~ 0.5858, since 4p - p^2 - 2 <= 0 otherwise",
     )
 
 
-#: K must be a multiple of q tau: the proof sums over hub periods j = 0..K/(q tau) - 1 (L1102).
-CONDITION_PERIODS = Condition("K multiple of q*tau", sp.Eq(sp.Mod(K, q * tau), 0), f"{PAPER} L1102")
+#: K must be a multiple of q tau: the proof sums (182) over hub periods j = 0..K/(q tau) - 1
+#: ((183), proof of Theorem 1, Appendix C.3).
+CONDITION_PERIODS = Condition("K multiple of q*tau", sp.Eq(sp.Mod(K, q * tau), 0),
+                              f"{PAPER}, proof of Theorem 1 (Appendix C.3), (183)")
 
 
 def terms(variant: str) -> dict[str, sp.Expr]:
-    """The four terms of (13), L155 (restated (215), L1235)."""
+    """The four terms of (13) (restated as (215) at the end of the proof)."""
     lam = LAMBDA_TIGHT if variant == "tight" else LAMBDA_PAPER
     s4 = S4_TIGHT if variant == "tight" else S4_PAPER
     return {
@@ -139,42 +145,53 @@ ERRATUM_GAMMA = Erratum(
     "Gamma in Theorem 1 / condition (12)",
     "zeta/(1-zeta^2) + 2/(1-zeta) + zeta/(1-zeta)^2",
     "1/(1-zeta^2) + 2/(1-zeta) + zeta/(1-zeta)^2 (larger by 1/(1+zeta))",
-    f"{PAPER} L153, L892 (printed) vs (186) and L1117 (proof)",
+    f"{PAPER}, Theorem 1 and its restatement in Appendix C.3 (printed) vs the proof of "
+    "Theorem 1, after (186) (found by fedbound)",
 )
 ERRATUM_KAPPA = Erratum(
     "coefficient of L^2 eta^2 in (12)",
     "8 q^2 tau^2 Gamma for every beta",
     "4 q^2 tau^2 Gamma (2 + p_i (beta - 1)); 8 q^2 tau^2 Gamma suffices only for beta <= 1",
-    f"{PAPER} (176), (209) L1205, (211) L1214, (213)-(214) L1224-L1230",
+    f"{PAPER}, proof of Theorem 1 (Appendix C.3), (176), (209), (211), (213)-(214) "
+    "(found by fedbound)",
 )
 ERRATUM_BRACKET = Erratum(
     "first term of (13)", "2(F(x_1)-F_inf])/(eta K)", "2(F(x_1)-F_inf)/(eta K)",
-    f"{PAPER} L155, L194, L894, L1218",
+    f"{PAPER}, (13) (Theorem 1 and its restatement in Appendix C.3), (15), and the proof "
+    "of Theorem 1 (Appendix C.3) (found by fedbound)",
 )
 ERRATUM_LAMBDA_N = Erratum(
     "definition of zeta", "max{|lambda_2(H)|, |lambda_N(H)|}",
-    "max{|lambda_2(H)|, |lambda_D(H)|} (H is D x D)", f"{PAPER} L153, L892",
+    "max{|lambda_2(H)|, |lambda_D(H)|} (H is D x D)",
+    f"{PAPER}, Theorem 1 and its restatement in Appendix C.3 "
+    "(found by fedbound)",
 )
 ERRATUM_2C = Erratum(
     "Assumption 2c", "b_i H_ij = b_j H_ji", "H_ij b_j = H_ji b_i (H diag(b) symmetric, so H b = b)",
-    f"{PAPER} L105, L419 (printed) vs (32) L433 (proof)",
+    f"{PAPER}, Assumption 2c (Section 5 and Appendix C.2, printed) vs (30) and (32) "
+    "(proof of Proposition 1, Appendix C.2) (found by fedbound)",
 )
 ERRATUM_PERIODS = Erratum(
     "hypotheses of Theorem 1", "(none)", "K is a multiple of q tau and all workers start at x_1",
-    f"{PAPER} L1102 (sum over j = 0..K/(q tau)-1), Lemma 4 L710",
+    f"{PAPER}, proof of Theorem 1 (Appendix C.3), (183) (sum over j = 0..K/(q tau)-1); "
+    "Lemma 4 (Appendix C.2) (found by fedbound)",
 )
 ERRATUM_LAMBDA_TIGHT = Erratum(
     "bracket of the third term (tight variant)", "... + 1/(1-zeta)^2",
-    "... + zeta^2/(1-zeta)^2 (the exact sum of (188))", f"{PAPER} (188) L1119-L1123",
+    "... + zeta^2/(1-zeta)^2 (the exact sum of (188))",
+    f"{PAPER}, proof of Theorem 1 (Appendix C.3), (187)-(188) "
+    "(derived by fedbound, not published)",
 )
 ERRATUM_S4_TIGHT = Erratum(
     "power sums of the fourth term (tight variant)", "(q-1)(2q+1)/6 and (tau-1)(2tau+1)/6",
-    "(q-1)(2q-1)/6 and (tau-1)(2tau-1)/6 (exact sums of l^2 and (f-1)^2)", f"{PAPER} (180) L1090",
+    "(q-1)(2q-1)/6 and (tau-1)(2tau-1)/6 (exact sums of l^2 and (f-1)^2)",
+    f"{PAPER}, proof of Theorem 1 (Appendix C.3), (180) "
+    "(derived by fedbound, not published)",
 )
 ERRATUM_COROLLARY = Erratum(
     "hypotheses of Corollary 1", "eta = 1/(L sqrt K), q^2 tau^2 <= sqrt K, q tau < K",
     "also (12) at eta = 1/(L sqrt K), possible only if every p_i > 2 - sqrt(2)",
-    f"{PAPER} L192 (needs Theorem 1, whose hypothesis is (12) L150)",
+    f"{PAPER}, Corollary 1 (needs Theorem 1, whose hypothesis is (12)) (found by fedbound)",
 )
 
 
@@ -204,30 +221,31 @@ def _theorem(key: str, title: str, citation: str, lhs: str, variant: str,
 
 
 def theorem1(variant: str = "proof") -> Theorem:
-    """Theorem 1, (13) under (12), L148-L158 (restated L884-L899, proof C.3 to (215) L1235).
+    """Theorem 1 (Section 5), (13) under (12) (restated and proved in Appendix C.3, to (215)).
 
     Bounds E[(1/K) sum_{k=1}^K ||grad F(u_k)||^2] at u_k = X_k a (eq. (8))."""
     return _theorem(
-        "mllsgd.theorem1", "MLL-SGD convergence bound (13)", f"{PAPER} L148-L158", _LHS, variant,
+        "mllsgd.theorem1", "MLL-SGD convergence bound (13)", f"{PAPER}, Theorem 1, (12)-(13)",
+        _LHS, variant,
         terms(variant), [condition12(variant), CONDITION_PERIODS], _errata(variant), "eta",
-        "Assumes all workers start at the same x_1 (Lemma 4, L710).",
+        "Assumes all workers start at the same x_1 (Lemma 4, Appendix C.2).",
     )
 
 
 def theorem1_limit(variant: str = "proof") -> Theorem:
-    """The K -> infinity limit (14) of (13), L155: the error floor. Computed from
+    """The K -> infinity limit (14) of (13): the error floor. Computed from
     :func:`terms` with ``sympy.limit`` (the optimisation term vanishes)."""
     lim = {n: sp.limit(e, K, sp.oo) for n, e in terms(variant).items()}
     lim = {n: e for n, e in lim.items() if e != 0}
     return _theorem(
-        "mllsgd.theorem1_limit", "MLL-SGD error floor (14), K -> infinity", f"{PAPER} L155 (14)",
+        "mllsgd.theorem1_limit", "MLL-SGD error floor (14), K -> infinity", f"{PAPER}, Theorem 1, (14)",
         r"\limsup_{K\to\infty}" + _LHS, variant, lim, [condition12(variant)],
         _errata(variant), "eta", "The limit of the right-hand side of (13) as K grows.",
     )
 
 
 def corollary1(variant: str = "proof") -> Theorem:
-    """Corollary 1, (15), L190-L197, with explicit constants [derived from (13)].
+    """Corollary 1 (Section 5), (15), with explicit constants [derived by fedbound from (13)].
 
     At eta = 1/(L sqrt K): term 1 = 2 L Delta / sqrt K; term 2 = sigma^2 S2 / sqrt K;
     term 3 = 4 sigma^2 (q tau)^2/K (1 - q tau/K) Lambda P <= 4 sigma^2 Lambda P / sqrt K
@@ -243,13 +261,13 @@ def corollary1(variant: str = "proof") -> Theorem:
         "sub-network consensus": sp.Rational(4, 3) * sigma**2 * C_ZETA * P / rk,
     }
     conditions = [
-        Condition("q^2 tau^2 <= sqrt(K)", sp.LessThan(q**2 * tau**2, rk), f"{PAPER} L192"),
-        Condition("q tau < K", sp.StrictLessThan(q * tau, K), f"{PAPER} L192"),
+        Condition("q^2 tau^2 <= sqrt(K)", sp.LessThan(q**2 * tau**2, rk), f"{PAPER}, Corollary 1"),
+        Condition("q tau < K", sp.StrictLessThan(q * tau, K), f"{PAPER}, Corollary 1"),
         condition12(variant, step=1 / (L * rk)),
         CONDITION_PERIODS,
     ]
     thm = _theorem(
-        "mllsgd.corollary1", "MLL-SGD rate at eta = 1/(L sqrt K), (15)", f"{PAPER} L190-L197",
+        "mllsgd.corollary1", "MLL-SGD rate at eta = 1/(L sqrt K), (15)", f"{PAPER}, Corollary 1, (15)",
         _LHS, variant, term_exprs, conditions, [ERRATUM_COROLLARY, *_errata(variant)], None,
         "Explicit constants for the O(.) of (15); the step is fixed at 1/(L sqrt K).",
     )
@@ -258,7 +276,7 @@ def corollary1(variant: str = "proof") -> Theorem:
 
 
 #: the rate (15): O(L/sqrt(K)) (F(x_1) - F_inf) + O(sigma^2/sqrt(K))
-RATE_COROLLARY1 = Rate(({"K": -0.5},), "Castiglia et al. 2021, Corollary 1, (15)",
+RATE_COROLLARY1 = Rate(({"K": -0.5},), f"{PAPER}, Corollary 1, (15)",
                        "q^2 tau^2 <= sqrt(K) and q tau < K")
 
 
@@ -271,13 +289,13 @@ register("mllsgd.corollary1", "MLL-SGD rate at eta = 1/(L sqrt K)", corollary1,
 
 N = sp.Symbol("N", positive=True, integer=True)
 
-#: Special cases of MLL-SGD (L160, L188, L205, L219) as substitutions into (13) with
+#: Special cases of MLL-SGD (Sections 2, 5 and 6; Appendix C.4) as substitutions into (13) with
 #: uniform weights a_i = 1/N and p_i = 1 (so S2 = 1/N, P = 1).
 SPECIAL_CASES: dict[str, dict[sp.Symbol, sp.Expr]] = {
-    "distributed_sgd": {zeta: 0, q: 1, tau: 1},   # D = 1, average every step (L160)
-    "local_sgd": {zeta: 0, q: 1},                 # complete hub graph, period tau (L205)
-    "hl_sgd": {zeta: 0},                          # HL-SGD: Local SGD with q > 1 (L33, L219)
-    "cooperative_sgd": {q: 1},                    # Wang & Joshi: any H, q = 1 (L188, C.4)
+    "distributed_sgd": {zeta: 0, q: 1, tau: 1},   # D = 1, average every step (Section 6)
+    "local_sgd": {zeta: 0, q: 1},                 # complete hub graph, period tau (Section 6)
+    "hl_sgd": {zeta: 0},                          # HL-SGD: Local SGD with q > 1 (Sections 2 and 6)
+    "cooperative_sgd": {q: 1},                    # Wang & Joshi: any H, q = 1 (Section 5, Appendix C.4)
 }
 
 

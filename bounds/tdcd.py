@@ -1,20 +1,22 @@
-"""TDCD (Das, Castiglia, Wang, Patterson, ACM TIST 2022): ``papers/tdcd.txt``.
+"""TDCD: Das et al. 2022 (key ``tdcd`` of :mod:`bounds.references`).
 
 Registered results
 ------------------
-``tdcd.theorem1``  Theorem 1, bound (15) under step-size condition (14), L238-L248.
-``tdcd.lemma2``    Lemma 2, the per-round drift bound (30), L445-L514 (holds pathwise).
-``tdcd.remark5``   Remark 5, L258-L260: the rate at eta = c / (Q sqrt(R)), explicit constants.
+``tdcd.theorem1``  Theorem 1 (Section 4), bound (15) under step-size condition (14).
+``tdcd.lemma2``    Lemma 2 (Appendix A.1), the per-round drift bound (30) (holds pathwise).
+``tdcd.remark5``   Remark 5 (Section 4): the rate at eta = c / (Q sqrt(R)), explicit constants.
 
-Variants (each difference is an :class:`~bounds.core.Erratum` with its lines):
+Variants (each difference is an :class:`~bounds.core.Erratum` with its place in the paper):
 
 ``printed``  exactly as printed: (15) with its left side summed over "t0 = 0..R-1".
-``proof``    (default) what the proof supports: the same right-hand side, its left side
-             at the round-start hub models theta^{rQ}, r = 0..R-1 (T15), L_max = max over
-             k and j (T6), and the off-by-one of (58) corrected (T9).
-``tight``    the same proof without its loosenings (derived here, not published): the
-             exact geometric sum of Lemma 2 ((53), L505, instead of the factor 4 of L510),
-             1 + Q kept (not 2Q, (80) L567) and the exact bracket of (81)-(83) (not 1/2).
+``proof``    (default) what the proof (Appendix A.2) supports: the same right-hand side,
+             its left side at the round-start hub models theta^{rQ}, r = 0..R-1, L_max =
+             max over k and j in (10), and the off-by-one of (58) corrected (all three
+             found by fedbound).
+``tight``    the same proof without its loosenings (derived by fedbound, not published):
+             the exact geometric sum of Lemma 2 ((53), instead of the factor 4 the proof of
+             Lemma 2 uses after it), 1 + Q kept (not 2Q, (80)) and the exact bracket of
+             (81)-(83) (not 1/2).
 ``refined``  derived by fedbound, not published; see docs/derivations/tdcd_refined.md.
              The same left-hand side, from the same descent step over one round, with a
              pathwise drift bound in the own block (no step condition), no Young
@@ -26,7 +28,7 @@ Variants (each difference is an :class:`~bounds.core.Erratum` with its lines):
 
 The bound depends on eta and Q only through a = eta Q (proof and printed variants), and
 (14) is a <= 1/(8 max(L, L_max)): any Q gives the bound of Q = 1 after the same R rounds
-(theory/tdcd.md T22). :func:`optimal_eta_q`, :func:`rounds_needed` and
+(found by fedbound). :func:`optimal_eta_q`, :func:`rounds_needed` and
 :func:`round_time` answer "which Q and eta" from the bound: Q = 1.
 :func:`refined_rounds_needed` and :func:`refined_choice` answer it from the refined
 variant: its best eta for each Q, the rounds and the wall-clock time; its optimum is also
@@ -42,11 +44,10 @@ import numpy as np
 import sympy as sp
 
 from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, get, register
+from .references import cite
 
-PAPER = "papers/tdcd.txt"
+PAPER = cite("tdcd")
 VARIANTS = ("printed", "proof", "tight", "refined")
-#: how fedbound's own results cite the paper (no text-copy lines)
-CITE = "Das et al. 2022"
 #: the label of fedbound's own result
 DERIVED = "derived by fedbound, not published; see docs/derivations/tdcd_refined.md"
 
@@ -54,7 +55,7 @@ DERIVED = "derived by fedbound, not published; see docs/derivations/tdcd_refined
 
 L, L_max, Delta, eta, Q, R, c, G0 = sp.symbols("L L_max Delta eta Q R c G_0", positive=True)
 SYMBOLS = {"L": L, "L_max": L_max, "Delta": Delta, "eta": eta, "Q": Q, "R": R, "c": c, "G0": G0}
-#: S = sum_j sigma_j^2, the only way the per-block sigma_j enter (15), L246
+#: S = sum_j sigma_j^2, the only way the per-block sigma_j enter (15)
 S = sp.Symbol("S", nonnegative=True)
 _j, _N = sp.symbols("j N", integer=True, positive=True)
 _sigma = sp.IndexedBase("sigma")
@@ -68,18 +69,18 @@ a = sp.Symbol("a", positive=True)
 M = sp.Max(L, L_max)
 
 PARAMS = {
-    "L": Param("L", "Lipschitz constant of grad L, (6) L204", "positive"),
-    "L_max": Param("L_max", "max_{k,j} L_{k,j} of (7) and (10) L223 (the block-j constant "
+    "L": Param("L", "Lipschitz constant of grad L, Assumption 1, (6)", "positive"),
+    "L_max": Param("L_max", "max_{k,j} L_{k,j} of (7) and (10), Assumption 1 (the block-j constant "
                    "suffices: Lemma 2 moves only block j)", "positive"),
-    "sigma": Param("sigma", "per-block noise sigma_j of (9) L217, one per silo j", "nonnegative",
+    "sigma": Param("sigma", "per-block noise sigma_j of Assumption 3, (9), one per silo j", "nonnegative",
                    vector=True),
-    "Delta": Param("Delta", "L(theta^0) - E L(theta^T) (or L(theta^0) - L_inf), (15) L246",
+    "Delta": Param("Delta", "L(theta^0) - E L(theta^T) (or L(theta^0) - L_inf), (15)",
                    "nonnegative"),
     "eta": Param("eta", "step size", "positive"),
     "Q": Param("Q", "local iterations per round", "positive_integer"),
     "R": Param("R", "communication rounds (T = Q R)", "positive_integer"),
     "c": Param("c", "step constant of Remark 5: eta = c / (Q sqrt(R))", "positive"),
-    "G0": Param("G0", "sum_j (1/K_j) sum_k ||g_kj(y^t0)||^2 at the round start, (30) L449",
+    "G0": Param("G0", "sum_j (1/K_j) sum_k ||g_kj(y^t0)||^2 at the round start, (30)",
                 "nonnegative"),
 }
 
@@ -100,7 +101,7 @@ PARAMS_REFINED = {
     **PARAMS,
     "L_max": Param("L_max", "Lipschitz constant of theta_j -> g_kj(theta_j, theta_-j) on every "
                    "mini-batch a client can hold, (7) restricted to the own block j "
-                   f"({CITE}, Assumption 1)", "positive"),
+                   f"({PAPER}, Assumption 1)", "positive"),
     "K": Param("K", "clients per silo, K_j (one per silo j); the refined noise term uses "
                "sigma_j^2 / K_j, the variance of the silo average of independent client "
                "batches (assumption (A4) of docs/derivations/tdcd_refined.md)",
@@ -148,36 +149,37 @@ CONDITION_R2 = Condition(
 
 # ---------------------------------------------------------------------- constants
 
-#: Lemma 2's constant as printed, (30) L449 / (57) L514: 4 Q^2 (1 + Q).
+#: Lemma 2's constant as printed, (30) / (57): 4 Q^2 (1 + Q).
 LEMMA2_PAPER = 4 * Q**2 * (1 + Q)
-#: the exact sum of the recursion, (46)-(53) L497-L505 with T11's parentheses:
+#: the exact sum of the recursion, (46)-(53), with the parentheses of (53) corrected (found by
+#: fedbound):
 #: 2 (1+Q) (Q^2/2) (((1+2/Q)^Q - 1)/2 - 1); zero at Q = 1.
 LEMMA2_TIGHT = (1 + Q) * Q**2 * (((1 + 2 / Q) ** Q - 1) / 2 - 1)
 
 
 def lemma2_constant(variant: str) -> sp.Expr:
-    """C(Q) with drift <= C(Q) L_max^2 eta^2 G0: (30) L449, or the exact sum of (53) L505."""
+    """C(Q) with drift <= C(Q) L_max^2 eta^2 G0: (30), or the exact sum of (53)."""
     return LEMMA2_TIGHT if variant == "tight" else LEMMA2_PAPER
 
 
 def noise_coefficient(variant: str) -> sp.Expr:
     """Coefficient c_r of sum_j (1/K_j) sum_k E||g_kj(y^t0)||^2 in one round.
 
-    (79) L562-L563: c_r = eta^2 L Q^2 + (eta/2) (1 + 2 eta L Q) C(Q) L_max^2 eta^2 with
-    C(Q) = 4 Q^2 (1+Q) from Lemma 2; the proof then uses 1 + Q <= 2Q, (80) L567, to reach
-    eta^2 L Q^2 + 4 eta^3 Q^3 L_max^2 + 8 eta^4 L Q^4 L_max^2, (83) L577."""
+    (79): c_r = eta^2 L Q^2 + (eta/2) (1 + 2 eta L Q) C(Q) L_max^2 eta^2 with
+    C(Q) = 4 Q^2 (1+Q) from Lemma 2; the proof then uses 1 + Q <= 2Q, (80), to reach
+    eta^2 L Q^2 + 4 eta^3 Q^3 L_max^2 + 8 eta^4 L Q^4 L_max^2, (83)."""
     if variant == "tight":
         return eta**2 * L * Q**2 + eta / 2 * (1 + 2 * eta * L * Q) * LEMMA2_TIGHT * L_max**2 * eta**2
     return eta**2 * L * Q**2 + 4 * eta**3 * Q**3 * L_max**2 + 8 * eta**4 * L * Q**4 * L_max**2
 
 
 def theorem1_terms(variant: str) -> dict[str, sp.Expr]:
-    """Right-hand side of (15), L246 (= (85), L591), as named terms.
+    """Right-hand side of (15) (= (85)), as named terms.
 
     printed/proof: 4 Delta/(eta Q R) + 4 (eta L Q + 4 eta^2 Q^2 L_max^2 + 8 eta^3 Q^3 L L_max^2) S.
     tight: per round (eta Q/2 - c_r) ||grad||^2 <= L(theta^t0) - E L(theta^t0+Q) + c_r S
-    ((79) L562 with the exact c_r); dividing by eta Q/2 - c_r (> 0 under (14)) instead of
-    the proof's eta Q/4 ((81)-(83) L573-L577) gives (Delta/R + c_r S)/(eta Q/2 - c_r).
+    ((79) with the exact c_r); dividing by eta Q/2 - c_r (> 0 under (14)) instead of
+    the proof's eta Q/4 ((81)-(83)) gives (Delta/R + c_r S)/(eta Q/2 - c_r).
     refined: :func:`refined_terms` (derived by fedbound, not published)."""
     if variant == "refined":
         return refined_terms()
@@ -195,67 +197,75 @@ def theorem1_terms(variant: str) -> dict[str, sp.Expr]:
 
 def bound_in_a() -> sp.Expr:
     """(15) with eta = a/Q: B(a, R) = 4 Delta/(a R) + 4 S (a L + 4 a^2 L_max^2 + 8 a^3 L L_max^2)
-    (theory/tdcd.md section 5.1); exactly free of Q."""
+    (derived by fedbound); exactly free of Q."""
     return sp.simplify(sp.Add(*theorem1_terms("proof").values()).subs(eta, a / Q))
 
 
-#: (14), L242: 0 <= eta <= 1 / (8 Q max(L, L_max)).
-CONDITION14 = Condition("(14)", sp.LessThan(eta, 1 / (8 * Q * M)), f"{PAPER} L242")
-#: Lemma 2's hypothesis, L447: eta <= 1 / (2 Q L_max).
+#: (14) of Theorem 1: 0 <= eta <= 1 / (8 Q max(L, L_max)).
+CONDITION14 = Condition("(14)", sp.LessThan(eta, 1 / (8 * Q * M)),
+                        f"{PAPER}, Theorem 1, (14)")
+#: Lemma 2's hypothesis: eta <= 1 / (2 Q L_max).
 CONDITION_LEMMA2 = Condition("eta <= 1/(2 Q L_max)", sp.LessThan(eta, 1 / (2 * Q * L_max)),
-                             f"{PAPER} L447")
-#: Remark 5 needs (14) at eta = c/(Q sqrt R): R >= 64 c^2 max(L, L_max)^2 [derived].
+                             f"{PAPER}, Lemma 2 (Appendix A.1)")
+#: Remark 5 needs (14) at eta = c/(Q sqrt R): R >= 64 c^2 max(L, L_max)^2 (derived by fedbound).
 CONDITION_REMARK5 = Condition("(14) at eta = c/(Q sqrt R)", sp.LessThan(64 * c**2 * M**2, R),
-                              f"{PAPER} L242, L260", hint="R >= 64 c^2 max(L, L_max)^2")
+                              f"{PAPER}, Theorem 1, (14), and Remark 5",
+                              hint="R >= 64 c^2 max(L, L_max)^2")
 
 # ---------------------------------------------------------------------- errata
 
 ERRATUM_LHS = Erratum(
     "left side of (15)", "(1/R) sum_{t0=0}^{R-1} E||grad L(theta^{t0})||^2",
     "(1/R) sum_{r=0}^{R-1} E||grad L(theta^{rQ})||^2 (t0 is the sync iteration rQ)",
-    f"{PAPER} L246 (printed) vs L586-L590 (proof sums rounds) (T15)",
+    f"{PAPER}, Theorem 1, (15) (printed) vs the proof of Theorem 1 (Appendix A.2), (84)-(85) "
+    "(the average is over rounds) (found by fedbound)",
 )
 ERRATUM_OFF_BY_ONE = Erratum(
     "descent step (58)", "theta^{t0+} with t0+ = t0 + Q - 1",
     "theta^{t0+Q}: the increment -eta sum_{t=t0}^{t0+Q-1} G^t ends at t0 + Q; (85) uses theta^T",
-    f"{PAPER} (58) L525, L537, L572, L583, L589 (T9)",
+    f"{PAPER}, proof of Theorem 1 (Appendix A.2), (58), (65)-(66), (81), (84), (85) (found by fedbound)",
 )
 ERRATUM_LMAX = Erratum(
     "definition (10) of L_max", "max_k L_{k,j} (j free)", "max_{k,j} L_{k,j}",
-    f"{PAPER} (10) L223 (T6)",
+    f"{PAPER}, Section 4, (10) (found by fedbound)",
 )
 ERRATUM_AVERAGING = Erratum(
     "hub averaging, Algorithm 1 line 32", "theta_j^{t+1} = (1/K_j) sum_k theta_{k,j}^t",
-    "(1/K_j) sum_k theta_{k,j}^{t+1} (else the last local step is dropped, against L225)",
-    f"{PAPER} L167, L186 (T3)",
+    "(1/K_j) sum_k theta_{k,j}^{t+1} (else the last local step is dropped, against the "
+    "evolution (13) of the global model)",
+    f"{PAPER}, Algorithm 1, line 32, and Section 3 (found by fedbound)",
 )
 ERRATUM_UNBIASED = Erratum(
     "Assumption 3, (8)-(9)", "stated for the silo-level g_kj on the full batch zeta",
     "for g_kj on the client's part zeta_kj; the proof needs only the client average "
     "(1/K_j) sum_k E g_kj = grad_(j) L and (1/K_j) sum_k E||g_kj - grad_(j) L||^2 <= sigma_j^2",
-    f"{PAPER} (8)-(9) L216-L217, used at (68) and (77) (T7)",
+    f"{PAPER}, Assumption 3, (8)-(9), used at (68) and (77) (found by fedbound)",
 )
 ERRATUM_LEMMA2_SUM = Erratum(
     "(53)", "Q Xi/2 (Q(1+2/Q)^Q - 1)/2 - Q)", "Q Xi/2 (Q((1+2/Q)^Q - 1)/2 - Q)",
-    f"{PAPER} (53) L505 (T11); (54) is then correct",
+    f"{PAPER}, proof of Lemma 2 (Appendix A.1), (53); (54) is then correct (found by fedbound)",
 )
-ERRATUM_LEMMA2_PSI = Erratum("Lemma 2 proof", "Psi_0", "Psi^{t0} (= 0)", f"{PAPER} L494 (T14)")
+ERRATUM_LEMMA2_PSI = Erratum(
+    "Lemma 2 proof", "Psi_0", "Psi^{t0} (= 0)",
+    f"{PAPER}, proof of Lemma 2 (Appendix A.1), between (46) and (47) (found by fedbound)")
 ERRATUM_LEMMA2_E2 = Erratum(
     "tight variant of Lemma 2", "(e^2 - 1)/2 - 1 <= 4, so 4 Q^2 (1+Q)",
     "(1+Q) Q^2 (((1+2/Q)^Q - 1)/2 - 1), the exact sum of (46)-(53) (0 at Q = 1)",
-    f"{PAPER} (53)-(56) L505-L512 (T16)",
+    f"{PAPER}, proof of Lemma 2 (Appendix A.1), (53)-(56) (derived by fedbound, not published)",
 )
 ERRATUM_TIGHT = Erratum(
     "tight variant of (15)", "1 + Q <= 2Q, bracket >= 19/32 >= 1/2, Lemma 2 constant 4 Q^2 (1+Q)",
     "(Delta/R + c_r S)/(eta Q/2 - c_r) with c_r = eta^2 L Q^2 + (eta/2)(1 + 2 eta L Q) C(Q) "
     "L_max^2 eta^2 and C(Q) the exact Lemma 2 sum",
-    f"{PAPER} (79) L562-L563, (80) L567, (81)-(83) L573-L577",
+    f"{PAPER}, proof of Theorem 1 (Appendix A.2), (79), (80), (81)-(83) "
+    "(derived by fedbound, not published)",
 )
 ERRATUM_REMARK5 = Erratum(
     "Remark 5", "eta proportional to 1/(Q sqrt R) gives O(1/sqrt R)",
     "eta = c/(Q sqrt R) gives (4 Delta/c + 4 c L S)/sqrt R + 16 c^2 L_max^2 S/R "
     "+ 32 c^3 L L_max^2 S/R^(3/2), provided R >= 64 c^2 max(L, L_max)^2 so that (14) holds",
-    f"{PAPER} L258-L260 with (14) L242 and (15) L246",
+    f"{PAPER}, Remark 5, with Theorem 1, (14) and (15) (explicit constants derived by "
+    "fedbound)",
 )
 
 
@@ -269,14 +279,14 @@ ERRATUM_REFINED = Erratum(
     "proved wherever c > 0 and y < 3 (+inf elsewhere), stated under (R1)-(R2) (c >= a/2). "
     "Lemma 2 replaced by a pathwise bound on the norm of the summed drift (no step "
     "condition); no Young inequality against the descent; 1/K_j kept in the noise of G",
-    f"{CITE}, proof of Theorem 1, (58)-(85), and of Lemma 2, (31)-(57), re-derived",
+    f"{PAPER}, proof of Theorem 1, (58)-(85), and of Lemma 2, (31)-(57), re-derived",
 )
 ERRATUM_REFINED_NOISE = Erratum(
     f"noise of the silo average, (70)-(73) [{DERIVED}]",
     "||G_(j)||^2 <= (1/K_j) sum_k ||g_kj||^2 (Jensen over clients: no variance reduction)",
     "E||G_(j) - grad_(j) L||^2 <= sigma_j^2 / K_j, given independent client batches "
     "(assumption (A4); fedbound's sampler draws every client's cells independently)",
-    f"{CITE}, proof of Theorem 1, (70)-(73) and (77)",
+    f"{PAPER}, proof of Theorem 1, (70)-(73) and (77)",
 )
 
 
@@ -317,10 +327,10 @@ def _theorem1_refined() -> Theorem:
     docs/derivations/tdcd_refined.md): the same left-hand side, eta and Q separately."""
     return _theorem(
         "tdcd.theorem1", f"TDCD convergence bound (15), refined ({DERIVED})",
-        f"{CITE}, Theorem 1, (15); refined: {DERIVED}", _LHS["proof"], "refined",
+        f"{PAPER}, Theorem 1, (15); refined: {DERIVED}", _LHS["proof"], "refined",
         theorem1_terms("refined"), [CONDITION_R1, CONDITION_R2], _theorem1_errata("refined"),
         "eta",
-        f"{DERIVED}. Assumptions 1-3 of {CITE} with L_max the own-block constant of (7), plus "
+        f"{DERIVED}. Assumptions 1-3 of {PAPER} with L_max the own-block constant of (7), plus "
         "(A4) independent client batches (noise sigma_j^2/K_j of the silo average). At Q = 1 "
         "it is the mini-batch SGD bound (Delta/R + (L/2) eta^2 Sbar)/(eta (1 - L eta/2)); for "
         "fixed eta Q it increases with Q, so its wall-clock optimum is Q = 1 (section 6 of the "
@@ -330,13 +340,13 @@ def _theorem1_refined() -> Theorem:
 
 
 def theorem1(variant: str = "proof") -> Theorem:
-    """Theorem 1, (15) under (14), L238-L248 (proof (58)-(85), L516-L591).
+    """Theorem 1 (Section 4), (15) under (14) (proof in Appendix A.2, (58)-(85)).
 
     Bounds (1/R) sum_{r<R} E||grad L(theta^{rQ})||^2 at the round-start hub models."""
     if variant == "refined":
         return _theorem1_refined()
     return _theorem(
-        "tdcd.theorem1", "TDCD convergence bound (15)", f"{PAPER} L238-L248",
+        "tdcd.theorem1", "TDCD convergence bound (15)", f"{PAPER}, Theorem 1, (14)-(15)",
         _LHS["printed" if variant == "printed" else "proof"], variant, theorem1_terms(variant),
         [CONDITION14], _theorem1_errata(variant), "eta",
         "Depends on K_j not at all and on N only through S = sum_j sigma_j^2; on eta and Q "
@@ -345,14 +355,15 @@ def theorem1(variant: str = "proof") -> Theorem:
 
 
 def lemma2(variant: str = "proof") -> Theorem:
-    """Lemma 2, (30) L449 (proof (31)-(57), L451-L514): the within-round drift of the
+    """Lemma 2, (30) (proof (31)-(57), Appendix A.1): the within-round drift of the
     client gradients is at most C(Q) L_max^2 eta^2 G0. Pathwise: the proof uses only (7)
-    and Young's inequality on a fixed mini-batch (theory/tdcd.md section 3.3)."""
+    and Young's inequality on a fixed mini-batch (found by fedbound)."""
     errata = [ERRATUM_LEMMA2_SUM, ERRATUM_LEMMA2_PSI, ERRATUM_LMAX]
     if variant == "tight":
         errata = [ERRATUM_LEMMA2_E2, *errata]
     return _theorem(
-        "tdcd.lemma2", "TDCD drift of local gradients (30)", f"{PAPER} L445-L514", _LHS_LEMMA2,
+        "tdcd.lemma2", "TDCD drift of local gradients (30)", f"{PAPER}, Lemma 2, (30)",
+        _LHS_LEMMA2,
         variant, {"drift": lemma2_constant(variant) * L_max**2 * eta**2 * G0},
         [CONDITION_LEMMA2], errata, "eta", "Holds for every round and every realisation.",
         status="holds-with-erratum",
@@ -360,7 +371,8 @@ def lemma2(variant: str = "proof") -> Theorem:
 
 
 def remark5(variant: str = "proof") -> Theorem:
-    """Remark 5, L258-L260, with explicit constants [derived from (15)]: eta = c/(Q sqrt R)
+    """Remark 5 (Section 4), with explicit constants [derived by fedbound from (15)]:
+    eta = c/(Q sqrt R)
     in (15) gives (4 Delta/c + 4 c L S)/sqrt(R) + 16 c^2 L_max^2 S/R + 32 c^3 L L_max^2 S/R^(3/2),
     valid when R >= 64 c^2 max(L, L_max)^2 (then (14) holds). Free of Q."""
     rr = sp.sqrt(R)
@@ -371,7 +383,7 @@ def remark5(variant: str = "proof") -> Theorem:
         "noise: staleness x L": 32 * c**3 * L * L_max**2 * S / R ** sp.Rational(3, 2),
     }
     thm = _theorem(
-        "tdcd.remark5", "TDCD rate at eta = c/(Q sqrt R)", f"{PAPER} L258-L260", _LHS["proof"],
+        "tdcd.remark5", "TDCD rate at eta = c/(Q sqrt R)", f"{PAPER}, Remark 5", _LHS["proof"],
         variant, term_exprs, [CONDITION_REMARK5], [ERRATUM_REMARK5, *_theorem1_errata("proof")],
         "c", "The step constant c plays the role of the step; the best leading constant is at "
         "c = sqrt(Delta/(L S)).",
@@ -408,12 +420,12 @@ def _constants(L_: float, L_max_: float, sigma) -> tuple[float, float, float]:
 
 
 def max_eta(*, L: float, L_max: float, Q: int) -> float:  # noqa: N803  (paper names)
-    """The largest eta of (14), L242: 1/(8 Q max(L, L_max)) (via the registered condition)."""
+    """The largest eta of (14): 1/(8 Q max(L, L_max)) (via the registered condition)."""
     return get("tdcd.theorem1").max_step(L=L, L_max=L_max, Q=Q)
 
 
 def round_time(Q: int, t_comm: float, t_comp: float) -> float:  # noqa: N803
-    """Wall-clock time of one round, t_Q = 3 t_comm + Q t_comp (L290)."""
+    """Wall-clock time of one round, t_Q = 3 t_comm + Q t_comp (Section 5.2)."""
     _positive("Q", Q, integer=True)
     if not (math.isfinite(t_comm) and t_comm >= 0 and math.isfinite(t_comp) and t_comp >= 0):
         raise ValueError(f"t_comm={t_comm!r} and t_comp={t_comp!r} must be finite and >= 0")
@@ -421,7 +433,7 @@ def round_time(Q: int, t_comm: float, t_comp: float) -> float:  # noqa: N803
 
 
 def quartic_coefficients(*, L: float, L_max: float, S: float, Delta: float, R: int) -> np.ndarray:  # noqa: N803
-    """Coefficients (a^4 .. a^0) of dB/da = 0 times a^2/4 (theory/tdcd.md section 5.1):
+    """Coefficients (a^4 .. a^0) of dB/da = 0 times a^2/4 (derived by fedbound):
     24 L L_max^2 S a^4 + 8 L_max^2 S a^3 + L S a^2 - Delta/R."""
     return np.array([24 * L * L_max**2 * S, 8 * L_max**2 * S, L * S, 0.0, -Delta / R])
 
@@ -478,7 +490,7 @@ def optimal_eta_q(*, L: float, L_max: float, sigma, Delta: float, R: int) -> dic
 
 
 def noise_floor(a_: float, *, L: float, L_max: float, S: float) -> float:  # noqa: N803
-    """The noise term of (15) at eta Q = a: 4 S (a L + 4 a^2 L_max^2 + 8 a^3 L L_max^2), L246."""
+    """The noise term of (15) at eta Q = a: 4 S (a L + 4 a^2 L_max^2 + 8 a^3 L L_max^2)."""
     return 4 * S * (a_ * L + 4 * a_**2 * L_max**2 + 8 * a_**3 * L * L_max**2)
 
 
@@ -508,7 +520,7 @@ def rounds_needed(epsilon: float, *, L: float, L_max: float, sigma, Delta: float
         a_ = _positive("a", a)
         if a_ > a_max * (1 + 1e-12):
             raise ValueError(f"a={a_:.6g} exceeds a_max = 1/(8 max(L, L_max)) = {a_max:.6g}: "
-                             f"condition (14) of {PAPER} L242 fails")
+                             f"condition (14) of {PAPER}, Theorem 1, fails")
     floor = noise_floor(a_, L=L_, L_max=Lm, S=S_)
     if eps <= floor:
         raise ValueError(f"epsilon={eps:.6g} is at or below the noise floor {floor:.6g} of (15) "

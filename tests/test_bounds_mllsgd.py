@@ -348,12 +348,13 @@ def test_registry_and_metadata():
         for variant in row["variants"]:
             thm = bounds.get(row["key"], variant)
             assert thm.status in bounds.core.STATUSES
-            # each citation names its paper: by its short cite (bounds.references) or, in the
-            # modules issue 15 has not swept yet, by its text copy and line; a condition of
-            # fedbound's own derivation (tdcd.theorem1 [refined]) is labelled as such
-            named = (bounds.references.paper(row["key"]).short, " L")
+            # each citation names its paper by its short cite (bounds.references); a
+            # condition of fedbound's own derivation (tdcd.theorem1 [refined]) is labelled as such
+            short = bounds.references.paper(row["key"]).short
+            named = (short,)
             own = "derived by fedbound, not published"
             assert thm.errata and all(any(n in e.citation for n in named) for e in thm.errata)
+            assert thm.citation.startswith(short), thm.citation
             assert all(any(n in c.citation for n in (*named, own)) for c in thm.conditions)
             assert r"\le" in thm.latex() and thm._repr_latex_().startswith("$")
     assert bounds.get("mllsgd.theorem1").variant == "proof"
