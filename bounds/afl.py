@@ -412,7 +412,7 @@ _STATUS = {
     # verify/witnesses/, which check(..., exact=True) confirms and check --all replays:
     # Theorem 3 (budget 50, seed 0; printed: its own witness), Theorem 4 (budget 200,
     # seed 1), Corollary 2 (budget 50, seed 0), Corollary 3 (see its note).
-    # Theorem 1's instance is executed by verify.afl (the floor is attained exactly).
+    # Theorem 1's instance is executed by verify.papers.afl (the floor is attained exactly).
     ("theorem1", "proof"): "holds",
     ("theorem2", "printed"): "unverified", ("theorem2", "proof"): "holds-with-erratum",
     ("theorem3", "printed"): "refuted", ("theorem3", "proof"): "refuted",
