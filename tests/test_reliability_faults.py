@@ -36,8 +36,10 @@ ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 LINUX = Path("/proc/self/stat").exists()
 needs_proc = pytest.mark.skipif(not LINUX, reason="reads processes from /proc")
 
-#: 8 scenarios of about half a second each (long enough to kill a sweep between them)
-SPEC = {"key": "mllsgd.theorem1", "base": {"replicas": 8, "K": 32, "q": 2, "tau": 2},
+#: 8 scenarios of about 0.3 s each on a quiet machine: long enough that the sweep cannot
+#: finish between the test seeing two stored rows and its kill (at K = 32 they took 8 ms,
+#: and once the workers had started the sweep could finish within the test's reaction time)
+SPEC = {"key": "mllsgd.theorem1", "base": {"replicas": 8, "K": 4096, "q": 2, "tau": 2},
         "grid": {"tau": [1, 2], "p": [0.7, 0.9]},
         "random": {"n": 2, "seed": 3, "fields": {"problem.sigma": {"low": 0.1, "high": 2,
                                                                    "log": True}}}}
