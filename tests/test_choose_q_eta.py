@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 from scipy.stats import t as student_t
+from tdcd_reference import refined_bound
 
 import bounds
 from sim.tdcd import run_tdcd
@@ -57,19 +58,6 @@ def grad_sq_norm_fd() -> float:
         f = [float(m.loss(m.split(th + s * e)[None])[0]) for s in (1, -1)]
         g.append((f[0] - f[1]) / (2 * h))
     return float(np.sum(np.square(g)))
-
-
-def refined_bound(eta, Q, R, L, Lm, sigma, K, delta):
-    """(B6) of docs/derivations/tdcd_refined.md, transcribed in numpy."""
-    S, Sbar = float(np.sum(sigma**2)), float(np.sum(sigma**2 / K))
-    a, y = eta * Q, (Q - 1) * eta * Lm
-    rho = 3 * a * y / (6 - 2 * y)
-    A = a + rho
-    c = a - rho - L * A**2 / 2
-    n = L / 2 * A * (a * Sbar + rho * S)
-    if c <= 0 or y >= 3:
-        return math.inf
-    return ((rho * math.sqrt(S) + math.sqrt(rho**2 * S + 4 * c * (delta / R + n))) / (2 * c)) ** 2
 
 
 def test_defaults_target_and_inputs(default_report):

@@ -1,8 +1,9 @@
 """Citations a reader of the published papers can follow (issue 15, item 1).
 
 A ratchet: the files listed in SWEPT cite the papers by theorem, equation, section, appendix
-or algorithm and never by our private text copies (``papers/*.txt``), reading guides
-(``theory/*.md``), ``../shared`` or their line numbers (``L123``, ``J123``, ``A123``).
+or algorithm and never by the maintainers' private text copies of the papers, their
+reading guides, a path above the repository or line numbers of those copies (the forms
+PATTERNS matches; the self-test below builds made-up examples of each).
 The remaining files (verify/, the other
 notebooks, README, ...) follow: add each to SWEPT once it is swept.
 """
@@ -59,8 +60,8 @@ def test_swept_file_cites_no_text_copy(name):
 
 
 @pytest.mark.parametrize("line", [
-    "papers/hfl_delay_journal.txt L247", "(J128)", "A298", "see theory/hfl_delay.md",
-    "../shared/DESIGN.md", "(guide 6.3)", "the guide (section 3.4)", "L1102",
+    "papers/example.txt L247", "(J128)", "A298", "see theory/example.md",
+    "../shared/EXAMPLE.md", "(guide 6.3)", "the guide (section 3.4)", "L1102",
 ])
 def test_the_ratchet_catches_each_form(line):
     assert _hits(line)

@@ -14,6 +14,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tdcd_reference import refined_bound
 
 import bounds
 import bounds.tdcd as T
@@ -26,22 +27,9 @@ LABEL = "derived by fedbound, not published"
 
 
 def reference(v):
-    """The refined bound, (B6) of the derivation, transcribed in numpy: a = eta Q,
-    y = (Q-1) eta L_max, rho = 3 a y/(6 - 2y), A = a + rho, c = a - rho - L A^2/2,
-    n = (L/2) A (a Sbar + rho S), bound = ((rho sqrt(S) + sqrt(rho^2 S + 4c(Delta/R + n)))/(2c))^2."""
-    eta, Q, L, Lm = v["eta"], v["Q"], v["L"], v["L_max"]
-    S = float(np.sum(v["sigma"] ** 2))
-    Sbar = float(np.sum(v["sigma"] ** 2 / v["K"]))
-    a = eta * Q
-    y = (Q - 1) * eta * Lm
-    rho = 3 * a * y / (6 - 2 * y)
-    A = a + rho
-    c = a - rho - L * A**2 / 2
-    n = L / 2 * A * (a * Sbar + rho * S)
-    if c <= 0 or y >= 3:
-        return math.inf
-    return ((rho * math.sqrt(S) + math.sqrt(rho**2 * S + 4 * c * (v["Delta"] / v["R"] + n)))
-            / (2 * c)) ** 2
+    """The refined bound at the parameters ``v`` (tests/tdcd_reference.py, in numpy)."""
+    return refined_bound(v["eta"], v["Q"], v["R"], v["L"], v["L_max"], v["sigma"], v["K"],
+                         v["Delta"])
 
 
 def drift_sum(eta, Q, Lm):

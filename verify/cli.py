@@ -89,26 +89,25 @@ def _params(text: str | None) -> dict:
     return {k: _param_value(k, v) for k, v in data.items()}
 
 
-def _seed(text: str) -> int:
-    """A seed option: an integer in [0, 2^63)."""
+def _int63(text: str, rule: str) -> int:
+    """An integer option in [0, 2^63) (what int64 tensors and numpy seeds take)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"{value} must be an integer in [0, 2^63)")
+        raise argparse.ArgumentTypeError(f"{value} must be {rule}")
     return value
+
+
+def _seed(text: str) -> int:
+    """A seed option: an integer in [0, 2^63)."""
+    return _int63(text, "an integer in [0, 2^63)")
 
 
 def _positive(text: str) -> int:
     """A count option (--battery may be 0): an integer >= 0 below 2^63."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not 0 <= value < 2**63:
-        raise argparse.ArgumentTypeError(f"{value} must be an integer >= 0")
-    return value
+    return _int63(text, "an integer >= 0")
 
 
 def _seconds(text: str) -> float:

@@ -164,22 +164,22 @@ def memory_limit() -> tuple[float, str]:
                                     f"raise it with {OPTION['memory']} or {ENV['memory']}")
 
 
+def _count_limit(kind: str, default: float, why: str) -> tuple[float, str]:
+    """(the limit of ``kind``, where it comes from): its environment variable, else ``default``."""
+    text = os.environ.get(ENV[kind])
+    if text:
+        return parse_count(text, ENV[kind]), f"{OPTION[kind]}/{ENV[kind]}={text}"
+    return default, f"the default {default:.0e}{why}; raise it with {OPTION[kind]} or {ENV[kind]}"
+
+
 def steps_limit() -> tuple[float, str]:
     """(operations one scenario may take, where that limit comes from)."""
-    text = os.environ.get(ENV["steps"])
-    if text:
-        return parse_count(text, ENV["steps"]), f"{OPTION['steps']}/{ENV['steps']}={text}"
-    return DEFAULT_MAX_STEPS, (f"the default {DEFAULT_MAX_STEPS:.0e}, hours of computing; raise it "
-                               f"with {OPTION['steps']} or {ENV['steps']}")
+    return _count_limit("steps", DEFAULT_MAX_STEPS, ", hours of computing")
 
 
 def scenarios_limit() -> tuple[int, str]:
     """(scenarios one sweep, or checks one search, may have, where that limit comes from)."""
-    text = os.environ.get(ENV["scenarios"])
-    if text:
-        return parse_count(text, ENV["scenarios"]), f"{OPTION['scenarios']}/{ENV['scenarios']}={text}"
-    return DEFAULT_MAX_SCENARIOS, (f"the default {DEFAULT_MAX_SCENARIOS:.0e}; raise it with "
-                                   f"{OPTION['scenarios']} or {ENV['scenarios']}")
+    return _count_limit("scenarios", DEFAULT_MAX_SCENARIOS, "")
 
 
 def require(key: str, fp: Footprint | None) -> None:

@@ -65,7 +65,7 @@ from . import limits
 from .adapter import adapter_for, default_scenario
 from .check import check
 from .plugins import explicit
-from .scenario import INT_MAX, json_text, parse_json
+from .scenario import INT_MAX, json_text, parse_json, require_float
 from .suite import worker_init
 
 SPEC_FIELDS = ("key", "variant", "exact", "base", "grid", "random")
@@ -86,18 +86,6 @@ def _set(d: dict, dotted: str, value) -> None:
     _set(d[head], rest, value)
 
 
-def _number(where: str, value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{where}={json.dumps(value)[:40]} must be a number")
-    try:
-        x = float(value)
-    except OverflowError:
-        x = math.inf
-    if not math.isfinite(x):
-        raise ValueError(f"{where}={value!r} must be finite")
-    return x
-
-
 def _check_rule(name: str, rule) -> None:
     """A random field's rule: a non-empty list of choices, or {"low", "high", "log",
     "integer"} with finite numbers low < high whose range is finite in float64 (and low > 0
@@ -111,7 +99,8 @@ def _check_rule(name: str, rule) -> None:
             or not set(rule) <= set(RULE_FIELDS):
         raise ValueError(f"{where} must be a list of choices or "
                          '{"low": number, "high": number, "log": bool, "integer": bool}')
-    low, high = _number(f"{where}.low", rule["low"]), _number(f"{where}.high", rule["high"])
+    low = require_float(f"{where}.low", rule["low"])
+    high = require_float(f"{where}.high", rule["high"])
     for flag in ("log", "integer"):
         if not isinstance(rule.get(flag, False), bool):
             raise ValueError(f"{where}.{flag}={rule[flag]!r} must be true or false")
