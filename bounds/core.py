@@ -532,13 +532,25 @@ class Theorem:
             raise ValueError(
                 f"no {self.step} > 0 satisfies {c.name} ({c.citation}){worker}{vals}{hint}"
             )
-        with np.errstate(divide="ignore", invalid="ignore"):
+        if (A > 0).any():
+            raise NotImplementedError(f"{c.name}: admissible set in {s} is not an interval from 0")
+        names = ", ".join(sorted(str(x) for x in c.margin.free_symbols if x != s))
+        if not all(np.isfinite(x).all() for x in (A, B, C)):
+            raise ValueError(f"{c.name} ({c.citation}) cannot be solved for {self.step}: its "
+                             f"coefficients overflow, {names} too extreme")
+        # the roots do not change when A, B, C are divided by the largest of them (C > 0
+        # here), and B * B can no longer overflow (beta = 1e200 made the root 0)
+        m = np.maximum(np.maximum(np.abs(A), np.abs(B)), C)
+        A, B, C = A / m, B / m, C / m
+        with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
             disc = np.sqrt(np.maximum(B * B - 4 * A * C, 0.0))
             quad = 2 * C / (-B + disc)
             lin = np.where(B < 0, -C / np.where(B < 0, B, -1.0), np.inf)
-        if (A > 0).any():
-            raise NotImplementedError(f"{c.name}: admissible set in {s} is not an interval from 0")
-        return np.where(A < 0, quad, lin)
+        root = np.where(A < 0, quad, lin)
+        if not (root > 0).all():  # below the smallest float: no step is representable
+            raise ValueError(f"the largest {self.step} that satisfies {c.name} ({c.citation}) "
+                             f"is below the smallest positive float: {names} too extreme")
+        return root
 
 
 def _shown(x: np.ndarray) -> str:

@@ -398,3 +398,17 @@ def test_condition_on_K_multiple_of_q_tau():
     assert [x.condition for x in thm.violations(**{**GOOD, "K": 66})] == ["K multiple of q*tau"]
     with pytest.raises(ValueError, match="fails whatever the step"):
         thm.max_step(**{k: x for k, x in {**GOOD, "K": 66}.items() if k != "eta"})
+
+
+def test_max_step_at_extreme_beta_is_the_boundary_or_a_clear_error():
+    """beta = 1e200 squared overflows: the root of (12) is still the boundary (admissible
+    there, not 1% above); at beta = 1e308 the coefficients themselves overflow and the error
+    names the parameters (it used to return a step of 0)."""
+    thm = bounds.get("mllsgd.theorem1_limit", "tight")
+    v = dict(L=1.0, beta=1e200, sigma=0.0, Delta=0.0, q=1, tau=1, zeta=0.0,
+             a=np.array([1.0]), p=np.array([1.0]))
+    eta = thm.max_step(**v)
+    assert 0 < eta < 1e-190
+    assert thm.admissible(**v, eta=eta) and not thm.admissible(**v, eta=1.01 * eta)
+    with pytest.raises(ValueError, match="overflow.*beta"):
+        thm.max_step(**{**v, "beta": 1e308})
