@@ -26,16 +26,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 import bounds
 from bounds import delays as dl
 from bounds import hfl as bhfl
-from sim.hfl import run_hfl
-from sim.problems import LogisticRegression, Quadratic
 from verify.api import (
     LOOP_OVERHEAD,
     Adapter,
@@ -51,6 +48,11 @@ from verify.api import (
     roundoff,
 )
 from verify.api import count_text as _n
+
+if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
+    import torch
+
+    from sim.problems import LogisticRegression, Quadratic
 
 PAPER = "Ali & Arafa 2025"
 #: Fig. 7a of the paper: {d, b, e, f, d_g, b_g, e_g, f_g} (Section IV-B)
@@ -132,6 +134,10 @@ class Setup:
 
 def build(s: HFLScenario) -> Setup:
     """Problem and x^1 from the seed; the delay model from its 8 parameters."""
+    import torch
+
+    from sim.problems import LogisticRegression, Quadratic
+
     gen = torch.Generator().manual_seed(s.seed)
     spec = s.problem_spec()
     if spec["kind"] == "logistic":
@@ -217,6 +223,10 @@ class HFL(Adapter):
         return params["alpha"]
 
     def _measure(self, s: HFLScenario, params, exact: bool) -> Measurement:
+        import torch
+
+        from sim.hfl import run_hfl
+
         st = build(s)
         trace = run_hfl(st.problem, sizes=s.sizes, alpha=self._simulation_alpha(s, params, st.problem),
                         x1=st.x1, replicas=s.replicas, t=params["t"],
@@ -366,6 +376,10 @@ def lemma1_pathwise(scenario: HFLScenario | None = None) -> dict[str, Any]:
     """Lemma 1 on every sample path (with ||g~|| <= G = R a.s. for logistic regression every
     step of its proof holds pathwise): the largest ratio deviation / (2 alpha^2 ((t_i^u)^2 +
     kappa) G^2) over replicas, rounds and groups; it must be <= 1 for every alpha."""
+    import torch
+
+    from sim.hfl import run_hfl
+
     s = HFLScenario(mode="expected") if scenario is None else scenario
     st = build(s)
     sched = paths(s)
