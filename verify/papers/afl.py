@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import bounds.afl as B
+from bounds.references import cite
 from verify.api import (
     LOOP_OVERHEAD,
     Adapter,
@@ -57,7 +58,7 @@ if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are
 
     from sim.afl import HeterogeneousQuadratic, LabelSkewedLogistic
 
-PAPER = "Yang et al. 2022"
+PAPER = cite("afl")
 PROBLEM_KINDS = {
     "quadratic": {"dim": 2, "L": 1.0, "mu": 0.5, "sigma_L": 1.0, "sigma_G": 0.5, "distance": 2.0},
     "logistic": {"dim": 3, "n": 20, "R": 1.0, "batch": 1, "lam": 0.0, "skew": 0.9, "distance": 1.0},

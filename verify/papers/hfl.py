@@ -33,6 +33,7 @@ import numpy as np
 import bounds
 from bounds import delays as dl
 from bounds import hfl as bhfl
+from bounds.references import cite
 from verify.api import (
     LOOP_OVERHEAD,
     Adapter,
@@ -54,7 +55,7 @@ if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are
 
     from sim.problems import LogisticRegression, Quadratic
 
-PAPER = "Ali & Arafa 2025"
+PAPER = cite("hfl")
 #: Fig. 7a of the paper: {d, b, e, f, d_g, b_g, e_g, f_g} (Section IV-B)
 FIG7A = [0.01, 0.85, 0.001, 0.085, 4.0, 2.0, 0.4, 0.2]
 MODES = ("conditional", "expected")

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bounds import topology
+from bounds.references import cite
 from verify.api import (
     LOOP_OVERHEAD,
     Adapter,
@@ -61,7 +62,7 @@ if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are
 
     from sim.problems import LogisticRegression, Quadratic
 
-PAPER = "Castiglia et al. 2021"
+PAPER = cite("mllsgd")
 #: the most workers a scenario may name: one float64 per worker must fit in a numpy array
 MAX_WORKERS = 2**60 - 1
 PROBLEM_KINDS = {

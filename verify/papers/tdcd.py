@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from bounds.references import cite
 from verify.api import (
     FEATURE_NORM_RANGE,
     LOOP_OVERHEAD,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are
 
     from sim.tdcd import BlockLinear, Layout, TDCDTrace
 
-PAPER = "Das et al. 2022"
+PAPER = cite("tdcd")
 
 
 def _list_of_ints(name: str, value) -> list[int]:
