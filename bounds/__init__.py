@@ -1,6 +1,10 @@
 """fedbound.bounds: the convergence results of the four papers as symbolic objects.
 
-Pure mathematics (sympy, numpy, scipy); never imports torch or the simulator.
+Pure mathematics (sympy, numpy, scipy); never imports torch or the simulator. Importing it
+is light: the registry lists every result (``bounds.list()``) without building one, and a
+paper's module (and sympy) is imported on the first :func:`get` of one of its results, or
+on first use of a name below that needs it (``bounds.Theorem``, ``bounds.choose_step``,
+``bounds.mllsgd``, ...).
 
 >>> import bounds
 >>> thm = bounds.get("mllsgd.theorem1")          # default variant: "proof"
@@ -10,26 +14,37 @@ Pure mathematics (sympy, numpy, scipy); never imports torch or the simulator.
 True
 """
 
-from . import afl, hfl, mllsgd, tdcd  # noqa: F401  (register the results of each paper)
-from .core import (
-    REFUTED,
-    Condition,
-    Erratum,
-    Param,
-    Rate,
-    Theorem,
-    get,
-    keys,
-    register,
-    unregister,
-    variants,
-)
-from .core import list_results as list  # noqa: A001  (bounds.list(), as the design fixes)
+import importlib
+
+from .catalog import register_all
 from .references import PAPERS, Paper, cite
-from .tuning import choose_step, choose_sync_time
+from .registry import REFUTED, get, keys, register, statuses, unregister, variants
+from .registry import list_results as list  # noqa: A001  (bounds.list(), as the design fixes)
+
+register_all()
+
+#: names imported on first use: name -> module of bounds that defines it
+_LAZY = {
+    "Condition": "core", "Erratum": "core", "Param": "core", "Rate": "core", "Theorem": "core",
+    "choose_step": "tuning", "choose_sync_time": "tuning",
+}
+_SUBMODULES = ("afl", "core", "delays", "hfl", "mllsgd", "tdcd", "topology", "tuning")
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_LAZY, *_SUBMODULES})
+
 
 __all__ = [
     "PAPERS", "REFUTED", "Condition", "Erratum", "Paper", "Param", "Rate", "Theorem",
-    "choose_step", "choose_sync_time", "cite", "get", "keys", "list", "register", "unregister",
-    "variants",
+    "choose_step", "choose_sync_time", "cite", "get", "keys", "list", "register", "statuses",
+    "unregister", "variants",
 ]

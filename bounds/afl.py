@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
-from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, register
+from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem
 from .references import cite
 
 PAPER = cite("afl")
@@ -620,10 +620,3 @@ def corollary_steps(key: str, *, T: int, K: float, m: int = 1, M: int = 1) -> tu
     return math.sqrt(n * K), 1.0 / math.sqrt(T)
 
 
-register("afl.theorem1", "AFL lower bound Omega(sigma_G^2)", theorem1, ("proof",), "proof")
-register("afl.theorem2", "AFA-CD, general arrivals", theorem2, VARIANTS, "proof")
-register("afl.theorem3", "AFA-CD, uniform arrivals", theorem3, VARIANTS, "proof")
-register("afl.theorem4", "AFA-CS, bounded staleness", theorem4, VARIANTS, "proof")
-register("afl.corollary1", "AFA-CD rate, general arrivals", corollary1, VARIANTS, "proof")
-register("afl.corollary2", "AFA-CD rate, uniform arrivals", corollary2, VARIANTS, "proof")
-register("afl.corollary3", "AFA-CS rate", corollary3, VARIANTS, "proof")

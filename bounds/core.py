@@ -21,21 +21,33 @@ broadcast, so a grid of step sizes evaluates in one call.
 
 from __future__ import annotations
 
+import builtins
+import hashlib
+import importlib
+import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 
 import numpy as np
 import sympy as sp
 from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.precedence import precedence
 
-STATUSES = ("holds", "holds-with-erratum", "refuted", "rate-refuted", "unverified")
-#: statuses of a result known to fail: "refuted", the statement (with its explicit
-#: constants) fails on a stored witness; "rate-refuted", even its published O(.) rate fails
-#: (the left-hand side decays more slowly than the rate says, along a sweep in its regime)
-REFUTED = ("refuted", "rate-refuted")
+from . import compiled
+
+# the registry lives in bounds.registry (importable without sympy); re-exported here
+from .registry import (  # noqa: F401
+    REFUTED,
+    STATUSES,
+    get,
+    keys,
+    list_results,
+    register,
+    unregister,
+    variants,
+)
 
 # --------------------------------------------------------------------------- domains
 
@@ -378,13 +390,13 @@ class Theorem:
 
     # ---- numeric -----------------------------------------------------------------
     def _fn(self, e: sp.Expr) -> tuple[list[sp.Symbol], Callable]:
-        """Lambdified ``e`` (compiled once per expression and cached): common
-        subexpressions computed once, small integer powers as products (:class:`_Printer`)."""
+        """Numpy function of ``e`` (once per expression and process; its source is generated
+        once and cached across processes by :mod:`bounds.compiled`): common subexpressions
+        computed once, small integer powers as products (:class:`_Printer`)."""
         if e not in self._compiled:
             syms = sorted(e.free_symbols, key=str)
-            printer = _Printer({"fully_qualified_modules": False, "inline": True,
-                                "allow_unknown_functions": True})  # lambdify's own settings
-            self._compiled[e] = (syms, sp.lambdify(syms, e, "numpy", cse=True, printer=printer))
+            fn = compiled.function(_source_key(e, syms), lambda: _numpy_source(e, syms))
+            self._compiled[e] = (syms, fn)
         return self._compiled[e]
 
     def _eval(self, e: sp.Expr, args: Mapping[sp.Symbol, np.ndarray]) -> np.ndarray:
@@ -572,6 +584,55 @@ class _Printer(NumPyPrinter):
         return super()._print_Pow(expr, rational=rational)
 
 
+#: lambdify's own printer settings
+_PRINTER_SETTINGS = {"fully_qualified_modules": False, "inline": True, "allow_unknown_functions": True}
+
+
+@cache
+def _printer_fingerprint() -> str:
+    """What the generated source depends on besides the expression: sympy's version, the
+    printer's code and settings."""
+    return "\n".join([sp.__version__, inspect.getsource(_Printer), repr(_PRINTER_SETTINGS)])
+
+
+def _source_key(e: sp.Expr, syms: Sequence[sp.Symbol]) -> str:
+    """The cache key of the source of ``e`` with arguments ``syms`` (SHA-256): the
+    expression in full (``srepr`` names each symbol's assumptions), the argument order and
+    :func:`_printer_fingerprint`."""
+    text = "\n".join([_printer_fingerprint(), sp.srepr(e), ",".join(map(str, syms))])
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _numpy_source(e: sp.Expr, syms: Sequence[sp.Symbol]) -> str:
+    """Self-contained Python source of ``lambdify(syms, e)`` (the function
+    ``bounds.compiled.FUNCTION``): the lambdified code preceded by an import of each global
+    name it uses, from numpy or the module the printer took it from."""
+    printer = _Printer(dict(_PRINTER_SETTINGS))
+    f = sp.lambdify(syms, e, "numpy", cse=True, printer=printer)
+    modules = ["numpy", *printer.module_imports]
+    lines = []
+    for name in sorted(_global_names(f.__code__)):
+        obj = f.__globals__.get(name, getattr(builtins, name, None))
+        if obj is getattr(builtins, name, None):
+            continue
+        source = next((m for m in modules if getattr(importlib.import_module(m), name, None) is obj),
+                      None)
+        if source is None:
+            raise NotImplementedError(f"generated code of {e} uses {name!r}, found in none of "
+                                      f"{modules}")
+        lines.append(f"from {source} import {name}\n")
+    return "".join(lines) + "\n\n" + inspect.getsource(f)
+
+
+def _global_names(code) -> set[str]:
+    """The global names a code object (and the code nested in it) refers to."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            names |= _global_names(c)
+    return names
+
+
 def _holds(c: Condition, margin: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """Whether ``c`` holds, up to a relative tolerance for round-off at its boundary. A
     condition holds only where both of its sides are finite (``scale``, the larger of their
@@ -590,73 +651,3 @@ def _bound_value(x: np.ndarray, what: str) -> float | np.ndarray:
     if not np.min(x) > -np.inf:  # the smallest entry is NaN (any NaN) or -inf
         raise ValueError(f"{what} is undefined (NaN or -inf) at the given parameters")
     return float(x) if np.ndim(x) == 0 else np.asarray(x)
-
-
-# --------------------------------------------------------------------------- registry
-
-
-@dataclass
-class _Entry:
-    key: str
-    title: str
-    build: Callable[[str], Theorem]
-    variants: tuple[str, ...]
-    default: str
-    cache: dict[str, Theorem] = field(default_factory=dict)
-
-
-_REGISTRY: dict[str, _Entry] = {}
-
-
-def register(key: str, title: str, build: Callable[[str], Theorem], variants, default: str):
-    """Register a result; ``build(variant)`` constructs it on first use."""
-    if key in _REGISTRY:
-        raise ValueError(f"result {key!r} is already registered")
-    if default not in variants:
-        raise ValueError(f"{key}: default variant {default!r} not in {variants}")
-    _REGISTRY[key] = _Entry(key, title, build, tuple(variants), default)
-
-
-def unregister(key: str) -> None:
-    """Remove a registered result (for tests that plant deliberately wrong bounds)."""
-    _REGISTRY.pop(key, None)
-
-
-def get(key: str, variant: str | None = None) -> Theorem:
-    """The registered result ``key`` in ``variant`` (default: the entry's default)."""
-    if key not in _REGISTRY:
-        raise ValueError(f"unknown result {key!r}; registered: {', '.join(sorted(_REGISTRY))}")
-    e = _REGISTRY[key]
-    v = e.default if variant is None else variant
-    if v not in e.variants:
-        raise ValueError(f"{key}: unknown variant {v!r}; variants are {', '.join(e.variants)}")
-    if v not in e.cache:
-        e.cache[v] = e.build(v)
-    return e.cache[v]
-
-
-def keys() -> list[str]:
-    """The registered result keys, sorted (builds nothing)."""
-    return sorted(_REGISTRY)
-
-
-def variants(key: str) -> tuple[str, ...]:
-    """The variants of the registered result ``key`` (builds nothing)."""
-    if key not in _REGISTRY:
-        raise ValueError(f"unknown result {key!r}; registered: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[key].variants
-
-
-def list_results() -> list[dict]:
-    """One row per registered result: key, title, variants, default, status
-    (exposed as ``bounds.list()``)."""
-    return [
-        {
-            "key": e.key,
-            "title": e.title,
-            "variants": [*e.variants],
-            "default": e.default,
-            "status": get(e.key).status,
-        }
-        for e in sorted(_REGISTRY.values(), key=lambda e: e.key)
-    ]

@@ -54,7 +54,7 @@ import numpy as np
 import sympy as sp
 
 from . import delays as dl
-from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, get, register
+from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, get
 from .references import cite
 
 PAPER = cite("hfl")
@@ -533,11 +533,6 @@ RATE_COROLLARY1 = Rate(({"U": -0.5},), "Ali & Arafa 2025, Corollary 1",
                        "a finite sync time S, U growing with the training time T")
 
 
-register("hfl.lemma1", "HFL model deviation (18)", lemma1, ("printed", "proof"), "proof")
-register("hfl.theorem1", "HFL per-group bound (19)", theorem1, ("proof",), "proof")
-register("hfl.theorem2", "HFL global bound (20)", theorem2, (*THEOREM2_VARIANTS, REFINED), "proof")
-register("hfl.corollary1", "HFL rate, Corollary 1", corollary1, ("printed", "proof", REFINED),
-         "proof")
 
 
 def vacuous(key: str, variant: str | None = None, **values) -> np.ndarray | bool:

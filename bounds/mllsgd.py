@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, register
+from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem
 from .references import cite
 
 PAPER = cite("mllsgd")
@@ -280,10 +280,6 @@ RATE_COROLLARY1 = Rate(({"K": -0.5},), f"{PAPER}, Corollary 1, (15)",
                        "q^2 tau^2 <= sqrt(K) and q tau < K")
 
 
-register("mllsgd.theorem1", "MLL-SGD convergence bound (13)", theorem1, VARIANTS, "proof")
-register("mllsgd.theorem1_limit", "MLL-SGD error floor (14)", theorem1_limit, VARIANTS, "proof")
-register("mllsgd.corollary1", "MLL-SGD rate at eta = 1/(L sqrt K)", corollary1,
-         ("proof", "tight"), "proof")
 
 # ---------------------------------------------------------------------- special cases
 

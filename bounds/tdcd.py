@@ -43,7 +43,7 @@ import math
 import numpy as np
 import sympy as sp
 
-from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, get, register
+from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, get
 from .references import cite
 
 PAPER = cite("tdcd")
@@ -396,9 +396,6 @@ def remark5(variant: str = "proof") -> Theorem:
 RATE_REMARK5 = Rate(({"R": -0.5},), "Das et al. 2022, Remark 5", "eta proportional to 1/(Q sqrt(R))")
 
 
-register("tdcd.theorem1", "TDCD convergence bound (15)", theorem1, VARIANTS, "proof")
-register("tdcd.lemma2", "TDCD drift of local gradients (30)", lemma2, ("proof", "tight"), "proof")
-register("tdcd.remark5", "TDCD rate at eta = c/(Q sqrt R)", remark5, ("proof",), "proof")
 
 # ---------------------------------------------------------------------- choosing eta, Q, R
 

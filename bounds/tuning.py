@@ -6,7 +6,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from .core import Theorem, get
 
@@ -52,6 +51,8 @@ def choose_step(key_or_theorem: str | Theorem, objective: str = "max", variant: 
     if objective == "max":
         return at_cap
     lo, hi = math.log(cap.step) - 40.0, math.log(cap.step)
+    from scipy.optimize import minimize_scalar  # only here: import bounds stays light
+
     res = minimize_scalar(lambda t: bound(math.exp(t)), bounds=(lo, hi), method="bounded",
                           options={"xatol": 1e-10})
     step = float(np.exp(res.x))

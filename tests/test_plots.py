@@ -38,7 +38,7 @@ def test_against_draws_each_verdict(tmp_path, field, values, x):
     np.testing.assert_allclose(bound_line.get_ydata(), [v.bound for v in verdicts], rtol=1e-12)
     xs = [v.params[x] for v in verdicts] if x else values
     np.testing.assert_allclose(bound_line.get_xdata(), xs)
-    if x == "zeta":   # more hubs on a path: larger zeta (L223)
+    if x == "zeta":   # more hubs on a path: larger zeta (Castiglia et al. 2021, Section 6)
         assert np.all(np.diff(bound_line.get_xdata()) > 0)
     out = plots.save(ax, str(tmp_path / f"{field}.png"))
     assert (tmp_path / f"{field}.png").stat().st_size > 5_000 and out.endswith(".png")

@@ -93,7 +93,7 @@ def _speedup(key, m, K, M=16, **problem):
 
 
 def test_linear_speedup_in_m_and_K_where_it_holds():
-    """sigma_G = 0 (guide 6.5): at Corollary 1's steps sqrt(mK) x measured is about constant."""
+    """sigma_G = 0 (found by fedbound): at Corollary 1's steps sqrt(mK) x measured is about constant."""
     prods = [math.sqrt(m * K) * _speedup("afl.corollary1", m, K, sigma_G=0.0).measured_mean
              for m, K in ((1, 1), (4, 1), (16, 1), (1, 4), (4, 4))]
     assert max(prods) / min(prods) < 1.3
@@ -101,7 +101,7 @@ def test_linear_speedup_in_m_and_K_where_it_holds():
 
 
 def test_no_speedup_in_K_under_uniform_partial_participation():
-    """sigma_L = 0, sigma_G > 0, m < M (guide 6.6): the error grows with K at Corollary 2's
+    """sigma_L = 0, sigma_G > 0, m < M (found by fedbound): the error grows with K at Corollary 2's
     steps, contradicting its O(1/sqrt(mKT)); with m = M it vanishes."""
     err = [_speedup("afl.corollary2", 4, K, M=8, sigma_L=0.0).measured_mean for K in (1, 2, 4)]
     assert err[0] < err[1] < err[2]

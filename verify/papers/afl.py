@@ -28,21 +28,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 import bounds.afl as B
-from sim.afl import (
-    ARRIVALS,
-    DELAYS,
-    HeterogeneousQuadratic,
-    LabelSkewedLogistic,
-    draw_schedule,
-    run_afl,
-)
-from sim.trace import DIVERGENCE_THRESHOLD
+from bounds.references import cite
 from verify.api import (
     LOOP_OVERHEAD,
     Adapter,
@@ -62,7 +53,12 @@ from verify.api import (
 )
 from verify.api import count_text as _n
 
-PAPER = "Yang et al. 2022"
+if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
+    import torch
+
+    from sim.afl import HeterogeneousQuadratic, LabelSkewedLogistic
+
+PAPER = cite("afl")
 PROBLEM_KINDS = {
     "quadratic": {"dim": 2, "L": 1.0, "mu": 0.5, "sigma_L": 1.0, "sigma_G": 0.5, "distance": 2.0},
     "logistic": {"dim": 3, "n": 20, "R": 1.0, "batch": 1, "lam": 0.0, "skew": 0.9, "distance": 1.0},
@@ -104,6 +100,8 @@ class AFLScenario(Scenario):
     seed: int = 0
 
     def validate(self) -> None:
+        from sim.afl import ARRIVALS, DELAYS  # sim (and torch) on first use
+
         if self.algorithm not in ("cd", "cs"):
             raise ValueError(f"algorithm={self.algorithm!r} must be 'cd' (AFA-CD) or 'cs' (AFA-CS)")
         for name in ("M", "m", "T", "K", "replicas"):
@@ -192,6 +190,10 @@ class Setup:
 
 def build(s: AFLScenario) -> Setup:
     """Clients, x_0 and the schedule from the seed (one generator; the run continues it)."""
+    import torch
+
+    from sim.afl import HeterogeneousQuadratic, LabelSkewedLogistic
+
     gen = torch.Generator().manual_seed(s.seed)
     spec = s.problem_spec()
     if spec["kind"] == "quadratic":
@@ -216,6 +218,8 @@ def build(s: AFLScenario) -> Setup:
 
 
 def _schedule(s: AFLScenario, gen, probs):
+    from sim.afl import draw_schedule
+
     K = s.K if s.K_high is None else (s.K, s.K_high)
     return draw_schedule(M=s.M, m=s.m, T=s.T, replicas=s.replicas, generator=gen, K=K, tau=s.tau,
                          delays=s.delays, arrivals=s.arrivals, probs=probs)
@@ -313,6 +317,8 @@ class AFL(Adapter):
         return params["eta"], params["eta_L"]
 
     def _measure(self, s: AFLScenario, params, exact: bool) -> Measurement:
+        from sim.afl import run_afl
+
         self._check_scenario(s)
         st = build(s)
         atol = _roundoff(st)
@@ -369,6 +375,8 @@ class AFL(Adapter):
         outside the corollaries); steps a random fraction (log scale) of the largest
         admissible; long horizons where exact mode applies; for a corollary, T large enough
         that its steps satisfy the theorem's conditions."""
+        from sim.afl import ARRIVALS, DELAYS
+
         cs = self.algorithm == "cs"
         M = round(draw.log_uniform(4, 40)) if cs else draw.integer(2, 8)
         if self.uniform_arrivals:
@@ -548,6 +556,8 @@ class Corollary3(Theorem4):
 def exact_series(s: AFLScenario, st: Setup, eta: float, eta_L: float) -> np.ndarray:
     """[T] E||grad f(x_t)||^2 exactly (module docstring) for AFA-CD or AFA-CS on a quadratic
     with zero delays and constant K (callers check the scenario is supported)."""
+    from sim.trace import DIVERGENCE_THRESHOLD
+
     cl = st.clients
     lam = cl.a.numpy()
     step = eta * eta_L if s.server_step == "proof" else eta

@@ -26,16 +26,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 import bounds
 from bounds import delays as dl
 from bounds import hfl as bhfl
-from sim.hfl import run_hfl
-from sim.problems import LogisticRegression, Quadratic
+from bounds.references import cite
 from verify.api import (
     LOOP_OVERHEAD,
     Adapter,
@@ -52,7 +50,12 @@ from verify.api import (
 )
 from verify.api import count_text as _n
 
-PAPER = "Ali & Arafa 2025"
+if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
+    import torch
+
+    from sim.problems import LogisticRegression, Quadratic
+
+PAPER = cite("hfl")
 #: Fig. 7a of the paper: {d, b, e, f, d_g, b_g, e_g, f_g} (Section IV-B)
 FIG7A = [0.01, 0.85, 0.001, 0.085, 4.0, 2.0, 0.4, 0.2]
 MODES = ("conditional", "expected")
@@ -132,6 +135,10 @@ class Setup:
 
 def build(s: HFLScenario) -> Setup:
     """Problem and x^1 from the seed; the delay model from its 8 parameters."""
+    import torch
+
+    from sim.problems import LogisticRegression, Quadratic
+
     gen = torch.Generator().manual_seed(s.seed)
     spec = s.problem_spec()
     if spec["kind"] == "logistic":
@@ -217,6 +224,10 @@ class HFL(Adapter):
         return params["alpha"]
 
     def _measure(self, s: HFLScenario, params, exact: bool) -> Measurement:
+        import torch
+
+        from sim.hfl import run_hfl
+
         st = build(s)
         trace = run_hfl(st.problem, sizes=s.sizes, alpha=self._simulation_alpha(s, params, st.problem),
                         x1=st.x1, replicas=s.replicas, t=params["t"],
@@ -366,6 +377,10 @@ def lemma1_pathwise(scenario: HFLScenario | None = None) -> dict[str, Any]:
     """Lemma 1 on every sample path (with ||g~|| <= G = R a.s. for logistic regression every
     step of its proof holds pathwise): the largest ratio deviation / (2 alpha^2 ((t_i^u)^2 +
     kappa) G^2) over replicas, rounds and groups; it must be <= 1 for every alpha."""
+    import torch
+
+    from sim.hfl import run_hfl
+
     s = HFLScenario(mode="expected") if scenario is None else scenario
     st = build(s)
     sched = paths(s)

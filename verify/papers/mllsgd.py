@@ -34,14 +34,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
 from bounds import topology
-from sim.mllsgd import run_mllsgd
-from sim.problems import LogisticRegression, Quadratic
+from bounds.references import cite
 from verify.api import (
     LOOP_OVERHEAD,
     Adapter,
@@ -59,7 +57,12 @@ from verify.api import (
 )
 from verify.api import count_text as _n
 
-PAPER = "Castiglia et al. 2021"
+if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
+    import torch
+
+    from sim.problems import LogisticRegression, Quadratic
+
+PAPER = cite("mllsgd")
 #: the most workers a scenario may name: one float64 per worker must fit in a numpy array
 MAX_WORKERS = 2**60 - 1
 PROBLEM_KINDS = {
@@ -170,6 +173,10 @@ class Setup:
 
 def build(s: MLLSGDScenario) -> Setup:
     """Hub graph, H (validated against Assumption 2), problem and x_1 from the seed."""
+    import torch
+
+    from sim.problems import LogisticRegression, Quadratic
+
     sizes = s.sizes()
     n = int(sizes.sum())
     hub_of = np.repeat(np.arange(s.hubs), sizes)
@@ -238,6 +245,10 @@ class MLLSGD(Adapter):
             f"problem.kind={kind!r}: exact mode needs a quadratic (linear-Gaussian dynamics)")
 
     def _measure(self, s: MLLSGDScenario, params, exact: bool) -> Measurement:
+        import torch
+
+        from sim.mllsgd import run_mllsgd
+
         st = build(s)
         atol = _roundoff(st)
         if exact:

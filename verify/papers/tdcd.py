@@ -29,12 +29,11 @@ import json
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
 
-from sim.tdcd import LOSSES, BlockLinear, Layout, TDCDTrace, run_tdcd, synthetic_data
+from bounds.references import cite
 from verify.api import (
     FEATURE_NORM_RANGE,
     LOOP_OVERHEAD,
@@ -50,7 +49,12 @@ from verify.api import (
 )
 from verify.api import count_text as _n
 
-PAPER = "Das et al. 2022"
+if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
+    import torch
+
+    from sim.tdcd import BlockLinear, Layout, TDCDTrace
+
+PAPER = cite("tdcd")
 
 
 def _list_of_ints(name: str, value) -> list[int]:
@@ -86,6 +90,8 @@ class TDCDScenario(Scenario):
     seed: int = 0
 
     def validate(self) -> None:
+        from sim.tdcd import LOSSES  # sim (and torch) on first use
+
         self.layout()
         if self.loss not in LOSSES:
             raise ValueError(f"loss={self.loss!r} must be one of {LOSSES}")
@@ -103,6 +109,8 @@ class TDCDScenario(Scenario):
 
     def layout(self) -> Layout:
         """The sim layout; its ValueErrors name the field (blocks[j], clients[j], batch, n)."""
+        from sim.tdcd import Layout
+
         blocks, clients = _list_of_ints("blocks", self.blocks), _list_of_ints("clients", self.clients)
         return Layout(tuple(blocks), tuple(clients), require_int("n", self.n),
                       require_int("batch", self.batch))
@@ -122,6 +130,10 @@ class Setup:
 
 
 def build(s: TDCDScenario) -> Setup:
+    import torch
+
+    from sim.tdcd import BlockLinear, synthetic_data
+
     lay = s.layout()
     gen = torch.Generator().manual_seed(s.seed)
     X, y = synthetic_data(s.n, lay.D, loss=s.loss, generator=gen, scale=s.scale,
@@ -133,6 +145,8 @@ def build(s: TDCDScenario) -> Setup:
 
 @lru_cache(maxsize=16)
 def _run_cached(scenario_json: str, eta: float) -> TDCDTrace:
+    from sim.tdcd import run_tdcd
+
     s = TDCDScenario.from_dict(json.loads(scenario_json))
     st = build(s)
     return run_tdcd(st.model, eta=eta, Q=s.Q, rounds=s.rounds, theta0=st.theta0,
@@ -247,6 +261,8 @@ class TDCD(Adapter):
     def _draw(self, draw: Draw) -> TDCDScenario:
         """N in 1..3 silos, feature splits, unequal K_j, a batch, the loss, Q in 1..8, 3 to 30
         rounds, and the step anywhere from 5% of the largest admissible one up to it."""
+        from sim.tdcd import LOSSES
+
         N = draw.integer(1, 3)
         clients = [draw.integer(1, 3) for _ in range(N)]
         n = draw.integer(10, 60)
