@@ -1,12 +1,24 @@
 """Hypothesis profiles. Under CI (the ``CI`` environment variable, which ``.ci/run`` sets)
 the "ci" profile derandomizes hypothesis: every run draws the same examples, so a
 submission's CI result does not depend on the luck of the draw. Local runs explore new
-examples each time (and keep failures in .hypothesis/)."""
+examples each time (and keep failures in .hypothesis/).
+
+The generated numeric functions (``bounds.compiled``) are cached in a temporary directory
+for the session, never in the user's own cache directory."""
 
 import os
+import shutil
+import tempfile
 
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+_CACHE = tempfile.mkdtemp(prefix="fedbound-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE  # subprocesses of the tests inherit it
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_CACHE, ignore_errors=True)
