@@ -68,7 +68,8 @@ _PARSER_GLOBALS = {c.__name__: c for c in (sp.Symbol, sp.Integer, sp.Float, sp.R
 
 def split_prose(text: str) -> tuple[str, str]:
     """``text`` as (formula, prose tail): ``"a + b (larger by c)"`` -> ``("a + b",
-    "(larger by c)")`` (a parenthesis that opens with two words is prose); the tail is "" when there is none."""
+    "(larger by c)")`` (a parenthesis that opens with two words is prose); the tail is ""
+    when there is none."""
     m = _PROSE_TAIL.search(text)
     if m is None:
         return text.strip(), ""
