@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from markupsafe import escape
 
 import bounds
 from verify import adapter_for, report, suite, witnesses
@@ -89,13 +90,21 @@ def test_a_clean_run_exits_0_and_writes_the_report(tmp_path, capsys):
                  "--report", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0, out
-    page = (tmp_path / "index.html").read_text()
+    index = (tmp_path / "index.html").read_text()
+    assert 'href="results/mllsgd_theorem1.html#variant-proof"' in index
+    page = (tmp_path / "results" / "mllsgd_theorem1.html").read_text()
     assert "mllsgd.theorem1" in page and "No figure" not in page
+    assert "<img" not in page.replace('<img src="../figures/mllsgd_theorem1.png"', "")
+    assert page.count('<math display="block">') >= sum(
+        1 + len(bounds.get("mllsgd.theorem1", v).term_exprs) for v in VARIANTS)
     for variant in VARIANTS:
         for e in bounds.get("mllsgd.theorem1", variant).errata:
-            assert e.citation in page
+            assert str(escape(e.citation.split(", ", 1)[1])) in page
+    assert "fedbound check mllsgd.theorem1 --variant proof" in page
+    assert "--scenario mllsgd.theorem1.proof.tightest.json" in page
+    assert "Castiglia et al. 2021" in (tmp_path / "references.html").read_text()
     pngs = sorted(p.name for p in (tmp_path / "figures").glob("*.png"))
-    assert "mllsgd_theorem1.png" in pngs and "mllsgd_theorem1_proof_statement.png" in pngs
+    assert pngs == ["mllsgd_theorem1.png"]
     for p in (tmp_path / "figures").glob("*.png"):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     rows = json.loads((tmp_path / "summary.json").read_text())["rows"]
@@ -157,28 +166,17 @@ def test_a_witness_replay_that_cannot_run_is_an_error_not_a_stale_refutation(mon
                  "--report", str(tmp_path / "report")]) == 4
 
 
-@pytest.mark.parametrize("tex, expected", [
-    (r"a \le b", r"a \leq b"),
-    (r"\mathbb{E}\Big[x\Big] \ge 0", r"\mathbb{E}[x] \geq 0"),
-    (r"\left(x\right) \leq \text{if}", r"\left(x\right) \leq \mathrm{if}"),
-])
-def test_mathtext_rewrites(tex, expected):
-    assert report.mathtext(tex) == expected
-
-
-def test_mathtext_refuses_what_it_cannot_read():
-    assert report.mathtext(r"\begin{cases} x \end{cases}") is None
-
-
-def test_every_statement_line_renders():
+def test_every_statement_is_mathml_with_its_latex():
+    """Every registered statement: the left-hand side translated to MathML (never the
+    fallback <mtext> of its LaTeX source), one formula per term, each condition a formula."""
     for row in bounds.list():
         for v in row["variants"]:
-            lines = report.statement_lines(bounds.get(row["key"], v))
-            assert len(lines) >= 2
-            for line in lines:
-                if line.startswith("$"):
-                    assert report.mathtext(line[1:-1]) is not None
-
+            thm = bounds.get(row["key"], v)
+            st = report.statement(thm)
+            assert "<mtext>" not in st["lhs"].mathml and st["lhs"].latex.startswith(thm.lhs)
+            assert len(st["terms"]) == len(thm.term_exprs)
+            for f in [st["lhs"], *(t["formula"] for t in st["terms"])]:
+                assert f.mathml.startswith('<math display="block">') and "\\" not in f.mathml
 
 def test_a_violation_where_the_hypotheses_fail_is_not_unexpected():
     verdict = {"verdict": "violated", "admissible": False}

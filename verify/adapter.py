@@ -205,18 +205,37 @@ class Adapter:
         s.validate()
         return s
 
-    def plot(self, scenario=None, *, variant: str | None = None, exact: bool = False, ax=None):
-        """The figure of the bound against the measurement on ``scenario``; returns the axes."""
-        import matplotlib.pyplot as plt
-
+    def plot(self, scenario=None, *, variant: str | None = None, exact: bool = False, ax=None,
+             label: str | None = None):
+        """The figure of the bound against the measurement on ``scenario``; returns the axes.
+        Its title names the scenario (``label``; default "the default scenario" or "the
+        given scenario") and says the outcome there, below the title the hook ``_plot`` set."""
         s = self.load(scenario)
         thm = self.theorem(variant)
         self.require_resources(s, exact=exact)
         params = self.parameters(s, thm)
         m = self.measure(s, params, exact=exact)
-        ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
+        if ax is None:
+            import matplotlib.pyplot as plt
+
+            ax = plt.subplots(figsize=(7, 4.6))[1]
         self._plot(ax, s, thm, params, m)
+        if label is None:
+            label = "the default scenario" if s == self.default_scenario() else "the given scenario"
+        ax.set_title(f"{ax.get_title()}\n{label}: {self._outcome_text(thm, params, m)}",
+                     fontsize=9)
         return ax
+
+    def _outcome_text(self, thm: bounds.Theorem, params: Mapping[str, Any], m: Measurement) -> str:
+        """What a check concludes from a measurement already taken, in a few words."""
+        violations = [str(v) for v in thm.violations(**params)]
+        try:
+            c = self._compare(finite_bound(thm, params, violations), m)
+        except ValueError as e:
+            return f"no verdict ({e})"
+        hypotheses = "" if not violations else " (hypotheses fail)"
+        return (f"{c.outcome}{hypotheses}, measured {float(c.mean):.3g} vs bound "
+                f"{float(c.bound):.3g} ({c.mode})")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.key}>"
@@ -272,9 +291,9 @@ class Adapter:
             ax.bar(cells - 0.2, np.broadcast_to(bound, measured.shape).ravel(), 0.4, label=label)
             ax.bar(cells + 0.2, measured.ravel(), 0.4, label=f"measured ({how})")
             ax.set_yscale("log")
-            ax.set_xlabel("cell")
+            ax.set_xlabel("cell (the round, group or worker the bound is stated for)")
         ax.set_ylabel(self.lhs_label)
-        ax.set_title(f"{self.key}: bound vs measurement")
+        ax.set_title(f"{self.key} [{thm.variant}]: bound vs measurement")
         ax.legend()
 
 

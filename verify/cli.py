@@ -297,15 +297,18 @@ def _check_all(args) -> Exit:
             bar.update()
         try:
             with sweep.executor(jobs=args.jobs) as pool:
+                # the figures draw in the same pool, beside the checks (not after them)
+                figures = (None if args.no_figures else
+                           report.start_figures(list(dict.fromkeys(t.key for t in todo)), pool))
                 rows = suite.run(todo, executor=pool, progress=progress)
+                out = report.write(rows, args.report, seed=args.seed, battery=args.battery,
+                                   figures=not args.no_figures, started=figures, force=args.force)
         except suite.Interrupted as stop:
             kept = report.write_summary(stop.rows, args.report, seed=args.seed, battery=args.battery,
                                         interrupted=True, total=stop.total, force=args.force)
             kept.finish(complete=False)
             raise KeyboardInterrupt(f"{stop}; their results are in {kept.path / 'summary.json'} "
                                     '(marked "interrupted": true)') from None
-    out = report.write(rows, args.report, seed=args.seed, battery=args.battery,
-                       figures=not args.no_figures, force=args.force)
     summ = suite.summary(rows)
     status = 1 if summ["unexpected"] else 4 if summ["errors"] else 0  # an error row is never unexpected
     if args.json:

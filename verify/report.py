@@ -1,29 +1,38 @@
 """What fedbound shows a reader: plain-text renderings for the terminal and the report
-directory of ``fedbound check --all`` (``index.html``, ``summary.json``, PNGs).
+directories of ``fedbound check --all`` and ``fedbound report``.
 
 Text: :func:`format_verdict`, :func:`format_suite`, :func:`format_search`,
-:func:`format_choice`. Report: per paper, each result's statement (rendered by
-matplotlib's mathtext, so no network and no LaTeX installation), its conditions, errata
-and status per variant, its verdicts on the default and random scenarios and the replays
-of its stored witnesses, and its bound-vs-measurement figure. ``summary.json`` holds the
-rows without wall times: the same seed gives the same file. matplotlib is imported only
-where a figure or a statement is drawn.
+:func:`format_choice`. Report (:func:`write`): ``summary.json`` first (the rows without
+wall times: the same seed gives the same file), then HTML pages from the Jinja2 templates
+of ``verify/templates/`` (autoescaped): ``index.html``, a dashboard of every result and
+variant; ``results/<key>.html``, one page per result (statement, conditions and errata as
+MathML with their LaTeX, derived parameters, the default check, the battery, the witness
+replays, each with the command that reproduces it, and the figures); ``references.html``,
+the bibliography that every citation links to. No JavaScript, no external requests.
+Figures are drawn by the adapters (in the pool of the checks with ``--jobs``); without
+them matplotlib is never imported.
 """
 
 from __future__ import annotations
 
-import html
+import io
 import itertools
 import re
+import shutil
 import sys
+from collections import Counter
 from collections.abc import Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import sympy as sp
+from markupsafe import Markup, escape
 
 import bounds
 
+from . import mathml
 from .adapter import adapter_for, default_scenario
 from .output import ReportDir
 from .scenario import json_text
@@ -184,87 +193,182 @@ def format_choice(report) -> str:
 
 
 # ---------------------------------------------------------------------- HTML report
+#
+# Pages come from the Jinja2 templates in verify/templates/ with autoescaping on: every
+# string from a scenario, a sweep database or a plugin is escaped by the template engine.
+# Only MathML (built by verify.mathml, whose text is escaped where it is made) and the
+# filters below (which escape first) are marked safe.
+
+#: the pages of a check-all report, in the header of each
+PAGES = (("index.html", "Results"), ("references.html", "References"))
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A formula of the report: its MathML (a ``<math>`` element) and its LaTeX source."""
+
+    mathml: Markup
+    latex: str
+
+
+def formula(expr: sp.Basic) -> Formula:
+    """``expr`` as a displayed MathML formula with its LaTeX."""
+    return Formula(Markup(mathml.block(mathml.of_expr(expr))), sp.latex(expr))
+
+
+def latex_formula(tex: str, tail: str = "", tail_tex: str = "") -> Formula:
+    """LaTeX (a theorem's left-hand side) as a displayed MathML formula; ``tail`` MathML
+    elements (and their LaTeX ``tail_tex``) appended."""
+    return Formula(Markup(mathml.block(mathml.of_latex(tex) + tail)), tex + tail_tex)
+
+
+def prose(text: str) -> Markup:
+    """Text with ``double backtick`` markup shown as code (escaped first)."""
+    return Markup(re.sub(r"``(.+?)``", r"<code>\1</code>", str(escape(text))))
+
+
+def cite(text: str, root: str = "") -> Markup:
+    """A citation (escaped) whose paper's short cite links to the bibliography page."""
+    from bounds.references import PAPERS
+
+    out = str(prose(text))
+    for p in PAPERS.values():
+        short = str(escape(p.short))
+        out = out.replace(short, f'<a href="{root}references.html#{p.key}">{short}</a>', 1)
+    return Markup(out)
 
 
 @cache
-def _parser():
-    from matplotlib.mathtext import MathTextParser
+def environment():
+    """The Jinja2 environment of the report templates (autoescaping on)."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
 
-    return MathTextParser("agg")
-#: LaTeX that sympy or the theorem modules write, in the subset mathtext reads
-_MATHTEXT = [
-    (re.compile(r"\\[Bb]igg?(?=[\[\]()|])"), ""),
-    (re.compile(r"\\le(?![a-zA-Z])"), r"\\leq"),
-    (re.compile(r"\\ge(?![a-zA-Z])"), r"\\geq"),
-    (re.compile(r"\\text\{"), r"\\mathrm{"),
-    (re.compile(r"\\displaystyle"), ""),
-]
+    env = Environment(loader=PackageLoader("verify", "templates"), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(prose=prose, cite=cite)
+    return env
 
 
-def mathtext(tex: str) -> str | None:
-    """``tex`` rewritten for matplotlib's mathtext, or None when mathtext cannot read it."""
-    for pattern, repl in _MATHTEXT:
-        tex = pattern.sub(repl, tex)
-    try:
-        _parser().parse(f"${tex}$")
-    except ValueError:
-        return None
-    return tex
+def render(template: str, **context) -> str:
+    return environment().get_template(template).render(**context)
 
 
-def statement_lines(thm: bounds.Theorem) -> list[str]:
-    """The statement, one line per piece (the left-hand side, each term, each condition),
-    each a mathtext string ``$...$``, or sympy's plain text where mathtext cannot read it."""
-    def show(tex: str, plain: str) -> str:
-        math = mathtext(tex)
-        return f"${math}$" if math is not None else plain
-
+def statement(thm: bounds.Theorem) -> dict:
+    """The statement of ``thm`` for the page: the left-hand side followed by "<=", then each
+    named term (aggregates written out, as ``thm.aggregates`` display them)."""
     subs = {g.symbol: g.display for g in thm.aggregates}
-    lines = [show(thm.lhs + r" \leq", thm.lhs + " <=")]
+    terms = []
     for i, (name, e) in enumerate(thm.term_exprs.items()):
-        e, plus = e.subs(subs), "+ " if i else ""
-        label = r"\qquad\mathrm{[" + name.replace(" ", r"\ ").replace("_", r"\_") + "]}"
-        lines.append(show(r"\quad " + plus + sp.latex(e) + label, f"    {plus}{e}    [{name}]"))
-    for c in thm.conditions:
-        tail = r"\ \forall i" if c.per_worker else ""
-        lines.append(show(r"\mathrm{if}\quad " + sp.latex(c.relation) + tail,
-                          f"if  {c.relation}" + (" for all i" if c.per_worker else "")))
-    return lines
+        e = e.subs(subs)
+        plus = "<mo>+</mo>" if i else ""
+        terms.append({"name": name, "formula": Formula(
+            Markup(mathml.block(plus + mathml.of_expr(e))), ("+ " if i else "") + sp.latex(e))})
+    return {"lhs": latex_formula(thm.lhs, "<mo>\u2264</mo>", r" \le"), "terms": terms}
 
 
-def render_statement(thm: bounds.Theorem, path: Path) -> Path:
-    """The statement as a PNG (one line per piece)."""
-    import matplotlib.pyplot as plt
-
-    fig = plt.figure(figsize=(10, 1), dpi=100)
-    renderer = fig.canvas.get_renderer()
-    texts = [fig.text(0.01, 0, line, fontsize=12, va="bottom", parse_math=line.startswith("$"))
-             for line in statement_lines(thm)]
-    heights = [t.get_window_extent(renderer).height + 8 for t in texts]  # pixels, with a gap
-    fig.set_size_inches(10, sum(heights) / fig.dpi)
-    top = 1.0
-    for t, h in zip(texts, heights, strict=True):  # stacked by each line's own height
-        top -= h / sum(heights)
-        t.set_y(top)
-    fig.savefig(path, dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    return path
+def erratum_part(text: str, thm: bounds.Theorem) -> dict:
+    """A printed or corrected field of an erratum: its formula where it parses
+    (:func:`verify.mathml.parse_text`), else its text; a prose tail kept as text."""
+    head, tail = mathml.split_prose(text)
+    expr = mathml.parse_text(head, thm.symbols)
+    return {"formula": None if expr is None else formula(expr),
+            "text": text if expr is None else "", "tail": tail if expr is not None else "",
+            "source": text}
 
 
-def _figure(key: str, path: Path) -> Path | str:
-    """The adapter's bound-vs-measurement figure on the default scenario, or why not."""
-    import matplotlib.pyplot as plt
+def variant_context(thm: bounds.Theorem, root: str) -> dict:
+    """What a result page shows of one variant."""
+    return {"variant": thm.variant, "status": thm.status, "notes": thm.notes,
+            "rate": rate_text(thm.rate) if thm.rate else "", **statement(thm),
+            "conditions": [{"name": c.name, "formula": formula(c.relation),
+                            "per_worker": c.per_worker, "citation": c.citation}
+                           for c in thm.conditions],
+            "errata": [{"where": e.where, "printed": erratum_part(e.printed, thm),
+                        "corrected": erratum_part(e.corrected, thm), "citation": e.citation}
+                       for e in thm.errata]}
 
-    try:
-        ax = plt.subplots(figsize=(6, 4))[1]
-        adapter_for(key).plot(default_scenario(key), ax=ax)
-        ax.figure.tight_layout()
-        ax.figure.savefig(path, dpi=100)
-        return path
-    except Exception as e:  # noqa: BLE001 - the report says why a figure is missing
-        return f"{type(e).__name__}: {e}"
-    finally:
-        plt.close("all")
+
+def _number(x, spec: str = ".4g") -> str:
+    return x if isinstance(x, str) else format(x, spec)
+
+
+def command(r: Row, *, seed: int, battery: int) -> str:
+    """The command that reproduces row ``r``."""
+    if r.kind == "default":
+        return f"fedbound check {r.key} --variant {r.variant}"
+    if r.kind == "battery":
+        return (f"fedbound check --all --only {r.key} --seed {seed} --battery {battery} "
+                f"--no-witnesses  (row {r.label})")
+    exact = " --exact" if r.verdict and r.verdict.get("mode") == "exact" else ""
+    name = r.label.removeprefix("witness ").strip() or "WITNESS.json"
+    return f"fedbound check {r.key} --variant {r.variant}{exact} --scenario {name}"
+
+
+def row_context(r: Row, *, seed: int, battery: int) -> dict:
+    v = r.verdict
+    cells = {}
+    if v is not None:
+        lo, hi = v["measured_ci"]
+        cells = {"bound": _number(v["bound"]),
+                 "measured": f"{_number(v['measured_mean'])} ({_number(lo)} .. {_number(hi)})",
+                 "slack": f"{_number(v['slack'], '.3g')}x"}
+    return {"kind": r.kind, "variant": r.variant, "label": r.label, "status": r.status,
+            "expect": r.expect or "-", "outcome": r.outcome, "unexpected": r.unexpected,
+            "css": "bad" if r.unexpected else r.outcome, "error": r.error, **cells,
+            "command": command(r, seed=seed, battery=battery)}
+
+
+def _parameters(rows: Sequence[Row]) -> list[tuple[str, str]]:
+    """The derived parameters of the default check of the default variant (vectors
+    shortened)."""
+    r = next((r for r in rows if r.kind == "default" and r.verdict is not None
+              and r.variant == bounds.get(r.key).variant), None)
+    if r is None:
+        return []
+    def show(x):
+        if isinstance(x, bool) or not isinstance(x, (int, float, list)):
+            return str(x)
+        if isinstance(x, list):
+            flat = list(_flat(x))
+            body = ", ".join(show(y) for y in flat[:8])
+            return f"[{body}{', ...' if len(flat) > 8 else ''}] ({len(flat)} values)"
+        return _number(x, ".6g")
+    return [(k, show(x)) for k, x in r.verdict["params"].items()]
+
+
+def _flat(x):
+    for y in x:
+        if isinstance(y, list):
+            yield from _flat(y)
+        else:
+            yield y
+
+
+def _dashboard_row(key: str, variant: str, rows: Sequence[Row], href: str) -> dict:
+    """One row of the index: a result in one variant."""
+    from .tightness import by_variant, row
+
+    mine = [r for r in rows if r.variant == variant]
+    default = next((r for r in mine if r.kind == "default"), None)
+    battery = Counter(r.outcome for r in mine if r.kind == "battery")
+    witness = [r for r in mine if r.kind == "witness"]
+    t = by_variant(row(key)).get(variant)
+    tightest = t["tightest"]["ratio"] if t and t["tightest"] else None
+    slack = default.verdict["slack"] if default and default.verdict else None
+    return {"key": key, "variant": variant, "title": bounds.get(key, variant).title,
+            "href": f"{href}#variant-{variant}", "status": bounds.get(key, variant).status,
+            "default": default.outcome if default else "-",
+            "battery": ", ".join(f"{n} {k}" for k, n in sorted(battery.items())) or "-",
+            "witnesses": (f"{sum(not r.unexpected and r.outcome != 'error' for r in witness)} of "
+                          f"{len(witness)} reproduced" if witness else "-"),
+            "slack": "-" if slack is None else f"{_number(slack, '.3g')}x",
+            "tightest": "-" if tightest is None else _number(tightest),
+            "css": "bad" if any(r.unexpected for r in mine) else (default.outcome if default else "")}
+
+
+def page_name(key: str) -> str:
+    """The file of a result's page inside the report."""
+    return f"results/{_slug(key)}.html"
 
 
 def _slug(text: str) -> str:
@@ -272,46 +376,35 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text)
 
 
+def _papers(by_key: dict[str, list[Row]], href) -> list[dict]:
+    """The results grouped by paper (bibliography entry, or the key's prefix for a plugin
+    outside the bibliography)."""
+    from bounds.references import PAPERS
+
+    out: dict[str, dict] = {}
+    for key, krows in by_key.items():
+        prefix = key.split(".")[0]
+        paper = PAPERS.get(prefix)
+        entry = out.setdefault(prefix, {"key": prefix, "short": paper.short if paper else prefix,
+                                        "title": paper.title if paper else _paper_title(prefix),
+                                        "results": [], "rows": []})
+        entry["results"].append(key)
+        entry["rows"] += [_dashboard_row(key, v, krows, href(key))
+                          for v in dict.fromkeys(r.variant for r in krows)]
+    return list(out.values())
+
+
 def _paper_title(prefix: str) -> str:
     mod = sys.modules.get(f"bounds.{prefix}")
-    doc = (mod.__doc__ or prefix).strip().splitlines()[0] if mod else prefix
-    return doc
+    return (mod.__doc__ or prefix).strip().splitlines()[0] if mod else prefix
 
 
-def _rows_html(rows: Sequence[Row]) -> str:
-    out = ["<table><tr><th>variant</th><th>scenario</th><th>status</th><th>expected</th>"
-           "<th>verdict</th><th>bound</th><th>measured (95% CI)</th><th>slack</th></tr>"]
-    for r in rows:
-        v = r.verdict
-        cls = "bad" if r.unexpected else r.outcome
-        if v is None:
-            cells = [html.escape(r.error or ""), "", ""]
-        else:
-            lo, hi = v["measured_ci"]
-            cells = [f"{v['bound']:.4g}", f"{v['measured_mean']:.4g} ({lo:.4g} .. {hi:.4g})",
-                     f"{v['slack']:.3g}x"]
-        out.append(f"<tr class='{cls}'><td>{html.escape(r.variant)}</td><td>{html.escape(r.label)}"
-                   f"</td><td>{r.status}</td><td>{r.expect or '-'}</td><td>{r.outcome}</td>"
-                   + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    return "\n".join(out + ["</table>"])
-
-
-def _errata_html(thm: bounds.Theorem) -> str:
-    if not thm.errata:
-        return ""
-    items = "".join(
-        f"<li><b>{html.escape(e.where)}</b>: printed <code>{html.escape(e.printed)}</code>, "
-        f"corrected <code>{html.escape(e.corrected)}</code> ({html.escape(e.citation)})</li>"
-        for e in thm.errata)
-    return f"<p>Errata of variant <i>{thm.variant}</i>:</p><ul>{items}</ul>"
-
-
-def _tightness_text(key: str) -> str:
+def _tightness_lines(key: str) -> list[str]:
     """One sentence per tracked variant: the slack at the default scenario and the tightest
-    ratio known (shipped in ``verify/tightness.json``), or "" for a result not in that table."""
+    ratio known (shipped in ``verify/tightness.json``); none for a result not in that table."""
     from .tightness import by_variant, row
 
-    return " ".join(_variant_tightness_text(t) for t in by_variant(row(key)).values())
+    return [_variant_tightness_text(t) for t in by_variant(row(key)).values()]
 
 
 def _variant_tightness_text(t: dict) -> str:
@@ -336,28 +429,114 @@ def rate_text(rate) -> str:
     return " + ".join(f"O({term(t)})" for t in rate.terms) + f" ({rate.citation})"
 
 
-def _tightness_table_html(keys) -> str:
-    """Every result's status, default slack and tightest ratio, in one table."""
-    from .tightness import by_variant, row
+# ---------------------------------------------------------------------- notebooks
 
-    out = ["<h2>Tightness</h2><p>Slack = bound/measured on the default scenario; tightest = "
-           "the largest ratio measured/bound known (1 = tight, above 1 = violated), from the "
-           "stored witnesses, which this run replays.</p><table><tr><th>result</th>"
-           "<th>status</th><th>default slack</th><th>tightest ratio</th><th>unbounded</th></tr>"]
+
+def notebooks_dir() -> Path:
+    """Where a source checkout keeps the rendered notebooks (absent from an installed wheel)."""
+    import verify
+
+    return Path(verify.__file__).resolve().parent.parent / "notebooks" / "html"
+
+
+def _copy_notebooks(report: ReportDir) -> list[str]:
+    """Copy the rendered notebooks (``notebooks_dir()``) into the report; their names."""
+    src = notebooks_dir()
+    if not src.is_dir():
+        return []
+    names = sorted(p.name for p in src.glob("*.html") if p.is_file() and not p.is_symlink())
+    for name in names:
+        with report.target(f"notebooks/{name}") as tmp:
+            shutil.copyfile(src / name, tmp)
+    return names
+
+
+# ---------------------------------------------------------------------- figures
+
+
+@dataclass(frozen=True)
+class FigureJob:
+    """One figure of a result's page: the adapter's figure of ``scenario`` (JSON values),
+    named ``label`` in its title, written to ``figures/<file>``; ``note`` is a line added
+    to its title."""
+
+    key: str
+    variant: str
+    label: str
+    scenario: dict
+    exact: bool
+    file: str
+    note: str = ""
+
+
+#: statuses whose page draws the stored refutation beside the default scenario
+REFUTED = ("refuted", "rate-refuted")
+
+
+def figure_jobs(keys: Sequence[str]) -> list[FigureJob]:
+    """The figures of ``keys``: each result's default scenario in its default variant and,
+    for a refuted result, each stored refutation of that variant beside it."""
+    from .witnesses import witnesses
+
+    jobs = []
     for key in keys:
-        for t in by_variant(row(key)).values():
-            best = "-" if t["tightest"] is None else f"{t['tightest']['ratio']:.4g}"
-            name = key if t["variant"] == bounds.get(key).variant else f"{key} [{t['variant']}]"
-            out.append(f"<tr><td><a href='#{html.escape(key)}'>{html.escape(name)}</a></td>"
-                       f"<td>{html.escape(t['status'])}</td><td>{t['default']['slack']:.3g}x</td>"
-                       f"<td>{best}</td><td>{html.escape(t['growth'] or '-')}</td></tr>")
-    return "\n".join(out + ["</table>"])
+        thm = bounds.get(key)
+        refutations = ([w for w in witnesses(key) if w.expect == "violated"
+                        and w.variant == thm.variant] if thm.status in REFUTED else [])
+        note = ("refuted: the stored witness (figure beside) violates the bound"
+                if refutations else "")
+        jobs.append(FigureJob(key, thm.variant, "the default scenario",
+                              default_scenario(key).to_dict(), False, f"{_slug(key)}.png", note))
+        jobs += [FigureJob(key, w.variant, f"{w.label} (a refutation)", w.scenario, w.exact,
+                           f"{_slug(key)}_{_slug(w.label)}.png") for w in refutations]
+    return jobs
 
 
-_STYLE = """body{font-family:sans-serif;max-width:1100px;margin:auto}
-table{border-collapse:collapse;font-size:90%}td,th{border:1px solid #ccc;padding:2px 6px}
-tr.holds td{background:#eaf7ea}tr.violated td,tr.bad td{background:#fbe3e3}
-tr.inconclusive td,tr.diverged td,tr.error td{background:#fff6d5}img{max-width:100%}"""
+def render_figure(job: FigureJob) -> bytes | str:
+    """The PNG of ``job``, or why it could not be drawn (a worker process runs this: the
+    figure is built without pyplot, so nothing global is touched)."""
+    from matplotlib.figure import Figure
+
+    try:
+        fig = Figure(figsize=(7, 4.6), dpi=100)
+        ax = adapter_for(job.key).plot(job.scenario, variant=job.variant, exact=job.exact,
+                                       ax=fig.add_subplot(), label=job.label)
+        if job.note:
+            ax.set_title(f"{ax.get_title()}\n{job.note}", fontsize=ax.title.get_fontsize())
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+        return buf.getvalue()
+    except Exception as e:  # noqa: BLE001 - the report says why a figure is missing
+        return f"{type(e).__name__}: {e}"
+
+
+def start_figures(keys: Sequence[str], executor: Executor | None = None) -> list[tuple]:
+    """Start drawing the figures of ``keys`` on ``executor`` (the pool the checks run on, so
+    they draw while the checks run); without one they are drawn when collected. Returns
+    (job, future or None) pairs for :func:`write`."""
+    return [(j, None if executor is None else executor.submit(render_figure, j))
+            for j in figure_jobs(keys)]
+
+
+def _figures(report: ReportDir, started: Sequence[tuple]) -> dict[str, list[dict]]:
+    """Write the figures (waiting for those being drawn); per key, what its page shows."""
+    out: dict[str, list[dict]] = {}
+    for job, future in started:
+        png = render_figure(job) if future is None else future.result()
+        caption = f"{job.key} [{job.variant}]: bound and measurement on {job.label}"
+        entry = {"file": None, "caption": caption, "error": ""}
+        if isinstance(png, bytes):
+            with report.target(f"figures/{job.file}") as tmp:
+                tmp.write_bytes(png)
+            entry["file"] = job.file
+        else:
+            entry["error"] = png
+        out.setdefault(job.key, []).append(entry)
+    return out
+
+
+# ---------------------------------------------------------------------- writers
 
 
 def write_summary(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
@@ -381,52 +560,49 @@ def write_summary(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery
 
 
 def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
-          figures: bool = True, force: bool = False) -> Path:
-    """Write ``summary.json`` (first), the PNGs and ``index.html`` into ``outdir`` (a new or
-    empty directory or a previous fedbound report, else ``force``; files are renamed into
-    place, links are not followed: ``verify.output``); return it."""
+          figures: bool = True, started: Sequence[tuple] | None = None,
+          force: bool = False) -> Path:
+    """Write the report of ``check --all`` into ``outdir`` (a new or empty directory or a
+    previous fedbound report, else ``force``; files are renamed into place, links are not
+    followed: ``verify.output``) and return it: ``summary.json`` first, then
+    ``index.html`` (the dashboard), ``results/<key>.html`` (one page per result),
+    ``references.html``, the figures (``figures``; ``started``: those
+    :func:`start_figures` began, else they are drawn here) and the rendered notebooks of a
+    source checkout (``notebooks/``). Without figures, matplotlib is never imported."""
     report = write_summary(rows, outdir, seed=seed, battery=battery, force=force)
     summ = summary(rows)
     by_key: dict[str, list[Row]] = {}
     for r in rows:
         by_key.setdefault(r.key, []).append(r)
-    parts = [f"<html><head><meta charset='utf-8'><title>fedbound report</title>"
-             f"<style>{_STYLE}</style></head><body><h1>fedbound verification report</h1>",
-             f"<p>{summ['checks']} checks (seed {seed}, {battery} random scenarios per result). "
-             f"{html.escape(summary_line(summ))}</p>", _tightness_table_html(by_key)]
-    prefix = None
+    if figures and started is None:
+        started = start_figures(list(by_key))
+    drawn = _figures(report, started) if figures else {}
+    def href(key: str, root: str = "") -> str:
+        return root + page_name(key)
+    papers = _papers(by_key, href)
+    siblings = [(k, href(k, "../")) for k in by_key]
     for key, krows in by_key.items():
-        if key.split(".")[0] != prefix:
-            prefix = key.split(".")[0]
-            parts.append(f"<h2>{html.escape(_paper_title(prefix))}</h2>")
         thm = bounds.get(key)
-        parts.append(f"<h3 id='{html.escape(key)}'>{html.escape(key)}: {html.escape(thm.title)}</h3>"
-                     f"<p>{html.escape(thm.citation)}</p>")
-        if _tightness_text(key):
-            parts.append(f"<p>{html.escape(_tightness_text(key))}</p>")
-        stem = _slug(key)
-        for variant in dict.fromkeys(r.variant for r in krows):
-            v = bounds.get(key, variant)
-            png = f"{stem}_{variant}_statement.png"
-            with report.target(f"figures/{png}") as tmp:
-                render_statement(v, tmp)
-            parts.append(f"<p>Variant <i>{variant}</i> (status <b>{v.status}</b>)"
-                         + (f": {html.escape(v.notes)}" if v.notes else "")
-                         + (f"<br>Published rate: {html.escape(rate_text(v.rate))}" if v.rate else "")
-                         + "</p>"
-                         f"<img src='figures/{png}' alt='statement of {key} [{variant}]'>"
-                         + _errata_html(v))
-        parts.append(_rows_html(krows))
-        if figures:
-            with report.target(f"figures/{stem}.png") as tmp:
-                fig = _figure(key, tmp)
-            alt = html.escape(f"{key}: bound vs measurement")
-            parts.append(f"<p><img src='figures/{stem}.png' alt='{alt}'></p>"
-                         if isinstance(fig, Path) else f"<p>No figure: {html.escape(fig)}</p>")
-    parts.append("</body></html>")
-    report.write_text("index.html", "\n".join(parts))
-    return report.finish()
+        checks = {kind: [row_context(r, seed=seed, battery=battery) for r in krows if r.kind == kind]
+                  for kind in ("default", "battery", "witness")}
+        report.write_text(page_name(key), render(
+            "result.html", root="../", pages=PAGES, here="", key=key, title=thm.title,
+            citation=thm.citation, tightness=_tightness_lines(key), siblings=siblings,
+            variants=[variant_context(bounds.get(key, v), "../")
+                      for v in dict.fromkeys(r.variant for r in krows)],
+            parameters=_parameters(krows), checks=checks,
+            figures=drawn.get(key, []) if figures else []))
+    from bounds.references import PAPERS
 
+    report.write_text("references.html", render(
+        "references.html", root="", pages=PAGES, here="references.html",
+        papers=[{"key": p.key, "short": p.short, "entry": p.entry(), "note": p.note}
+                for p in PAPERS.values()]))
+    report.write_text("index.html", render(
+        "index.html", root="", pages=PAGES, here="index.html", checks=summ["checks"], seed=seed,
+        battery=battery, summary_line=summary_line(summ), papers=papers,
+        key_pages={k: href(k) for k in by_key}, notebooks=_copy_notebooks(report)))
+    return report.finish()
 
 
 def write_sweep(rows: Sequence[dict], outdir: str | Path, *, force: bool = False) -> Path:
@@ -438,38 +614,34 @@ def write_sweep(rows: Sequence[dict], outdir: str | Path, *, force: bool = False
     if not rows:
         raise ValueError("the sweep database holds no results yet")
     report = ReportDir(outdir, kind="sweep", force=force).open()
-    groups: dict[tuple[str, str], list[dict]] = {}
+    by_group: dict[tuple[str, str], list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["key"], r["variant"]), []).append(r)
-    parts = [f"<html><head><meta charset='utf-8'><title>fedbound sweep</title>"
-             f"<style>{_STYLE}</style></head><body><h1>fedbound sweep report</h1>"]
-    for (key, variant), grows in groups.items():
+        by_group.setdefault((r["key"], r["variant"]), []).append(r)
+    groups = []
+    for (key, variant), grows in by_group.items():
         fields = plots.swept_fields(grows)
         stem = _slug(f"{key}_{variant}")
-        parts.append(f"<h2>{html.escape(key)} [{html.escape(variant)}]: {len(grows)} scenarios</h2>"
-                     f"<p>swept: {html.escape(', '.join(fields)) or '(nothing numeric)'}</p>")
+        figs = []
         for f in fields:
             name = f"{stem}_{_slug(f)}.png"
             with report.target(f"figures/{name}") as tmp:
                 plots.save(plots.sweep_against(grows, f), str(tmp))
-            parts.append(f"<img src='figures/{name}' alt='{html.escape(key)} against {html.escape(f)}'>")
+            figs.append({"file": name, "caption": f"{key} [{variant}]: bound and measurement "
+                                                  f"against {f}"})
         for fx, fy in list(itertools.combinations(fields, 2))[:6]:
             name = f"{stem}_slack_{_slug(fx)}_{_slug(fy)}.png"
             with report.target(f"figures/{name}") as tmp:
                 plots.save(plots.slack_heatmap(grows, fx, fy), str(tmp))
-            alt = html.escape(f"slack over {fx}, {fy}")
-            parts.append(f"<img src='figures/{name}' alt='{alt}'>")
-        head = "".join(f"<th>{html.escape(f)}</th>" for f in fields)
-        parts.append(f"<table><tr>{head}<th>verdict</th><th>bound</th><th>measured</th>"
-                     "<th>slack</th></tr>")
+            figs.append({"file": name, "caption": f"{key} [{variant}]: slack over {fx}, {fy}"})
+        table = []
         for r in grows:
             flat = plots.flatten(r["scenario"])
             v = r["verdict"]
             cells = ([v["verdict"], f"{float(v['bound']):.4g}", f"{float(v['measured_mean']):.4g}",
                       f"{float(v['slack']):.3g}x"] if v else ["error", r["error"], "", ""])
-            parts.append(f"<tr class='{html.escape(cells[0])}'>" + "".join(
-                f"<td>{html.escape(str(c))}</td>" for c in [*(flat[f] for f in fields), *cells]) + "</tr>")
-        parts.append("</table>")
-    parts.append("</body></html>")
-    report.write_text("index.html", "\n".join(parts))
+            table.append({"css": cells[0], "cells": [*(flat[f] for f in fields), *cells]})
+        groups.append({"key": key, "variant": variant, "anchor": f"g{len(groups)}", "rows": table,
+                       "fields": fields, "figures": figs})
+    report.write_text("index.html", render("sweep.html", root="", pages=(("index.html", "Sweep"),),
+                                           here="index.html", groups=groups))
     return report.finish()

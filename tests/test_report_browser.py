@@ -1,0 +1,87 @@
+"""The report as a reader sees it: ``index.html`` and a result page opened in headless
+Chromium (Debian's ``chromium``; skipped where there is none). Every statement's MathML
+must lay out (a non-zero box) and no table may overflow the page at 1280 px. Screenshots go
+to ``$FEDBOUND_ARTIFACTS`` (CI keeps that directory) or the test's temporary directory.
+
+The page is loaded in an iframe of a small harness page whose script measures it and writes
+the measurements into the harness's DOM, which ``--dump-dom`` prints: no browser driver
+package needed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import bounds
+from verify import report, suite
+
+BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium on PATH (CI installs "
+                                "Debian's chromium package; install it to run this test)")
+WIDTH = 1280
+KEYS = ("mllsgd.theorem1", "afl.theorem3")  # the afl page has the longest errata
+
+HARNESS = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="{src}" style="width:{width}px;height:900px;border:0"></iframe>
+<pre id="out">pending</pre>
+<script>
+document.getElementById("f").onload = function () {{
+  var d = this.contentDocument, vw = d.documentElement.clientWidth;
+  var box = function (e) {{ var r = e.getBoundingClientRect(); return [r.width, r.height, r.right]; }};
+  document.getElementById("out").textContent = JSON.stringify({{
+    width: vw, scroll: d.documentElement.scrollWidth,
+    maths: Array.prototype.map.call(d.querySelectorAll("math"), box),
+    tables: Array.prototype.map.call(d.querySelectorAll("table"), box)}});
+}};
+</script></body></html>"""
+
+
+def _chromium(*args: str) -> str:
+    sandbox = ["--no-sandbox"] if os.geteuid() == 0 else []
+    proc = subprocess.run([BROWSER, "--headless", "--disable-gpu", *sandbox, *args],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def _rows() -> list:
+    """Made-up default rows (the layout is under test, not the checks)."""
+    verdict = {"verdict": "holds", "bound": 2.0, "measured_mean": 1.0, "measured_ci": [0.9, 1.1],
+               "slack": 2.0, "admissible": True, "params": {"eta": 0.1}, "mode": "exact"}
+    return [suite.Row(k, v, "default", "default", bounds.get(k, v).status, None, verdict, None, 0.0)
+            for k in KEYS for v in bounds.variants(k)]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return report.write(_rows(), tmp_path_factory.mktemp("browser") / "report", seed=0,
+                        battery=0, figures=False)
+
+
+@pytest.mark.parametrize("page", ["index.html", "results/afl_theorem3.html"])
+def test_math_lays_out_and_no_table_overflows(site, page, tmp_path):
+    harness = tmp_path / "harness.html"
+    harness.write_text(HARNESS.format(src=(site / page).as_uri(), width=WIDTH))
+    dom = _chromium("--allow-file-access-from-files", "--virtual-time-budget=10000",
+                    "--dump-dom", harness.as_uri())
+    m = re.search(r'<pre id="out">(.*?)</pre>', dom, re.S)
+    assert m and m.group(1) != "pending", dom[-2000:]
+    seen = json.loads(m.group(1).replace("&quot;", '"'))
+    text = (site / page).read_text()
+    assert len(seen["maths"]) == text.count("<math ")  # every formula was laid out ...
+    assert all(w > 0 and h > 0 for w, h, _ in seen["maths"]), seen["maths"]  # ... with a size
+    if page.startswith("results/"):
+        assert len(seen["maths"]) > 10
+    assert seen["scroll"] <= seen["width"], f"the page scrolls sideways: {seen}"
+    assert all(right <= seen["width"] + 0.5 for _, _, right in seen["tables"]), seen["tables"]
+    shots = Path(os.environ.get("FEDBOUND_ARTIFACTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    shot = shots / f"report_{page.replace('/', '_')}.png"
+    _chromium(f"--window-size={WIDTH},2000", f"--screenshot={shot}", (site / page).as_uri())
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
