@@ -61,7 +61,7 @@ def _rows() -> list:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     return report.write(_rows(), tmp_path_factory.mktemp("browser") / "report", seed=0,
-                        battery=0, figures=False)
+                        battery=0)
 
 
 @pytest.mark.parametrize("page", ["index.html", "results/afl_theorem3.html"])

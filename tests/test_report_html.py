@@ -36,7 +36,7 @@ def test_planted_markup_in_a_title_and_a_row_is_escaped(tmp_path, monkeypatch):
     rows = _rows()
     rows.append(suite.Row("mllsgd.theorem1", "proof", "witness", f"witness {PLANT}.json",
                           "holds", "holds", None, PLANT, 0.0))
-    out = report.write(rows, tmp_path / "r", seed=0, battery=0, figures=False)
+    out = report.write(rows, tmp_path / "r", seed=0, battery=0)
     for page in ("index.html", "results/mllsgd_theorem1.html"):
         text = (out / page).read_text()
         assert PLANT not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
@@ -63,7 +63,7 @@ def test_an_erratum_formula_parses_to_the_same_expression(a, b):
 
 
 def test_every_erratum_reads_printed_and_corrected(tmp_path):
-    out = report.write(_rows(), tmp_path / "r", seed=0, battery=0, figures=False)
+    out = report.write(_rows(), tmp_path / "r", seed=0, battery=0)
     page = (out / "results" / "mllsgd_theorem1.html").read_text()
     errata = [e for v in bounds.variants("mllsgd.theorem1")
               for e in bounds.get("mllsgd.theorem1", v).errata]
@@ -77,7 +77,7 @@ def test_notebooks_are_copied_and_linked_when_the_checkout_has_them(tmp_path, mo
     html.mkdir()
     (html / "01_mllsgd.html").write_text("<html>notebook 1</html>")
     monkeypatch.setattr(report, "notebooks_dir", lambda: html)
-    out = report.write(_rows(), tmp_path / "r", seed=0, battery=0, figures=False)
+    out = report.write(_rows(), tmp_path / "r", seed=0, battery=0)
     assert (out / "notebooks" / "01_mllsgd.html").read_text() == "<html>notebook 1</html>"
     assert 'href="notebooks/01_mllsgd.html"' in (out / "index.html").read_text()
     manifest = json.loads((out / "fedbound-report.json").read_text())
@@ -86,7 +86,7 @@ def test_notebooks_are_copied_and_linked_when_the_checkout_has_them(tmp_path, mo
 
 def test_without_notebooks_the_index_says_where_they_are(tmp_path, monkeypatch):
     monkeypatch.setattr(report, "notebooks_dir", lambda: tmp_path / "absent")
-    out = report.write(_rows(), tmp_path / "r", seed=0, battery=0, figures=False)
+    out = report.write(_rows(), tmp_path / "r", seed=0, battery=0)
     index = (out / "index.html").read_text()
     assert "in the source repository" in index and not (out / "notebooks").exists()
 

@@ -141,6 +141,33 @@ def test_check_all_usage_errors(capsys):
     assert main(["check", "--all", "--only", "nope"]) == 2
 
 
+def test_a_figure_is_drawn_from_the_check_it_belongs_to():
+    """The figure a task draws comes from the check's own measurement: the verdict is the
+    one a plain check gives (bit for bit, the wall time aside), the PNG is real, and a
+    refuted result draws its stored refutation beside its default scenario."""
+    todo = suite.tasks(["afl.theorem3"], battery=0, figures=True)
+    drawn = [t for t in todo if t.figure is not None]
+    assert [(t.kind, t.variant) for t in drawn] == [("default", "proof")] + [
+        ("witness", "proof")] * len(suite.refutations(bounds.get("afl.theorem3"),
+                                                     suite.witnesses("afl.theorem3")))
+    assert "refuted" in drawn[0].figure.note and len(drawn) >= 2
+    for task in drawn[:2]:
+        with_figure = suite.run_task(task)
+        plain = suite.run_task(dataclasses.replace(task, figure=None))
+        assert with_figure.figure[:8] == b"\x89PNG\r\n\x1a\n" and plain.figure is None
+        assert ({**with_figure.verdict, "seconds": 0} == {**plain.verdict, "seconds": 0})
+    assert not any(t.figure for t in suite.tasks(["afl.theorem3"], battery=0))
+
+
+def test_a_figure_that_cannot_be_drawn_keeps_its_check(monkeypatch):
+    def broken(*a, **k):
+        raise RuntimeError("no ink")
+    monkeypatch.setattr(adapter_for("mllsgd.theorem1").__class__, "_plot", broken)
+    task = next(t for t in suite.tasks(["mllsgd.theorem1"], battery=0, figures=True) if t.figure)
+    row = suite.run_task(task)
+    assert row.outcome == "holds" and row.figure == "RuntimeError: no ink"
+
+
 def test_an_error_in_a_check_becomes_an_error_row(monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("simulator exploded")

@@ -201,8 +201,10 @@ def test_the_report_shows_the_tightness_of_each_result(tmp_path):
     from verify import report, suite
 
     rows = suite.run(suite.tasks(["afl.theorem1"], battery=0, replay=False))
-    out = report.write(rows, tmp_path, seed=0, battery=0, figures=False)
-    page = (out / "index.html").read_text()
-    assert "<h2>Tightness</h2>" in page and "afl.theorem1" in page
+    out = report.write(rows, tmp_path, seed=0, battery=0)
+    index = (out / "index.html").read_text()
+    assert "tightest ratio" in index and 'href="results/afl_theorem1.html#variant-proof"' in index
+    page = (out / "results" / "afl_theorem1.html").read_text()
+    assert "Tightness (proof): slack" in page and "tightest ratio known" in page
     summary = json.loads((out / "summary.json").read_text())
     assert summary["tightness"]["afl.theorem1"]["default"]["ratio"] == pytest.approx(1.0)

@@ -165,18 +165,22 @@ class Adapter:
         m.validate(self.key)
         return m
 
-    def check(self, scenario=None, *, variant: str | None = None, exact: bool = False) -> Verdict:
+    def check(self, scenario=None, *, variant: str | None = None, exact: bool = False,
+              ax=None, label: str | None = None) -> Verdict:
         """The bound of ``variant`` against the measurement on ``scenario`` (see
-        :func:`verify.check`)."""
+        :func:`verify.check`). ``ax``: also draw the figure of this check on these axes,
+        from this very measurement (:meth:`plot`; ``label`` names the scenario)."""
         t0 = time.perf_counter()
         s = self.load(scenario)
         thm = self.theorem(variant)
         if exact and not self._exact_unsupported(s):
             self.require_resources(s, exact=True)
-        return self.check_derived(s, thm, self.parameters(s, thm), exact=exact, t0=t0)
+        return self.check_derived(s, thm, self.parameters(s, thm), exact=exact, t0=t0, ax=ax,
+                                  label=label)
 
     def check_derived(self, s: Scenario, thm: bounds.Theorem, params: dict[str, Any], *,
-                exact: bool = False, t0: float | None = None) -> Verdict:
+                      exact: bool = False, t0: float | None = None, ax=None,
+                      label: str | None = None) -> Verdict:
         """The verdict on a loaded scenario whose parameters are already derived
         (``parameters(s, thm)``): what :meth:`check` does after the derivation, for callers
         that derived them to decide whether to check at all (the search)."""
@@ -185,7 +189,7 @@ class Adapter:
         bound = finite_bound(thm, params, violations)
         m = self.measure(s, params, exact=exact)
         c: Comparison = self._compare(bound, m)
-        return Verdict(
+        verdict = Verdict(
             key=self.key, variant=thm.variant, bound=c.bound, measured_mean=c.mean,
             measured_ci=c.ci, verdict=c.outcome,
             slack=_slack(c.bound, c.mean),
@@ -193,6 +197,13 @@ class Adapter:
             scenario=s.to_dict(), mode=c.mode, replicas=c.replicas, diverged=m.diverged,
             cell=None if c.cell is None else list(c.cell), notes=list(c.notes), atol=m.atol,
             seconds=time.perf_counter() - t0)
+        if ax is not None:
+            self._plot(ax, s, thm, params, m)
+            if label is None:
+                label = ("the default scenario" if s == self.default_scenario() else
+                         "the given scenario")
+            ax.set_title(f"{ax.get_title()}\n{label}: {_outcome_text(verdict)}", fontsize=9)
+        return verdict
 
     def random_scenario(self, source: np.random.Generator | Draw) -> Scenario:
         """A random scenario on which the result's hypotheses hold (small: its check takes
@@ -209,33 +220,14 @@ class Adapter:
              label: str | None = None):
         """The figure of the bound against the measurement on ``scenario``; returns the axes.
         Its title names the scenario (``label``; default "the default scenario" or "the
-        given scenario") and says the outcome there, below the title the hook ``_plot`` set."""
-        s = self.load(scenario)
-        thm = self.theorem(variant)
-        self.require_resources(s, exact=exact)
-        params = self.parameters(s, thm)
-        m = self.measure(s, params, exact=exact)
+        given scenario") and says the outcome there, below the title the hook ``_plot`` set:
+        the figure of :meth:`check` with ``ax``."""
         if ax is None:
             import matplotlib.pyplot as plt
 
             ax = plt.subplots(figsize=(7, 4.6))[1]
-        self._plot(ax, s, thm, params, m)
-        if label is None:
-            label = "the default scenario" if s == self.default_scenario() else "the given scenario"
-        ax.set_title(f"{ax.get_title()}\n{label}: {self._outcome_text(thm, params, m)}",
-                     fontsize=9)
+        self.check(scenario, variant=variant, exact=exact, ax=ax, label=label)
         return ax
-
-    def _outcome_text(self, thm: bounds.Theorem, params: Mapping[str, Any], m: Measurement) -> str:
-        """What a check concludes from a measurement already taken, in a few words."""
-        violations = [str(v) for v in thm.violations(**params)]
-        try:
-            c = self._compare(finite_bound(thm, params, violations), m)
-        except ValueError as e:
-            return f"no verdict ({e})"
-        hypotheses = "" if not violations else " (hypotheses fail)"
-        return (f"{c.outcome}{hypotheses}, measured {float(c.mean):.3g} vs bound "
-                f"{float(c.bound):.3g} ({c.mode})")
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.key}>"
@@ -295,6 +287,13 @@ class Adapter:
         ax.set_ylabel(self.lhs_label)
         ax.set_title(f"{self.key} [{thm.variant}]: bound vs measurement")
         ax.legend()
+
+
+def _outcome_text(v: Verdict) -> str:
+    """What a check concluded, in a few words (a figure's title)."""
+    hypotheses = "" if v.admissible else " (hypotheses fail)"
+    return (f"{v.verdict}{hypotheses}, measured {float(v.measured_mean):.3g} vs bound "
+            f"{float(v.bound):.3g} ({v.mode})")
 
 
 def finite_bound(thm: bounds.Theorem, params: Mapping[str, Any], violations=()):

@@ -289,7 +289,7 @@ def _check_all(args) -> Exit:
     from . import report, suite, sweep
 
     todo = suite.tasks(suite.select(args.only), battery=args.battery, seed=args.seed,
-                       replay=not args.no_witnesses)
+                       replay=not args.no_witnesses, figures=not args.no_figures)
     with tqdm(total=len(todo), desc="fedbound check --all", unit="check", file=sys.stderr,
               disable=None) as bar:
         def progress(row):
@@ -297,12 +297,9 @@ def _check_all(args) -> Exit:
             bar.update()
         try:
             with sweep.executor(jobs=args.jobs) as pool:
-                # the figures draw in the same pool, beside the checks (not after them)
-                figures = (None if args.no_figures else
-                           report.start_figures(list(dict.fromkeys(t.key for t in todo)), pool))
                 rows = suite.run(todo, executor=pool, progress=progress)
-                out = report.write(rows, args.report, seed=args.seed, battery=args.battery,
-                                   figures=not args.no_figures, started=figures, force=args.force)
+            out = report.write(rows, args.report, seed=args.seed, battery=args.battery,
+                               force=args.force)
         except suite.Interrupted as stop:
             kept = report.write_summary(stop.rows, args.report, seed=args.seed, battery=args.battery,
                                         interrupted=True, total=stop.total, force=args.force)

@@ -9,20 +9,19 @@ variant; ``results/<key>.html``, one page per result (statement, conditions and 
 MathML with their LaTeX, derived parameters, the default check, the battery, the witness
 replays, each with the command that reproduces it, and the figures); ``references.html``,
 the bibliography that every citation links to. No JavaScript, no external requests.
-Figures are drawn by the adapters (in the pool of the checks with ``--jobs``); without
-them matplotlib is never imported.
+Figures are drawn by the checks themselves, each from its own measurement
+(``verify.suite.tasks(..., figures=True)``; in the pool of the checks with ``--jobs``);
+without them matplotlib is never imported.
 """
 
 from __future__ import annotations
 
-import io
 import itertools
 import re
 import shutil
 import sys
 from collections import Counter
 from collections.abc import Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -33,7 +32,6 @@ from markupsafe import Markup, escape
 import bounds
 
 from . import mathml
-from .adapter import adapter_for, default_scenario
 from .output import ReportDir
 from .scenario import json_text
 from .suite import Row, summary
@@ -454,85 +452,24 @@ def _copy_notebooks(report: ReportDir) -> list[str]:
 # ---------------------------------------------------------------------- figures
 
 
-@dataclass(frozen=True)
-class FigureJob:
-    """One figure of a result's page: the adapter's figure of ``scenario`` (JSON values),
-    named ``label`` in its title, written to ``figures/<file>``; ``note`` is a line added
-    to its title."""
-
-    key: str
-    variant: str
-    label: str
-    scenario: dict
-    exact: bool
-    file: str
-    note: str = ""
-
-
-#: statuses whose page draws the stored refutation beside the default scenario
-REFUTED = ("refuted", "rate-refuted")
-
-
-def figure_jobs(keys: Sequence[str]) -> list[FigureJob]:
-    """The figures of ``keys``: each result's default scenario in its default variant and,
-    for a refuted result, each stored refutation of that variant beside it."""
-    from .witnesses import witnesses
-
-    jobs = []
-    for key in keys:
-        thm = bounds.get(key)
-        refutations = ([w for w in witnesses(key) if w.expect == "violated"
-                        and w.variant == thm.variant] if thm.status in REFUTED else [])
-        note = ("refuted: the stored witness (figure beside) violates the bound"
-                if refutations else "")
-        jobs.append(FigureJob(key, thm.variant, "the default scenario",
-                              default_scenario(key).to_dict(), False, f"{_slug(key)}.png", note))
-        jobs += [FigureJob(key, w.variant, f"{w.label} (a refutation)", w.scenario, w.exact,
-                           f"{_slug(key)}_{_slug(w.label)}.png") for w in refutations]
-    return jobs
-
-
-def render_figure(job: FigureJob) -> bytes | str:
-    """The PNG of ``job``, or why it could not be drawn (a worker process runs this: the
-    figure is built without pyplot, so nothing global is touched)."""
-    from matplotlib.figure import Figure
-
-    try:
-        fig = Figure(figsize=(7, 4.6), dpi=100)
-        ax = adapter_for(job.key).plot(job.scenario, variant=job.variant, exact=job.exact,
-                                       ax=fig.add_subplot(), label=job.label)
-        if job.note:
-            ax.set_title(f"{ax.get_title()}\n{job.note}", fontsize=ax.title.get_fontsize())
-        fig.tight_layout()
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
-        return buf.getvalue()
-    except Exception as e:  # noqa: BLE001 - the report says why a figure is missing
-        return f"{type(e).__name__}: {e}"
-
-
-def start_figures(keys: Sequence[str], executor: Executor | None = None) -> list[tuple]:
-    """Start drawing the figures of ``keys`` on ``executor`` (the pool the checks run on, so
-    they draw while the checks run); without one they are drawn when collected. Returns
-    (job, future or None) pairs for :func:`write`."""
-    return [(j, None if executor is None else executor.submit(render_figure, j))
-            for j in figure_jobs(keys)]
-
-
-def _figures(report: ReportDir, started: Sequence[tuple]) -> dict[str, list[dict]]:
-    """Write the figures (waiting for those being drawn); per key, what its page shows."""
+def _figures(report: ReportDir, rows: Sequence[Row]) -> dict[str, list[dict]]:
+    """Write the figures the rows carry (``Row.figure``, drawn by the checks themselves);
+    per key, what its page shows."""
     out: dict[str, list[dict]] = {}
-    for job, future in started:
-        png = render_figure(job) if future is None else future.result()
-        caption = f"{job.key} [{job.variant}]: bound and measurement on {job.label}"
-        entry = {"file": None, "caption": caption, "error": ""}
-        if isinstance(png, bytes):
-            with report.target(f"figures/{job.file}") as tmp:
-                tmp.write_bytes(png)
-            entry["file"] = job.file
+    for r in rows:
+        if r.figure is None:
+            continue
+        file = f"{_slug(r.key)}.png" if r.kind == "default" else f"{_slug(r.key)}_{_slug(r.label)}.png"
+        label = "the default scenario" if r.kind == "default" else f"{r.label} (a refutation)"
+        entry = {"file": None, "caption": f"{r.key} [{r.variant}]: bound and measurement on {label}",
+                 "error": ""}
+        if isinstance(r.figure, bytes):
+            with report.target(f"figures/{file}") as tmp:
+                tmp.write_bytes(r.figure)
+            entry["file"] = file
         else:
-            entry["error"] = png
-        out.setdefault(job.key, []).append(entry)
+            entry["error"] = r.figure
+        out.setdefault(r.key, []).append(entry)
     return out
 
 
@@ -560,23 +497,20 @@ def write_summary(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery
 
 
 def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
-          figures: bool = True, started: Sequence[tuple] | None = None,
           force: bool = False) -> Path:
     """Write the report of ``check --all`` into ``outdir`` (a new or empty directory or a
     previous fedbound report, else ``force``; files are renamed into place, links are not
     followed: ``verify.output``) and return it: ``summary.json`` first, then
     ``index.html`` (the dashboard), ``results/<key>.html`` (one page per result),
-    ``references.html``, the figures (``figures``; ``started``: those
-    :func:`start_figures` began, else they are drawn here) and the rendered notebooks of a
-    source checkout (``notebooks/``). Without figures, matplotlib is never imported."""
+    ``references.html``, the figures the rows carry (``verify.suite.tasks(...,
+    figures=True)``: each drawn by its check from its own measurement) and the rendered
+    notebooks of a source checkout (``notebooks/``). Writing imports no matplotlib."""
     report = write_summary(rows, outdir, seed=seed, battery=battery, force=force)
     summ = summary(rows)
     by_key: dict[str, list[Row]] = {}
     for r in rows:
         by_key.setdefault(r.key, []).append(r)
-    if figures and started is None:
-        started = start_figures(list(by_key))
-    drawn = _figures(report, started) if figures else {}
+    drawn = _figures(report, rows)
     def href(key: str, root: str = "") -> str:
         return root + page_name(key)
     papers = _papers(by_key, href)
@@ -591,7 +525,7 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
             variants=[variant_context(bounds.get(key, v), "../")
                       for v in dict.fromkeys(r.variant for r in krows)],
             parameters=_parameters(krows), checks=checks,
-            figures=drawn.get(key, []) if figures else []))
+            figures=drawn.get(key, [])))
     from bounds.references import PAPERS
 
     report.write_text("references.html", render(

@@ -47,9 +47,20 @@ from .witnesses import ratio_dropped, witnesses
 TRUSTED = ("holds", "holds-with-erratum")
 #: outcomes that contradict a trusted result
 FAILURES = ("violated", "diverged")
+#: statuses whose report page draws the stored refutation beside the default scenario
+REFUTED = ("refuted", "rate-refuted")
 
 
 KINDS = ("default", "battery", "witness")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """The figure a task draws from its own measurement (``Adapter.check`` with ``ax``):
+    its title names the scenario (``label``) and adds ``note`` on a line of its own."""
+
+    label: str
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,7 @@ class Task:
     exact: bool = False
     expect: str | None = None
     ratio: float | None = None  # a witness's recorded ratio measured/bound
+    figure: Figure | None = None
 
 
 @dataclass
@@ -82,6 +94,9 @@ class Row:
     error: str | None
     seconds: float
     ratio: float | None = None  # a witness's recorded ratio measured/bound
+    #: the PNG of the task's figure, drawn from this check's measurement, or why it could
+    #: not be drawn (None: the task draws no figure)
+    figure: bytes | str | None = None
 
     @property
     def outcome(self) -> str:
@@ -130,13 +145,15 @@ STRESSED = ("refined",)
 
 
 def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,
-          replay: bool = True) -> list[Task]:
+          replay: bool = True, figures: bool = False) -> list[Task]:
     """The suite's checks: every variant of every result (``keys``: all with an adapter) on
     its default scenario, ``battery`` random scenarios per result in its default variant
     and its :data:`STRESSED` variants (the same scenarios), drawn from
     ``numpy.random.default_rng([seed, crc32(key)])`` (a result's battery does not depend on
     which other results are selected), and (``replay``) every stored witness of the
-    selected results."""
+    selected results. ``figures``: the default check of each result's default variant, and
+    the replay of each refutation of a refuted result in that variant, also draw their
+    figure (:data:`Row.figure`)."""
     if isinstance(battery, bool) or not isinstance(battery, int) or battery < 0:
         raise ValueError(f"battery={battery!r} must be an integer >= 0")
     known = adapter_keys()
@@ -146,30 +163,75 @@ def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,
         if key not in known:
             raise ValueError(f"unknown result {key!r}; registered: {', '.join(known)}")
         base = default_scenario(key).to_dict()
-        out += [Task(key, v, "default", "default", base) for v in bounds.variants(key)]
+        thm = bounds.get(key)
+        stored = witnesses(key) if replay else []
+        drawn = refutations(thm, stored) if figures else []
+        note = "refuted: the stored witness (figure beside) violates the bound" if drawn else ""
+        out += [Task(key, v, "default", "default", base,
+                     figure=Figure("the default scenario", note)
+                     if figures and v == thm.variant else None)
+                for v in bounds.variants(key)]
         rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
         ad = adapter_for(key)
-        drawn = [ad.random_scenario(rng).to_dict() for _ in range(battery)]
-        stressed = [bounds.get(key).variant] + [v for v in bounds.variants(key) if v in STRESSED]
+        battery_scenarios = [ad.random_scenario(rng).to_dict() for _ in range(battery)]
+        stressed = [thm.variant] + [v for v in bounds.variants(key) if v in STRESSED]
         out += [Task(key, v, "battery", f"random {j + 1}", s)
-                for j, s in enumerate(drawn) for v in stressed]
-        if replay:
-            out += [Task(key, w.variant, "witness", w.label, w.scenario, w.exact, w.expect,
-                         w.ratio) for w in witnesses(key)]
+                for j, s in enumerate(battery_scenarios) for v in stressed]
+        out += [Task(key, w.variant, "witness", w.label, w.scenario, w.exact, w.expect, w.ratio,
+                     figure=Figure(f"{w.label} (a refutation)") if w in drawn else None)
+                for w in stored]
     return out
 
 
+def refutations(thm: bounds.Theorem, stored) -> list:
+    """The stored witnesses that refute ``thm`` (a refuted result's default variant), the
+    ones its report page draws beside its default scenario."""
+    if thm.status not in REFUTED:
+        return []
+    return [w for w in stored if w.expect == "violated" and w.variant == thm.variant]
+
+
 def run_task(task: Task) -> Row:
-    """Check one task; an exception becomes an ``error`` row (with its last line)."""
+    """Check one task, drawing its figure where it has one; an exception becomes an
+    ``error`` row (with its last line)."""
     t0 = time.perf_counter()
     status = bounds.get(task.key, task.variant).status
+    figure = None
     try:
-        v = check(task.key, task.scenario, variant=task.variant, exact=task.exact)
+        if task.figure is None:
+            v = check(task.key, task.scenario, variant=task.variant, exact=task.exact)
+        else:
+            v, figure = _check_drawn(task)
         verdict, error = v.as_dict(), None
     except Exception as e:  # noqa: BLE001 - a suite reports every failure and goes on
         verdict, error = None, traceback.format_exception_only(type(e), e)[-1].strip()
     return Row(task.key, task.variant, task.kind, task.label, status, task.expect, verdict,
-               error, time.perf_counter() - t0, ratio=task.ratio)
+               error, time.perf_counter() - t0, ratio=task.ratio, figure=figure)
+
+
+def _check_drawn(task: Task):
+    """The verdict of ``task`` and the PNG of its figure, drawn from the same measurement
+    (matplotlib's ``Figure``, not pyplot: nothing global is touched in a worker). A figure
+    that cannot be drawn leaves the check to run alone; the row then says why."""
+    import io
+
+    from matplotlib.figure import Figure as Canvas
+
+    try:
+        fig = Canvas(figsize=(7, 4.6), dpi=100)
+        ax = fig.add_subplot()
+        v = adapter_for(task.key).check(task.scenario, variant=task.variant, exact=task.exact,
+                                        ax=ax, label=task.figure.label)
+        if task.figure.note:
+            ax.set_title(f"{ax.get_title()}\n{task.figure.note}",
+                         fontsize=ax.title.get_fontsize())
+        fig.tight_layout()
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
+        return v, png.getvalue()
+    except Exception as e:  # noqa: BLE001 - the report says why a figure is missing
+        why = f"{type(e).__name__}: {e}"
+    return check(task.key, task.scenario, variant=task.variant, exact=task.exact), why
 
 
 def worker_init(plugins: Sequence[str] = (), parent: int | None = None) -> None:
