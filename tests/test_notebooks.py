@@ -30,6 +30,7 @@ import importlib.util
 import math
 import re
 import sys
+from itertools import zip_longest
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,7 @@ def _same(stored: str, now: str) -> bool:
 
 def _first_difference(stored: str, now: str) -> str:
     """The first line where two texts differ, stored then now."""
-    for a, b in zip(stored.splitlines() + [""], now.splitlines() + [""]):
+    for a, b in zip_longest(stored.splitlines(), now.splitlines(), fillvalue=""):
         if a != b:
             return f"stored {a!r}, now {b!r}"
     return "same lines, different line endings"
@@ -122,7 +123,7 @@ def _text_differences(where: str, stored: str, now: str) -> list[str]:
     if NUMBER.sub("#", stored) != NUMBER.sub("#", now):
         return [f"{where}: the text differs: {_first_difference(stored, now)}"]
     return [f"{where}: stored {a.group()}, now {b.group()}"
-            for a, b in zip(NUMBER.finditer(stored), NUMBER.finditer(now))
+            for a, b in zip(NUMBER.finditer(stored), NUMBER.finditer(now), strict=True)
             if not _same(a.group(), b.group())]
 
 
@@ -276,7 +277,8 @@ def test_differences_report_text_images_and_skip_tagged_cells():
                        _notebook("took 2.5 s", tags=[NONDETERMINISTIC])) == []
     stored, now = _notebook("figure"), _notebook("figure")
     stored.cells[0].outputs.append(nbformat.v4.new_output(
-        "display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure size 600x400 with 1 Axes>"}))
+        "display_data",
+        data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure size 600x400 with 1 Axes>"}))
     assert differences(stored, now) == [
         "cell 0: stored outputs ['stream stdout', 'image/png', 'text/plain'], now ['stream stdout']"]
     assert differences(stored, _notebook("figure", "a second cell")) == [
