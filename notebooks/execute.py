@@ -63,11 +63,12 @@ def execute(nb: nbformat.NotebookNode, specs: KernelSpecManager,
     """Execute ``nb`` in place in a fresh kernel of ``specs`` with working directory ``cwd``.
 
     A cell that raises raises ``nbclient.exceptions.CellExecutionError`` (its source and
-    traceback)."""
+    traceback). The kernel is shut down either way (nbclient leaves a kernel manager it was
+    given running: in a test session each notebook's kernel would live until the end)."""
     km = AsyncKernelManager(kernel_name=KERNEL, kernel_spec_manager=specs)
     client = NotebookClient(nb, km=km, kernel_name=KERNEL, timeout=CELL_TIMEOUT,
                             resources={"metadata": {"path": str(cwd)}})
-    client.execute()
+    client.execute(cleanup_kc=True)
     return nb
 
 
