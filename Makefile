@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test docs bench lint clean
+.PHONY: demo test docs bench lint clean notebooks
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ docs: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[docs]'
 	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "docs/_build/html/index.html"
+
+# execute every notebook in place (stored with its outputs) and write notebooks/html/<stem>.html
+notebooks: $(STAMP)
+	$(BIN)/python notebooks/execute.py
 
 bench: $(STAMP)
 	rm -f benchmarks/results.json
