@@ -8,7 +8,10 @@ the same set-up and compares their outputs with the stored ones. The notebook is
 its outputs and without what changes from one run to the next without meaning anything
 (execution timing metadata, widget state), so that executing it again gives a clean diff.
 ``html/<stem>.html`` next to the notebooks is its static HTML rendering (nbconvert's ``lab``
-template), which ``fedbound check --all --report`` links.
+template), which ``fedbound check --all --report`` links. The rendering makes no external
+request: its math is MathML (latex2mathml: ``$...$`` and ``$$...$$`` in markdown cells, and
+``text/latex`` outputs such as a theorem's statement), which browsers lay out natively, and
+the template's scripts from a CDN (require.js, MathJax, Mermaid) are left out.
 
     python notebooks/execute.py                    # every notebook
     python notebooks/execute.py 02_hfl_sync_time   # the named ones (stem or file name)
@@ -17,7 +20,9 @@ template), which ``fedbound check --all --report`` links.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
+import re
 import sys
 import tempfile
 import time
@@ -81,11 +86,53 @@ def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+#: the ``lab`` template without the scripts it loads from a CDN
+OFFLINE_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+#: math in markdown: $$display$$ first, then $inline$ (a dollar escaped by a backslash is not)
+DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.DOTALL)
+INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(.+?)(?<![\\$])\$(?!\$)", re.DOTALL)
+
+
+def mathml(tex: str, display: bool) -> str:
+    """``tex`` as a MathML element (latex2mathml), without the namespace attribute, which
+    HTML does not need and which nbconvert's heading anchors would turn into a prefix
+    (``ns0:math``) that browsers do not lay out as math."""
+    from latex2mathml.converter import convert
+
+    element = convert(tex.strip(), display="block" if display else "inline")
+    return element.replace(' xmlns="http://www.w3.org/1998/Math/MathML"', "", 1)
+
+
+def math_as_mathml(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of ``nb`` whose math is MathML: in markdown cells, and ``text/latex`` outputs
+    without an HTML form given one."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            source = DISPLAY_MATH.sub(lambda m: mathml(m[1], True), cell.source)
+            cell.source = INLINE_MATH.sub(lambda m: mathml(m[1], False), source)
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "text/latex" in data and "text/html" not in data:
+                tex = data["text/latex"].strip().strip("$")
+                data["text/html"] = mathml(tex, True)
+    return nb
+
+
 def to_html(nb: nbformat.NotebookNode) -> str:
-    """The static HTML rendering of an executed notebook (nbconvert, ``lab`` template)."""
+    """The static HTML rendering of an executed notebook (nbconvert, ``lab`` template), with
+    its math as MathML and no external request."""
+    from jinja2 import DictLoader
     from nbconvert import HTMLExporter  # only `make notebooks` needs nbconvert
 
-    body, _ = HTMLExporter(template_name=HTML_TEMPLATE).from_notebook_node(nb)
+    exporter = HTMLExporter(template_name=HTML_TEMPLATE,
+                            extra_loaders=[DictLoader({"offline.html.j2": OFFLINE_TEMPLATE})],
+                            template_file="offline.html.j2")
+    body, _ = exporter.from_notebook_node(math_as_mathml(nb))
     return body
 
 

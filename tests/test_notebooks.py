@@ -186,12 +186,23 @@ def test_figures_are_stored(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_html_rendering_is_stored(path):
-    """notebooks/html/<stem>.html exists (the report links it) and shows the stored result."""
+    """notebooks/html/<stem>.html exists (the report links it), shows the stored result, loads
+    nothing from the network (no script or style from elsewhere) and holds its math as
+    MathML: as many formulas as the notebook's markdown and LaTeX outputs have."""
     html = execute_py.HTML_DIR / f"{path.stem}.html"
     assert html.is_file(), f"{html} is missing: run `make notebooks`"
+    page = html.read_text(encoding="utf-8")
     final = re.findall(ALL_PASSED, "\n".join(_text_outputs(c) for c in _stored(path).cells))
-    assert final[-1] in html.read_text(encoding="utf-8"), \
-        f"{html.name} does not show the stored {final[-1]!r}: run `make notebooks`"
+    assert final[-1] in page, f"{html.name} does not show the stored {final[-1]!r}: run `make notebooks`"
+    assert not re.search(r"<(script|link)[^>]*(src|href)=[\"']?(https?:)?//", page), \
+        f"{html.name} loads something from the network"
+    stored = _stored(path)
+    formulas = sum(len(execute_py.DISPLAY_MATH.findall(c.source))
+                   + len(execute_py.INLINE_MATH.findall(execute_py.DISPLAY_MATH.sub("", c.source)))
+                   for c in stored.cells if c.cell_type == "markdown")
+    formulas += sum("text/latex" in o.get("data", {}) and "text/html" not in o.get("data", {})
+                    for c in stored.cells for o in c.get("outputs", []))
+    assert page.count("<math") == formulas, "run `make notebooks`"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])

@@ -213,8 +213,6 @@ def _check_drawn(task: Task):
     """The verdict of ``task`` and the PNG of its figure, drawn from the same measurement
     (matplotlib's ``Figure``, not pyplot: nothing global is touched in a worker). A figure
     that cannot be drawn leaves the check to run alone; the row then says why."""
-    import io
-
     from matplotlib.figure import Figure as Canvas
 
     try:
@@ -225,13 +223,21 @@ def _check_drawn(task: Task):
         if task.figure.note:
             ax.set_title(f"{ax.get_title()}\n{task.figure.note}",
                          fontsize=ax.title.get_fontsize())
-        fig.tight_layout()
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=100, metadata={"Software": None})
-        return v, png.getvalue()
+        return v, png(fig)
     except Exception as e:  # noqa: BLE001 - the report says why a figure is missing
         why = f"{type(e).__name__}: {e}"
     return check(task.key, task.scenario, variant=task.variant, exact=task.exact), why
+
+
+def png(fig) -> bytes:
+    """A matplotlib figure laid out and saved as PNG bytes (no timestamp: the same figure
+    gives the same bytes)."""
+    import io
+
+    fig.tight_layout()
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=100, metadata={"Software": None})
+    return out.getvalue()
 
 
 def worker_init(plugins: Sequence[str] = (), parent: int | None = None) -> None:
