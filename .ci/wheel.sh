@@ -2,7 +2,8 @@
 # The wheel is the product (issue 15, item 2): build the wheel, install it with the pinned
 # constraints into a fresh virtual environment outside the clone, and use it from a temporary
 # directory as a new user would: --version, list, bound, check on a result and on a shipped
-# witness, and the quick-start notebook. Run alone with `.ci/wheel.sh`; `.ci/run` calls it.
+# witness, every package file that its sources name (fedbound's derivations, ...), and the
+# quick-start notebook. Run alone with `.ci/wheel.sh`; `.ci/run` calls it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -29,6 +30,18 @@ witness="$("$py" -c "import verify; print(next(w.source for w in verify.witnesse
 case "$witness" in "$clone"/*) echo "witness read from the clone: $witness"; exit 1 ;; esac
 status=0; fedbound check afl.theorem3 --scenario "$witness" --exact || status=$?
 test "$status" -eq 1   # the stored refutation still violates the bound
+status=0; fedbound check afl.theorem3 --witness proof --exact || status=$?   # as the README
+test "$status" -eq 1
+"$py" - <<'PY'  # every file of the package that its sources name (derivations, ...) is installed
+import importlib.util, pathlib, re
+pattern = re.compile(r"\b(bounds|sim|verify)/([\w/.-]+\.(?:md|json|html|txt|css))\b")
+roots = {p: pathlib.Path(importlib.util.find_spec(p).origin).parent for p in ("bounds", "sim", "verify")}
+named = {m.groups() for root in roots.values() for src in root.rglob("*.py")
+         for m in pattern.finditer(src.read_text())}
+missing = sorted(f"{pkg}/{rel}" for pkg, rel in named if not (roots[pkg] / rel).is_file())
+assert ("bounds", "derivations/hfl_refined.md") in named and not missing, missing
+print(f"the wheel carries the {len(named)} package files its sources name")
+PY
 cp "$clone/notebooks/00_quickstart.ipynb" .
 "$py" - <<'PY'
 import nbclient, nbformat

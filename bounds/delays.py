@@ -292,7 +292,7 @@ def count_mean_inverse(law: DelayLaw, S, *, draws: int = 200_000, seed: int = 0)
     Monte Carlo with ``draws`` samples from ``seed`` for a law without a closed form.
     Not 1 / E[t]: by Jensen E[1/t] >= 1 / E[t]. It is the per-round factor of the variance
     of a group's averaged local gradients (fedbound's refined Theorem 2,
-    docs/derivations/hfl_refined.md)."""
+    bounds/derivations/hfl_refined.md)."""
     S = _sync_time(S)
     if not law.closed_form:
         t = sample_counts(law, S, draws, np.random.default_rng(seed))

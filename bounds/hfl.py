@@ -32,7 +32,7 @@ Variants of Theorem 2 (each difference is an Erratum):
 ``tight``   derived by fedbound, NOT published: bound ||x^u - x_i^{u,l}||^2
             directly in (37): 2 Delta/(a U) + a L kappa sigma^2
             + a^2 L^2 G^2 W/U sum_u sum_i |N_i|^2 (t-1)(2t-1)/6.
-``refined`` derived by fedbound, NOT published (docs/derivations/hfl_refined.md): keeps the
+``refined`` derived by fedbound, NOT published (bounds/derivations/hfl_refined.md): keeps the
             variance reduction of averaging the t_i^u |N_i| stochastic gradients of a round,
             2 Delta/(a U) + a L sigma^2/(N^2 U) sum_u sum_i |N_i|/t_i^u
             + a^2 L^2 G^2/(N U) sum_u sum_i |N_i| (t-1)(2t-1)/6
@@ -61,9 +61,10 @@ PAPER = cite("hfl")
 #: the variants of Theorem 2 (as printed in each version, as its proof supports, fedbound's tight)
 THEOREM2_VARIANTS = ("printed", "arxiv", "proof", "tight")
 #: fedbound's own refined variant (derived by fedbound, not published), of Theorem 2 and
-#: Corollary 1; derived in REFINED_DERIVATION
+#: Corollary 1; derived in REFINED_DERIVATION, a file of the package (in the wheel too:
+#: ``importlib.resources.files("bounds") / "derivations" / "hfl_refined.md"``)
 REFINED = "refined"
-REFINED_DERIVATION = "docs/derivations/hfl_refined.md"
+REFINED_DERIVATION = "bounds/derivations/hfl_refined.md"
 KEYS = ("hfl.lemma1", "hfl.theorem1", "hfl.theorem2", "hfl.corollary1")
 
 # ---------------------------------------------------------------------- symbols
@@ -447,7 +448,7 @@ _T2_ERRATA = {
 #: printed and arxiv have a wrong proof step (no G^2 in (39)) but their statements hold: each is
 #: >= tight term by term (the 4 a^2 L^2 G^2 Z5/U term alone is >= tight's drift term), and
 #: tight follows from the paper's own steps (37)-(38) (derived by fedbound). refined (derived by fedbound)
-#: holds by its derivation and passed the stress tests of docs/derivations/hfl_refined.md, 10.
+#: holds by its derivation and passed the stress tests of bounds/derivations/hfl_refined.md, 10.
 _T2_STATUS = {"printed": "holds-with-erratum", "arxiv": "holds-with-erratum",
               "proof": "holds-with-erratum", "tight": "holds-with-erratum",
               "refined": "holds"}
@@ -466,7 +467,7 @@ REFINED_T2_NOTE = (
 
 def theorem2(variant: str = "proof") -> Theorem:
     """Theorem 2, eq. (20), with Delta >= f(x^1) - E f(x^{U+1}); [...].
-    ``refined``: derived by fedbound, not published (docs/derivations/hfl_refined.md)."""
+    ``refined``: derived by fedbound, not published (bounds/derivations/hfl_refined.md)."""
     aggs = [_AGG_U, _AGG_KAPPA, _AGG_Z4, _AGG_Z5, _AGG_KJ, _AGG_Y, _AGG_ZR, _AGG_CR]
     label = {"tight": " [derived, not published]", "refined": REFINED_LABEL}.get(variant, "")
     title = "HFL global bound, refined" if variant == "refined" else "HFL global bound (20)"
@@ -491,7 +492,7 @@ def corollary1(variant: str = "proof") -> Theorem:
     + (4/3) a^2 L^2 G^2 M with M = W sum_i (|N_i| t_i^max)^2 <= kappa max_i (t_i^max)^2; for
     U >= L^2 this is (2 Delta + L kappa sigma^2)/sqrt(U) + L^2 G^2 (12 kappa^2 + 40/3 M)/U.
     ``printed``: the fourth term without G^2 (Appendix E, both versions). ``alpha`` is not a parameter.
-    ``refined``: derived by fedbound, not published (docs/derivations/hfl_refined.md): the
+    ``refined``: derived by fedbound, not published (bounds/derivations/hfl_refined.md): the
     refined Theorem 2 at t_i^u <= t_i^max, 2 Delta/(a U) + a L sigma^2/N + a^2 L^2 G^2 M_r
     + a^2 L^2 G sigma C_m/3; for U >= L^2, (2 Delta + L sigma^2/N)/sqrt(U)
     + L^2 G (G M_r + sigma C_m/3)/U."""

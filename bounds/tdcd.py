@@ -17,7 +17,7 @@ Variants (each difference is an :class:`~bounds.core.Erratum` with its place in 
              the exact geometric sum of Lemma 2 ((53), instead of the factor 4 the proof of
              Lemma 2 uses after it), 1 + Q kept (not 2Q, (80)) and the exact bracket of
              (81)-(83) (not 1/2).
-``refined``  derived by fedbound, not published; see docs/derivations/tdcd_refined.md.
+``refined``  derived by fedbound, not published; see bounds/derivations/tdcd_refined.md.
              The same left-hand side, from the same descent step over one round, with a
              pathwise drift bound in the own block (no step condition), no Young
              inequality against the descent (the cross term is kept and solved as a
@@ -32,7 +32,7 @@ The bound depends on eta and Q only through a = eta Q (proof and printed variant
 :func:`round_time` answer "which Q and eta" from the bound: Q = 1.
 :func:`refined_rounds_needed` and :func:`refined_choice` answer it from the refined
 variant: its best eta for each Q, the rounds and the wall-clock time; its optimum is also
-Q = 1, for a reason that no bound of this shape escapes (docs/derivations/tdcd_refined.md,
+Q = 1, for a reason that no bound of this shape escapes (bounds/derivations/tdcd_refined.md,
 section 6).
 """
 
@@ -48,8 +48,9 @@ from .references import cite
 
 PAPER = cite("tdcd")
 VARIANTS = ("printed", "proof", "tight", "refined")
-#: the label of fedbound's own result
-DERIVED = "derived by fedbound, not published; see docs/derivations/tdcd_refined.md"
+#: the label of fedbound's own result; its derivation is a file of the package (in the wheel
+#: too: ``importlib.resources.files("bounds") / "derivations" / "tdcd_refined.md"``)
+DERIVED = "derived by fedbound, not published; see bounds/derivations/tdcd_refined.md"
 
 # ---------------------------------------------------------------------- symbols
 
@@ -85,7 +86,7 @@ PARAMS = {
 }
 
 # ---------------------------------------------------------------------- refined (fedbound's own)
-# Derived by fedbound, not published; see docs/derivations/tdcd_refined.md (section numbers
+# Derived by fedbound, not published; see bounds/derivations/tdcd_refined.md (section numbers
 # below refer to it). Every piece is a function of eta and Q separately.
 
 #: Sbar = sum_j sigma_j^2 / K_j: the variance of the silo averages G_(j) of the round's first
@@ -104,7 +105,7 @@ PARAMS_REFINED = {
                    f"({PAPER}, Assumption 1)", "positive"),
     "K": Param("K", "clients per silo, K_j (one per silo j); the refined noise term uses "
                "sigma_j^2 / K_j, the variance of the silo average of independent client "
-               "batches (assumption (A4) of docs/derivations/tdcd_refined.md)",
+               "batches (assumption (A4) of bounds/derivations/tdcd_refined.md)",
                "positive_integer", vector=True),
 }
 #: y = (Q - 1) eta L_max: the exponent of the own-block drift over one round (0 at Q = 1)
@@ -324,7 +325,7 @@ def _theorem(key, title, citation, lhs, variant, term_exprs, conditions, errata,
 
 def _theorem1_refined() -> Theorem:
     """The refined variant of Theorem 1 (derived by fedbound, not published; see
-    docs/derivations/tdcd_refined.md): the same left-hand side, eta and Q separately."""
+    bounds/derivations/tdcd_refined.md): the same left-hand side, eta and Q separately."""
     return _theorem(
         "tdcd.theorem1", f"TDCD convergence bound (15), refined ({DERIVED})",
         f"{PAPER}, Theorem 1, (15); refined: {DERIVED}", _LHS["proof"], "refined",
@@ -532,7 +533,7 @@ def rounds_needed(epsilon: float, *, L: float, L_max: float, sigma, Delta: float
 
 
 # ---------------------------------------------------------------------- refined: eta, Q, R
-# The refined variant (derived by fedbound, not published; docs/derivations/tdcd_refined.md,
+# The refined variant (derived by fedbound, not published; bounds/derivations/tdcd_refined.md,
 # section 7): its bound is <= epsilon after R rounds iff Delta / R <= h(eta), with
 #   h = epsilon c - rho sqrt(S epsilon) - n = epsilon a [1 - r (1 + sqrt(s))
 #       - (L a / 2) m (m + sbar + r s)],
@@ -626,7 +627,7 @@ def refined_choice(epsilon: float, *, L: float, L_max: float, sigma, K, Delta: f
     time R t_Q with t_Q = 3 t_comm + Q t_comp (:func:`round_time`); the best row has the
     least time (the smaller Q on a tie). Returns {"table": [rows], "best": row}. The
     refined bound increases with Q at fixed eta Q, so the best Q is the grid's smallest
-    (docs/derivations/tdcd_refined.md, section 6)."""
+    (bounds/derivations/tdcd_refined.md, section 6)."""
     grid = [int(_positive(f"Q_grid[{i}]", q, integer=True)) for i, q in enumerate(Q_grid)]
     if not grid:
         raise ValueError("Q_grid is empty")

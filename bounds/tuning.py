@@ -109,7 +109,7 @@ def choose_sync_time(key: str = "hfl.theorem2", *, model, T, variant: str | None
     The paper cannot give S ("not directly obtainable analytically from the bound",
     Ali & Arafa 2025, Remark 7); for the proof variant of Theorem 2 the expected bound is
     non-decreasing in S (derived by fedbound), so the bound's choice is S = 0.
-    ``variant="refined"`` (derived by fedbound, not published; docs/derivations/hfl_refined.md)
+    ``variant="refined"`` (derived by fedbound, not published; bounds/derivations/hfl_refined.md)
     keeps the variance reduction of a round's local gradients, through E[1/t_i] of the
     count law, and can choose S > 0 when the gradient noise is large."""
     from . import delays as dl

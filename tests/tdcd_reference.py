@@ -1,4 +1,4 @@
-"""The refined TDCD bound, (B6) of docs/derivations/tdcd_refined.md (derived by fedbound,
+"""The refined TDCD bound, (B6) of bounds/derivations/tdcd_refined.md (derived by fedbound,
 not published), transcribed in numpy: the independent reference of the tests of
 bounds.tdcd's refined variant and of the choose-q-eta chooser."""
 

@@ -241,6 +241,28 @@ def test_check_a_shipped_witness_exits_1_and_the_default_exits_0(capsys):
     assert run(capsys, "check", "afl.theorem3")[0] == 0
 
 
+def test_check_witness_names_a_stored_witness_from_any_directory(capsys, monkeypatch, tmp_path):
+    """``check KEY --witness NAME`` gives the same verdict as ``--scenario`` of that file."""
+    from verify import witnesses
+
+    monkeypatch.chdir(tmp_path)
+    (w,) = [w for w in witnesses("afl.theorem3") if w.source.endswith("afl.theorem3.proof.json")]
+    by_file = run(capsys, "check", "afl.theorem3", "--scenario", w.source, "--exact", "--json")
+    by_name = run(capsys, "check", "afl.theorem3", "--witness", "proof", "--exact", "--json")
+    assert by_name[0] == by_file[0] == 1 and by_name[1] == by_file[1]  # seconds not in JSON
+    assert json.loads(by_name[1])["verdict"] == "violated"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["check", "afl.theorem3", "--witness", "nope"], "stored witnesses are: printed, "),
+    (["check", "afl.theorem3", "--witness", "proof", "--scenario", "s.json"], "not both"),
+    (["check", "--all", "--witness", "proof"], "--witness"),
+])
+def test_check_witness_bad_input_exits_2_naming_the_rule(capsys, argv, message):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1
+
+
 def test_strict_makes_an_inconclusive_verdict_exit_3(capsys, tmp_path):
     """A bound equal to the true mean, measured with 5 replicas: inconclusive."""
     from dataclasses import dataclass

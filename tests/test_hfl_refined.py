@@ -1,5 +1,5 @@
 """fedbound's refined HFL Theorem 2 and Corollary 1 (derived by fedbound, not published;
-docs/derivations/hfl_refined.md), against independent computations: a plain-loop numpy
+bounds/derivations/hfl_refined.md), against independent computations: a plain-loop numpy
 transcription of the formula, the minibatch-SGD special case, the exact left-hand side of a
 quadratic with Gaussian noise (second moments propagated in closed form, no simulator), the
 simulator through verify.check (conditional and expected modes), and the interior optimum in
@@ -289,7 +289,7 @@ def test_labelled_as_fedbounds_own_result(key):
     thm = bounds.get(key, "refined")
     assert "derived by fedbound, not published" in thm.title
     assert "derived by fedbound, not published" in thm.notes.lower()
-    assert "docs/derivations/hfl_refined.md" in thm.notes
+    assert "bounds/derivations/hfl_refined.md" in thm.notes
     assert thm.errata and all("derived by fedbound" in e.where for e in thm.errata
                               if "refined" in e.where)
     assert thm.status == "holds"

@@ -1,5 +1,9 @@
 """The bibliography (bounds.references): short cites, entries, bad keys."""
 
+import re
+from fnmatch import fnmatch
+from pathlib import Path
+
 import pytest
 
 import bounds
@@ -46,3 +50,29 @@ def test_exported_from_bounds():
 def test_unknown_key_names_the_key_and_the_rule(key):
     with pytest.raises(ValueError, match=rf"key={key!r}.*one of \['afl', 'hfl', 'mllsgd', 'tdcd'\]"):
         cite(key, "eq. (1)")
+
+
+_PACKAGE_FILE = re.compile(r"\b(bounds|sim|verify)/([\w/.-]+\.(?:md|json|html|txt|css))\b")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _files_named_in_the_package() -> set[tuple[str, str]]:
+    """(package, file inside it) for every package file the package's sources name."""
+    return {m.groups() for pkg in ("bounds", "sim", "verify")
+            for src in (ROOT / pkg).rglob("*.py")
+            for m in _PACKAGE_FILE.finditer(src.read_text())}
+
+
+def test_every_file_the_package_names_is_package_data():
+    """fedbound's derivations (derived by fedbound, not published), the shipped tightness
+    table: a file that the package cites must exist and be package data (pyproject.toml), so
+    that an installed fedbound carries it; .ci/wheel.sh checks the built wheel the same way."""
+    tomllib = pytest.importorskip("tomllib")
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    named = _files_named_in_the_package()
+    assert ("bounds", "derivations/hfl_refined.md") in named
+    assert ("bounds", "derivations/tdcd_refined.md") in named
+    for pkg, rel in named:
+        assert (ROOT / pkg / rel).is_file(), f"{pkg}/{rel} is named but missing"
+        assert any(fnmatch(rel, g) for g in data["package-data"].get(pkg, [])), (
+            f"{pkg}/{rel} is not package data of {pkg} in pyproject.toml")

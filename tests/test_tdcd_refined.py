@@ -1,5 +1,5 @@
 """The refined variant of tdcd.theorem1 (derived by fedbound, not published; see
-docs/derivations/tdcd_refined.md), checked independently: a numpy transcription of its
+bounds/derivations/tdcd_refined.md), checked independently: a numpy transcription of its
 formula, its drift lemma against an explicit sum and against the simulator, the variance
 of the silo average against the simulator's sampler, its reductions (Q = 1 is mini-batch
 SGD; below (15) wherever (14) holds), the section-6 instance on which Q local steps are
@@ -56,7 +56,7 @@ def test_registered_labelled_as_fedbounds_own_result():
     row = next(r for r in bounds.list() if r["key"] == "tdcd.theorem1")
     assert "refined" in row["variants"] and row["default"] == "proof"
     assert LABEL in REFINED.title and LABEL in REFINED.notes
-    assert "docs/derivations/tdcd_refined.md" in REFINED.title
+    assert "bounds/derivations/tdcd_refined.md" in REFINED.title
     assert any(LABEL in e.where for e in REFINED.errata)
     assert all(LABEL in c.citation for c in REFINED.conditions)
     assert REFINED.status == "holds"

@@ -249,11 +249,33 @@ def _read_scenario(key: str, source: str | None, variant: str | None = None):
     return ad.load(data), variant
 
 
+def witness_name(w) -> str:
+    """The name of a stored witness for ``check --witness``: its file name without the
+    result's key and ``.json`` (``afl.theorem3.proof.json`` of afl.theorem3: ``proof``)."""
+    return Path(w.source).name.removeprefix(f"{w.key}.").removesuffix(".json")
+
+
+def _stored_witness(key: str, name: str):
+    """The stored witness ``name`` of ``key`` (``verify.witnesses``); UsageError listing the
+    stored names otherwise."""
+    from .witnesses import witnesses
+
+    found = {witness_name(w): w for w in witnesses(key)}
+    if name not in found:
+        raise UsageError(f"--witness {name}: {key} has no stored witness of that name; its "
+                         f"stored witnesses are: {', '.join(found) or 'none'}")
+    return found[name]
+
+
 def cmd_check(args):
     if args.all:
         return _check_all(args)
     if args.key is None:
         raise UsageError("check needs a result KEY, or --all")
+    if args.witness is not None:
+        if args.scenario is not None:
+            raise UsageError("check takes --scenario or --witness, not both")
+        args.scenario = _stored_witness(args.key, args.witness).source
     from . import output
 
     if args.plot is not None:
@@ -279,8 +301,9 @@ def cmd_check(args):
 
 def _check_all(args) -> Exit:
     """Every result on its defaults, a random battery and its witnesses; table, report."""
-    if args.key or args.scenario or args.exact or args.plot or args.variant:
-        raise UsageError("check --all takes no KEY, --variant, --scenario, --exact or --plot")
+    if args.key or args.scenario or args.witness or args.exact or args.plot or args.variant:
+        raise UsageError("check --all takes no KEY, --variant, --scenario, --witness, --exact "
+                         "or --plot")
     from . import output
 
     output.check_dir(args.report, "--report", force=args.force)
@@ -480,6 +503,7 @@ EXAMPLES = {
             "\"sizes\": [2, 2], \"t\": [[1, 2]]}'",
     "scenario": "fedbound scenario mllsgd.theorem1 > s.json",
     "check": "fedbound check mllsgd.theorem1 --scenario s.json --exact --strict\n"
+             "  fedbound check afl.theorem3 --witness proof --exact   # exits 1: violated\n"
              "  fedbound check --all --report report --jobs 2",
     "search": "fedbound search afl.theorem3 --budget 50 --seed 0 --witness w.json\n"
               "  fedbound search mllsgd.theorem1 --objective tightest --budget 400 --jobs 2 --json",
@@ -545,13 +569,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("key", help="registered result")
     p = add("check", cmd_check, "check a bound against the simulator (or --all of them)",
             "Check a bound against the simulator on a scenario: exit 0 when it holds, 1 when it "
-            "is violated (or the run diverges), 3 when inconclusive with --strict. With --all: "
+            "is violated (or the run diverges), 3 when inconclusive with --strict, 2 when "
+            "--witness names no stored witness. A stored refutation (--witness) still exits 1: "
+            "its bound is violated. With --all: "
             "every result on its default scenario and a random battery, and every stored "
             "witness replayed; exit 0 when every result behaves as recorded.")
     p.add_argument("key", nargs="?", help="registered result (omit with --all)")
     p.add_argument("--variant", help="variant (default: the result's default)")
     p.add_argument("--scenario", help="scenario JSON file (fields not given take the default's "
                                       "values), or - for standard input")
+    p.add_argument("--witness", metavar="NAME",
+                   help="a stored witness of KEY instead of --scenario: its file name without "
+                        "KEY and .json (afl.theorem3.proof.json: proof); a wrong NAME lists them")
     p.add_argument("--exact", action="store_true",
                    help="exact expectation instead of Monte Carlo (where the adapter has it)")
     p.add_argument("--strict", action="store_true", help="exit 3 when the verdict is inconclusive")

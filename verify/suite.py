@@ -140,7 +140,7 @@ def select(only: str | None) -> list[str]:
 
 
 #: variants checked on the battery beside the default one: fedbound's own refined results
-#: (docs/derivations/) get the same random stress as the published statements
+#: (bounds/derivations/) get the same random stress as the published statements
 STRESSED = ("refined",)
 
 
