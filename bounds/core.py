@@ -501,8 +501,8 @@ class Theorem:
                 root = np.asarray(self._condition_root(c, s, args))
                 if root.ndim > (1 if c.per_worker else 0):
                     grids = [n for n, v in vals.items() if np.ndim(v) > self.params[n].vector]
-                    raise ValueError(f"{self.key}: step limits need scalar parameters, got a grid "
-                                     f"of {', '.join(grids)}")
+                    raise ValueError(f"{self.key}: step limits need scalar parameters, got a "
+                                     "grid: " + ", ".join(f"{n}={_shown(vals[n])}" for n in grids))
                 limits[c.name] = root if c.per_worker else float(root)
         return limits
 
