@@ -311,15 +311,16 @@ def _check_all(args) -> Exit:
 
     from . import report, suite, sweep
 
-    todo = suite.tasks(suite.select(args.only), battery=args.battery, seed=args.seed,
-                       replay=not args.no_witnesses, figures=not args.no_figures)
-    with tqdm(total=len(todo), desc="fedbound check --all", unit="check", file=sys.stderr,
-              disable=None) as bar:
+    keys = suite.select(args.only)
+    with tqdm(desc="fedbound check --all", unit="check", file=sys.stderr, disable=None) as bar:
         def progress(row):
             bar.set_postfix_str(row.key, refresh=False)
             bar.update()
         try:
-            with sweep.executor(jobs=args.jobs) as pool:
+            with sweep.executor(jobs=args.jobs) as pool:  # the workers start while the tasks are drawn
+                todo = suite.tasks(keys, battery=args.battery, seed=args.seed,
+                                   replay=not args.no_witnesses, figures=not args.no_figures)
+                bar.reset(total=len(todo))
                 rows = suite.run(todo, executor=pool, progress=progress)
             out = report.write(rows, args.report, seed=args.seed, battery=args.battery,
                                force=args.force)

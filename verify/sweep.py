@@ -640,6 +640,8 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
         return
     pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=worker_init,
                                initargs=(explicit(), os.getpid()))
+    for _ in range(jobs):  # start every worker now (the pool starts one per submission), so
+        pool.submit(os.getpid)  # their start-up overlaps whatever the driver does before its work
     try:
         yield pool
     except BaseException:
