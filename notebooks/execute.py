@@ -8,8 +8,8 @@ the same set-up and compares their outputs with the stored ones. The notebook is
 its outputs and without what changes from one run to the next without meaning anything
 (execution timing metadata, widget state), so that executing it again gives a clean diff.
 ``html/<stem>.html`` next to the notebooks is its static HTML rendering (nbconvert's ``lab``
-template), which ``fedbound check --all --report`` links. The rendering makes no external
-request: its math is MathML (latex2mathml: ``$...$`` and ``$$...$$`` in markdown cells, and
+template), which ``fedbound check --all --report`` links, with the template's stylesheet in one
+file beside them (``html/notebook.css``). The rendering makes no external request: its math is MathML (latex2mathml: ``$...$`` and ``$$...$$`` in markdown cells, and
 ``text/latex`` outputs such as a theorem's statement), which browsers lay out natively, and
 the template's scripts from a CDN (require.js, MathJax, Mermaid) are left out.
 
@@ -86,11 +86,22 @@ def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-#: the ``lab`` template without the scripts it loads from a CDN
+#: the stylesheet every rendering links (the ``lab`` template's own, written once)
+STYLESHEET = "notebook.css"
+#: the ``lab`` template without the scripts it loads from a CDN, its stylesheet linked
 OFFLINE_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
 {%- block html_head_js -%}{%- endblock html_head_js -%}
 {%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
 {%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block notebook_css -%}<link rel="stylesheet" href="STYLESHEET">{%- endblock notebook_css -%}
+""".replace("STYLESHEET", STYLESHEET)
+#: the ``lab`` template's stylesheet block alone
+STYLESHEET_TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
+{%- block header -%}{{ self.notebook_css() }}{%- endblock header -%}
+{%- block body_header -%}{%- endblock body_header -%}
+{%- block body_loop -%}{%- endblock body_loop -%}
+{%- block body_footer -%}{%- endblock body_footer -%}
+{%- block footer -%}{%- endblock footer -%}
 """
 #: math in markdown: $$display$$ first, then $inline$ (a dollar escaped by a backslash is not)
 DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.DOTALL)
@@ -123,17 +134,26 @@ def math_as_mathml(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
-def to_html(nb: nbformat.NotebookNode) -> str:
-    """The static HTML rendering of an executed notebook (nbconvert, ``lab`` template), with
-    its math as MathML and no external request."""
+def _exporter(template: str):
     from jinja2 import DictLoader
     from nbconvert import HTMLExporter  # only `make notebooks` needs nbconvert
 
-    exporter = HTMLExporter(template_name=HTML_TEMPLATE,
-                            extra_loaders=[DictLoader({"offline.html.j2": OFFLINE_TEMPLATE})],
-                            template_file="offline.html.j2")
-    body, _ = exporter.from_notebook_node(math_as_mathml(nb))
+    templates = {"offline.html.j2": OFFLINE_TEMPLATE, "stylesheet.html.j2": STYLESHEET_TEMPLATE}
+    return HTMLExporter(template_name=HTML_TEMPLATE, extra_loaders=[DictLoader(templates)],
+                        template_file=template)
+
+
+def to_html(nb: nbformat.NotebookNode) -> str:
+    """The static HTML rendering of an executed notebook (nbconvert, ``lab`` template), with
+    its math as MathML, its stylesheet linked (:func:`stylesheet`) and no external request."""
+    body, _ = _exporter("offline.html.j2").from_notebook_node(math_as_mathml(nb))
     return body
+
+
+def stylesheet() -> str:
+    """The ``lab`` template's stylesheet, which every rendering links as ``STYLESHEET``."""
+    body, _ = _exporter("stylesheet.html.j2").from_notebook_node(nbformat.v4.new_notebook())
+    return "\n".join(re.findall(r"<style[^>]*>(.*?)</style>", body, re.DOTALL))
 
 
 def run(path: Path, specs: KernelSpecManager) -> tuple[float, int]:
@@ -167,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", help="stems or file names (default: all)")
     paths = _selected(parser.parse_args(argv).notebooks)
+    HTML_DIR.mkdir(exist_ok=True)
+    (HTML_DIR / STYLESHEET).write_text(stylesheet(), encoding="utf-8")
     with kernel_specs() as specs:
         for path in paths:
             seconds, size = run(path, specs)

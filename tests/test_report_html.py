@@ -76,10 +76,13 @@ def test_notebooks_are_copied_and_linked_when_the_checkout_has_them(tmp_path, mo
     html = tmp_path / "nb"
     html.mkdir()
     (html / "01_mllsgd.html").write_text("<html>notebook 1</html>")
+    (html / "notebook.css").write_text("body {}")
     monkeypatch.setattr(report, "notebooks_dir", lambda: html)
     out = report.write(_rows(), tmp_path / "r", seed=0, battery=0)
     assert (out / "notebooks" / "01_mllsgd.html").read_text() == "<html>notebook 1</html>"
-    assert 'href="notebooks/01_mllsgd.html"' in (out / "index.html").read_text()
+    assert (out / "notebooks" / "notebook.css").read_text() == "body {}"  # the pages link it
+    index = (out / "index.html").read_text()
+    assert 'href="notebooks/01_mllsgd.html"' in index and 'href="notebooks/notebook.css"' not in index
     manifest = json.loads((out / "fedbound-report.json").read_text())
     assert "notebooks/01_mllsgd.html" in manifest["files"]
 

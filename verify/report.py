@@ -438,15 +438,17 @@ def notebooks_dir() -> Path:
 
 
 def _copy_notebooks(report: ReportDir) -> list[str]:
-    """Copy the rendered notebooks (``notebooks_dir()``) into the report; their names."""
+    """Copy the rendered notebooks (``notebooks_dir()``) and the stylesheet they share into
+    the report; the notebooks' names."""
     src = notebooks_dir()
     if not src.is_dir():
         return []
-    names = sorted(p.name for p in src.glob("*.html") if p.is_file() and not p.is_symlink())
-    for name in names:
+    files = sorted(p.name for p in src.iterdir() if p.suffix in (".html", ".css")
+                   and p.is_file() and not p.is_symlink())
+    for name in files:
         with report.target(f"notebooks/{name}") as tmp:
             shutil.copyfile(src / name, tmp)
-    return names
+    return [name for name in files if name.endswith(".html")]
 
 
 # ---------------------------------------------------------------------- figures
