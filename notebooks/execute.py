@@ -8,8 +8,9 @@ the same set-up and compares their outputs with the stored ones. The notebook is
 its outputs and without what changes from one run to the next without meaning anything
 (execution timing metadata, widget state), so that executing it again gives a clean diff.
 ``html/<stem>.html`` next to the notebooks is its static HTML rendering (nbconvert's ``lab``
-template), which ``fedbound check --all --report`` links, with the template's stylesheet in one
-file beside them (``html/notebook.css``). The rendering makes no external request: its math is MathML (latex2mathml: ``$...$`` and ``$$...$$`` in markdown cells, and
+template), which ``fedbound check --all --report`` links, with the template's stylesheet in
+one file beside them (``html/notebook.css``). The rendering makes no external request: its
+math is MathML (latex2mathml: ``$...$`` and ``$$...$$`` in markdown cells, and
 ``text/latex`` outputs such as a theorem's statement), which browsers lay out natively, and
 the template's scripts from a CDN (require.js, MathJax, Mermaid) are left out.
 

@@ -4,7 +4,7 @@ A ratchet: the files listed in SWEPT, and every file under SWEPT_DIRS, cite the 
 theorem, equation, section, appendix or algorithm and never by the maintainers' private text
 copies of the papers, their reading guides, a path above the repository or line numbers of
 those copies (the forms FORBIDDEN matches; the self-test below builds made-up examples of
-each). 
+each).
 """
 
 import json

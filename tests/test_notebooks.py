@@ -196,7 +196,8 @@ def test_html_rendering_is_stored(path):
     assert final[-1] in page, f"{html.name} does not show the stored {final[-1]!r}: run `make notebooks`"
     assert not re.search(r"<(script|link)[^>]*(src|href)=[\"']?(https?:)?//", page), \
         f"{html.name} loads something from the network"
-    assert f'href="{execute_py.STYLESHEET}"' in page and (execute_py.HTML_DIR / execute_py.STYLESHEET).is_file()
+    assert f'href="{execute_py.STYLESHEET}"' in page
+    assert (execute_py.HTML_DIR / execute_py.STYLESHEET).is_file()
     stored = _stored(path)
     formulas = sum(len(execute_py.DISPLAY_MATH.findall(c.source))
                    + len(execute_py.INLINE_MATH.findall(execute_py.DISPLAY_MATH.sub("", c.source)))
