@@ -92,6 +92,18 @@ def test_bound_step_and_scenario_load_neither_torch_nor_matplotlib(argv):
     assert _modules_after(_command(*argv)) & {"torch", "matplotlib"} == set()
 
 
+def test_a_scenario_too_large_is_refused_before_torch_loads(tmp_path):
+    """The resource estimate refuses before the simulator (torch) is imported: a cold
+    refusal takes about a second, not the several that importing torch costs."""
+    scenario = tmp_path / "big.json"
+    scenario.write_text('{"workers_per_hub": 1000000000}')
+    code = ("import contextlib, io\nfrom verify.cli import main\n"
+            "with contextlib.redirect_stderr(io.StringIO()) as err:\n"
+            f"    assert main(['check', 'mllsgd.theorem1', '--scenario', {str(scenario)!r}]) == 2\n"
+            "assert 'workers_per_hub' in err.getvalue()")
+    assert "torch" not in _modules_after(code)
+
+
 # ---------------------------------------------------------------------- generated functions
 
 X, Y = sp.symbols("x y", positive=True)

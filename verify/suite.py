@@ -34,7 +34,6 @@ from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 import bounds
 
@@ -248,6 +247,8 @@ def worker_init(plugins: Sequence[str] = (), parent: int | None = None) -> None:
     ignores SIGINT (the driver, which gets the terminal's Ctrl-C too, stops its workers
     itself, without a traceback from each) and exits as soon as its driver is gone
     (:func:`watch_parent`)."""
+    import torch
+
     torch.set_num_threads(1)
     if parent is not None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
