@@ -222,6 +222,10 @@ class Theorem:
                     names.add(self.worker_symbols[s])
         return sorted(names, key=list(self.params).index)
 
+    def term_params(self, name: str) -> list[str]:
+        """The parameters that the term ``name`` depends on."""
+        return self._needed([self.term_exprs[name]])
+
     def required(self) -> list[str]:
         """The parameters that the right-hand side and the conditions depend on (the others
         of ``params`` are accepted and ignored, e.g. a step that a corollary fixes)."""
@@ -258,10 +262,7 @@ class Theorem:
 
     def _eval(self, e: sp.Expr, args: Mapping[sp.Symbol, np.ndarray]) -> np.ndarray:
         syms, f = self._fn(e)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            out = f(*(args[s] for s in syms))
-        shape = np.broadcast_shapes(*(np.shape(args[s]) for s in syms)) if syms else ()
-        return np.broadcast_to(np.asarray(out, dtype=float), shape)
+        return nm.call(f, [args[s] for s in syms])
 
     def evaluate(self, **values) -> float | np.ndarray:
         """The right-hand side at ``values``; arrays broadcast (vectors over workers

@@ -263,6 +263,16 @@ def condition_root(A: np.ndarray, B: np.ndarray, C: np.ndarray, *, condition, st
     return root
 
 
+def call(f: Callable, args: Sequence[np.ndarray]) -> np.ndarray:
+    """``f(*args)`` of a generated function, as a float array of the arguments' broadcast
+    shape (a constant expression broadcasts too); numpy's warnings silenced, since the
+    callers test for NaN and infinity themselves."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = f(*args)
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args)) if args else ()
+    return np.broadcast_to(np.asarray(out, dtype=float), shape)
+
+
 def shown(x: np.ndarray) -> str:
     """A parameter's value in a message: the number, or the extremes of an array."""
     return f"{float(x):.6g}" if np.ndim(x) == 0 else f"[{np.min(x):.6g} .. {np.max(x):.6g}]"
