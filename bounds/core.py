@@ -36,6 +36,8 @@ from sympy.printing.numpy import NumPyPrinter
 from sympy.printing.precedence import precedence
 
 from . import compiled
+from . import numeric as nm
+from .numeric import Param, StepChoice, Violation  # noqa: F401  (part of core's interface)
 
 # the registry lives in bounds.registry (importable without sympy); re-exported here
 from .registry import (  # noqa: F401
@@ -48,110 +50,6 @@ from .registry import (  # noqa: F401
     unregister,
     variants,
 )
-
-# --------------------------------------------------------------------------- domains
-
-#: domain name -> (predicate on a float array, human description)
-_DOMAINS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
-    "positive": (lambda x: x > 0, "> 0"),
-    "nonnegative": (lambda x: x >= 0, ">= 0"),
-    "unit": (lambda x: (x >= 0) & (x < 1), "in [0, 1)"),
-    "probability": (lambda x: (x > 0) & (x <= 1), "in (0, 1]"),
-    "positive_integer": (lambda x: (x >= 1) & (x == np.floor(x)), "an integer >= 1"),
-    "weights": (lambda x: x > 0, "> 0 and summing to 1 over workers"),
-}
-
-#: domain name -> whether (smallest, largest) entry of a finite array lie in the domain;
-#: with a NaN among the entries both are NaN and the test fails
-_RANGES: dict[str, Callable[[float, float], bool]] = {
-    "positive": lambda lo, hi: 0 < lo and hi < math.inf,
-    "nonnegative": lambda lo, hi: 0 <= lo and hi < math.inf,
-    "unit": lambda lo, hi: 0 <= lo and hi < 1,
-    "probability": lambda lo, hi: 0 < lo and hi <= 1,
-    "positive_integer": lambda lo, hi: 1 <= lo and hi < math.inf,
-}
-
-
-@dataclass(frozen=True)
-class Param:
-    """A parameter of a theorem: ``domain`` is a key of the domain table, ``vector``
-    marks a per-worker array (worker axis last)."""
-
-    name: str
-    description: str
-    domain: str
-    unit: str = ""
-    vector: bool = False
-
-    def __post_init__(self):
-        if self.domain not in _DOMAINS:
-            raise ValueError(f"Param {self.name}: unknown domain {self.domain!r}")
-
-    def check(self, value) -> np.ndarray:
-        """Return ``value`` as a float array, or raise ValueError naming the parameter."""
-        try:
-            x = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f"{self.name}={value!r} is not a number") from None
-        if self.vector and x.ndim == 0:
-            raise ValueError(f"{self.name} must be an array over workers, got the scalar {value!r}")
-        if x.size == 0:
-            raise ValueError(f"{self.name} is empty")
-        if self._fits(x):
-            return x
-        bad = ~np.isfinite(x)
-        if bad.any():
-            raise ValueError(f"{self.name}{_index(bad)}={x[bad].flat[0]} is not a finite number")
-        ok, desc = _DOMAINS[self.domain]
-        bad = ~ok(x)
-        if bad.any():
-            raise ValueError(
-                f"{self.name}{_index(bad)}={x[bad].flat[0]:.6g} is outside its domain: "
-                f"{self.name} must be {desc} ({self.description})"
-            )
-        if self.domain == "weights":
-            total = x.sum(axis=-1)
-            far = np.abs(total - 1.0) > 1e-9
-            if far.any():
-                raise ValueError(
-                    f"{self.name} sums to {total[far].flat[0]:.12g}, not 1: "
-                    f"{self.name} must be {desc} ({self.description})"
-                )
-        return x
-
-    def _fits(self, x: np.ndarray) -> bool:
-        """Whether every entry of ``x`` is finite and in the domain, decided block by block
-        (each block read from cache by its few reductions, no temporaries of the input's
-        size); the error path, which names the first bad entry, runs only when this fails."""
-        if self.domain == "weights":  # rows of workers, positive and summing to 1
-            rows = x.reshape(-1, x.shape[-1])
-            step = max(1, _BLOCK // rows.shape[1])
-            return all(_weights_fit(rows[i:i + step]) for i in range(0, rows.shape[0], step))
-        flat = x.reshape(-1)
-        return all(self._block_fits(flat[i:i + _BLOCK]) for i in range(0, flat.size, _BLOCK))
-
-    def _block_fits(self, block: np.ndarray) -> bool:
-        if not _RANGES[self.domain](float(block.min()), float(block.max())):
-            return False
-        return self.domain != "positive_integer" or bool((np.floor(block) == block).all())
-
-
-_BLOCK = 1 << 15  #: entries per block of Param._fits (256 KiB of float64)
-
-
-def _weights_fit(rows: np.ndarray) -> bool:
-    """Every entry > 0 (so no NaN) and every row summing to 1 (so finite), to 1e-9."""
-    return bool(rows.min() > 0) and bool(  # einsum sums a short last axis fastest
-        (np.abs(np.einsum("ij->i", rows) - 1.0) <= 1e-9).all())
-
-
-def _index(mask: np.ndarray) -> str:
-    """'[i]' / '[i, j]' of the first True entry of ``mask`` ('' for a scalar)."""
-    if mask.ndim == 0:
-        return ""
-    idx = tuple(int(i) for i in np.argwhere(mask)[0])
-    return "[" + ", ".join(map(str, idx)) + "]"
-
 
 # --------------------------------------------------------------------------- pieces
 
@@ -243,34 +141,7 @@ class Aggregate:
     uses: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class StepChoice:
-    """The largest admissible step and the condition that binds there."""
-
-    step: float
-    binding: str
-    worker: int | None = None
-
-
-@dataclass(frozen=True)
-class Violation:
-    condition: str
-    citation: str
-    shortfall: float
-    worker: int | None = None
-
-    def __str__(self) -> str:
-        who = f" at worker {self.worker}" if self.worker is not None else ""
-        if not math.isfinite(self.shortfall):
-            return (f"{self.condition} ({self.citation}) fails{who}: a side of it is not finite "
-                    "in float64 at these parameters")
-        return f"{self.condition} ({self.citation}) fails{who} by {self.shortfall:.6g}"
-
-
 # --------------------------------------------------------------------------- theorem
-
-_TOL = 1e-12  # relative tolerance for conditions at their boundary (e.g. at max_step)
-
 
 @dataclass
 class Theorem:
@@ -351,27 +222,17 @@ class Theorem:
                     names.add(self.worker_symbols[s])
         return sorted(names, key=list(self.params).index)
 
+    def term_params(self, name: str) -> list[str]:
+        """The parameters that the term ``name`` depends on."""
+        return self._needed([self.term_exprs[name]])
+
     def required(self) -> list[str]:
         """The parameters that the right-hand side and the conditions depend on (the others
         of ``params`` are accepted and ignored, e.g. a step that a corollary fixes)."""
         return self._needed([self.expr, *(c.margin for c in self.conditions)])
 
     def _values(self, names: Sequence[str], given: Mapping[str, object]) -> dict[str, np.ndarray]:
-        unknown = set(given) - set(self.params)
-        if unknown:
-            raise ValueError(
-                f"{self.key}: unknown parameter(s) {sorted(unknown)}; "
-                f"parameters are {sorted(self.params)}"
-            )
-        missing = [n for n in names if n not in given]
-        if missing:
-            raise ValueError(f"{self.key}: missing parameter(s) {missing}")
-        vals = {n: self.params[n].check(given[n]) for n in names}
-        sizes = {vals[n].shape[-1] for n in names if self.params[n].vector}
-        if len(sizes) > 1:
-            vec = [f"{n}: {vals[n].shape[-1]}" for n in names if self.params[n].vector]
-            raise ValueError(f"{self.key}: vector parameters differ in length ({', '.join(vec)})")
-        return vals
+        return nm.checked_values(self.key, self.params, names, given)
 
     def _scalar_args(self, vals: Mapping[str, np.ndarray]) -> dict[sp.Symbol, np.ndarray]:
         args = {self.symbols[n]: v for n, v in vals.items() if not self.params[n].vector}
@@ -401,10 +262,7 @@ class Theorem:
 
     def _eval(self, e: sp.Expr, args: Mapping[sp.Symbol, np.ndarray]) -> np.ndarray:
         syms, f = self._fn(e)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            out = f(*(args[s] for s in syms))
-        shape = np.broadcast_shapes(*(np.shape(args[s]) for s in syms)) if syms else ()
-        return np.broadcast_to(np.asarray(out, dtype=float), shape)
+        return nm.call(f, [args[s] for s in syms])
 
     def evaluate(self, **values) -> float | np.ndarray:
         """The right-hand side at ``values``; arrays broadcast (vectors over workers
@@ -412,14 +270,14 @@ class Theorem:
         parameter, or where the expression is undefined; +inf is returned as such."""
         vals = self._values(self._needed([self.expr]), values)
         out = self._eval(self.expr, self._scalar_args(vals))
-        return _bound_value(out, f"{self.key} [{self.variant}]")
+        return nm.bound_value(out, f"{self.key} [{self.variant}]")
 
     def terms(self, **values) -> dict[str, float | np.ndarray]:
         """Each named term of the right-hand side; they sum to :meth:`evaluate`."""
         vals = self._values(self._needed([self.expr]), values)
         args = self._scalar_args(vals)
         return {
-            n: _bound_value(self._eval(e, args), f"{self.key} term {n}")
+            n: nm.bound_value(self._eval(e, args), f"{self.key} term {n}")
             for n, e in self.term_exprs.items()
         }
 
@@ -445,28 +303,13 @@ class Theorem:
         """Every condition that fails at ``values``, with the amount by which it fails
         (for a grid, the worst point; for a per-worker condition, the worst worker)."""
         vals = self._values(self._needed([c.margin for c in self.conditions]), values)
-        found = []
-        for c, m, scale in self._margins(vals):
-            bad = ~_holds(c, m, scale)
-            if not bad.any():
-                continue
-            short = np.where(bad, np.nan_to_num(np.abs(m), nan=np.inf), -np.inf)
-            worst = np.unravel_index(int(np.argmax(short)), short.shape) if short.ndim else ()
-            worker = int(worst[-1]) if c.per_worker and worst else None
-            found.append(Violation(c.name, c.citation, float(short[worst]), worker))
-        return found
+        return nm.violations(self._margins(vals))
 
     def admissible(self, **values) -> bool | np.ndarray:
         """True where every condition holds. With array inputs, an array of the
         broadcast shape (per-worker conditions are reduced over workers)."""
         vals = self._values(self._needed([c.margin for c in self.conditions]), values)
-        ok = np.asarray(True)
-        for c, m, scale in self._margins(vals):
-            holds = _holds(c, m, scale)
-            if c.per_worker:
-                holds = holds.all(axis=-1)
-            ok = ok & holds
-        return bool(ok) if ok.ndim == 0 else ok
+        return nm.admissible(self._margins(vals))
 
     # ---- step size ------------------------------------------------------------------
     def max_step(self, **values) -> float:
@@ -491,8 +334,8 @@ class Theorem:
         needed = [n for n in self._needed([c.margin for c in self.conditions]) if n != self.step]
         vals = self._values(needed, values)
         for c, m, scale in self._margins(vals, without=s):
-            if not _holds(c, m, scale).all():
-                at = ", ".join(f"{n}={_shown(vals[n])}" for n in self._needed([c.margin]))
+            if not nm.holds(c.is_equality, m, scale).all():
+                at = ", ".join(f"{n}={nm.shown(vals[n])}" for n in self._needed([c.margin]))
                 raise ValueError(f"{c.name} ({c.citation}) fails whatever the step, at {at}")
         limits = {}
         for c in self.conditions:
@@ -502,19 +345,13 @@ class Theorem:
                 if root.ndim > (1 if c.per_worker else 0):
                     grids = [n for n, v in vals.items() if np.ndim(v) > self.params[n].vector]
                     raise ValueError(f"{self.key}: step limits need scalar parameters, got a "
-                                     "grid: " + ", ".join(f"{n}={_shown(vals[n])}" for n in grids))
+                                     "grid: " + ", ".join(f"{n}={nm.shown(vals[n])}" for n in grids))
                 limits[c.name] = root if c.per_worker else float(root)
         return limits
 
     def step_choice(self, **values) -> StepChoice:
         """Largest admissible step and the condition (and worker) that binds."""
-        best = StepChoice(math.inf, "none: no condition limits the step")
-        for name, limit in self.step_limits(**values).items():
-            worker = int(np.argmin(limit)) if np.ndim(limit) else None
-            step = float(np.min(limit))
-            if step < best.step:
-                best = StepChoice(step, name, worker)
-        return best
+        return nm.step_choice(self.step_limits(**values))
 
     def _step_coefficients(self, c: Condition, s: sp.Symbol) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
         """(A, B, C) of the margin of ``c`` as A s^2 + B s + C (expanded once and cached)."""
@@ -529,45 +366,11 @@ class Theorem:
 
     def _condition_root(self, c: Condition, s: sp.Symbol, args) -> np.ndarray:
         A, B, C = (self._eval(e, args) for e in self._step_coefficients(c, s))
-        if (C <= 0).any():
-            bad = C <= 0
-            worker = f" at worker {int(np.argwhere(bad)[0][-1])}" if c.per_worker else ""
-            vals = ""
-            if c.per_worker:
-                i = int(np.argwhere(bad)[0][-1])
-                vals = ": " + ", ".join(
-                    f"{name}[{i}]={float(np.ravel(args[sym])[i]):.6g}"
-                    for sym, name in self.worker_symbols.items()
-                    if sym in c.margin.free_symbols
-                )
-            hint = f" ({c.hint})" if c.hint else ""
-            raise ValueError(
-                f"no {self.step} > 0 satisfies {c.name} ({c.citation}){worker}{vals}{hint}"
-            )
-        if (A > 0).any():
-            raise NotImplementedError(f"{c.name}: admissible set in {s} is not an interval from 0")
         names = ", ".join(sorted(str(x) for x in c.margin.free_symbols if x != s))
-        if not all(np.isfinite(x).all() for x in (A, B, C)):
-            raise ValueError(f"{c.name} ({c.citation}) cannot be solved for {self.step}: its "
-                             f"coefficients overflow, {names} too extreme")
-        # the roots do not change when A, B, C are divided by the largest of them (C > 0
-        # here), and B * B can no longer overflow (beta = 1e200 made the root 0)
-        m = np.maximum(np.maximum(np.abs(A), np.abs(B)), C)
-        A, B, C = A / m, B / m, C / m
-        with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
-            disc = np.sqrt(np.maximum(B * B - 4 * A * C, 0.0))
-            quad = 2 * C / (-B + disc)
-            lin = np.where(B < 0, -C / np.where(B < 0, B, -1.0), np.inf)
-        root = np.where(A < 0, quad, lin)
-        if not (root > 0).all():  # below the smallest float: no step is representable
-            raise ValueError(f"the largest {self.step} that satisfies {c.name} ({c.citation}) "
-                             f"is below the smallest positive float: {names} too extreme")
-        return root
-
-
-def _shown(x: np.ndarray) -> str:
-    """A parameter's value in a message: the number, or the extremes of an array."""
-    return f"{float(x):.6g}" if np.ndim(x) == 0 else f"[{np.min(x):.6g} .. {np.max(x):.6g}]"
+        workers = [(name, args[sym]) for sym, name in self.worker_symbols.items()
+                   if c.per_worker and sym in c.margin.free_symbols]
+        return nm.condition_root(A, B, C, condition=c, step=self.step, symbol=str(s),
+                                 names=names, worker_values=workers)
 
 
 class _Printer(NumPyPrinter):
@@ -633,21 +436,4 @@ def _global_names(code) -> set[str]:
     return names
 
 
-def _holds(c: Condition, margin: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """Whether ``c`` holds, up to a relative tolerance for round-off at its boundary. A
-    condition holds only where both of its sides are finite (``scale``, the larger of their
-    magnitudes, is finite): an overflowing side never makes a condition hold."""
-    finite = np.isfinite(scale) & ~np.isnan(margin)
-    with np.errstate(invalid="ignore"):
-        tol = _TOL * np.maximum(np.where(finite, scale, 1.0), 1.0)
-        ok = (np.abs(margin) <= tol) if c.is_equality else (margin >= -tol)
-    return finite & ok
-
-
-def _bound_value(x: np.ndarray, what: str) -> float | np.ndarray:
-    """An upper bound's value: finite, or +inf (a genuinely infinite right-hand side, or
-    one beyond the float range, which is still a valid upper bound). NaN and -inf are
-    not values of a bound and raise."""
-    if not np.min(x) > -np.inf:  # the smallest entry is NaN (any NaN) or -inf
-        raise ValueError(f"{what} is undefined (NaN or -inf) at the given parameters")
-    return float(x) if np.ndim(x) == 0 else np.asarray(x)
+_bound_value = nm.bound_value  # the name tests and callers know

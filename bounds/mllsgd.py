@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from . import reduce
 from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem
 from .references import cite
 
@@ -48,9 +49,9 @@ _a, _p = sp.IndexedBase("a"), sp.IndexedBase("p")
 
 AGGREGATES = [
     Aggregate(S2, sp.Sum(_a[_i] ** 2 * _p[_i], (_i, 1, _N)),
-              lambda v: (v["a"] ** 2 * v["p"]).sum(axis=-1), ("a", "p")),
+              reduce.weighted_square_probability, ("a", "p")),
     Aggregate(P, sp.Sum(_a[_i] * _p[_i], (_i, 1, _N)),
-              lambda v: (v["a"] * v["p"]).sum(axis=-1), ("a", "p")),
+              reduce.weighted_probability, ("a", "p")),
 ]
 
 PARAMS = {

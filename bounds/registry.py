@@ -86,6 +86,17 @@ def get(key: str, variant: str | None = None) -> Theorem:
     return e.cache[v]
 
 
+def default(key: str) -> str:
+    """The default variant of the registered result ``key`` (builds nothing)."""
+    return _entry(key).default
+
+
+def builtin(key: str) -> bool:
+    """Whether ``key`` is registered by :mod:`bounds.catalog` (a result of the four papers,
+    not a plugin's)."""
+    return getattr(_entry(key).build, "__module__", None) == "bounds.catalog"
+
+
 def keys() -> list[str]:
     """The registered result keys, sorted (builds nothing)."""
     return sorted(_REGISTRY)

@@ -43,6 +43,7 @@ import math
 import numpy as np
 import sympy as sp
 
+from . import reduce
 from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, get
 from .references import cite
 
@@ -61,8 +62,7 @@ S = sp.Symbol("S", nonnegative=True)
 _j, _N = sp.symbols("j N", integer=True, positive=True)
 _sigma = sp.IndexedBase("sigma")
 AGGREGATES = [
-    Aggregate(S, sp.Sum(_sigma[_j] ** 2, (_j, 1, _N)), lambda v: (v["sigma"] ** 2).sum(axis=-1),
-              ("sigma",)),
+    Aggregate(S, sp.Sum(_sigma[_j] ** 2, (_j, 1, _N)), reduce.sum_of_variances, ("sigma",)),
 ]
 #: a = eta Q, the product through which (15) depends on eta and Q
 a = sp.Symbol("a", positive=True)
@@ -96,7 +96,7 @@ _K = sp.IndexedBase("K")
 AGGREGATES_REFINED = [
     *AGGREGATES,
     Aggregate(S_bar, sp.Sum(_sigma[_j] ** 2 / _K[_j], (_j, 1, _N)),
-              lambda v: (v["sigma"] ** 2 / v["K"]).sum(axis=-1), ("sigma", "K")),
+              reduce.sum_of_variances_per_step, ("sigma", "K")),
 ]
 PARAMS_REFINED = {
     **PARAMS,

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .core import Theorem, get
+from .registry import get
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .core import Theorem
+    from .manifest import NumericTheorem
 
 OBJECTIVES = ("max", "min-bound")
 
@@ -27,8 +32,8 @@ class Choice:
                 "worker": self.worker}
 
 
-def choose_step(key_or_theorem: str | Theorem, objective: str = "max", variant: str | None = None,
-                **params) -> Choice:
+def choose_step(key_or_theorem: str | Theorem | NumericTheorem, objective: str = "max",
+                variant: str | None = None, **params) -> Choice:
     """Choose the step size of any registered theorem with a step parameter.
 
     ``objective="max"``: the largest admissible step (closed form, see
@@ -36,7 +41,9 @@ def choose_step(key_or_theorem: str | Theorem, objective: str = "max", variant: 
     bound; every encoded bound is a sum of a term decreasing in the step and terms
     increasing in it, so the minimum over ``(0, max_step]`` is found by a bounded scalar
     search in log-step, then compared with the endpoint ``max_step``. A bound of several
-    cells (one per group, as in Ali & Arafa 2025, Theorem 1) counts by its largest cell."""
+    cells (one per group, as in Ali & Arafa 2025, Theorem 1) counts by its largest cell.
+    It needs only ``step``, ``step_choice`` and ``evaluate`` of the theorem: a
+    :class:`~bounds.manifest.NumericTheorem` serves as well, without sympy."""
     if objective not in OBJECTIVES:
         raise ValueError(f"objective={objective!r} must be one of {OBJECTIVES}")
     thm = get(key_or_theorem, variant) if isinstance(key_or_theorem, str) else key_or_theorem

@@ -332,10 +332,10 @@ def nonfinite_bound(thm: bounds.Theorem, params: Mapping[str, Any], violations=(
     values = {k: v for k, v in params.items() if k in thm.params}
     terms = thm.terms(**values)
     where = ""
-    for name, expr in thm.term_exprs.items():
+    for name in terms:
         if np.all(np.isfinite(terms[name])):
             continue
-        used = [p for p in thm._needed([expr]) if p in values]
+        used = [p for p in thm.term_params(name) if p in values]
         where = f": term '{name}' = {float(np.max(terms[name])):g} overflows float64"
         if used:
             extreme = _extreme(used, values)

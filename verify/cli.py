@@ -166,14 +166,27 @@ def cmd_list(args):
     return None
 
 
+def _numeric_theorem(key: str, variant: str | None):
+    """The result to evaluate for ``bound`` and ``step``: its numeric theorem, loaded without
+    sympy, where a valid manifest exists (:mod:`bounds.manifest`); else the sympy theorem,
+    whose manifest is then written for the next process."""
+    from bounds import manifest
+
+    thm = manifest.load(key, variant)
+    if thm is None:
+        import bounds
+
+        thm = bounds.get(key, variant)
+        manifest.save(thm)
+    return thm
+
+
 def cmd_bound(args):
     import numpy as np
 
-    import bounds
-
     from .adapter import nonfinite_bound, undefined_named
 
-    thm = bounds.get(args.key, args.variant)
+    thm = _numeric_theorem(args.key, args.variant)
     p = _params(args.params)
     with undefined_named(thm, p):
         out = {
@@ -200,7 +213,7 @@ def cmd_step(args):
 
     from .adapter import nonfinite_bound, undefined_named
 
-    thm = bounds.get(args.key, args.variant)
+    thm = _numeric_theorem(args.key, args.variant)
     p = _params(args.params)
     with undefined_named(thm, p):
         c = bounds.choose_step(thm, args.objective, **p)
