@@ -48,4 +48,9 @@ import nbclient, nbformat
 nb = nbformat.read("00_quickstart.ipynb", as_version=4)
 nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
 PY
+# every README command, run as written by tests/test_readme.py against this installed wheel
+# (the test itself runs in the test environment of `make test`)
+cd "$clone"
+FEDBOUND_README_PYTHON="$py" "${TEST_PYTHON:-.venv/bin/python}" -m pytest -q -p no:cacheprovider \
+  tests/test_readme.py
 echo "wheel job: ok"

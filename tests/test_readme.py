@@ -98,16 +98,24 @@ def all_commands() -> list[str]:
     return [bare(c) for block in sh_blocks() for c in block]
 
 
+#: the interpreter whose fedbound the commands run: this one on this source tree, or an
+#: installed fedbound's (``.ci/wheel.sh`` runs this file against the built wheel, installed
+#: alone into a fresh environment, with ``FEDBOUND_README_PYTHON`` naming its interpreter)
+PYTHON = os.environ.get("FEDBOUND_README_PYTHON", sys.executable)
+
+
 @pytest.fixture(scope="module")
 def env(tmp_path_factory) -> dict:
-    """The environment of the commands: ``fedbound`` on PATH is this interpreter running
-    this tree's ``verify.cli``."""
+    """The environment of the commands: ``fedbound`` on PATH is :data:`PYTHON` running
+    ``verify.cli``, this tree's unless another interpreter is named."""
     bindir = tmp_path_factory.mktemp("bin")
     shim = bindir / "fedbound"
-    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m verify.cli "$@"\n')
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(PYTHON)} -m verify.cli "$@"\n')
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
     path = os.pathsep.join([str(bindir), os.environ.get("PATH", "")])
-    return {**os.environ, "PATH": path, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
+    source = {"PYTHONPATH": str(ROOT)} if PYTHON == sys.executable else {}
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return {**base, "PATH": path, "COLUMNS": "100", **source}
 
 
 def _id(block: list[str]) -> str:
@@ -137,7 +145,7 @@ def test_every_command_runs_as_written_with_the_exit_status_the_readme_states(
 def test_every_python_example_runs(code, env, tmp_path):
     script = tmp_path / "example.py"
     script.write_text(code)
-    r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+    r = subprocess.run([PYTHON, str(script)], cwd=tmp_path, env=env,
                        capture_output=True, text=True, timeout=TIMEOUT)
     assert r.returncode == 0, r.stderr[-3000:]
 
