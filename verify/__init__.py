@@ -17,6 +17,7 @@ from .api import (
     Witness,
     adapter_for,
     check,
+    check_estimated,
     default_scenario,
     load_plugins,
     load_scenario,
@@ -25,7 +26,6 @@ from .api import (
     unregister_adapter,
     witnesses,
 )
-from .estimated import check_estimated
 from .search import SearchResult, search
 
 __all__ = [
