@@ -1,8 +1,9 @@
 """fedbound.verify: where theory meets measurement.
 
 ``check(key, scenario) -> Verdict`` (a scenario object, a mapping, JSON, a path or a
-witness), ``search(key)`` for counterexamples, stored ``witnesses``, plugins, and the
-public extension API (``verify.api``: Adapter, Scenario, Measurement, register_adapter,
+witness), ``check_estimated`` (a bound on a problem whose constants are estimated),
+``search(key)`` for counterexamples, stored ``witnesses``, plugins, and the public
+extension API (``verify.api``: Adapter, Scenario, Measurement, register_adapter,
 ...). Depends on ``bounds`` and ``sim``; neither depends on it. Importing ``verify`` is
 light: the papers' adapters (and torch) and the installed plugins are loaded on first use.
 """
@@ -16,6 +17,7 @@ from .api import (
     Witness,
     adapter_for,
     check,
+    check_estimated,
     default_scenario,
     load_plugins,
     load_scenario,
@@ -28,6 +30,6 @@ from .search import SearchResult, search
 
 __all__ = [
     "Adapter", "Measurement", "Scenario", "SearchResult", "Tags", "Verdict", "Witness",
-    "adapter_for", "check", "default_scenario", "load_plugins", "load_scenario",
-    "register_adapter", "register_witness_dir", "search", "unregister_adapter", "witnesses",
+    "adapter_for", "check", "check_estimated", "default_scenario", "load_plugins",
+    "load_scenario", "register_adapter", "register_witness_dir", "search", "unregister_adapter", "witnesses",
 ]

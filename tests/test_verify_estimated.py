@@ -1,0 +1,98 @@
+"""verify.check_estimated: a bound checked with estimated constants.
+
+On the scenario's own quadratic the estimated-constant verdict must agree with the
+exact-constant one (verify.check); the conservative bound is the largest over the grid of
+the estimates' intervals (every corner evaluated independently here); on the digits MLP
+the check runs and says "estimated"."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import bounds
+import verify
+from verify import estimated
+from verify.estimated import check_estimated
+from verify.verdict import Comparison
+
+SMALL = {"K": 32, "q": 2, "tau": 4, "replicas": 32}
+
+
+@pytest.mark.parametrize("fields", [
+    SMALL,
+    {**SMALL, "graph": "complete", "p": 1.0, "seed": 3},
+    {**SMALL, "problem": {"kind": "logistic"}, "seed": 1},
+])
+def test_estimated_verdict_agrees_with_the_exact_constant_verdict(fields):
+    exact = verify.check("mllsgd.theorem1", fields)
+    est = check_estimated("mllsgd.theorem1", fields)
+    assert est.verdict == exact.verdict == "holds"
+    assert est.mode.startswith("estimated")
+    # the constants at the conservative end are within 1.5x of the exact ones (the logistic
+    # problem's L and sigma are certified upper bounds, so only <= holds there); on a
+    # quadratic the upper end of L covers the exact L, and Delta's upper end is exact
+    for name in ("L", "sigma", "Delta"):
+        assert est.params[name] <= 1.5 * exact.params[name]
+    if "problem" not in fields:
+        assert est.params["L"] >= exact.params["L"] * (1 - 1e-9)
+        assert est.params["Delta"] == pytest.approx(exact.params["Delta"], rel=1e-12)
+    assert any(n.startswith("estimated: L =") for n in est.notes)
+
+
+def test_the_conservative_bound_is_the_largest_corner():
+    from sim.estimate import Estimate
+
+    thm = bounds.get("mllsgd.theorem1")
+    base = dict(beta=0.0, K=64, q=2, tau=4, zeta=0.5, a=np.full(4, 0.25), p=np.full(4, 0.9),
+                eta=0.01)
+    est = {"L": Estimate("L", 1.0, 0.8, 1.3, "m", 1),
+           "sigma": Estimate("sigma", 1.0, 0.9, 1.2, "m", 1),
+           "Delta": Estimate("Delta", 2.0, 1.5, 2.0, "m", 1)}
+    bound, where, violations = estimated.conservative_bound(thm, base, est)
+    corners = [thm.evaluate(**base, L=L, sigma=s, Delta=D)
+               for L, s, D in itertools.product((0.8, 1.3), (0.9, 1.2), (1.5, 2.0))]
+    assert bound >= max(corners) * (1 - 1e-12)
+    assert bound >= thm.evaluate(**base, L=1.0, sigma=1.0, Delta=2.0)
+    assert set(where) == {"L", "sigma", "Delta"} and violations == []
+
+
+@pytest.mark.parametrize("conservative, at_estimate, expected", [
+    ("holds", "holds", "holds"),
+    ("inconclusive", "holds", "inconclusive"),
+    ("inconclusive", "violated", "inconclusive"),
+    ("violated", "violated", "violated"),
+])
+def test_holds_only_at_the_conservative_end(conservative, at_estimate, expected):
+    def comparison(outcome):
+        return Comparison(1.0, 1.0, (0.9, 1.1), outcome, "monte-carlo", None, 10)
+
+    assert estimated._outcome(comparison(conservative), comparison(at_estimate)) == expected
+
+
+def test_unknown_key_is_refused():
+    with pytest.raises(ValueError, match="key='hfl.theorem2'"):
+        check_estimated("hfl.theorem2")
+
+
+def test_on_the_digits_mlp_the_check_says_estimated():
+    pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
+    import torch
+
+    from sim.data import load_digits
+    from sim.neural import NeuralProblem, mlp
+
+    digits = load_digits()
+    torch.manual_seed(0)
+    problem = NeuralProblem(mlp(hidden=(16,)), digits.features, digits.labels, batch=8)
+    fields = {"hubs": 2, "workers_per_hub": 2, "K": 8, "q": 2, "tau": 2, "replicas": 4}
+    settings = estimated.EstimationSettings(points=2, steps=5, power_steps=10, samples=32)
+    v = check_estimated("mllsgd.theorem1", fields, problem=problem, settings=settings)
+    again = check_estimated("mllsgd.theorem1", fields, problem=problem, settings=settings)
+    assert v.as_dict() == again.as_dict()  # the same seed, the same numbers
+    assert v.verdict in ("holds", "inconclusive") and v.mode.startswith("estimated")
+    assert 0 < v.measured_mean < v.bound < float("inf")
+    assert any("NeuralProblem" in n for n in v.notes)
+    assert sum(n.startswith("estimated:") for n in v.notes) == 3

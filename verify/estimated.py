@@ -1,0 +1,193 @@
+"""Checks with estimated constants: a bound on a problem whose constants are unknown.
+
+A network (``sim.neural.NeuralProblem``) has no exact L or sigma: :func:`check_estimated`
+estimates them with ``sim.estimate`` (each with an interval), evaluates the bound at the
+conservative end, measures the left-hand side with the simulator, and returns a
+:class:`verify.Verdict` whose ``mode`` says "estimated" and whose notes give every
+estimated constant with its interval.
+
+The conservative end. A bound need not be monotone in every constant (a larger L, for
+instance, raises some terms of Castiglia et al. 2021, (13) and is multiplied by a step
+fixed beforehand in others), so the end that makes it largest is found by evaluation: the
+bound at every point of a grid of ``GRID`` values per estimated constant between its
+``lower`` and ``upper`` ends, both included, and the maximum taken. For a bound monotone in
+each constant separately this is exactly the maximum over the box of intervals (it sits
+at a corner); otherwise it is that maximum to the grid's resolution.
+
+The verdict: "holds" only if the measurement is below the bound at the conservative end
+(the upper 95% limit, as :func:`verify.verdict.compare` decides); "violated" if its lower
+limit is above even that bound; otherwise "inconclusive", in particular when the bound
+holds at the estimates but not at the conservative end. The intervals only cover the
+points where the constants were estimated (a trajectory of gradient descent from x_1):
+the assumptions ask for all x, so a verdict with estimated constants is never a proof.
+
+Results covered: ``mllsgd.theorem1`` (Castiglia et al. 2021, Theorem 1, (13)); the
+topology, K, q, tau, p, the replicas and the seed come from an ``MLLSGDScenario``, the
+problem from the caller (or the scenario's own, whose constants are then estimated
+instead of read, to compare with the exact-constant check).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import bounds
+
+from .adapter import _slack, adapter_for, finite_bound
+from .scenario import jsonable, roundoff
+from .verdict import Comparison, Measurement, Verdict, compare
+
+#: grid values per estimated constant when looking for the conservative end
+GRID = 5
+#: results :func:`check_estimated` can check
+KEYS = ("mllsgd.theorem1",)
+
+
+@dataclass(frozen=True)
+class EstimationSettings:
+    """How the constants are estimated (``sim.estimate``): ``points`` points along
+    ``steps`` gradient-descent steps from x_1 (step 1 / the upper end of L at x_1, which
+    is also the reference run for f_inf), ``power_steps`` power-iteration steps from
+    ``starts`` start vectors per point, ``samples`` stochastic gradients per point."""
+
+    points: int = 4
+    steps: int = 50
+    power_steps: int = 30
+    starts: int = 2
+    samples: int = 200
+
+
+def estimate_constants(problem, x1, generator, settings: EstimationSettings = EstimationSettings()
+                       ) -> dict[str, Any]:
+    """{"L", "sigma", "Delta": sim.estimate.Estimate} for the theorems of Castiglia et al.
+    2021 (beta = 0: sigma for the additive form of Assumption 1d), at points along a
+    gradient-descent trajectory from ``x1`` (see :class:`EstimationSettings`)."""
+    from sim import estimate
+
+    first = estimate.lipschitz(problem, x1, generator=generator, steps=settings.power_steps,
+                               starts=settings.starts)
+    points = estimate.trajectory(problem, x1, eta=1.0 / first.upper, steps=settings.steps,
+                                 points=settings.points)
+    f_ref = float(problem.loss(points).min())  # attained: an upper bound on inf F
+    return {
+        "L": estimate.lipschitz(problem, points, generator=generator,
+                                steps=settings.power_steps, starts=settings.starts),
+        "sigma": estimate.gradient_variance(problem, points, settings.samples, generator),
+        "Delta": estimate.delta(problem, x1, max(f_ref, float(problem.f_inf))),
+    }
+
+
+def _grid(estimates: dict[str, Any]) -> list[dict[str, float]]:
+    """Every combination of ``GRID`` values per constant between its ends (one value where
+    the ends coincide)."""
+    axes = {name: np.unique(np.linspace(e.lower, e.upper, GRID)) for name, e in estimates.items()}
+    return [dict(zip(axes, values, strict=True)) for values in itertools.product(*axes.values())]
+
+
+def conservative_bound(thm: bounds.Theorem, params: dict[str, Any], estimates: dict[str, Any]
+                       ) -> tuple[float, dict[str, float], list[str]]:
+    """The largest bound over the grid of the estimates' intervals (module docstring), the
+    constants where it is reached, and the conditions violated anywhere on the grid."""
+    best, where, violations = -math.inf, {}, []
+    for point in _grid(estimates):
+        values = {**params, **point}
+        violations += [str(v) for v in thm.violations(**values) if str(v) not in violations]
+        value = float(finite_bound(thm, values, violations))
+        if value > best:
+            best, where = value, point
+    return best, where, violations
+
+
+def _step(thm, params: dict[str, Any], estimates: dict[str, Any], eta: float | None) -> float:
+    """The scenario's step, else the largest that the conditions allow everywhere on the
+    grid of the estimates (the smallest of the largest admissible steps)."""
+    if eta is not None:
+        return float(eta)
+    return min(float(thm.max_step(**{**params, **point})) for point in _grid(estimates))
+
+
+def _measure_mllsgd(st, problem, x1, s, eta: float, atol: float) -> Measurement:
+    """The left-hand side of (13) on ``problem``: ``sim.mllsgd.run_mllsgd`` with the
+    scenario's topology, K, q, tau, p and replicas (the measurement of the MLL-SGD adapter,
+    on a problem passed in)."""
+    import torch
+
+    from sim.mllsgd import run_mllsgd
+
+    trace = run_mllsgd(
+        problem, H=torch.as_tensor(st.H), hub_of=torch.as_tensor(st.hub_of),
+        w=torch.as_tensor(st.w), p=torch.as_tensor(st.p), eta=eta, K=s.K, q=s.q, tau=s.tau,
+        x1=x1, replicas=s.replicas, generator=st.generator)
+    ok = ~trace.diverged.numpy()
+    per_k = trace.grad_sq_norm.numpy()[ok]
+    return Measurement(values=per_k.mean(axis=-1), diverged=int((~ok).sum()), atol=atol)
+
+
+def _outcome(at_conservative: Comparison, at_estimate: Comparison) -> str:
+    """"holds" only at the conservative end; "violated" when even that bound is exceeded;
+    else "inconclusive" (module docstring)."""
+    if at_conservative.outcome in ("holds", "violated", "diverged"):
+        return at_conservative.outcome
+    return "inconclusive" if at_estimate.outcome != "diverged" else "diverged"
+
+
+def check_estimated(key: str, scenario=None, *, problem=None, x1=None, variant: str | None = None,
+                    settings: EstimationSettings = EstimationSettings()) -> Verdict:
+    """The bound ``key`` (one of :data:`KEYS`) against the simulator with estimated
+    constants (module docstring). ``scenario``: as :func:`verify.check` takes it (topology,
+    K, q, tau, p, eta or null, replicas, seed); ``problem``: a ``sim`` problem (e.g. a
+    ``sim.neural.NeuralProblem``), default the scenario's own; ``x1``: the start, default
+    the problem's own initial parameters (``initial()``) or the scenario's x_1. The
+    returned Verdict has ``mode`` "estimated", ``bound`` the bound at the conservative end,
+    ``params`` the constants there, and notes with every estimate, its interval and the
+    bound at the estimates."""
+    import torch
+
+    from verify.papers.mllsgd import build
+
+    if key not in KEYS:
+        raise ValueError(f"key={key!r}: checks with estimated constants cover {KEYS}")
+    t0 = time.perf_counter()
+    adapter = adapter_for(key)
+    s = adapter.load(scenario)
+    thm = adapter.theorem(variant)
+    st = build(s)
+    own = problem is None
+    problem = st.problem if own else problem
+    if x1 is None:
+        x1 = st.x1 if own or not hasattr(problem, "initial") else problem.initial()
+    x1 = torch.as_tensor(x1, dtype=torch.float64, device=problem.device)
+    estimates = estimate_constants(problem, x1, st.generator, settings)
+    params = {"beta": 0.0, "K": s.K, "q": s.q, "tau": s.tau, "zeta": st.zeta,
+              "a": st.matrices.a, "p": st.p}
+    params["eta"] = _step(thm, params, estimates, s.eta)
+    at_values = {**params, **{name: e.value for name, e in estimates.items()}}
+    bound_values = float(finite_bound(thm, at_values))
+    bound, where, violations = conservative_bound(thm, params, estimates)
+    atol = roundoff(estimates["L"].upper, float(x1.norm()))
+    m = _measure_mllsgd(st, problem, x1, s, params["eta"], atol)
+    m.validate(key)
+    c, c_values = compare(bound, m), compare(bound_values, m)
+    notes = [f"estimated: {e}" for e in estimates.values()]
+    notes += [f"bound at the conservative end {bound:.6g} (max over a grid of {GRID} values per "
+              f"constant between its ends, reached at "
+              + ", ".join(f"{k} = {v:.4g}" for k, v in where.items()) + ")",
+              f"bound at the estimates {bound_values:.6g}: {c_values.outcome} there",
+              "constants estimated at points along a gradient-descent trajectory from x_1; "
+              "the assumptions ask for all x, so the true constants may be larger"]
+    if not own:
+        notes.append(f"problem: {type(problem).__name__} (dim {problem.dim}) passed in; the "
+                     "scenario's problem field is not used")
+    notes += list(c.notes)
+    return Verdict(
+        key=key, variant=thm.variant, bound=c.bound, measured_mean=c.mean, measured_ci=c.ci,
+        verdict=_outcome(c, c_values), slack=_slack(c.bound, c.mean), admissible=not violations,
+        violations=violations, params=jsonable({**params, **where}), scenario=s.to_dict(),
+        mode=f"estimated ({c.mode})", replicas=c.replicas, diverged=m.diverged, notes=notes,
+        atol=m.atol, seconds=time.perf_counter() - t0)
