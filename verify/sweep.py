@@ -425,14 +425,26 @@ class Store:
         except sqlite3.DatabaseError as e:
             raise ValueError(f"{flag} {path}: cannot open the store ({e})") from None
 
-    def _initialise(self) -> None:
-        """Create (or upgrade a version-1 store to) the current schema."""
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        with self.conn:
-            self.conn.execute(self.SCHEMA)
-            self.conn.execute(self.CLAIMS)
-            self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    def _initialise(self, timeout: float = 30.0) -> None:
+        """Create (or upgrade a version-1 store to) the current schema. Every statement is
+        idempotent, so two drivers that create one store at once both succeed: switching to
+        WAL needs the file to itself, and SQLite answers "database is locked" at once rather
+        than waiting for the other driver's transaction, so the creation is retried until
+        ``timeout`` seconds have passed."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.conn.execute("PRAGMA journal_mode=WAL")
+                with self.conn:
+                    self.conn.execute(self.SCHEMA)
+                    self.conn.execute(self.CLAIMS)
+                    self.conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                    self.conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def finished(self) -> set[str]:
         return {d for (d,) in self.conn.execute("SELECT digest FROM results")}
