@@ -33,6 +33,7 @@ numbers, bit for bit.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -109,8 +110,12 @@ def _level(level) -> float:
 
 def hessian_vector_product(problem: Problem, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """H(x) v for every leading index of ``x`` and ``v`` [..., dim]: the forward-mode
-    derivative of the problem's (batched) gradient at x in the direction v."""
-    return torch.func.jvp(problem.grad, (x,), (v,))[1]
+    derivative of the problem's (batched) gradient at x in the direction v. (torch's
+    forward-mode rules script a helper on first use, which warns that ``torch.jit.script``
+    is deprecated: torch's own call, silenced here.)"""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
+        return torch.func.jvp(problem.grad, (x,), (v,))[1]
 
 
 def lipschitz(problem: Problem, points, *, generator: torch.Generator, steps: int = 100,
