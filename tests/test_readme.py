@@ -41,7 +41,6 @@ TIMEOUT = 120  # seconds, per command
 SLOW = {
     "pip install -c constraints.txt .": "installs fedbound and torch; .ci/wheel.sh installs "
                                         "the built wheel and runs commands from it instead",
-    "fedbound check --all": "every result, battery and witness: minutes (make demo, CI)",
     "make demo": "creates a virtual environment and runs check --all: minutes",
     "make test": "creates a virtual environment and runs this very test suite",
     "make docs": "installs Sphinx and builds the documentation (CI builds it)",
