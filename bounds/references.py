@@ -48,21 +48,24 @@ class Paper:
 PAPERS: dict[str, Paper] = {p.key: p for p in (
     Paper("mllsgd", ("Timothy Castiglia", "Anirban Das", "Stacy Patterson"),
           "Multi-Level Local SGD: Distributed SGD for Heterogeneous Hierarchical Networks",
-          "International Conference on Learning Representations (ICLR)", 2021),
+          "International Conference on Learning Representations (ICLR)", 2021,
+          arxiv="2007.13819",
+          note="The arXiv version is titled 'Multi-Level Local SGD for Heterogeneous "
+               "Hierarchical Networks'."),
     Paper("hfl", ("Abdulmoneam Ali", "Ahmed Arafa"),
           "Delay Sensitive Hierarchical Federated Learning With Stochastic Local Updates",
           "IEEE Transactions on Cognitive Communications and Networking", 2025,
-          doi="10.1109/TCCN.2025.3527699",
+          arxiv="2302.04851", doi="10.1109/TCCN.2025.3527699",
           note="Equation numbers are the journal version's; the arXiv version has the same "
                "numbering in the main text. Presented in part at the Asilomar Conference on "
                "Signals, Systems, and Computers, 2022."),
     Paper("tdcd", ("Anirban Das", "Timothy Castiglia", "Shiqiang Wang", "Stacy Patterson"),
           "Cross-Silo Federated Learning for Multi-Tier Networks with Vertical and Horizontal "
           "Data Partitioning", "ACM Transactions on Intelligent Systems and Technology (TIST)",
-          2022),
+          2022, arxiv="2108.08930"),
     Paper("afl", ("Haibo Yang", "Xin Zhang", "Prashant Khanduri", "Jia Liu"),
           "Anarchic Federated Learning", "International Conference on Machine Learning (ICML)",
-          2022),
+          2022, arxiv="2108.09875"),
 )}
 
 

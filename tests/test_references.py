@@ -37,6 +37,8 @@ def test_entries_are_complete_and_frozen():
         assert p.key == key and p.authors and p.title and p.venue and 2000 < p.year < 2100
         entry = p.entry()
         assert entry.startswith(p.authors[0]) and p.title in entry and str(p.year) in entry
+        # every paper has a preprint a reader can open: arXiv's new-style identifier
+        assert re.fullmatch(r"\d{4}\.\d{4,5}", p.arxiv) and f"arXiv {p.arxiv}" in entry
     assert "doi 10.1109/TCCN.2025.3527699" in PAPERS["hfl"].entry()
     with pytest.raises(AttributeError):
         PAPERS["hfl"].year = 2024
