@@ -41,13 +41,13 @@ its family; ``RATES`` holds the corollaries' published rates.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 
-import numpy as np
 import sympy as sp
 
 from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem
+from .reduce import afl_counts, k_statistic, k_statistics
 from .references import cite
 
 PAPER = cite("afl")
@@ -70,45 +70,22 @@ _t, _i = sp.symbols("t i", integer=True)
 _Kti = sp.IndexedBase("K")
 
 
-def k_statistics(K_values) -> dict[str, float]:
-    """The K statistics of Theorem 2 from a constant or an array [..., workers]:
-    ``harmonic`` = mean_t (1/K_t), ``mean`` = mean_t Kbar_t, ``quadratic`` = mean_t Khat_t^2,
-    ``max`` = max K_{t,i}, ``quadratic_max`` = max_t Khat_t^2 (leading axes averaged)."""
-    k = np.asarray(K_values, dtype=float)
-    if k.ndim == 0:
-        k = k[None]
-    return {
-        "harmonic": float(np.mean(np.mean(1.0 / k, axis=-1))),
-        "mean": float(np.mean(np.mean(k, axis=-1))),
-        "quadratic": float(np.mean(np.mean(k * k, axis=-1))),
-        "max": float(np.max(k)),
-        "quadratic_max": float(np.max(np.mean(k * k, axis=-1))),
-    }
-
-
-def _stat(name: str, axis: str | None):
-    """Reducer for an Aggregate; checks the worker axis against ``axis`` ("m" or "M")."""
-    def reduce(v: Mapping[str, np.ndarray]) -> np.ndarray:
-        k = np.asarray(v["K"])
-        if axis is not None and k.ndim >= 1 and np.ndim(v[axis]) == 0 and k.shape[-1] != v[axis]:
-            raise ValueError(f"K has {k.shape[-1]} entries per round, expected {axis}={v[axis]:g} "
-                             f"(the last axis of K is the workers of a round)")
-        return np.asarray(k_statistics(k)[name])
-    return reduce
-
-
 def _aggregates(axis: str | None) -> list[Aggregate]:
     uses = ("K",) if axis is None else ("K", axis)
     n = m if axis == "m" else M
     mean_i = lambda e: sp.Sum(e, (_i, 1, n)) / n  # noqa: E731
     mean_t = lambda e: sp.Sum(e, (_t, 0, T - 1)) / T  # noqa: E731
     k = _Kti[_t, _i]
+
+    def stat(name: str) -> partial:
+        return partial(k_statistic, name=name, axis=axis)
+
     return [
-        Aggregate(H_K, mean_t(mean_i(1 / k)), _stat("harmonic", axis), uses),
-        Aggregate(BAR_K, mean_t(mean_i(k)), _stat("mean", axis), uses),
-        Aggregate(HAT_K2, mean_t(mean_i(k**2)), _stat("quadratic", axis), uses),
-        Aggregate(K_MAX, sp.Max(k), _stat("max", axis), uses),
-        Aggregate(HAT_K2_MAX, sp.Max(mean_i(k**2)), _stat("quadratic_max", axis), uses),
+        Aggregate(H_K, mean_t(mean_i(1 / k)), stat("harmonic"), uses),
+        Aggregate(BAR_K, mean_t(mean_i(k)), stat("mean"), uses),
+        Aggregate(HAT_K2, mean_t(mean_i(k**2)), stat("quadratic"), uses),
+        Aggregate(K_MAX, sp.Max(k), stat("max"), uses),
+        Aggregate(HAT_K2_MAX, sp.Max(mean_i(k**2)), stat("quadratic_max"), uses),
     ]
 
 
@@ -134,21 +111,13 @@ PARAMS = {
 
 class AFLTheorem(Theorem):
     """A Theorem whose parameters are also checked against each other: m <= M,
-    m' <= M and tau an integer (Sections 3, 4.1 and 4.2)."""
+    m' <= M and tau an integer (Sections 3, 4.1 and 4.2), by ``cross_check``
+    (:func:`bounds.reduce.afl_counts`, which a manifest names)."""
+
+    cross_check = staticmethod(afl_counts)
 
     def _values(self, names, given):
-        vals = super()._values(names, given)
-        given_vals = {n: self.params[n].check(v) for n, v in given.items()
-                      if n in ("m", "m_prime", "M")}
-        for small in ("m", "m_prime"):
-            if small in given_vals and "M" in given_vals and np.any(given_vals[small] > given_vals["M"]):
-                raise ValueError(f"{small}={np.max(given_vals[small]):g} exceeds "
-                                 f"M={np.min(given_vals['M']):g}: at most M workers can report "
-                                 f"({PAPER}, Algorithm 1 and Section 4.2)")
-        if "tau" in vals and np.any(vals["tau"] != np.floor(vals["tau"])):
-            raise ValueError(f"tau={vals['tau']} must be an integer number of rounds >= 0 "
-                             f"({PAPER}, Theorem 2)")
-        return vals
+        return self.cross_check(self.params, given, super()._values(names, given))
 
 
 # ---------------------------------------------------------------------- conditions

@@ -54,7 +54,9 @@ import numpy as np
 import sympy as sp
 
 from . import delays as dl
+from . import reduce as rd
 from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, get
+from .reduce import avg_l2, coupling_count, group_weight, kappa_of
 from .references import cite
 
 PAPER = cite("hfl")
@@ -112,148 +114,20 @@ COROLLARY1_PARAMS = {**BASE_PARAMS, "t_max": _param(
 
 
 # ---------------------------------------------------------------------- schedule reductions
-
-
-def schedule(t) -> tuple[np.ndarray, np.ndarray]:
-    """Validated schedule ``t`` [..., U, G] as int64 and the mask of real rounds [..., U].
-
-    Raises ValueError naming the entry if t is not an integer array, has a row mixing zero
-    and non-zero counts (t_i^u >= 1 by (7)), a zero row before a non-zero one, or no
-    real round at all."""
-    arr = np.asarray(t, dtype=float)
-    if arr.ndim == 1:
-        arr = arr[None, :]
-    if arr.ndim < 2 or arr.shape[-2] == 0:
-        raise ValueError(f"t must have shape [..., U, G] with U >= 1, got {arr.shape}")
-    bad = (arr != np.floor(arr)) | (arr < 0)
-    if bad.any():
-        idx = tuple(int(k) for k in np.argwhere(bad)[0])
-        raise ValueError(f"t{list(idx)}={arr[idx]:g} must be an integer >= 0")
-    real = arr > 0
-    rows = real.all(axis=-1)
-    mixed = real.any(axis=-1) & ~rows
-    if mixed.any():
-        idx = tuple(int(k) for k in np.argwhere(mixed)[0])
-        raise ValueError(f"t row {list(idx)} mixes zero and non-zero counts: every group does "
-                         f"t_i^u >= 1 local iterations in a real round ({PAPER}, eq. (7))")
-    later = np.flip(np.logical_or.accumulate(np.flip(rows, -1), -1), -1)
-    if (later & ~rows).any():
-        idx = tuple(int(k) for k in np.argwhere(later & ~rows)[0])
-        raise ValueError(f"t row {list(idx)} is zero before a real round: zero rows may only "
-                         "pad the end of a schedule")
-    if not rows[..., 0].all():
-        raise ValueError(f"t has a schedule without any round (U >= 1 by {PAPER}, eq. (13))")
-    return arr.astype(np.int64), rows
-
-
-def kappa_of(sizes) -> np.ndarray:
-    """kappa = |N_g| sum_j |N_j|^2 / (sum_i |N_i|)^2 of Theorem 1; 1 <= kappa <= |N_g|, and
-    kappa = 1 iff all groups have equal size (Cauchy-Schwarz)."""
-    n = np.asarray(sizes, dtype=float)
-    return n.shape[-1] * (n * n).sum(-1) / n.sum(-1) ** 2
-
-
-def _W(n: np.ndarray) -> np.ndarray:
-    """W = |N_g| / N^2 (fedbound's shorthand: kappa = W sum_i |N_i|^2)."""
-    return n.shape[-1] / n.sum(-1) ** 2
-
-
-def _rounds(v) -> np.ndarray:
-    return schedule(v["t"])[1].sum(-1).astype(float)
-
-
-def _z4(v) -> np.ndarray:
-    """W sum_{u=1}^U sum_i |N_i|^2 (t_i^{u-1})^2 with t_i^0 = 0 (ERRATUM_T0): the previous
-    round's counts, over real rounds u >= 2."""
-    t, real = schedule(v["t"])
-    n = np.asarray(v["sizes"], dtype=float)
-    prev = np.zeros(t.shape)
-    prev[..., 1:, :] = t[..., :-1, :] * real[..., 1:, None]
-    return _W(n) * (n**2 * prev**2).sum((-1, -2))
-
-
-def avg_l2(t: np.ndarray) -> np.ndarray:
-    """(1/t) sum_{l=0}^{t-1} l^2 = (t-1)(2t-1)/6, used in (40) and the "direct
-    simplifications" after it (Appendix D)."""
-    return (t - 1) * (2 * t - 1) / 6
-
-
-def _z5(v) -> np.ndarray:
-    t, real = schedule(v["t"])
-    n = np.asarray(v["sizes"], dtype=float)
-    return _W(n) * (n**2 * np.where(real[..., None], avg_l2(t.astype(float)), 0.0)).sum((-1, -2))
-
-
-def _t_max(v) -> np.ndarray:
-    """``t_max`` [G], checked against the realised schedule: (22) needs t_i^u <= t_i^max."""
-    t, _ = schedule(v["t"])
-    tm = np.asarray(v["t_max"], dtype=float)
-    short = tm < t.max(axis=-2)
-    if short.any():
-        i = int(np.argwhere(short)[0][-1])
-        raise ValueError(f"t_max[{i}]={tm[..., i].flat[0]:g} is below the realised "
-                         f"max_u t[u, {i}]={t.max(axis=-2)[..., i].flat[0]}: {PAPER}, eq. (22) needs "
-                         "t_i^u <= t_i^max")
-    return tm
-
-
-def _m(v) -> np.ndarray:
-    n = np.asarray(v["sizes"], dtype=float)
-    return _W(n) * ((n * _t_max(v)) ** 2).sum(-1)
-
-
-def coupling_count(t: np.ndarray) -> np.ndarray:
-    """t - 1/t = (6/t^2) sum_{0 <= l' < l < t} (l - l'): the pairs (later gradient, earlier
-    noise) of one round in the noise-drift coupling of the refined variant (derived by
-    fedbound)."""
-    return t - 1.0 / t
-
-
-def _over_rounds(v, per_count, power: float, norm: int) -> np.ndarray:
-    """(1/N^norm) sum_u sum_i |N_i|^power per_count(t_i^u) over the real rounds, [...]."""
-    t, real = schedule(v["t"])
-    n = np.asarray(v["sizes"], dtype=float)
-    tf = np.where(real[..., None], t, 1).astype(float)
-    cells = np.where(real[..., None], n**power * per_count(tf), 0.0)
-    return cells.sum((-1, -2)) / n.sum(-1) ** norm
-
-
-def _at_t_max(v, per_count, power: float, norm: int) -> np.ndarray:
-    """(1/N^norm) sum_i |N_i|^power per_count(t_i^max), [...]."""
-    n = np.asarray(v["sizes"], dtype=float)
-    return (n**power * per_count(_t_max(v))).sum(-1) / n.sum(-1) ** norm
-
-
-def _kappa_j(v) -> np.ndarray:
-    """|N_g|^2 / (sum_i |N_i|^2)^2, the second term of (20) as the journal version prints it."""
-    n = np.asarray(v["sizes"], dtype=float)
-    return n.shape[-1] ** 2 / ((n * n).sum(-1)) ** 2
-
-
-def _per_group_count(v) -> np.ndarray:
-    return schedule(v["t"])[0].sum(-2).astype(float)
-
-
-def _per_group_sq_before_last(v) -> np.ndarray:
-    """sum_{u=1}^{U-1} (t_i^u)^2 per group, the last term of (19)."""
-    t, real = schedule(v["t"])
-    last = real & ~np.concatenate([real[..., 1:], np.zeros_like(real[..., :1])], axis=-1)
-    keep = real & ~last
-    return (np.where(keep[..., None], t, 0).astype(float) ** 2).sum(-2)
-
+# numpy only, in bounds.reduce (named, so that a result's manifest can name them)
 
 _DISPLAY_U = sp.Symbol("U")
 _TSUM = sp.Sum(_t[_u, _i], (_u, 1, _DISPLAY_U))
-_AGG_U = Aggregate(U, _DISPLAY_U, _rounds, ("t",))
-_AGG_KAPPA = Aggregate(kappa, _KAPPA, lambda v: kappa_of(v["sizes"]), ("sizes",))
+_AGG_U = Aggregate(U, _DISPLAY_U, rd.rounds, ("t",))
+_AGG_KAPPA = Aggregate(kappa, _KAPPA, rd.kappa, ("sizes",))
 _AGG_Z4 = Aggregate(Z4, _W_DISPLAY * sp.Sum(sp.Sum(_n[_i] ** 2 * _t[_u - 1, _i] ** 2, (_i, 1, _Ng)),
-                                    (_u, 1, _DISPLAY_U)), _z4, ("t", "sizes"))
+                                    (_u, 1, _DISPLAY_U)), rd.previous_round_sum, ("t", "sizes"))
 _AGG_Z5 = Aggregate(Z5, _W_DISPLAY * sp.Sum(sp.Sum(_n[_i] ** 2 * (_t[_u, _i] - 1) * (2 * _t[_u, _i] - 1)
                                            / 6, (_i, 1, _Ng)), (_u, 1, _DISPLAY_U)),
-                    _z5, ("t", "sizes"))
-_AGG_KJ = Aggregate(kappa_J, _Ng**2 / sp.Sum(_n[_j] ** 2, (_j, 1, _Ng)) ** 2, _kappa_j,
+                    rd.within_round_sum, ("t", "sizes"))
+_AGG_KJ = Aggregate(kappa_J, _Ng**2 / sp.Sum(_n[_j] ** 2, (_j, 1, _Ng)) ** 2, rd.kappa_journal,
                     ("sizes",))
-_AGG_M = Aggregate(M, _W_DISPLAY * sp.Sum((_n[_i] * _tm[_i]) ** 2, (_i, 1, _Ng)), _m,
+_AGG_M = Aggregate(M, _W_DISPLAY * sp.Sum((_n[_i] * _tm[_i]) ** 2, (_i, 1, _Ng)), rd.t_max_sum,
                    ("t", "sizes", "t_max"))
 
 
@@ -263,17 +137,17 @@ def _per_round_display(cell: sp.Expr, power: int | sp.Rational, norm: int) -> sp
 
 _TUI, _TMI = _t[_u, _i], _tm[_i]
 _AGG_Y = Aggregate(Y, _per_round_display(1 / _TUI, 1, 2),
-                   lambda v: _over_rounds(v, np.reciprocal, 1, 2), ("t", "sizes"))
+                   rd.refined_noise, ("t", "sizes"))
 _AGG_ZR = Aggregate(Z_r, _per_round_display((_TUI - 1) * (2 * _TUI - 1) / 6, 1, 1),
-                    lambda v: _over_rounds(v, avg_l2, 1, 1), ("t", "sizes"))
+                    rd.refined_drift, ("t", "sizes"))
 _AGG_CR = Aggregate(C_r, _per_round_display(_TUI - 1 / _TUI, sp.Rational(3, 2), 2),
-                    lambda v: _over_rounds(v, coupling_count, 1.5, 2), ("t", "sizes"))
+                    rd.refined_coupling, ("t", "sizes"))
 _AGG_MR = Aggregate(M_r, sp.Sum(_n[_i] * (_TMI - 1) * (2 * _TMI - 1) / 6, (_i, 1, _Ng)) / _N,
-                    lambda v: _at_t_max(v, avg_l2, 1, 1), ("t", "sizes", "t_max"))
+                    rd.refined_drift_at_t_max, ("t", "sizes", "t_max"))
 _AGG_CM = Aggregate(C_m, sp.Sum(_n[_i] ** sp.Rational(3, 2) * (_TMI - 1 / _TMI), (_i, 1, _Ng))
-                    / _N**2, lambda v: _at_t_max(v, coupling_count, 1.5, 2),
+                    / _N**2, rd.refined_coupling_at_t_max,
                     ("t", "sizes", "t_max"))
-_AGG_N = Aggregate(N_tot, _N, lambda v: np.asarray(v["sizes"], dtype=float).sum(-1), ("sizes",))
+_AGG_N = Aggregate(N_tot, _N, rd.total_size, ("sizes",))
 
 # ---------------------------------------------------------------------- conditions, errata
 
@@ -370,9 +244,8 @@ def lemma1(variant: str = "proof") -> Theorem:
     """Lemma 1, eq. (18): E||x^{u+1} - x_i^{u,t_i^u}||^2 <= 2 a^2 ((t_i^u)^2 + kappa) G^2
     for every (u, i). ``printed`` keeps the stated 0 <= alpha <= 1/L; ``proof`` drops it
     (its proof, Appendix B, never uses it). Evaluates to [..., U, G]."""
-    t2_agg = Aggregate(t2, _t[_u, _i] ** 2, lambda v: schedule(v["t"])[0].astype(float) ** 2,
-                       ("t",))
-    kap = Aggregate(kappa, _KAPPA, lambda v: kappa_of(v["sizes"])[..., None, None], ("sizes",))
+    t2_agg = Aggregate(t2, _t[_u, _i] ** 2, rd.squared_counts, ("t",))
+    kap = Aggregate(kappa, _KAPPA, rd.kappa_per_cell, ("sizes",))
     conditions = [CONDITION_STEP] if variant == "printed" else []
     errata = [ERRATUM_REMARK2] + ([] if variant == "printed" else [ERRATUM_LEMMA_STEP])
     return _theorem(
@@ -391,14 +264,14 @@ def theorem1(variant: str = "proof") -> Theorem:
     U >= 2 with balanced counts (derived by fedbound: AM-GM and Cauchy-Schwarz on its last two
     terms): see :func:`vacuous`."""
     aggs = [
-        Aggregate(A_i, _TSUM, _per_group_count, ("t",)),
+        Aggregate(A_i, _TSUM, rd.iterations_per_group, ("t",)),
         Aggregate(Q_i, sp.Sum(_t[_u, _i] ** 2, (_u, 1, _DISPLAY_U - 1)),
-                  _per_group_sq_before_last, ("t",)),
-        Aggregate(U, _DISPLAY_U, lambda v: _rounds(v)[..., None], ("t",)),
-        Aggregate(n_i, _n[_i], lambda v: np.asarray(v["sizes"], dtype=float), ("sizes",)),
+                  rd.squares_before_last_round, ("t",)),
+        Aggregate(U, _DISPLAY_U, rd.rounds_per_group, ("t",)),
+        Aggregate(n_i, _n[_i], rd.group_sizes, ("sizes",)),
         Aggregate(Delta_i, sp.IndexedBase("Delta")[_i],
-                  lambda v: np.asarray(v["Delta"], dtype=float), ("Delta",)),
-        Aggregate(kappa, _KAPPA, lambda v: kappa_of(v["sizes"])[..., None], ("sizes",)),
+                  rd.group_gaps, ("Delta",)),
+        Aggregate(kappa, _KAPPA, rd.kappa_per_group, ("sizes",)),
     ]
     terms = {
         "transient": 2 * Delta_i / (alpha * A_i),
@@ -611,12 +484,12 @@ def _plug_in_aggregates(key: str, stats: dl.RoundStatistics, sizes: np.ndarray,
     """Aggregate values with the schedule replaced by its moments."""
     n = sizes.astype(float)
     EU, Et, Et2, Einv = stats.mean_U, stats.mean_t, stats.mean_t2, stats.mean_inv_t
-    W, N = _W(n), n.sum()
+    W, N = group_weight(n), n.sum()
     out = {kappa: kappa_of(n), U: EU}
     if key == "hfl.theorem2":
         out[Z4] = W * (n**2 * Et2).sum() * (EU - 1)
         out[Z5] = W * (n**2 * (2 * Et2 - 3 * Et + 1) / 6).sum() * EU
-        out[kappa_J] = _kappa_j({"sizes": n})
+        out[kappa_J] = rd.kappa_journal({"sizes": n})
         # E[1/t] from the law of t (not 1/E[t]); E (t-1)(2t-1)/6 = (2 E t^2 - 3 E t + 1)/6
         out[Y] = (n * Einv).sum() / N**2 * EU
         out[Z_r] = (n * (2 * Et2 - 3 * Et + 1) / 6).sum() / N * EU

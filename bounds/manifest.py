@@ -18,8 +18,10 @@ metadata, without importing sympy) and a SHA-256 of the sources of :mod:`bounds`
 only when its key matches and it is complete (the integrity rules of :mod:`bounds.compiled`:
 a header naming the key and the SHA-256 of the body, written to a temporary name and
 renamed). Only the results of the four papers (:mod:`bounds.catalog`) get a manifest, and only
-those whose aggregates reduce through named functions of :mod:`bounds.reduce`; any other
-result, and any miss, is built with sympy as before.
+those whose aggregates reduce through named functions of :mod:`bounds.reduce` (or a
+``functools.partial`` of one, whose keywords the manifest stores) and whose cross-parameter
+check, if any (a theorem's ``cross_check``), is one too; any other result, and any miss, is
+built with sympy as before.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import hashlib
 import importlib
 import json
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from types import SimpleNamespace
@@ -38,7 +40,7 @@ import numpy as np
 from . import compiled, registry
 from . import numeric as nm
 
-FORMAT = 1  #: the manifest's layout; a change of it makes every stored manifest stale
+FORMAT = 2  #: the manifest's layout; a change of it makes every stored manifest stale
 REDUCERS = "bounds.reduce"  #: the only module a manifest's aggregates may name
 
 
@@ -97,10 +99,16 @@ def describe(thm) -> dict | None:
         return None
     aggregates = []
     for g in thm.aggregates:
-        f = g.reduce
-        if getattr(f, "__module__", None) != REDUCERS or f.__qualname__ != f.__name__:
+        bound = isinstance(g.reduce, partial)
+        f, keywords = (g.reduce.func, g.reduce.keywords) if bound else (g.reduce, {})
+        if not _named(f) or bound and g.reduce.args or not all(
+                isinstance(x, str | None) for x in keywords.values()):  # plain JSON only
             return None
-        aggregates.append({"symbol": str(g.symbol), "reduce": f.__name__, "uses": list(g.uses)})
+        aggregates.append({"symbol": str(g.symbol), "reduce": f.__name__,
+                           "keywords": dict(keywords), "uses": list(g.uses)})
+    check = getattr(thm, "cross_check", None)
+    if check is not None and not _named(check):
+        return None
 
     def function(e) -> dict:
         syms = sorted(e.free_symbols, key=str)  # the argument order of Theorem._fn
@@ -112,12 +120,18 @@ def describe(thm) -> dict | None:
         return {"key": key, "args": [str(s) for s in syms]}
 
     try:
-        return _description(thm, aggregates, function)
+        return _description(thm, aggregates, None if check is None else check.__name__, function)
     except _Missing:  # the cache cannot be written
         return None
 
 
-def _description(thm, aggregates: list, function) -> dict | None:
+def _named(f) -> bool:
+    """Whether ``f`` is a module-level function of :mod:`bounds.reduce` (by its name)."""
+    return (getattr(f, "__module__", None) == REDUCERS
+            and getattr(f, "__qualname__", None) == getattr(f, "__name__", ""))
+
+
+def _description(thm, aggregates: list, cross_check: str | None, function) -> dict | None:
     """The body of :func:`describe` (None: a step condition of degree above 2 in the step)."""
     s = thm.symbols[thm.step] if thm.step is not None else None
     conditions = []
@@ -140,7 +154,7 @@ def _description(thm, aggregates: list, function) -> dict | None:
         "step_symbol": None if s is None else str(s),
         "params": {n: [p.description, p.domain, p.unit, p.vector] for n, p in thm.params.items()},
         "symbols": {n: str(sym) for n, sym in thm.symbols.items()},
-        "aggregates": aggregates,
+        "aggregates": aggregates, "cross_check": cross_check,
         "worker_symbols": {str(w): n for w, n in thm.worker_symbols.items()},
         "expr": function(thm.expr), "expr_needed": thm._needed([thm.expr]),
         "terms": {n: function(e) for n, e in thm.term_exprs.items()},
@@ -175,6 +189,12 @@ class _Missing(LookupError):
     """A generated function of the manifest is not in the cache."""
 
 
+def _reducer(reducers, name: str, keywords: Mapping):
+    """The reducer ``name`` of :mod:`bounds.reduce`, with its stored ``keywords``."""
+    f = getattr(reducers, name)
+    return partial(f, **keywords) if keywords else f
+
+
 def _function(spec: Mapping) -> tuple[list[str], object]:
     key = spec["key"]
     source = compiled.read(compiled.cache_dir() / f"{key}.py", key)
@@ -196,8 +216,10 @@ class NumericTheorem:
                        for n, (d, dom, unit, vec) in m["params"].items()}
         self._symbols = dict(m["symbols"])
         reducers = importlib.import_module(REDUCERS)
-        self._aggregates = [(g["symbol"], getattr(reducers, g["reduce"]), tuple(g["uses"]))
-                            for g in m["aggregates"]]
+        self._aggregates = [(g["symbol"], _reducer(reducers, g["reduce"], g["keywords"]),
+                             tuple(g["uses"])) for g in m["aggregates"]]
+        check = m["cross_check"]
+        self._cross_check = None if check is None else getattr(reducers, check)
         self._worker_symbols = dict(m["worker_symbols"])
         self._expr, self._expr_needed = _function(m["expr"]), list(m["expr_needed"])
         self._terms = {n: _function(f) for n, f in m["terms"].items()}
@@ -223,7 +245,8 @@ class NumericTheorem:
         return list(self._term_needed[name])
 
     def _values(self, names, given) -> dict[str, np.ndarray]:
-        return nm.checked_values(self.key, self.params, names, given)
+        vals = nm.checked_values(self.key, self.params, names, given)
+        return vals if self._cross_check is None else self._cross_check(self.params, given, vals)
 
     def _scalar_args(self, vals) -> dict[str, np.ndarray]:
         args = {self._symbols[n]: v for n, v in vals.items() if not self.params[n].vector}

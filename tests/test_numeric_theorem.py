@@ -5,6 +5,9 @@ with the very bytes the sympy theorem prints, errors included."""
 from __future__ import annotations
 
 import contextlib
+import copy
+import dataclasses
+import functools
 import io
 import json
 import os
@@ -19,13 +22,19 @@ from hypothesis import strategies as st
 
 import bounds
 from bounds import compiled, manifest
+from bounds import reduce as reduce_module
 from verify.adapter import adapter_for
 from verify.cli import main
 from verify.scenario import jsonable
 
 ROOT = Path(__file__).resolve().parents[1]
 #: results whose aggregates reduce through bounds.reduce: each must get a manifest
-NUMERIC = ("mllsgd.", "tdcd.")
+NUMERIC = ("mllsgd.", "tdcd.", "hfl.", "afl.")
+#: per paper, values that pass each parameter's domain but break a rule the paper's reductions
+#: or cross-parameter checks enforce (bounds.reduce): a schedule row mixing zero and non-zero
+#: counts, t_max below the realised counts; a non-integer tau, m and m' above M
+BROKEN = {"hfl.": [{"t": [[1, 0], [1, 1]]}, {"t_max": [1.0, 1.0]}],
+          "afl.": [{"tau": 1.5}, {"m": 9.0, "M": 8.0}, {"m_prime": 9.0, "M": 8.0}]}
 
 RUN = """
 import contextlib, io, json, sys
@@ -53,10 +62,14 @@ def _cases(key: str) -> list[list[str]]:
     p = _default_params(key)
     scalar = next(n for n in thm.required() if not thm.params[n].vector)
     cases = [p, {**p, scalar: -1.0}, {**p, "zzz": 1.0}]
+    cases += [{**p, **b} for prefix, broken in BROKEN.items() if key.startswith(prefix)
+              for b in broken if set(b) <= set(thm.params)]
     if thm.step is not None:
         cases.append({**p, thm.step: 1e3 * float(np.max(p[thm.step]))})
     lines = [["bound", key, "--json", "--params", json.dumps(c)] for c in cases]
-    lines += [["bound", key, "--variant", v, "--params", json.dumps(p)]
+    # a bound over groups or rounds is printed as JSON only (the text form formats a scalar)
+    shape = ["--json"] if np.ndim(thm.evaluate(**p)) else []
+    lines += [["bound", key, "--variant", v, *shape, "--params", json.dumps(p)]
               for v in bounds.variants(key)]
     if thm.step is not None:
         rest = json.dumps({k: v for k, v in p.items() if k != thm.step})
@@ -108,10 +121,35 @@ def test_a_stale_or_damaged_manifest_is_not_used(tmp_path, monkeypatch):
     assert manifest.load(thm.key) is None
 
 
+def _with_reduce(thm, reduce):
+    """A copy of ``thm`` whose first aggregate reduces through ``reduce``."""
+    g = thm.aggregates[0]
+    out = copy.copy(thm)
+    out.aggregates = [dataclasses.replace(g, reduce=reduce), *thm.aggregates[1:]]
+    return out
+
+
 def test_a_result_with_an_unnamed_reduction_has_no_manifest(tmp_path, monkeypatch):
     monkeypatch.setattr(compiled, "cache_dir", lambda: tmp_path)
-    assert not manifest.save(bounds.get("hfl.theorem2"))  # lambdas and closures
-    assert manifest.load("hfl.theorem2") is None
+    thm = bounds.get("hfl.theorem2")
+    named = thm.aggregates[0].reduce
+    for reduce in (lambda v: named(v),  # a lambda, a partial with a positional argument
+                   functools.partial(reduce_module.k_statistic, {"K": 1.0}, axis=None),
+                   functools.partial(reduce_module.k_statistic, name=np.float64(1), axis=None)):
+        assert manifest.describe(_with_reduce(thm, reduce)) is None
+    checked = copy.copy(bounds.get("afl.theorem2"))
+    checked.cross_check = lambda params, given, vals: vals  # a check not named in bounds.reduce
+    assert manifest.describe(checked) is None
+    assert manifest.describe(thm) is not None
+
+
+def test_reduce_imports_neither_sympy_nor_torch():
+    probe = ("import sys, bounds.reduce, bounds.manifest\n"
+             "print(sorted(m for m in ('sympy', 'torch') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 @settings(max_examples=40, deadline=None)
