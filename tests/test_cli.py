@@ -335,3 +335,21 @@ def test_check_plot_works_for_every_paper(capsys, tmp_path, key):
     png = tmp_path / "p.png"
     code, out, _ = run(capsys, "check", key, "--plot", str(png))
     assert code == 0 and png.read_bytes()[:4] == b"\x89PNG" and f"plot      {png}" in out
+
+
+@pytest.mark.parametrize("key", ["hfl.lemma1", "hfl.theorem1"])
+def test_bound_as_text_prints_every_entry_of_a_bound_stated_per_group(key, capsys):
+    """A bound stated per round and group (Lemma 1) or per group (Theorem 1) is an array:
+    the text output shows each entry, the same numbers as --json (it crashed, exit 70)."""
+    from verify.adapter import adapter_for
+    from verify.scenario import jsonable
+
+    ad = adapter_for(key)
+    params = json.dumps(jsonable(ad.parameters(ad.default_scenario(), ad.theorem())))
+    code, out, _ = run(capsys, "bound", key, "--params", params, "--json")
+    values = np.asarray(json.loads(out)["value"], dtype=float)
+    code_text, text, _ = run(capsys, "bound", key, "--params", params)
+    assert code == code_text == 0 and values.size > 1
+    shown = text.split("=", 1)[1].split("\n  ")[0]
+    assert [float(x) for x in shown.replace("[", " ").replace("]", " ").replace(",", " ").split()] \
+        == pytest.approx(values.ravel().tolist(), rel=1e-5)

@@ -201,11 +201,22 @@ def cmd_bound(args):
     status = 0 if out["admissible"] or args.allow_inadmissible else 1
     if args.json:
         return Exit(out, status)
-    print(f"{thm.key} [{thm.variant}] = {out['value']:.6g}")
+    print(f"{thm.key} [{thm.variant}] = {_values(out['value'])}")
     for name, v in out["terms"].items():
-        print(f"  {name:<24} {v:.6g}")
+        print(f"  {name:<24} {_values(v)}")
     print("admissible" if out["admissible"] else "NOT admissible: " + "; ".join(out["violations"]))
     return Exit(None, status)
+
+
+def _values(x) -> str:
+    """A bound or a term as text: a number, or every entry of a bound stated per round,
+    group or worker (an array), six significant digits each."""
+    import numpy as np
+
+    if np.ndim(x) == 0:
+        return f"{float(x):.6g}"
+    return np.array2string(np.asarray(x, dtype=float), separator=", ",
+                           formatter={"float_kind": lambda v: f"{v:.6g}"})
 
 
 def cmd_step(args):
