@@ -1,0 +1,75 @@
+"""Search and check throughput (issue 18, item 4): the whole commands, as a user runs them.
+
+    python benchmarks/bench_throughput.py [--repeats 3]
+
+Each command runs as a subprocess of the same Python (``sys.executable -m verify.cli``),
+the commands interleaved (``benchmarks.timing.interleaved``: one untimed round first, which
+also fills the cache of generated functions), ``--repeats`` rounds; a figure is the median:
+
+* ``fedbound check --all --no-figures`` (the report's pages written, its figures not: the
+  report is measured by ``bench_report.py``) with ``--jobs 1`` and ``--jobs 2``: goal at
+  most 15 s with one job, and two jobs at least 1.6x faster (the median ratio of the
+  rounds);
+* ``fedbound search mllsgd.theorem1 --budget 400 --seed 1``: goal at most 30 s.
+
+With one job a check still uses torch's intra-op threads (both cores of a 2-core machine
+on its larger tensors); with two jobs each worker runs one thread, so the ratio measures
+what processes add over threads. Writes the figures to benchmarks/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.results import figure, record  # noqa: E402
+from benchmarks.timing import interleaved, median_ratio  # noqa: E402
+
+
+def _runner(argv: tuple[str, ...], cwd: Path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def run():
+        subprocess.run([sys.executable, "-m", "verify.cli", *argv], check=True, env=env,
+                       cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return run
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error("--repeats must be at least 1")
+    with tempfile.TemporaryDirectory() as d:
+        commands = {
+            f"check --all, {jobs} job{'s' * (jobs > 1)}": _runner(
+                ("check", "--all", "--no-figures", "--jobs", str(jobs), "--force", "--report",
+                 f"report{jobs}"), Path(d))
+            for jobs in (1, 2)}
+        commands["search"] = _runner(("search", "mllsgd.theorem1", "--budget", "400", "--seed", "1"),
+                                     Path(d))
+        times = interleaved(commands, args.repeats)
+    one, two = "check --all, 1 job", "check --all, 2 jobs"
+    print({name: [round(t, 2) for t in ts] for name, ts in times.items()})
+    record([
+        figure("throughput.check_all_no_figures.jobs1_s", statistics.median(times[one]), "s",
+               at_most=15),
+        figure("throughput.check_all_no_figures.jobs2_s", statistics.median(times[two]), "s"),
+        figure("throughput.check_all_no_figures.jobs1_over_jobs2", median_ratio(times, one, two),
+               "x", at_least=1.6),
+        figure("throughput.search_mllsgd_theorem1_budget400_s", statistics.median(times["search"]),
+               "s", at_most=30),
+    ])
+
+
+if __name__ == "__main__":
+    main()
