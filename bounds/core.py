@@ -341,12 +341,8 @@ class Theorem:
         for c in self.conditions:
             if s in c.margin.free_symbols:
                 args = self._worker_args(vals) if c.per_worker else self._scalar_args(vals)
-                root = np.asarray(self._condition_root(c, s, args))
-                if root.ndim > (1 if c.per_worker else 0):
-                    grids = [n for n, v in vals.items() if np.ndim(v) > self.params[n].vector]
-                    raise ValueError(f"{self.key}: step limits need scalar parameters, got a "
-                                     "grid: " + ", ".join(f"{n}={nm.shown(vals[n])}" for n in grids))
-                limits[c.name] = root if c.per_worker else float(root)
+                limits[c.name] = nm.step_limit(self.key, self._condition_root(c, s, args),
+                                               c.per_worker, vals, self.params)
         return limits
 
     def step_choice(self, **values) -> StepChoice:

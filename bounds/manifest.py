@@ -312,14 +312,10 @@ class NumericTheorem:
             args = self._worker_args(vals) if c.per_worker else self._scalar_args(vals)
             A, B, C = (self._eval(f, args) for f in c.coefficients)
             workers = [(n, vals[n]) for n in c.worker_params] if c.per_worker else []
-            root = np.asarray(nm.condition_root(A, B, C, condition=c, step=self.step,
-                                                symbol=self._step_symbol, names=c.others,
-                                                worker_values=workers))
-            if root.ndim > (1 if c.per_worker else 0):
-                grids = [n for n, v in vals.items() if np.ndim(v) > self.params[n].vector]
-                raise ValueError(f"{self.key}: step limits need scalar parameters, got a "
-                                 "grid: " + ", ".join(f"{n}={nm.shown(vals[n])}" for n in grids))
-            limits[c.name] = root if c.per_worker else float(root)
+            root = nm.condition_root(A, B, C, condition=c, step=self.step,
+                                     symbol=self._step_symbol, names=c.others,
+                                     worker_values=workers)
+            limits[c.name] = nm.step_limit(self.key, root, c.per_worker, vals, self.params)
         return limits
 
     def step_choice(self, **values) -> nm.StepChoice:

@@ -273,6 +273,19 @@ def call(f: Callable, args: Sequence[np.ndarray]) -> np.ndarray:
     return np.broadcast_to(np.asarray(out, dtype=float), shape)
 
 
+def step_limit(key: str, root, per_worker: bool, vals: Mapping[str, np.ndarray],
+               params: Mapping[str, Param]) -> float | np.ndarray:
+    """A condition's limit on the step: one per worker (``per_worker``) or one number. A root
+    with more axes than that came from a grid of parameters, which has no single step:
+    refused, naming each gridded field with its value."""
+    root = np.asarray(root)
+    if root.ndim > (1 if per_worker else 0):
+        grids = [n for n, v in vals.items() if np.ndim(v) > params[n].vector]
+        raise ValueError(f"{key}: step limits need scalar parameters, got a grid: "
+                         + ", ".join(f"{n}={shown(vals[n])}" for n in grids))
+    return root if per_worker else float(root)
+
+
 def shown(x: np.ndarray) -> str:
     """A parameter's value in a message: the number, or the extremes of an array."""
     return f"{float(x):.6g}" if np.ndim(x) == 0 else f"[{np.min(x):.6g} .. {np.max(x):.6g}]"
