@@ -108,3 +108,12 @@ print("ok")
                           timeout=120, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-2000:]
     assert (tmp_path / "r" / "results" / "mllsgd_theorem1.html").exists()
+
+
+def test_markup_in_a_plugins_latex_never_reaches_the_page():
+    """latex2mathml copies the text of ``\\text{...}`` unescaped: a formula that would bring
+    any element but MathML's is shown as its escaped LaTeX source instead."""
+    tex = r"\frac{1}{T}\sum_t \|g_t\|^2 \text{<script>alert(1)</script>} <img src=x>"
+    out = mathml.of_latex(tex)
+    assert "<script" not in out and "<img" not in out and "&lt;script&gt;" in out
+    assert mathml.of_latex(r"\frac{1}{T}\sum_t \|g_t\|^2").startswith("<mrow><mfrac>")

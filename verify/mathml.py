@@ -125,12 +125,32 @@ def parse_text(text: str, symbols: Mapping[str, sp.Symbol]) -> sp.Expr | None:
 
 #: the root element latex2mathml writes around a formula
 _MATH_ROOT = re.compile(r"^<math[^>]*>(.*)</math>$", re.DOTALL)
+#: the presentation-MathML elements a formula may hold (latex2mathml copies the text of
+#: ``\text{...}`` unescaped, so markup in a plugin's LaTeX would otherwise pass through)
+_MATHML_ELEMENTS = frozenset(
+    "math mrow mi mn mo mtext ms mspace msub msup msubsup mfrac msqrt mroot munder mover "
+    "munderover mstyle mpadded mphantom menclose mtable mtr mtd mfenced merror".split())
+
+
+def _only_mathml(markup: str) -> bool:
+    """Whether ``markup`` is well-formed XML made of MathML elements only."""
+    from xml.etree import ElementTree
+
+    try:
+        root = ElementTree.fromstring(markup)
+    except ElementTree.ParseError:
+        return False
+    return all(e.tag.rsplit("}", 1)[-1] in _MATHML_ELEMENTS for e in root.iter())
 
 
 def of_latex(tex: str) -> str:
     """``tex`` as MathML elements (without the ``<math>`` element), through latex2mathml;
-    LaTeX it cannot read as its source in an ``<mtext>``, never dropped."""
+    LaTeX it cannot read, or that would bring markup other than MathML, as its source in an
+    ``<mtext>``, never dropped."""
     try:
-        return _MATH_ROOT.match(convert(tex))[1]
+        math = convert(tex)
     except Exception:  # noqa: BLE001 - anything latex2mathml rejects is shown as its source
+        math = ""
+    if not _only_mathml(math):
         return f"<mtext>{escape(tex)}</mtext>"
+    return _MATH_ROOT.match(math)[1]
