@@ -471,6 +471,25 @@ def cmd_rate(args):
     return Exit(None, status)
 
 
+def cmd_reproduce(args):
+    from .reproduce import reproduce
+
+    _one_thread()
+    runs = [reproduce(paper, quick=args.quick, seed=args.seed, device=args.device)
+            for paper in args.paper]
+    findings = [f for r in runs for f in r.findings]
+    if any(f.agrees is False for f in findings):
+        status = 1
+    elif args.strict and any(f.agrees is None for f in findings):
+        status = 3
+    else:
+        status = 0
+    if args.json:
+        return Exit([r.to_dict() for r in runs], status)
+    print("\n\n".join(r.text() for r in runs))
+    return Exit(None, status)
+
+
 def _grid(text: str | None, name: str, kind=float) -> list | None:
     """A comma-separated list of numbers (None when not given)."""
     if text is None:
@@ -537,6 +556,7 @@ EXAMPLES = {
                         "0.01,0.85,0.001,0.085,4,2,0.4,0.2 --T 600 --alpha 0.05 --L 1 --G 10 "
                         "--sigma 10 --Delta 10",
     "choose-q-eta": "fedbound choose-q-eta --t-comm 100 --t-comp 1",
+    "reproduce": "fedbound reproduce mllsgd --quick\n  fedbound reproduce hfl tdcd --json",
     "sweep": "fedbound sweep spec.json --db sweep.sqlite --jobs 2",
     "report": "fedbound report --db sweep.sqlite --out sweep-report",
 }
@@ -683,6 +703,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", help="comma-separated variants of tdcd.theorem1 (default: all)")
     p.add_argument("--method", choices=("bound", "simulate", "both"), default="both")
     p.add_argument("--Q", help="comma-separated local-step counts to compare")
+    p = add("reproduce", cmd_reproduce,
+            "each paper's experimental claims at small scale, beside its bound",
+            "Run the small-scale analogue of each paper's headline experiments (networks on the "
+            "8x8 digits), print every claim with what was measured over seeds and what the "
+            "bound with estimated constants predicts. Exit 1 when a measurement contradicts "
+            "the paper's claim, 3 with --strict when one cannot tell, 0 otherwise.")
+    from .reproduce import PAPERS
+
+    p.add_argument("paper", nargs="+", choices=tuple(PAPERS), help="paper(s) to reproduce")
+    p.add_argument("--quick", action="store_true", help="fewer seeds and shorter runs (seconds)")
+    p.add_argument("--seed", type=_seed, default=0, help="first seed")
+    p.add_argument("--device", default=None, help="torch device, e.g. cuda (default: cpu)")
+    p.add_argument("--strict", action="store_true", help="exit 3 when a claim is undecided")
     p = add("sweep", cmd_sweep, "run a sweep spec into an SQLite store (resumable)")
     p.add_argument("spec", help="sweep spec JSON file")
     p.add_argument("--db", default="fedbound.sqlite", help="SQLite store (default fedbound.sqlite)")

@@ -21,17 +21,21 @@ holds at the estimates but not at the conservative end. The intervals only cover
 points where the constants were estimated (a trajectory of gradient descent from x_1):
 the assumptions ask for all x, so a verdict with estimated constants is never a proof.
 
-Results covered: ``mllsgd.theorem1`` (Castiglia et al. 2021, Theorem 1, (13)); the
-topology, K, q, tau, p, the replicas and the seed come from an ``MLLSGDScenario``, the
-problem from the caller (or the scenario's own, whose constants are then estimated
-instead of read, to compare with the exact-constant check).
+Results covered: :data:`KEYS`. The generic part is here (the grid, the step, the
+verdict); each paper's module supplies its constants, the parameters read from its
+scenario and the measurement (:class:`Parts`). ``mllsgd.theorem1`` (Castiglia et al.
+2021, Theorem 1, (13)): the topology, K, q, tau, p, the replicas and the seed come from an
+``MLLSGDScenario``, the problem from the caller (or the scenario's own, whose constants
+are then estimated instead of read, to compare with the exact-constant check).
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,13 +44,15 @@ import numpy as np
 import bounds
 
 from .adapter import _slack, adapter_for, finite_bound
-from .scenario import jsonable, roundoff
+from .scenario import jsonable
 from .verdict import Comparison, Measurement, Verdict, compare
 
 #: grid values per estimated constant when looking for the conservative end
 GRID = 5
-#: results :func:`check_estimated` can check
-KEYS = ("mllsgd.theorem1",)
+#: results :func:`check_estimated` can check, each with the module whose
+#: ``estimated_parts(scenario, theorem, *, problem, x1, settings) -> Parts`` supplies the
+#: paper's side: its constants, the parameters read from the scenario and the measurement
+KEYS = {"mllsgd.theorem1": "verify.papers.mllsgd"}
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,23 @@ def estimate_constants(problem, x1, generator, settings: EstimationSettings = Es
     }
 
 
+@dataclass(frozen=True)
+class Parts:
+    """A paper's side of a check with estimated constants (see :data:`KEYS`).
+
+    ``params``: the bound's parameters read from the scenario, none estimated and without
+    the step; ``estimates``: name -> ``sim.estimate.Estimate``; ``step``: the scenario's
+    step, or None for the largest admissible everywhere on the grid of the estimates;
+    ``measure(params)``: the measured left-hand side at the bound's parameters (the step
+    included), a :class:`verify.verdict.Measurement`; ``notes``: lines for the verdict."""
+
+    params: dict[str, Any]
+    estimates: dict[str, Any]
+    step: float | None
+    measure: Callable[[dict[str, Any]], Measurement]
+    notes: tuple[str, ...] = ()
+
+
 def _grid(estimates: dict[str, Any]) -> list[dict[str, float]]:
     """Every combination of ``GRID`` values per constant between its ends (one value where
     the ends coincide)."""
@@ -112,23 +135,6 @@ def _step(thm, params: dict[str, Any], estimates: dict[str, Any], eta: float | N
     return min(float(thm.max_step(**{**params, **point})) for point in _grid(estimates))
 
 
-def _measure_mllsgd(st, problem, x1, s, eta: float, atol: float) -> Measurement:
-    """The left-hand side of (13) on ``problem``: ``sim.mllsgd.run_mllsgd`` with the
-    scenario's topology, K, q, tau, p and replicas (the measurement of the MLL-SGD adapter,
-    on a problem passed in)."""
-    import torch
-
-    from sim.mllsgd import run_mllsgd
-
-    trace = run_mllsgd(
-        problem, H=torch.as_tensor(st.H), hub_of=torch.as_tensor(st.hub_of),
-        w=torch.as_tensor(st.w), p=torch.as_tensor(st.p), eta=eta, K=s.K, q=s.q, tau=s.tau,
-        x1=x1, replicas=s.replicas, generator=st.generator)
-    ok = ~trace.diverged.numpy()
-    per_k = trace.grad_sq_norm.numpy()[ok]
-    return Measurement(values=per_k.mean(axis=-1), diverged=int((~ok).sum()), atol=atol)
-
-
 def _outcome(at_conservative: Comparison, at_estimate: Comparison) -> str:
     """"holds" only at the conservative end; "violated" when even that bound is exceeded;
     else "inconclusive" (module docstring)."""
@@ -140,38 +146,27 @@ def _outcome(at_conservative: Comparison, at_estimate: Comparison) -> str:
 def check_estimated(key: str, scenario=None, *, problem=None, x1=None, variant: str | None = None,
                     settings: EstimationSettings = EstimationSettings()) -> Verdict:
     """The bound ``key`` (one of :data:`KEYS`) against the simulator with estimated
-    constants (module docstring). ``scenario``: as :func:`verify.check` takes it (topology,
-    K, q, tau, p, eta or null, replicas, seed); ``problem``: a ``sim`` problem (e.g. a
-    ``sim.neural.NeuralProblem``), default the scenario's own; ``x1``: the start, default
-    the problem's own initial parameters (``initial()``) or the scenario's x_1. The
-    returned Verdict has ``mode`` "estimated", ``bound`` the bound at the conservative end,
-    ``params`` the constants there, and notes with every estimate, its interval and the
-    bound at the estimates."""
-    import torch
-
-    from verify.papers.mllsgd import build
-
+    constants (module docstring). ``scenario``: as :func:`verify.check` takes it (for
+    ``mllsgd.theorem1``: topology, K, q, tau, p, eta or null, replicas, seed); ``problem``:
+    a ``sim`` problem (e.g. a ``sim.neural.NeuralProblem``), default the scenario's own;
+    ``x1``: the start, default the problem's own initial parameters (``initial()``) or the
+    scenario's. The returned Verdict has ``mode`` "estimated", ``bound`` the bound at the
+    conservative end, ``params`` the constants there, and notes with every estimate, its
+    interval and the bound at the estimates."""
     if key not in KEYS:
-        raise ValueError(f"key={key!r}: checks with estimated constants cover {KEYS}")
+        raise ValueError(f"key={key!r}: checks with estimated constants cover {', '.join(KEYS)}")
     t0 = time.perf_counter()
     adapter = adapter_for(key)
     s = adapter.load(scenario)
     thm = adapter.theorem(variant)
-    st = build(s)
-    own = problem is None
-    problem = st.problem if own else problem
-    if x1 is None:
-        x1 = st.x1 if own or not hasattr(problem, "initial") else problem.initial()
-    x1 = torch.as_tensor(x1, dtype=torch.float64, device=problem.device)
-    estimates = estimate_constants(problem, x1, st.generator, settings)
-    params = {"beta": 0.0, "K": s.K, "q": s.q, "tau": s.tau, "zeta": st.zeta,
-              "a": st.matrices.a, "p": st.p}
-    params["eta"] = _step(thm, params, estimates, s.eta)
+    parts: Parts = importlib.import_module(KEYS[key]).estimated_parts(
+        s, thm, problem=problem, x1=x1, settings=settings)
+    estimates, params = parts.estimates, dict(parts.params)
+    params[thm.step] = _step(thm, params, estimates, parts.step)
     at_values = {**params, **{name: e.value for name, e in estimates.items()}}
     bound_values = float(finite_bound(thm, at_values))
     bound, where, violations = conservative_bound(thm, params, estimates)
-    atol = roundoff(estimates["L"].upper, float(x1.norm()))
-    m = _measure_mllsgd(st, problem, x1, s, params["eta"], atol)
+    m = parts.measure(params)
     m.validate(key)
     c, c_values = compare(bound, m), compare(bound_values, m)
     notes = [f"estimated: {e}" for e in estimates.values()]
@@ -181,10 +176,7 @@ def check_estimated(key: str, scenario=None, *, problem=None, x1=None, variant: 
               f"bound at the estimates {bound_values:.6g}: {c_values.outcome} there",
               "constants estimated at points along a gradient-descent trajectory from x_1; "
               "the assumptions ask for all x, so the true constants may be larger"]
-    if not own:
-        notes.append(f"problem: {type(problem).__name__} (dim {problem.dim}) passed in; the "
-                     "scenario's problem field is not used")
-    notes += list(c.notes)
+    notes += list(parts.notes) + list(c.notes)
     return Verdict(
         key=key, variant=thm.variant, bound=c.bound, measured_mean=c.mean, measured_ci=c.ci,
         verdict=_outcome(c, c_values), slack=_slack(c.bound, c.mean), admissible=not violations,

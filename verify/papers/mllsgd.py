@@ -208,6 +208,40 @@ def _roundoff(st: Setup) -> float:
     return roundoff(st.problem.L, scale)
 
 
+def estimated_parts(s: MLLSGDScenario, thm, *, problem, x1, settings):
+    """Theorem 1 with estimated constants (``verify.estimated``): L, sigma and Delta
+    estimated on ``problem`` (default the scenario's own); K, q, tau, zeta, a and p from
+    the scenario; measured with ``sim.mllsgd.run_mllsgd`` as the adapter measures (13)."""
+    import torch
+
+    from sim.mllsgd import run_mllsgd
+    from verify.estimated import Parts, estimate_constants
+
+    st = build(s)
+    own = problem is None
+    problem = st.problem if own else problem
+    if x1 is None:
+        x1 = st.x1 if own or not hasattr(problem, "initial") else problem.initial()
+    x1 = torch.as_tensor(x1, dtype=torch.float64, device=problem.device)
+    estimates = estimate_constants(problem, x1, st.generator, settings)
+    atol = roundoff(estimates["L"].upper, float(x1.norm()))
+
+    def measure(params):
+        trace = run_mllsgd(
+            problem, H=torch.as_tensor(st.H), hub_of=torch.as_tensor(st.hub_of),
+            w=torch.as_tensor(st.w), p=torch.as_tensor(st.p), eta=params["eta"], K=s.K, q=s.q,
+            tau=s.tau, x1=x1, replicas=s.replicas, generator=st.generator)
+        ok = ~trace.diverged.numpy()
+        per_k = trace.grad_sq_norm.numpy()[ok]
+        return Measurement(values=per_k.mean(axis=-1), diverged=int((~ok).sum()), atol=atol)
+
+    notes = () if own else (f"problem: {type(problem).__name__} (dim {problem.dim}) passed in; "
+                            "the scenario's problem field is not used",)
+    return Parts(params={"beta": 0.0, "K": s.K, "q": s.q, "tau": s.tau, "zeta": st.zeta,
+                         "a": st.matrices.a, "p": st.p},
+                 estimates=estimates, step=s.eta, measure=measure, notes=notes)
+
+
 # ---------------------------------------------------------------------- adapters
 
 

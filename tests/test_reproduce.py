@@ -1,0 +1,58 @@
+"""verify.reproduce: the intervals over seeds and the agreement rules every paper's
+reproduction uses (the reproductions themselves are tested in test_reproduce_<paper>.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from scipy import stats
+
+from verify.reproduce import Row, bound_order, order, reproduce, row
+
+
+def test_row_is_the_mean_with_scipys_t_interval():
+    values = [1.0, 1.5, 0.75, 1.25]
+    r = row("a", values, bound=2)
+    low, high = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))
+    assert (r.measured, r.seeds, r.bound) == (np.mean(values), 4, 2.0)
+    assert r.low == pytest.approx(low, rel=1e-12) and r.high == pytest.approx(high, rel=1e-12)
+
+
+@pytest.mark.parametrize("values", [[1.0], [1.0, float("nan")], [1.0, float("inf")], [[1.0, 2.0]]])
+def test_row_refuses_what_gives_no_interval(values):
+    with pytest.raises(ValueError, match="a: need at least two finite values"):
+        row("a", values)
+
+
+def _r(low, high, bound=None):
+    return Row("c", (low + high) / 2, low, high, 3, bound)
+
+
+@pytest.mark.parametrize("a, b, expected", [
+    ((0, 1), (2, 3), True), ((2, 3), (0, 1), False), ((0, 2), (1, 3), None), ((0, 1), (1, 2), None)])
+def test_order_needs_disjoint_intervals(a, b, expected):
+    assert order(_r(*a), _r(*b)) is expected
+
+
+@given(st.lists(st.tuples(st.floats(-5, 5), st.floats(0.01, 1), st.floats(-5, 5)),
+                min_size=2, max_size=6))
+def test_bound_order_agrees_iff_every_separated_pair_is_ordered_alike(data):
+    rows = [_r(centre - half, centre + half, bound) for centre, half, bound in data]
+    pairs = [(a, b) for i, a in enumerate(rows) for b in rows[i + 1:]
+             if a.high < b.low or b.high < a.low]
+    expected = None if not pairs else all(
+        np.sign(b.bound - a.bound) == np.sign(b.measured - a.measured) for a, b in pairs)
+    assert bound_order(rows) is expected
+
+
+def test_bound_order_is_undecided_without_a_bound():
+    assert bound_order([_r(0, 1, 1.0), _r(2, 3, None)]) is None
+
+
+@pytest.mark.parametrize("paper, seed, match", [
+    ("fedavg", 0, "paper='fedavg'"), ("hfl", -1, "seed=-1"), ("hfl", True, "seed=True")])
+def test_reproduce_refuses_bad_input(paper, seed, match):
+    with pytest.raises(ValueError, match=match):
+        reproduce(paper, seed=seed)

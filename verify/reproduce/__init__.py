@@ -1,0 +1,158 @@
+"""Each paper's headline experimental claims, reproduced at small scale beside its bound.
+
+``reproduce(paper, quick=...)`` runs, for one paper, the small-scale analogue of the
+experiments behind its claims (networks from ``sim.neural`` on the 8x8 digits of
+``sim.data``), and returns one :class:`Finding` per claim: the claim with its place in the
+paper, each configuration's measurement over seeds with a 95% Student-t interval
+(``verify.verdict.LEVEL``), whether the measurement agrees with the claim, and what the
+paper's bound, with constants estimated on the same problem (``sim.estimate``), predicts
+for the same configurations: does it order them the way the measurement does?
+
+Agreement is decided from the intervals, never from the means alone: a claim "A is lower
+than B" agrees when A's interval lies below B's, disagrees when it lies above, and is
+undecided (None) when they overlap (:func:`order`). The bound agrees when it orders every
+pair that the measurement separates the same way (:func:`bound_order`).
+
+Each paper's module (``verify.reproduce.mllsgd``, ``.hfl``, ``.tdcd``, ``.afl``) has
+``run(*, quick: bool, seed: int, device) -> tuple[Finding, ...]``. ``quick`` is the
+setting the tests and notebook 07 run (seconds); the default is the full run (more
+seeds, longer runs). The same seed gives the same numbers, bit for bit.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from verify.verdict import t_multiplier
+
+#: the papers with a reproduction, each with its module
+PAPERS = {name: f"verify.reproduce.{name}" for name in ("mllsgd", "hfl", "tdcd", "afl")}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One configuration: ``measured`` (mean over seeds) with its 95% interval
+    ``[low, high]``, and the bound with estimated constants at the same configuration
+    (None where the bound is not evaluated, e.g. inadmissible there)."""
+
+    config: str
+    measured: float
+    low: float
+    high: float
+    seeds: int
+    bound: float | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One claim of a paper, measured and predicted.
+
+    ``claim``: the paper's claim in words; ``source``: where the paper makes it (figure,
+    table or section); ``metric``: what each row measures; ``rows``: the configurations;
+    ``measured``: one sentence on what the measurement shows; ``agrees``: True/False, or
+    None when the intervals cannot tell; ``prediction``: one sentence on what the bound
+    says; ``bound_agrees``: does the bound order the configurations as the measurement
+    does (None when it was not evaluated, or the measurement separates no pair)."""
+
+    claim: str
+    source: str
+    metric: str
+    rows: tuple[Row, ...]
+    measured: str
+    agrees: bool | None
+    prediction: str
+    bound_agrees: bool | None
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """Every finding of one paper's reproduction."""
+
+    paper: str
+    quick: bool
+    seed: int
+    findings: tuple[Finding, ...]
+    seconds: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def summary(self) -> list[dict]:
+        """One row per claim: claim, measured, bound's prediction, agreement."""
+        return [{"paper": self.paper, "claim": f.claim, "source": f.source,
+                 "measured": f.measured, "agrees": word(f.agrees),
+                 "bound's prediction": f.prediction, "bound agrees": word(f.bound_agrees)}
+                for f in self.findings]
+
+    def text(self) -> str:
+        """The reproduction as plain text: per claim, its table and its verdicts."""
+        from bounds.references import cite
+
+        lines = [f"{cite(self.paper)}: {len(self.findings)} claims "
+                 f"({'quick' if self.quick else 'full'} run, seed {self.seed}, "
+                 f"{self.seconds:.1f} s)"]
+        for f in self.findings:
+            lines += ["", f"claim: {f.claim} ({f.source})", f"  {f.metric}"]
+            width = max(len(r.config) for r in f.rows)
+            for r in f.rows:
+                bound = "" if r.bound is None else f"   bound {r.bound:.4g}"
+                lines.append(f"  {r.config:<{width}}  {r.measured:.4g} "
+                             f"[{r.low:.4g}, {r.high:.4g}] over {r.seeds} seeds{bound}")
+            lines += [f"  measured: {f.measured} -> {word(f.agrees)}",
+                      f"  bound:    {f.prediction} -> {word(f.bound_agrees)}"]
+        return "\n".join(lines)
+
+
+def word(agrees: bool | None) -> str:
+    return {True: "agrees", False: "disagrees", None: "undecided"}[agrees]
+
+
+def row(config: str, values: Sequence[float], bound: float | None = None) -> Row:
+    """A :class:`Row` from one value per seed: the mean and its Student-t interval."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or v.size < 2 or not np.isfinite(v).all():
+        raise ValueError(f"{config}: need at least two finite values over seeds, got {values!r}")
+    half = t_multiplier(v.size) * float(v.std(ddof=1)) / math.sqrt(v.size)
+    mean = float(v.mean())
+    return Row(config, mean, mean - half, mean + half, int(v.size),
+               None if bound is None else float(bound))
+
+
+def order(lower: Row, higher: Row) -> bool | None:
+    """Does the measurement say ``lower`` < ``higher``? True when the intervals separate
+    them that way, False when they separate them the other way, None when they overlap."""
+    if lower.high < higher.low:
+        return True
+    if higher.high < lower.low:
+        return False
+    return None
+
+
+def bound_order(rows: Sequence[Row]) -> bool | None:
+    """Does the bound order the rows as the measurement does? Every pair that the
+    measurement separates (disjoint intervals) must be in the same order by the bound
+    (ties in the bound count as disagreement); None when no pair is separated or a row has
+    no bound."""
+    if any(r.bound is None for r in rows):
+        return None
+    separated = [(a, b) for i, a in enumerate(rows) for b in rows[i + 1:] if order(a, b) is not None]
+    if not separated:
+        return None
+    return all((a.bound < b.bound) == order(a, b) and a.bound != b.bound for a, b in separated)
+
+
+def reproduce(paper: str, *, quick: bool = False, seed: int = 0, device=None) -> Reproduction:
+    """Run ``paper``'s reproduction (one of :data:`PAPERS`); see the module docstring."""
+    if paper not in PAPERS:
+        raise ValueError(f"paper={paper!r}: reproductions exist for {', '.join(PAPERS)}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed={seed!r} must be an integer in [0, 2^63)")
+    t0 = time.perf_counter()
+    findings = importlib.import_module(PAPERS[paper]).run(quick=quick, seed=seed, device=device)
+    return Reproduction(paper, quick, seed, tuple(findings), time.perf_counter() - t0)
