@@ -353,3 +353,24 @@ def test_bound_as_text_prints_every_entry_of_a_bound_stated_per_group(key, capsy
     shown = text.split("=", 1)[1].split("\n  ")[0]
     assert [float(x) for x in shown.replace("[", " ").replace("]", " ").replace(",", " ").split()] \
         == pytest.approx(values.ravel().tolist(), rel=1e-5)
+
+
+def test_check_estimated_gives_the_library_verdict_and_refuses_what_it_cannot(capsys, tmp_path):
+    """--estimated is verify.check_estimated on the scenario's problem: same numbers, same
+    status; it refuses a result it does not cover and flags it cannot honour, exit 2."""
+    from verify.estimated import check_estimated
+
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"K": 16, "replicas": 16}))
+    code, out, _ = run(capsys, "check", "mllsgd.theorem1", "--estimated", "--scenario",
+                       str(scenario), "--json")
+    got = json.loads(out)
+    want = check_estimated("mllsgd.theorem1", {"K": 16, "replicas": 16})
+    assert got["mode"] == want.mode and got["mode"].startswith("estimated")
+    assert (got["bound"], got["measured_mean"]) == (want.bound, want.measured_mean)
+    assert code == {"holds": 0, "violated": 1}.get(want.verdict, 0)
+    for argv, match in ((["hfl.lemma1"], "covers mllsgd.theorem1"),
+                        (["mllsgd.theorem1", "--exact"], "no --exact or --plot"),
+                        (["--all"], "--estimated")):
+        code, _, err = run(capsys, "check", *argv, "--estimated")
+        assert code == 2 and match in err and len(err.strip().splitlines()) == 1

@@ -308,7 +308,10 @@ def cmd_check(args):
     from .adapter import adapter_for
 
     scenario, variant = _read_scenario(args.key, args.scenario, args.variant)
-    v = adapter_for(args.key).check(scenario, variant=variant, exact=args.exact)
+    if args.estimated:
+        v = _check_estimated(args, scenario, variant)
+    else:
+        v = adapter_for(args.key).check(scenario, variant=variant, exact=args.exact)
     if args.plot:
         from .plots import save
 
@@ -323,11 +326,23 @@ def cmd_check(args):
     return Exit(None, status)
 
 
+def _check_estimated(args, scenario, variant):
+    """``check KEY --estimated``: the scenario's problem with its constants estimated."""
+    from .estimated import KEYS, check_estimated
+
+    if args.exact or args.plot:
+        raise UsageError("check --estimated takes no --exact or --plot")
+    if args.key not in KEYS:
+        raise UsageError(f"check --estimated covers {', '.join(KEYS)}; got {args.key}")
+    return check_estimated(args.key, scenario, variant=variant)
+
+
 def _check_all(args) -> Exit:
     """Every result on its defaults, a random battery and its witnesses; table, report."""
-    if args.key or args.scenario or args.witness or args.exact or args.plot or args.variant:
-        raise UsageError("check --all takes no KEY, --variant, --scenario, --witness, --exact "
-                         "or --plot")
+    if (args.key or args.scenario or args.witness or args.exact or args.plot or args.variant
+            or args.estimated):
+        raise UsageError("check --all takes no KEY, --variant, --scenario, --witness, --exact, "
+                         "--estimated or --plot")
     from . import output
 
     output.check_dir(args.report, "--report", force=args.force)
@@ -628,6 +643,10 @@ def parser() -> argparse.ArgumentParser:
                         "KEY and .json (afl.theorem3.proof.json: proof); a wrong NAME lists them")
     p.add_argument("--exact", action="store_true",
                    help="exact expectation instead of Monte Carlo (where the adapter has it)")
+    p.add_argument("--estimated", action="store_true",
+                   help="estimate the constants (L, sigma, ...) on the scenario's problem instead "
+                        "of reading them: the verdict holds only at the conservative end of "
+                        "every estimate's interval (verify.check_estimated)")
     p.add_argument("--strict", action="store_true", help="exit 3 when the verdict is inconclusive")
     p.add_argument("--plot", help="also write the bound-vs-measurement figure to this PNG file")
     p.add_argument("--all", action="store_true",
