@@ -337,6 +337,18 @@ def _check_estimated(args, scenario, variant):
     return check_estimated(args.key, scenario, variant=variant)
 
 
+#: check --all runs in this process below this many results unless --jobs says otherwise
+POOL_MIN_RESULTS = 4
+
+
+def _suite_jobs(jobs: int | None, keys) -> int | None:
+    """--jobs of check --all: as given, else one below POOL_MIN_RESULTS results, else None
+    (every core)."""
+    if jobs is not None:
+        return jobs
+    return 1 if len(keys) < POOL_MIN_RESULTS else None
+
+
 def _check_all(args) -> Exit:
     """Every result on its defaults, a random battery and its witnesses; table, report."""
     if (args.key or args.scenario or args.witness or args.exact or args.plot or args.variant
@@ -356,7 +368,8 @@ def _check_all(args) -> Exit:
             bar.set_postfix_str(row.key, refresh=False)
             bar.update()
         try:
-            with sweep.executor(jobs=args.jobs) as pool:  # the workers start while the tasks are drawn
+            # the workers start while the tasks are drawn
+            with sweep.executor(jobs=_suite_jobs(args.jobs, keys)) as pool:
                 todo = suite.tasks(keys, battery=args.battery, seed=args.seed,
                                    replay=not args.no_witnesses, figures=not args.no_figures)
                 bar.reset(total=len(todo))
@@ -660,7 +673,10 @@ def parser() -> argparse.ArgumentParser:
                    help="write the report into a directory that holds other files (--all)")
     p.add_argument("--no-figures", action="store_true", help="report without figures (--all)")
     p.add_argument("--no-witnesses", action="store_true", help="skip the witness replays (--all)")
-    p.add_argument("--jobs", type=_positive, default=1, help="worker processes (--all; default 1)")
+    p.add_argument("--jobs", type=_positive,
+                   help=f"worker processes (--all; default: every core, or one when fewer than "
+                        f"{POOL_MIN_RESULTS} results are selected, where starting workers costs "
+                        f"more than they save)")
     p.add_argument("--only", help="comma-separated keys or papers, e.g. mllsgd,hfl.theorem2 (--all)")
     p = add("search", cmd_search, "search admissible scenarios for a violation of a bound",
             "Search admissible scenarios for a violation (--objective violate) or for the "
