@@ -253,8 +253,11 @@ def test_a_stale_witness_fails_the_run(tmp_path, capsys):
 
 
 def test_check_all_pools_every_core_by_default_but_not_for_a_few_results():
-    from verify.cli import POOL_MIN_RESULTS, _suite_jobs
+    import os
+
+    from verify.cli import POOL_MAX_JOBS, POOL_MIN_RESULTS, _suite_jobs
 
     few, many = ["k"] * (POOL_MIN_RESULTS - 1), ["k"] * POOL_MIN_RESULTS
-    assert _suite_jobs(None, few) == 1 and _suite_jobs(None, many) is None  # None: every core
+    assert _suite_jobs(None, few) == 1
+    assert _suite_jobs(None, many) == min(len(os.sched_getaffinity(0)), POOL_MAX_JOBS)
     assert _suite_jobs(3, few) == 3 and _suite_jobs(1, many) == 1

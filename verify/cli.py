@@ -339,14 +339,19 @@ def _check_estimated(args, scenario, variant):
 
 #: check --all runs in this process below this many results unless --jobs says otherwise
 POOL_MIN_RESULTS = 4
+#: the most worker processes check --all starts by default (each imports torch)
+POOL_MAX_JOBS = 8
 
 
-def _suite_jobs(jobs: int | None, keys) -> int | None:
-    """--jobs of check --all: as given, else one below POOL_MIN_RESULTS results, else None
-    (every core)."""
+def _suite_jobs(jobs: int | None, keys) -> int:
+    """--jobs of check --all: as given, else one below POOL_MIN_RESULTS results, else every
+    core this process may run on, at most POOL_MAX_JOBS."""
     if jobs is not None:
         return jobs
-    return 1 if len(keys) < POOL_MIN_RESULTS else None
+    if len(keys) < POOL_MIN_RESULTS:
+        return 1
+    return min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else os.cpu_count() or 1, POOL_MAX_JOBS)
 
 
 def _check_all(args) -> Exit:
@@ -674,9 +679,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-figures", action="store_true", help="report without figures (--all)")
     p.add_argument("--no-witnesses", action="store_true", help="skip the witness replays (--all)")
     p.add_argument("--jobs", type=_positive,
-                   help=f"worker processes (--all; default: every core, or one when fewer than "
-                        f"{POOL_MIN_RESULTS} results are selected, where starting workers costs "
-                        f"more than they save)")
+                   help=f"worker processes (--all; default: every core, at most {POOL_MAX_JOBS}, "
+                        f"or one when fewer than {POOL_MIN_RESULTS} results are selected, where "
+                        f"starting workers costs more than they save)")
     p.add_argument("--only", help="comma-separated keys or papers, e.g. mllsgd,hfl.theorem2 (--all)")
     p = add("search", cmd_search, "search admissible scenarios for a violation of a bound",
             "Search admissible scenarios for a violation (--objective violate) or for the "
