@@ -55,12 +55,46 @@ def test_configured_sets_and_restores_the_environment(monkeypatch):
     assert os.environ[limits.ENV["steps"]] == "1e9"
 
 
-def test_the_default_memory_limit_is_a_fraction_of_the_available_memory(monkeypatch):
+def test_the_default_memory_limit_is_half_the_machines_memory(monkeypatch):
     monkeypatch.delenv(limits.ENV["memory"], raising=False)
-    free = limits.available_memory()
-    assert free is not None and free > 0
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")  # not /proc/meminfo
     limit, source = limits.memory_limit()
-    assert 0.4 * free <= limit <= 0.6 * free and "available" in source
+    assert limit == limits.MEMORY_FRACTION * limits.physical_memory() <= 0.5 * total
+    assert f"50% of the {limits.size_text(limits.physical_memory())} of memory" in source
+
+
+def test_the_default_memory_limit_does_not_move_with_what_else_runs(monkeypatch):
+    """The limit is a setting of the machine, not of its load: the same before and after
+    this process takes 256 MiB (the memory available then drops by as much)."""
+    import numpy as np
+
+    monkeypatch.delenv(limits.ENV["memory"], raising=False)
+    before = limits.memory_limit()
+    taken = np.ones(2**25)  # 256 MiB, every page written
+    assert limits.memory_limit() == before and taken.sum() == 2**25
+
+
+@pytest.mark.parametrize("meminfo, cgroups, expected", [
+    ("MemTotal:  8388608 kB\nMemAvailable: 1024 kB\n", [None, None], 8 * 2**30),
+    ("MemTotal:  8388608 kB\n", ["max", None], 8 * 2**30),
+    ("MemTotal:  8388608 kB\n", [str(2 * 2**30), None], 2 * 2**30),
+    ("MemTotal:  8388608 kB\n", [None, "9223372036854771712"], 8 * 2**30),
+    ("MemTotal:  8388608 kB\n", [None, str(3 * 2**30) + "\n"], 3 * 2**30),
+    ("MemTotal:  8388608 kB\n", ["garbage", ""], 8 * 2**30),
+], ids=["total", "cgroup2-max", "cgroup2-limit", "cgroup1-none", "cgroup1-limit", "unreadable"])
+def test_the_machines_memory_is_its_total_or_its_containers_limit(meminfo, cgroups, expected,
+                                                                  tmp_path, monkeypatch):
+    monkeypatch.delenv(limits.ENV["memory"], raising=False)
+    (tmp_path / "meminfo").write_text(meminfo)
+    paths = []
+    for i, text in enumerate(cgroups):
+        paths.append(str(tmp_path / f"cgroup{i}"))
+        if text is not None:
+            (tmp_path / f"cgroup{i}").write_text(text)
+    monkeypatch.setattr(limits, "MEMINFO", str(tmp_path / "meminfo"))
+    monkeypatch.setattr(limits, "CGROUP_LIMITS", tuple(paths))
+    assert limits.physical_memory() == expected
+    assert limits.memory_limit()[0] == expected / 2
 
 
 def test_a_footprint_sums_its_terms_and_names_the_largest():
