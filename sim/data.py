@@ -5,6 +5,27 @@ classes: a small stand-in for MNIST) and :func:`load_breast_cancer` (569 samples
 features, 2 classes: a tabular task). Both need the optional extra ``fedbound[data]``
 (scikit-learn); features come back standardised, float64, labels int64.
 
+Larger sets, read from a directory you give (fedbound downloads nothing and needs no
+torchvision), as the same :class:`Dataset`:
+
+- :func:`load_mnist`: MNIST in its standard IDX files (LeCun, Cortes & Burges), plain or
+  gzipped: ``train-images-idx3-ubyte`` and ``train-labels-idx1-ubyte`` (``split="train"``,
+  60000 images) or ``t10k-images-idx3-ubyte`` and ``t10k-labels-idx1-ubyte``
+  (``split="test"``, 10000), each file also found with the suffix ``.gz``. Images of
+  28x28 pixels are flattened row by row to 784 features. (Fashion-MNIST ships the same
+  files and loads the same way.)
+- :func:`load_cifar10`: CIFAR-10 in its "python version" (Krizhevsky 2009): the pickled
+  batches ``data_batch_1`` to ``data_batch_5`` (``split="train"``, 50000 images) or
+  ``test_batch`` (``split="test"``, 10000), in the directory given or in its
+  ``cifar-10-batches-py`` sub-directory (the archive's). Each image's 3072 features are in
+  the file's order: the 1024 red, then green, then blue pixels of 32x32, row by row. The
+  batches are unpickled with only numpy's array reconstruction allowed (a pickle can run
+  code: any other object in the file is refused).
+
+Both give 10 classes; features standardised, float64, labels int64, like the bundled sets.
+A missing file raises FileNotFoundError and a malformed one ValueError, each in one line
+naming the path and what is wrong.
+
 Partitions (horizontal, across workers): an ``owner`` vector [n] with the worker of every
 sample, so every sample belongs to exactly one worker by construction.
 
@@ -28,7 +49,11 @@ numpy generator seeded by one draw from it): the same seed gives the same partit
 
 from __future__ import annotations
 
+import gzip
+import pickle
+import zlib
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -88,6 +113,149 @@ def load_digits(*, device=None) -> Dataset:
 def load_breast_cancer(*, device=None) -> Dataset:
     """scikit-learn's Wisconsin breast cancer data: 569 samples, 30 features, 2 classes."""
     return _dataset("breast_cancer", _sklearn_datasets().load_breast_cancer(), device)
+
+
+# ---------------------------------------------------------------------- MNIST, CIFAR-10
+
+#: the classes of MNIST and of CIFAR-10
+TEN = 10
+#: the files of each split: MNIST's (images, labels) and CIFAR-10's batches
+MNIST_FILES = {"train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+               "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")}
+CIFAR10_FILES = {"train": tuple(f"data_batch_{i}" for i in range(1, 6)), "test": ("test_batch",)}
+CIFAR10_DIR = "cifar-10-batches-py"
+CIFAR10_FEATURES = 3 * 32 * 32
+#: the element types of the IDX format, by their code in the magic number
+IDX_TYPES = {0x08: ">u1", 0x09: ">i1", 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+
+
+def _split_files(split, files: dict) -> tuple:
+    if split not in files:
+        raise ValueError(f"split={split!r} must be one of {', '.join(map(repr, files))}")
+    return files[split]
+
+
+def _check_labels(labels: np.ndarray, images: int, path: Path) -> None:
+    """``labels`` must be [images] classes in [0, 10); ValueError naming ``path``."""
+    if labels.shape != (images,):
+        raise ValueError(f"{path}: {labels.size} labels for {images} images")
+    if labels.size == 0 or labels.min() < 0 or labels.max() >= TEN:
+        found = "none" if labels.size == 0 else f"{labels.min()} to {labels.max()}"
+        raise ValueError(f"{path}: labels must be classes 0 to {TEN - 1}; found {found}")
+
+
+def _images_dataset(name: str, images: np.ndarray, labels: np.ndarray, device) -> Dataset:
+    """The :class:`Dataset` of ``images`` [n, ...] (flattened) and checked ``labels`` [n]."""
+    features = torch.from_numpy(images.reshape(images.shape[0], -1).astype(np.float64))
+    return Dataset(name, standardised(features).to(device),
+                   torch.from_numpy(labels.astype(np.int64)).to(device), TEN)
+
+
+def _existing(directory, name: str, what: str) -> Path:
+    """``directory/name``, else ``directory/name.gz``; FileNotFoundError naming both."""
+    for path in (Path(directory) / name, Path(directory) / f"{name}.gz"):
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"{what}: no {name} or {name}.gz in {directory}")
+
+
+def read_idx(path) -> np.ndarray:
+    """The array of an IDX file (plain, or gzipped when its name ends in ``.gz``): two zero
+    bytes, the element type's code, the number of dimensions d, d sizes (big-endian
+    32-bit), then the elements, big-endian, row-major. ValueError naming ``path`` when the
+    file is not that."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        if path.suffix == ".gz":
+            data = gzip.decompress(data)
+    except (OSError, EOFError, zlib.error) as e:
+        raise ValueError(f"{path}: cannot be read as {'gzip' if path.suffix == '.gz' else 'a file'}: "
+                         f"{e}") from None
+    if len(data) < 4 or data[:2] != b"\0\0" or data[2] not in IDX_TYPES or data[3] == 0:
+        raise ValueError(f"{path}: not an IDX file (magic number {data[:4].hex() or 'missing'}: "
+                         "expected 0000, a type code among 08 09 0b 0c 0d 0e, and 1 or more dimensions)")
+    ndim, dtype = data[3], np.dtype(IDX_TYPES[data[2]])
+    if len(data) < 4 + 4 * ndim:
+        raise ValueError(f"{path}: IDX header cut short ({ndim} dimensions announced)")
+    shape = tuple(int(x) for x in np.frombuffer(data, ">u4", ndim, 4))
+    count = int(np.prod(shape, dtype=object))
+    body = len(data) - 4 - 4 * ndim
+    if body != count * dtype.itemsize:
+        raise ValueError(f"{path}: IDX size {'x'.join(map(str, shape))} of {dtype.itemsize}-byte "
+                         f"elements needs {count * dtype.itemsize} bytes after the header, found {body}")
+    return np.frombuffer(data, dtype, count, 4 + 4 * ndim).reshape(shape)
+
+
+def load_mnist(directory, *, split: str = "train", device=None) -> Dataset:
+    """MNIST from its IDX files in ``directory`` (module docstring): 784 features (28x28
+    flattened row by row), standardised, 10 classes."""
+    image_name, label_name = _split_files(split, MNIST_FILES)
+    image_path = _existing(directory, image_name, f"MNIST {split} images")
+    label_path = _existing(directory, label_name, f"MNIST {split} labels")
+    images, labels = read_idx(image_path), read_idx(label_path)
+    if images.ndim != 3:
+        raise ValueError(f"{image_path}: MNIST images are an IDX array of 3 dimensions "
+                         f"(n, rows, columns), found {images.ndim}")
+    if labels.ndim != 1:
+        raise ValueError(f"{label_path}: MNIST labels are an IDX array of 1 dimension, "
+                         f"found {labels.ndim}")
+    _check_labels(labels, images.shape[0], label_path)
+    return _images_dataset(f"mnist-{split}", images, labels, device)
+
+
+class _ArraysOnly(pickle.Unpickler):
+    """An unpickler that rebuilds numpy arrays and nothing else (no code runs)."""
+
+    ALLOWED = {("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+               ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")}
+
+    def find_class(self, module, name):
+        if (module, name) not in self.ALLOWED:
+            raise pickle.UnpicklingError(f"it refers to {module}.{name}, which a CIFAR-10 batch "
+                                         "does not hold")
+        return super().find_class(module, name)
+
+
+def _cifar10_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """(data [n, 3072] uint8, labels [n]) of one pickled batch; ValueError naming ``path``."""
+    try:
+        with open(path, "rb") as f:
+            batch = _ArraysOnly(f, encoding="bytes").load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
+            AttributeError, ImportError) as e:
+        raise ValueError(f"{path}: not a CIFAR-10 batch (a pickle): {e}") from None
+    if not isinstance(batch, dict):
+        raise ValueError(f"{path}: not a CIFAR-10 batch: a {type(batch).__name__}, not a dict")
+    batch = {k.decode("latin1") if isinstance(k, bytes) else k: v for k, v in batch.items()}
+    if "data" not in batch or "labels" not in batch:
+        raise ValueError(f"{path}: not a CIFAR-10 batch: no 'data' and 'labels' among its keys "
+                         f"{sorted(map(str, batch))}")
+    data, labels = np.asarray(batch["data"]), np.asarray(batch["labels"])
+    if data.ndim != 2 or data.shape[1] != CIFAR10_FEATURES or data.dtype != np.uint8:
+        raise ValueError(f"{path}: CIFAR-10 data must be uint8 rows of {CIFAR10_FEATURES} "
+                         f"pixels, found {data.dtype} of shape {data.shape}")
+    if labels.dtype.kind not in "iu":
+        raise ValueError(f"{path}: CIFAR-10 labels must be integers, found {labels.dtype}")
+    _check_labels(labels, data.shape[0], path)
+    return data, labels
+
+
+def load_cifar10(directory, *, split: str = "train", device=None) -> Dataset:
+    """CIFAR-10 from its pickled python batches in ``directory`` or its
+    ``cifar-10-batches-py`` (module docstring): 3072 features, standardised, 10 classes."""
+    names = _split_files(split, CIFAR10_FILES)
+    root = Path(directory)
+    if not (root / names[0]).is_file() and (root / CIFAR10_DIR).is_dir():
+        root = root / CIFAR10_DIR
+    paths = []
+    for name in names:
+        if not (root / name).is_file():
+            raise FileNotFoundError(f"CIFAR-10 {split}: no {name} in {root}")
+        paths.append(root / name)
+    batches = [_cifar10_batch(path) for path in paths]
+    return _images_dataset(f"cifar10-{split}", np.concatenate([d for d, _ in batches]),
+                           np.concatenate([lab for _, lab in batches]), device)
 
 
 # ---------------------------------------------------------------------- partitions

@@ -1,6 +1,9 @@
 """sim.data: the bundled data sets and the partitions across workers and silos."""
 
+import gzip
 import math
+import pickle
+import struct
 import sys
 
 import numpy as np
@@ -15,7 +18,9 @@ from sim.data import (
     iid_partition,
     label_partition,
     load_breast_cancer,
+    load_cifar10,
     load_digits,
+    load_mnist,
     vertical_split,
 )
 from sim.tdcd import Layout
@@ -67,6 +72,189 @@ def test_missing_scikit_learn_names_the_extra(monkeypatch):
     with pytest.raises(ImportError, match=r"pip install fedbound\[data\]") as info:
         load_digits()
     assert str(info.value) == INSTALL_HINT and "\n" not in INSTALL_HINT
+
+
+# ---------------------------------------------------------------- MNIST and CIFAR-10 stand-ins
+#
+# Tiny files written here in the published formats, byte by byte with struct (IDX) and
+# pickle protocol 2 with bytes keys (as Python 2 wrote CIFAR-10's batches): the loaders
+# are read against them, never against their own output.
+
+
+def write_idx(path, array: np.ndarray, *, code=0x08, fmt="B", gz=False):
+    header = struct.pack(">BBBB", 0, 0, code, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
+    body = struct.pack(f">{array.size}{fmt}", *array.ravel().tolist())
+    data = header + body
+    path = path.with_name(path.name + ".gz") if gz else path
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+def write_mnist(directory, seed=0, gz=False, n=(30, 12)):
+    rng = np.random.default_rng(seed)
+    out = {}
+    for split, count in zip(("train", "t10k"), n, strict=True):
+        images = rng.integers(0, 256, (count, 28, 28), dtype=np.uint8)
+        labels = rng.integers(0, 10, count, dtype=np.uint8)
+        write_idx(directory / f"{split}-images-idx3-ubyte", images, gz=gz)
+        write_idx(directory / f"{split}-labels-idx1-ubyte", labels, gz=gz)
+        out[split] = images, labels
+    return out
+
+
+def write_cifar_batch(path, data: np.ndarray, labels: list[int]):
+    path.write_bytes(pickle.dumps({b"batch_label": b"stand-in", b"labels": labels,
+                                   b"data": data, b"filenames": [b"x.png"] * len(labels)},
+                                  protocol=2))
+
+
+def write_cifar10(directory, seed=0):
+    rng = np.random.default_rng(seed)
+    directory.mkdir(parents=True, exist_ok=True)
+    batches = {}
+    for name, count in [*((f"data_batch_{i}", 3 + i) for i in range(1, 6)), ("test_batch", 7)]:
+        data = rng.integers(0, 256, (count, 3072), dtype=np.uint8)
+        labels = rng.integers(0, 10, count).tolist()
+        write_cifar_batch(directory / name, data, labels)
+        batches[name] = data, labels
+    (directory / "batches.meta").write_bytes(pickle.dumps({b"label_names": [b"airplane"]}, protocol=2))
+    return batches
+
+
+def standardised_columns(x: np.ndarray) -> np.ndarray:
+    """Independent of sim.data: numpy, columns to mean 0 and population std 1."""
+    x = x.astype(np.float64)
+    std = x.std(axis=0)
+    return (x - x.mean(axis=0)) / np.where(std > 0, std, 1.0)
+
+
+@pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
+def test_mnist_is_read_from_its_idx_files(tmp_path, gz):
+    written = write_mnist(tmp_path, gz=gz)
+    for split, prefix in (("train", "train"), ("test", "t10k")):
+        images, labels = written[prefix]
+        data = load_mnist(tmp_path, split=split)
+        assert data.name == f"mnist-{split}" and data.classes == 10 and data.n == len(labels)
+        assert data.features.shape == (len(labels), 784) and data.features.dtype == torch.float64
+        assert torch.equal(data.labels, torch.as_tensor(labels, dtype=torch.int64))
+        # pixel (r, c) of image i is feature 28 r + c: row by row
+        columns = np.stack([images[:, r, c] for r in range(28) for c in range(28)], axis=1)
+        np.testing.assert_allclose(data.features.numpy(), standardised_columns(columns),
+                                   rtol=1e-12, atol=1e-12)
+
+
+def test_cifar10_is_read_from_its_python_batches(tmp_path):
+    batches = write_cifar10(tmp_path / "cifar-10-batches-py")
+    train = load_cifar10(tmp_path)  # the archive's sub-directory is found
+    assert load_cifar10(tmp_path / "cifar-10-batches-py").labels.tolist() == train.labels.tolist()
+    data = np.concatenate([batches[f"data_batch_{i}"][0] for i in range(1, 6)])
+    labels = sum((batches[f"data_batch_{i}"][1] for i in range(1, 6)), [])
+    assert train.name == "cifar10-train" and train.classes == 10 and train.n == 30
+    assert train.features.shape == (30, 3072) and train.labels.tolist() == labels
+    np.testing.assert_allclose(train.features.numpy(), standardised_columns(data), rtol=1e-12,
+                               atol=1e-12)
+    test = load_cifar10(tmp_path, split="test")
+    assert test.labels.tolist() == batches["test_batch"][1] and test.features.shape == (7, 3072)
+
+
+def test_a_loaded_stand_in_partitions_like_the_digits(tmp_path):
+    write_mnist(tmp_path)
+    data = load_mnist(tmp_path)
+    assert_covers_once(label_partition(data.labels, 5, 2, gen(0)), data.n)
+
+
+class Payload:
+    """A pickle that would create a file when loaded, if the loader ran its code."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return open, (self.marker, "w")
+
+
+def _mnist_broken(directory, how):
+    write_mnist(directory)
+    images = directory / "train-images-idx3-ubyte"
+    labels = directory / "train-labels-idx1-ubyte"
+    if how == "missing":
+        labels.unlink()
+        return labels, r"no train-labels-idx1-ubyte or train-labels-idx1-ubyte\.gz in"
+    if how == "magic":
+        images.write_bytes(b"\x1f\x8b" + images.read_bytes()[2:])
+        return images, "not an IDX file"
+    if how == "short":
+        images.write_bytes(images.read_bytes()[:-5])
+        return images, r"needs 23520 bytes after the header, found 23515"
+    if how == "count":
+        write_idx(labels, np.zeros(29, np.uint8))
+        return labels, "29 labels for 30 images"
+    if how == "label":
+        write_idx(labels, np.full(30, 10, np.uint8))
+        return labels, "labels must be classes 0 to 9; found 10 to 10"
+    if how == "dims":
+        write_idx(images, np.zeros((30, 784), np.uint8))
+        return images, "3 dimensions"
+    if how == "gzip":
+        labels.unlink()
+        path = directory / "train-labels-idx1-ubyte.gz"
+        path.write_bytes(b"\x1f\x8bnot gzip at all")
+        return path, "cannot be read as gzip"
+    raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["missing", "magic", "short", "count", "label", "dims", "gzip"])
+def test_a_missing_or_malformed_mnist_file_is_one_line_naming_it(tmp_path, how):
+    path, match = _mnist_broken(tmp_path, how)
+    error = FileNotFoundError if how == "missing" else ValueError
+    with pytest.raises(error, match=match) as info:
+        load_mnist(tmp_path)
+    message = str(info.value)
+    assert "\n" not in message and str(path if how != "missing" else tmp_path) in message
+
+
+def _cifar_broken(directory, how):
+    write_cifar10(directory)
+    batch = directory / "data_batch_3"
+    if how == "missing":
+        batch.unlink()
+        return batch, FileNotFoundError, r"CIFAR-10 train: no data_batch_3 in"
+    if how == "not a pickle":
+        batch.write_bytes(b"\x00\x01 hello")
+        return batch, ValueError, "not a CIFAR-10 batch"
+    if how == "code":
+        batch.write_bytes(pickle.dumps(Payload(directory / "ran"), protocol=2))
+        return batch, ValueError, r"refers to (builtins|io)\.open"
+    if how == "keys":
+        batch.write_bytes(pickle.dumps({b"pixels": np.zeros((2, 3072), np.uint8)}, protocol=2))
+        return batch, ValueError, "no 'data' and 'labels'"
+    if how == "shape":
+        write_cifar_batch(batch, np.zeros((2, 3000), np.uint8), [0, 1])
+        return batch, ValueError, r"rows of 3072 pixels, found uint8 of shape \(2, 3000\)"
+    if how == "count":
+        write_cifar_batch(batch, np.zeros((2, 3072), np.uint8), [0])
+        return batch, ValueError, "1 labels for 2 images"
+    if how == "label":
+        write_cifar_batch(batch, np.zeros((2, 3072), np.uint8), [0, -1])
+        return batch, ValueError, "found -1 to 0"
+    raise AssertionError(how)
+
+
+@pytest.mark.parametrize("how", ["missing", "not a pickle", "code", "keys", "shape", "count",
+                                 "label"])
+def test_a_missing_or_malformed_cifar10_batch_is_one_line_naming_it(tmp_path, how):
+    path, error, match = _cifar_broken(tmp_path, how)
+    with pytest.raises(error, match=match) as info:
+        load_cifar10(tmp_path)
+    message = str(info.value)
+    assert "\n" not in message and str(path.parent if how == "missing" else path) in message
+    assert not (tmp_path / "ran").exists()  # the pickle's code did not run
+
+
+@pytest.mark.parametrize("loader", [load_mnist, load_cifar10])
+def test_an_unknown_split_names_the_parameter(loader, tmp_path):
+    with pytest.raises(ValueError, match=r"split='validation' must be one of 'train', 'test'"):
+        loader(tmp_path, split="validation")
 
 
 # ---------------------------------------------------------------- horizontal partitions

@@ -55,12 +55,46 @@ def test_configured_sets_and_restores_the_environment(monkeypatch):
     assert os.environ[limits.ENV["steps"]] == "1e9"
 
 
-def test_the_default_memory_limit_is_a_fraction_of_the_available_memory(monkeypatch):
+def test_the_default_memory_limit_is_half_the_machines_memory(monkeypatch):
     monkeypatch.delenv(limits.ENV["memory"], raising=False)
-    free = limits.available_memory()
-    assert free is not None and free > 0
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")  # not /proc/meminfo
     limit, source = limits.memory_limit()
-    assert 0.4 * free <= limit <= 0.6 * free and "available" in source
+    assert limit == limits.MEMORY_FRACTION * limits.physical_memory() <= 0.5 * total
+    assert f"50% of the {limits.size_text(limits.physical_memory())} of memory" in source
+
+
+def test_the_default_memory_limit_does_not_move_with_what_else_runs(monkeypatch):
+    """The limit is a setting of the machine, not of its load: the same before and after
+    this process takes 256 MiB (the memory available then drops by as much)."""
+    import numpy as np
+
+    monkeypatch.delenv(limits.ENV["memory"], raising=False)
+    before = limits.memory_limit()
+    taken = np.ones(2**25)  # 256 MiB, every page written
+    assert limits.memory_limit() == before and taken.sum() == 2**25
+
+
+@pytest.mark.parametrize("meminfo, cgroups, expected", [
+    ("MemTotal:  8388608 kB\nMemAvailable: 1024 kB\n", [None, None], 8 * 2**30),
+    ("MemTotal:  8388608 kB\n", ["max", None], 8 * 2**30),
+    ("MemTotal:  8388608 kB\n", [str(2 * 2**30), None], 2 * 2**30),
+    ("MemTotal:  8388608 kB\n", [None, "9223372036854771712"], 8 * 2**30),
+    ("MemTotal:  8388608 kB\n", [None, str(3 * 2**30) + "\n"], 3 * 2**30),
+    ("MemTotal:  8388608 kB\n", ["garbage", ""], 8 * 2**30),
+], ids=["total", "cgroup2-max", "cgroup2-limit", "cgroup1-none", "cgroup1-limit", "unreadable"])
+def test_the_machines_memory_is_its_total_or_its_containers_limit(meminfo, cgroups, expected,
+                                                                  tmp_path, monkeypatch):
+    monkeypatch.delenv(limits.ENV["memory"], raising=False)
+    (tmp_path / "meminfo").write_text(meminfo)
+    paths = []
+    for i, text in enumerate(cgroups):
+        paths.append(str(tmp_path / f"cgroup{i}"))
+        if text is not None:
+            (tmp_path / f"cgroup{i}").write_text(text)
+    monkeypatch.setattr(limits, "MEMINFO", str(tmp_path / "meminfo"))
+    monkeypatch.setattr(limits, "CGROUP_LIMITS", tuple(paths))
+    assert limits.physical_memory() == expected
+    assert limits.memory_limit()[0] == expected / 2
 
 
 def test_a_footprint_sums_its_terms_and_names_the_largest():
@@ -226,3 +260,89 @@ def test_estimates_are_within_a_small_factor_of_the_measured_peak_memory():
         assert measured > 30 * 2**20, f"{key}: too small a scenario to measure ({measured} B)"
         assert 1 / 2.5 <= estimate / measured <= 2.5, \
             f"{key}: estimate {estimate:.3g} B, measured {measured:.3g} B"
+
+
+# ---------------------------------------------------------------------- search memory
+
+def test_a_search_under_a_small_memory_limit_skips_what_exceeds_it(monkeypatch, capsys):
+    """``fedbound search --max-memory 128K``: the candidates above the limit are refused
+    before the simulator runs (never measured) and skipped, and the search spends its
+    budget on the others (it used to end at the first one refused)."""
+    limit = 128 * 2**10
+    ad = adapter_for("mllsgd.theorem1")
+    asked, measured = [], []
+    require, measure = limits.require, ad._measure
+
+    def spy_require(key, fp):
+        asked.append(fp.bytes)
+        return require(key, fp)
+
+    def spy_measure(scenario, params, exact):
+        measured.append(ad.footprint(scenario, exact=exact).bytes)
+        return measure(scenario, params, exact)
+
+    monkeypatch.setattr(limits, "require", spy_require)
+    monkeypatch.setattr(ad, "_measure", spy_measure)
+    assert main(["search", "mllsgd.theorem1", "--budget", "20", "--jobs", "1",
+                 "--max-memory", "128K", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tried"] == 20
+    assert len(measured) >= 20 and max(measured) <= limit
+    assert sum(b > limit for b in asked) >= 5, sorted(asked)  # a real share was refused
+
+
+def test_a_search_refuses_when_no_draw_fits_the_limit(capsys):
+    assert main(["search", "mllsgd.theorem1", "--budget", "5", "--jobs", "1",
+                 "--max-memory", "4K"]) == 2
+    assert "above the limit of 4 KiB (--max-memory" in one_line(capsys.readouterr().err)
+
+
+def one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+SEARCH_PEAK = textwrap.dedent("""
+    import json, sys
+    from verify import limits
+    from verify.adapter import adapter_for
+    from verify.search import search
+
+    def status(name):
+        for line in open("/proc/self/status"):
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) * 1024
+
+    key, budget, memory = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    ad = adapter_for(key)
+    estimates, measure = [], ad._measure
+
+    def spy(scenario, params, exact):
+        estimates.append(ad.footprint(scenario, exact=exact).bytes)
+        return measure(scenario, params, exact)
+
+    ad._measure = spy
+    search(key, budget=40, seed=1)  # imports, compiles and caches first
+    open("/proc/self/clear_refs", "w").write("5")  # reset the peak to the current RSS
+    base = status("VmRSS")
+    estimates.clear()
+    with limits.configured(memory=memory):
+        tried = search(key, budget=budget, seed=0).tried
+    print(json.dumps([tried, max(estimates), status("VmHWM") - base]))
+""")
+
+
+@pytest.mark.skipif(not _can_reset_peak(), reason="needs Linux's /proc/self/clear_refs")
+def test_the_peak_memory_of_a_search_stays_within_its_estimates():
+    """A search of 100 checks under a 1 MiB limit, in a separate process after a first
+    search has filled the caches: its peak resident memory grows by at most 2.5 times the
+    largest estimate of a scenario it checked, plus 16 MiB of Python objects. (A search once
+    grew to 24 GB in 100 minutes; here a leak of 200 KiB per check would fail.)"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MALLOC_MMAP_THRESHOLD_": "65536",
+           "MALLOC_TRIM_THRESHOLD_": "0"}
+    r = subprocess.run([sys.executable, "-c", SEARCH_PEAK, "mllsgd.theorem1", "100", "1M"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    tried, largest, grown = json.loads(r.stdout)
+    assert tried == 100 and 0 < largest <= 2**20
+    assert grown <= 2.5 * largest + 16 * 2**20, f"peak grew by {grown / 2**20:.1f} MiB"

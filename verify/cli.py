@@ -779,8 +779,8 @@ def parser() -> argparse.ArgumentParser:
 def _limit_options(p: argparse.ArgumentParser, default) -> None:
     """The resource limits (verify.limits), accepted before or after the command."""
     p.add_argument("--max-memory", metavar="SIZE", default=default,
-                   help="memory one scenario may use, e.g. 8G (default: half the available "
-                        "memory; also FEDBOUND_MAX_MEMORY)")
+                   help="memory one scenario may use, e.g. 8G (default: half the machine's "
+                        "memory, or of its container's limit; also FEDBOUND_MAX_MEMORY)")
     p.add_argument("--max-steps", metavar="N", default=default,
                    help="operations one scenario may take, e.g. 1e14 (default 1e13; also "
                         "FEDBOUND_MAX_STEPS)")

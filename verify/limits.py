@@ -12,9 +12,9 @@ so that worker processes (local pools, a Dask ``LocalCluster``) inherit them:
 variable                   limit                                                  option
 =========================  =====================================================  ===========
 ``FEDBOUND_MAX_MEMORY``    bytes one scenario may use ("8G", "512M", "1.5GiB");   --max-memory
-                           default: ``MEMORY_FRACTION`` of the memory available
-                           when the check starts (``MemAvailable`` of
-                           /proc/meminfo, else ``os.sysconf``)
+                           default: ``MEMORY_FRACTION`` of the machine's
+                           memory (:func:`physical_memory`: its total,
+                           or its container's limit when smaller)
 ``FEDBOUND_MAX_STEPS``     elementary operations of one scenario (default         --max-steps
                            ``DEFAULT_MAX_STEPS``, a few hours of one core)
 ``FEDBOUND_MAX_SCENARIOS`` scenarios of one sweep or search budget (default       --max-scenarios
@@ -34,7 +34,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-#: share of the available memory that one scenario may use by default
+#: share of the machine's memory (:func:`physical_memory`) one scenario may use by default
 MEMORY_FRACTION = 0.5
 #: elementary operations of one scenario by default (about 3 hours at 1e9 per second)
 DEFAULT_MAX_STEPS = 10**13
@@ -136,19 +136,45 @@ def parse_count(text: str, what: str) -> int:
     return int(value)
 
 
-def available_memory() -> int | None:
-    """Bytes available to a new allocation without swapping (MemAvailable of /proc/meminfo;
-    else free pages by ``os.sysconf``), or None when the system does not say."""
+#: files holding this machine's total memory, and a container's memory limit (cgroup v2,
+#: then v1), read by :func:`physical_memory`
+MEMINFO = "/proc/meminfo"
+CGROUP_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def physical_memory() -> int | None:
+    """Bytes of memory this process can have at most, whatever else runs: the machine's
+    total memory (``MemTotal`` of /proc/meminfo, else ``os.sysconf``), or the memory limit
+    of the container (cgroup) when that is smaller; None when the system does not say.
+    Unlike the memory available at the moment, this is a setting of the machine: the same
+    from one command to the next."""
+    sizes = [size for size in (_meminfo_total(), *map(_cgroup_limit, CGROUP_LIMITS))
+             if size is not None]
+    return min(sizes) if sizes else None
+
+
+def _meminfo_total() -> int | None:
     try:
-        with open("/proc/meminfo") as f:
+        with open(MEMINFO) as f:
             for line in f:
-                if line.startswith("MemAvailable:"):
+                if line.startswith("MemTotal:"):
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _cgroup_limit(path: str) -> int | None:
+    """The limit in a cgroup file: bytes, or None for "max", an absent or unreadable file
+    (cgroup v1 writes "no limit" as a number near 2^63, larger than any memory)."""
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+        return None if text == "max" else int(text)
+    except (OSError, ValueError):
         return None
 
 
@@ -157,11 +183,11 @@ def memory_limit() -> tuple[float, str]:
     text = os.environ.get(ENV["memory"])
     if text:
         return parse_size(text, ENV["memory"]), f"{OPTION['memory']}/{ENV['memory']}={text}"
-    free = available_memory()
-    if free is None:
-        return math.inf, "no limit: the system does not report its available memory"
-    return MEMORY_FRACTION * free, (f"{MEMORY_FRACTION:.0%} of the {size_text(free)} available; "
-                                    f"raise it with {OPTION['memory']} or {ENV['memory']}")
+    total = physical_memory()
+    if total is None:
+        return math.inf, "no limit: the system does not report its memory"
+    return MEMORY_FRACTION * total, (f"{MEMORY_FRACTION:.0%} of the {size_text(total)} of "
+                                     f"memory; raise it with {OPTION['memory']} or {ENV['memory']}")
 
 
 def _count_limit(kind: str, default: float, why: str) -> tuple[float, str]:

@@ -47,7 +47,11 @@ the serial order; draws made ahead and not consumed are undone. So the result do
 depend on the executor or the number of workers: the same seed gives the same result.
 
 "Admissible" means: the adapter derives the theorem's parameters without error and every
-condition of the theorem holds there (``Theorem.admissible``). ``tried`` counts the
+condition of the theorem holds there (``Theorem.admissible``). A candidate above a resource
+limit (``verify.limits``: ``--max-memory``, ``--max-steps``) is refused before anything is
+allocated and skipped like an inadmissible one, so the limits bound what a search allocates;
+the witness's confirmation with more replicas is refused (the search fails with the
+refusal's line) when it would exceed them. ``tried`` counts the
 admissible scenarios checked during phases 1-2 (at most ``budget``). An adapter that
 produces no admissible scenario at all is an error, never "no violation found".
 """
@@ -88,6 +92,8 @@ KEEP = 0.5
 CONFIRM = 4
 #: probability that the random phase pushes a numeric field to an edge of its range
 EDGE_P = 0.5
+#: random draws in a row refused by a resource limit after which the search gives up
+REFUSED_DRAWS = 100
 #: the finer multiplicative moves of a tightest search, tried in turn once coarser ones fail
 FINE = (1.25, 1.05)
 #: a tightest Monte-Carlo witness: confirmed until its ratio's 95% half-width is below this
@@ -177,14 +183,19 @@ def evaluate(key: str, variant: str, objective: str, scenario) -> tuple[Verdict 
         return None, "; ".join(map(str, thm.violations(**params)))
     exact = ad.tags.exact and ad.supports_exact(scenario)
     try:
-        return ad.check_derived(scenario, thm, params, exact=exact), ""
-    except ValueError as e:
-        if not exact:
+        try:
+            return ad.check_derived(scenario, thm, params, exact=exact), ""
+        except limits.ResourceError:
             raise
-        if objective == "tightest":
-            return None, str(e)  # the exact moments diverge: nothing tight there
-        # the exact moments diverge: Monte Carlo says so
-        return ad.check_derived(scenario, thm, params, exact=False), ""
+        except ValueError as e:
+            if not exact:
+                raise
+            if objective == "tightest":
+                return None, str(e)  # the exact moments diverge: nothing tight there
+            # the exact moments diverge: Monte Carlo says so
+            return ad.check_derived(scenario, thm, params, exact=False), ""
+    except limits.ResourceError as e:  # refused before anything is allocated: skipped
+        return None, str(e)
 
 
 class _Searcher:
@@ -284,9 +295,19 @@ class _Searcher:
     def draws(self) -> Iterator:
         """Random scenarios: the adapter's draw with, as hypothesis does, each numeric field
         pushed to an edge of its range (0 or 1/100 of its value for a float, its least valid
-        value for an integer) with probability ``EDGE_P``."""
+        value for an integer) with probability ``EDGE_P``. A draw above a resource limit is
+        skipped; ``REFUSED_DRAWS`` of them in a row end the search with the refusal (the
+        limit is below what the adapter draws)."""
+        refused = 0
         while True:
-            scenario = self.adapter.random_scenario(self.rng)
+            try:
+                scenario = self.adapter.random_scenario(self.rng)
+            except limits.ResourceError:
+                refused += 1
+                if refused == REFUSED_DRAWS:
+                    raise
+                continue
+            refused = 0
             for path, value in _numeric_fields(scenario):
                 if self.rng.random() < EDGE_P:
                     for c in _edges(value):

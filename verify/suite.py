@@ -245,14 +245,16 @@ def worker_init(plugins: Sequence[str] = (), parent: int | None = None) -> None:
     again by the worker itself). With ``parent`` (the driver's pid, for the local process
     pools fedbound starts; not for Dask workers, whose lifetime Dask manages): the worker
     ignores SIGINT (the driver, which gets the terminal's Ctrl-C too, stops its workers
-    itself, without a traceback from each) and exits as soon as its driver is gone
+    itself, without a traceback from each; ``verify.sweep.executor`` starts its workers with
+    SIGINT blocked, so that not even a Ctrl-C during their start-up, before this
+    initializer runs, reaches them) and exits as soon as its driver is gone
     (:func:`watch_parent`)."""
+    if parent is not None:  # first: importing torch takes seconds
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        watch_parent(parent)
     import torch
 
     torch.set_num_threads(1)
-    if parent is not None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        watch_parent(parent)
     load_plugins(plugins)
 
 

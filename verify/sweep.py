@@ -43,6 +43,7 @@ import itertools
 import json
 import math
 import os
+import signal
 import socket
 import sqlite3
 import threading
@@ -650,23 +651,68 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
     if jobs == 1:  # this process
         yield None
         return
-    pool = ProcessPoolExecutor(jobs, mp_context=get_context("spawn"), initializer=worker_init,
-                               initargs=(explicit(), os.getpid()))
-    for _ in range(jobs):  # start every worker now (the pool starts one per submission), so
-        pool.submit(os.getpid)  # their start-up overlaps whatever the driver does before its work
+    pool = Pool(jobs, mp_context=get_context("spawn"), initializer=worker_init,
+                initargs=(explicit(), os.getpid()))
     try:
+        for _ in range(jobs):  # start every worker now (the pool starts one per submission), so
+            pool.submit(os.getpid)  # their start-up overlaps whatever the driver does first
         yield pool
+        pool.shutdown(wait=True)
     except BaseException:
         stop(pool)
         raise
-    pool.shutdown(wait=True)
+
+
+@contextmanager
+def sigint_blocked() -> Iterator[None]:
+    """SIGINT blocked in this thread for the duration of the block: the processes and
+    threads started inside it inherit the blocked signal, and a Ctrl-C that arrives
+    meanwhile is delivered (as KeyboardInterrupt) when the block ends, not lost. A process
+    pool's workers started this way never see the terminal's Ctrl-C, not even while they
+    import their modules, before their initializer can ignore it (the standard library's
+    ``multiprocessing.resource_tracker`` starts its process the same way). Without
+    ``signal.pthread_sigmask`` (Windows), nothing is blocked."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+class Pool(ProcessPoolExecutor):
+    """The local process pool of fedbound's drivers: a submission runs with SIGINT blocked
+    (:func:`sigint_blocked`). So the workers the pool starts while submitting inherit the
+    blocked signal, and a Ctrl-C cannot land in the middle of the standard library's
+    ``submit``: a KeyboardInterrupt raised there, between a lock's acquisition and its
+    release (at the start of ``threading.Condition.__exit__``, say), would leave the lock of
+    the pool's work queue held, and the pool's manager thread, and with it the exit of the
+    interpreter, waiting for it for ever."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        with sigint_blocked():
+            return super().submit(fn, *args, **kwargs)
+
+
+#: seconds :func:`stop` waits for a pool's manager thread to finish
+STOP_TIMEOUT = 10.0
 
 
 def stop(pool: ProcessPoolExecutor) -> None:
-    """Stop a process pool now: cancel what has not started and terminate its workers
-    (``shutdown`` alone waits for the running tasks to finish; the workers are read from
-    the pool's ``_processes``, which the standard library has no public accessor for)."""
+    """Stop a process pool now: cancel what has not started, terminate its workers and wait
+    for the pool's manager thread to close its pipes (``shutdown`` alone waits for the
+    running tasks to finish; the workers and the thread are read from the pool's
+    ``_processes`` and ``_executor_manager_thread``, which the standard library has no
+    public accessor for). Waiting for the thread matters at interpreter exit: the exit hook
+    of ``concurrent.futures`` (``threading._register_atexit(_python_exit)``) writes to the
+    wake-up pipe of every manager thread still registered, without the lock under which
+    the thread closes that pipe; a thread still shutting down when the interpreter exits
+    closes it between the hook's check and its write, and the exit ends in "Exception
+    ignored ... OSError: [Errno 9] Bad file descriptor" after fedbound's own last line."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         with suppress(Exception):
@@ -676,6 +722,8 @@ def stop(pool: ProcessPoolExecutor) -> None:
             p.join(5)
             if p.is_alive():
                 p.kill()
+    if manager is not None:
+        manager.join(STOP_TIMEOUT)
 
 
 def _dask(scheduler: str | None, dask_local: int | None, connect_timeout: float):
