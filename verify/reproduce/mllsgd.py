@@ -49,6 +49,9 @@ samples; the full run: ``K_FULL`` iterations and ``REPLICAS_FULL`` replicas.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 
 import bounds
@@ -65,6 +68,19 @@ WORKERS_B = 12
 HUBS_B = (3, 6, 12)
 K_QUICK, K_FULL = 384, 1024
 REPLICAS_QUICK, REPLICAS_FULL = 6, 12
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """torch on one thread for the duration (restored after): these tensors are small, and
+    on a loaded machine a second thread costs up to ten times the time; the CLI runs on
+    one thread too, so the API and the CLI give the same numbers."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def settings(quick: bool):
@@ -127,17 +143,36 @@ def measure(s, pr, x1, eta: float) -> torch.Tensor:
     return trace.loss.mean(dim=-1)
 
 
-def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
-    from verify.estimated import _grid, conservative_bound
+def step(thm, parts, labels) -> float:
+    """The largest step at which (12) holds for every configuration ``labels`` at every
+    point of the grid of its estimates."""
+    from verify.estimated import _grid
+
+    return min(float(thm.max_step(**{**parts[label].params, **point}))
+               for label in labels for point in _grid(parts[label].estimates))
+
+
+def estimated(thm, configs: dict[str, list], quick: bool, pr, x1) -> dict:
+    """``verify.papers.mllsgd.estimated_parts`` of every configuration, by label."""
     from verify.papers.mllsgd import estimated_parts
+
+    return {label: estimated_parts(s, thm, problem=pr, x1=x1, settings=settings(quick))
+            for claim in configs.values() for label, s in claim}
+
+
+def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
+    with one_thread():
+        return _run(quick, seed, device)
+
+
+def _run(quick: bool, seed: int, device) -> tuple[Finding, ...]:
+    from verify.estimated import conservative_bound
 
     thm = bounds.get("mllsgd.theorem1")
     pr, x1 = problem(device)
     configs = configurations(quick, seed)
-    parts = {label: estimated_parts(s, thm, problem=pr, x1=x1, settings=settings(quick))
-             for claim in configs.values() for label, s in claim}
-    eta = min(float(thm.max_step(**{**parts[label].params, **point}))
-              for label, _ in configs["a"] for point in _grid(parts[label].estimates))
+    parts = estimated(thm, configs, quick, pr, x1)
+    eta = step(thm, parts, [label for label, _ in configs["a"]])
 
     def rows(claim: str) -> tuple[tuple[Row, ...], list[str]]:
         out, refused = [], []
