@@ -203,7 +203,7 @@ def estimated_parts(s: HFLScenario, thm, *, problem, x1, settings):
 
     from sim import estimate
     from sim.hfl import run_hfl
-    from verify.estimated import Parts, estimate_constants
+    from verify.api import Parts, estimate_constants
 
     if s.mode != "conditional":
         raise ValueError(f"mode={s.mode!r}: with estimated constants Theorem 2 is evaluated on "
