@@ -73,8 +73,8 @@ def test_holds_only_at_the_conservative_end(conservative, at_estimate, expected)
 
 
 def test_unknown_key_is_refused():
-    with pytest.raises(ValueError, match="key='hfl.theorem2'"):
-        check_estimated("hfl.theorem2")
+    with pytest.raises(ValueError, match="key='hfl.lemma1'"):
+        check_estimated("hfl.lemma1")
 
 
 def test_on_the_digits_mlp_the_check_says_estimated():
@@ -96,3 +96,49 @@ def test_on_the_digits_mlp_the_check_says_estimated():
     assert 0 < v.measured_mean < v.bound < float("inf")
     assert any("NeuralProblem" in n for n in v.notes)
     assert sum(n.startswith("estimated:") for n in v.notes) == 3
+
+
+# ---------------------------------------------------------------- hfl.theorem2
+
+HFL_SMALL = {"sizes": [3, 3], "T": 60.0, "replicas": 16}
+HFL_SETTINGS = estimated.EstimationSettings(points=2, steps=10, power_steps=10, samples=64)
+
+
+@pytest.mark.parametrize("fields", [HFL_SMALL, {**HFL_SMALL, "S": 0.0, "seed": 2}])
+def test_hfl_estimated_verdict_agrees_with_the_exact_constant_verdict(fields):
+    exact = verify.check("hfl.theorem2", fields)
+    est = check_estimated("hfl.theorem2", fields, settings=HFL_SETTINGS)
+    assert est.verdict == exact.verdict == "holds"
+    assert est.mode.startswith("estimated")
+    assert est.params["t"] == exact.params["t"]  # the same delay path
+    # logistic regression's L, sigma and G = R are certified upper bounds: the estimates
+    # lie below them; Delta's upper end is F(x_1) - 0, at least the exact F(x_1) - f_inf
+    for name in ("L", "sigma", "G"):
+        assert 0 < est.params[name] <= exact.params[name] * (1 + 1e-9)
+    assert est.params["Delta"] >= exact.params["Delta"] * (1 - 1e-9)
+    assert sum(n.startswith("estimated:") for n in est.notes) == 4
+
+
+def test_hfl_estimated_needs_one_delay_path():
+    with pytest.raises(ValueError, match="mode='expected'"):
+        check_estimated("hfl.theorem2", {**HFL_SMALL, "mode": "expected"}, settings=HFL_SETTINGS)
+
+
+def test_hfl_on_the_digits_mlp_the_check_says_estimated():
+    pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
+    import torch
+
+    from sim.data import load_digits
+    from sim.neural import NeuralProblem, mlp
+
+    digits = load_digits()
+    torch.manual_seed(0)
+    problem = NeuralProblem(mlp(hidden=(16,)), digits.features, digits.labels, batch=8)
+    fields = {"sizes": [2, 2], "T": 30.0, "replicas": 4, "alpha": None}
+    v = check_estimated("hfl.theorem2", fields, problem=problem, settings=HFL_SETTINGS)
+    again = check_estimated("hfl.theorem2", fields, problem=problem, settings=HFL_SETTINGS)
+    assert v.as_dict() == again.as_dict()  # the same seed, the same numbers
+    assert v.verdict in ("holds", "inconclusive") and v.mode.startswith("estimated")
+    assert 0 < v.measured_mean < v.bound < float("inf")
+    assert v.params["alpha"] == pytest.approx(1 / v.params["L"], rel=1e-12)  # 1/L, L's upper end
+    assert any("NeuralProblem" in n for n in v.notes)

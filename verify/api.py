@@ -20,7 +20,7 @@ from .adapter import (
 )
 from .check import check
 from .draw import Draw, RngDraw
-from .estimated import check_estimated
+from .estimated import EstimationSettings, Parts, check_estimated, estimate_constants
 from .families import Family, families, register_family
 from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text
 from .plugins import load_plugins
@@ -39,9 +39,10 @@ from .verdict import Comparison, Measurement, Verdict, compare
 from .witnesses import Witness, register_witness_dir, unregister_witness_dir, witnesses
 
 __all__ = [
-    "FEATURE_NORM_RANGE", "LOOP_OVERHEAD", "Adapter", "Comparison", "Draw", "Family",
-    "Footprint", "Measurement", "ResourceError", "RngDraw", "Scenario", "Tags", "Verdict",
-    "Witness", "adapter_for", "adapter_keys", "check", "check_estimated", "compare", "count_text",
+    "FEATURE_NORM_RANGE", "LOOP_OVERHEAD", "Adapter", "Comparison", "Draw", "EstimationSettings",
+    "Family", "Footprint", "Measurement", "Parts", "ResourceError", "RngDraw", "Scenario", "Tags",
+    "Verdict", "Witness", "adapter_for", "adapter_keys", "check", "check_estimated", "compare",
+    "count_text", "estimate_constants",
     "default_scenario", "families", "json_text", "jsonable", "load_plugins", "load_scenario",
     "problem_spec", "register_adapter", "register_family", "register_witness_dir",
     "require_float", "require_floats", "require_int", "roundoff", "unregister_adapter",

@@ -191,6 +191,49 @@ def _roundoff(st: Setup) -> float:
     return roundoff(st.problem.L, float(st.x1.norm()))
 
 
+def estimated_parts(s: HFLScenario, thm, *, problem, x1, settings):
+    """Theorem 2 with estimated constants (``verify.estimated``): L, sigma and Delta as
+    ``verify.estimated.estimate_constants`` estimates them, and G (Assumption 3, (16)) by
+    ``sim.estimate.max_gradient_norm`` at points along gradient descent from x_1 with the
+    step 1 / (the upper end of L), on ``problem`` (default the
+    scenario's own); the sizes and the delay path t from the scenario (one path:
+    ``mode="conditional"``); measured with ``sim.hfl.run_hfl`` on that path as the adapter
+    measures (20)."""
+    import torch
+
+    from sim import estimate
+    from sim.hfl import run_hfl
+    from verify.api import Parts, estimate_constants
+
+    if s.mode != "conditional":
+        raise ValueError(f"mode={s.mode!r}: with estimated constants Theorem 2 is evaluated on "
+                         "one delay path; use mode='conditional'")
+    st = build(s)
+    own = problem is None
+    problem = st.problem if own else problem
+    if x1 is None:
+        x1 = st.x1 if own or not hasattr(problem, "initial") else problem.initial()
+    x1 = torch.as_tensor(x1, dtype=torch.float64, device=problem.device)
+    generator = torch.Generator().manual_seed(s.seed)
+    estimates = estimate_constants(problem, x1, generator, settings)
+    points = estimate.trajectory(problem, x1, eta=1.0 / estimates["L"].upper,
+                                 steps=settings.steps, points=settings.points)
+    estimates["G"] = estimate.max_gradient_norm(problem, points, settings.samples, generator)
+    t = paths(s).path(0)
+    atol = roundoff(estimates["L"].upper, float(x1.norm()))
+
+    def measure(params):
+        trace = run_hfl(problem, sizes=s.sizes, alpha=params["alpha"], x1=x1,
+                        replicas=s.replicas, t=t, generator=torch.Generator().manual_seed(s.seed + 1))
+        ok = ~trace.diverged.numpy()
+        return Measurement(values=trace.lhs.numpy()[ok], diverged=int((~ok).sum()), atol=atol)
+
+    notes = () if own else (f"problem: {type(problem).__name__} (dim {problem.dim}) passed in; "
+                            "the scenario's problem field is not used",)
+    return Parts(params={"sizes": np.array(s.sizes), "t": t}, estimates=estimates,
+                 step=s.alpha, measure=measure, notes=notes)
+
+
 # ---------------------------------------------------------------------- adapters
 
 

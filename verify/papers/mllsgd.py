@@ -215,7 +215,7 @@ def estimated_parts(s: MLLSGDScenario, thm, *, problem, x1, settings):
     import torch
 
     from sim.mllsgd import run_mllsgd
-    from verify.estimated import Parts, estimate_constants
+    from verify.api import Parts, estimate_constants
 
     st = build(s)
     own = problem is None
