@@ -52,7 +52,8 @@ GRID = 5
 #: results :func:`check_estimated` can check, each with the module whose
 #: ``estimated_parts(scenario, theorem, *, problem, x1, settings) -> Parts`` supplies the
 #: paper's side: its constants, the parameters read from the scenario and the measurement
-KEYS = {"mllsgd.theorem1": "verify.papers.mllsgd"}
+KEYS = {"mllsgd.theorem1": "verify.papers.mllsgd",
+        "tdcd.theorem1": "verify.papers.tdcd", "afl.theorem2": "verify.papers.afl"}
 
 
 @dataclass(frozen=True)
