@@ -20,7 +20,7 @@ from .adapter import (
 )
 from .check import check
 from .draw import Draw, RngDraw
-from .estimated import check_estimated
+from .estimated import Parts, check_estimated
 from .families import Family, families, register_family
 from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text
 from .plugins import load_plugins
@@ -40,7 +40,7 @@ from .witnesses import Witness, register_witness_dir, unregister_witness_dir, wi
 
 __all__ = [
     "FEATURE_NORM_RANGE", "LOOP_OVERHEAD", "Adapter", "Comparison", "Draw", "Family",
-    "Footprint", "Measurement", "ResourceError", "RngDraw", "Scenario", "Tags", "Verdict",
+    "Footprint", "Measurement", "Parts", "ResourceError", "RngDraw", "Scenario", "Tags", "Verdict",
     "Witness", "adapter_for", "adapter_keys", "check", "check_estimated", "compare", "count_text",
     "default_scenario", "families", "json_text", "jsonable", "load_plugins", "load_scenario",
     "problem_spec", "register_adapter", "register_family", "register_witness_dir",

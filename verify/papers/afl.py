@@ -761,7 +761,7 @@ def estimated_parts(s: AFLScenario, thm, *, problem, x1, settings):
     import torch
 
     from sim.afl import run_afl
-    from verify.estimated import Parts
+    from verify.api import Parts
 
     if problem is None:
         s.check_eta_L()

@@ -498,7 +498,7 @@ def estimated_parts(s: TDCDScenario, thm, *, problem, x1, settings):
     import torch
 
     from sim.tdcd import run_tdcd
-    from verify.estimated import Parts
+    from verify.api import Parts
 
     st = build(s)
     own = problem is None
