@@ -142,3 +142,106 @@ def test_hfl_on_the_digits_mlp_the_check_says_estimated():
     assert 0 < v.measured_mean < v.bound < float("inf")
     assert v.params["alpha"] == pytest.approx(1 / v.params["L"], rel=1e-12)  # 1/L, L's upper end
     assert any("NeuralProblem" in n for n in v.notes)
+
+
+# ---------------------------------------------------------------------- tdcd.theorem1, afl.theorem2
+
+
+TDCD_SMALL = {"rounds": 20, "replicas": 16}
+QUICK = estimated.EstimationSettings(points=2, steps=10, power_steps=15, samples=64)
+
+
+@pytest.mark.parametrize("variant", ["proof", "refined"])
+def test_tdcd_estimated_verdict_agrees_with_the_exact_constant_verdict(variant):
+    fields = {**TDCD_SMALL, "eta": 0.5}
+    exact = verify.check("tdcd.theorem1", fields, variant=variant)
+    est = check_estimated("tdcd.theorem1", fields, variant=variant, settings=QUICK)
+    assert est.verdict == exact.verdict == "holds" and est.mode.startswith("estimated")
+    # the same step and scenario, other draws (the estimation uses the seed's stream
+    # first): two Monte-Carlo estimates of one expectation, their intervals overlap
+    assert est.measured_ci[0] <= exact.measured_ci[1] and exact.measured_ci[0] <= est.measured_ci[1]
+    # the exact L (at theta = 0), L_max and sigma_j are certified sups over all theta and
+    # batches; the estimates see only the points, so they are below, and not far; Delta's
+    # upper end uses the exact f_inf = 0, where the bound is largest
+    assert 0.5 * exact.params["L"] <= est.params["L"] <= exact.params["L"] * (1 + 1e-6)
+    assert est.params["Delta"] == pytest.approx(exact.params["Delta"], rel=1e-12)
+    assert est.params["L_max"] <= exact.params["L_max"] * (1 + 1e-9)
+    assert (np.asarray(est.params["sigma"]) <= np.asarray(exact.params["sigma"]) * 1.5).all()
+    assert sum(n.startswith("estimated: sigma_") for n in est.notes) == 2
+
+
+def test_tdcd_on_per_silo_networks_the_check_says_estimated():
+    pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
+    from verify.reproduce.tdcd import build_model
+
+    model, _ = build_model(0)
+    fields = {"blocks": list(model.layout.blocks), "clients": list(model.layout.clients),
+              "n": model.layout.n, "batch": model.layout.batch, "Q": 2, "rounds": 4,
+              "replicas": 4}
+    settings = estimated.EstimationSettings(points=2, steps=3, power_steps=5, samples=16)
+    v = check_estimated("tdcd.theorem1", fields, problem=model, settings=settings)
+    again = check_estimated("tdcd.theorem1", fields, problem=model, settings=settings)
+    assert v.as_dict() | {"seconds": 0} == again.as_dict() | {"seconds": 0}
+    assert v.mode.startswith("estimated") and v.verdict in ("holds", "inconclusive")
+    assert 0 < v.measured_mean < v.bound < float("inf")
+    assert any("ModuleModel" in n for n in v.notes)
+
+
+def test_tdcd_own_block_constant_is_the_block_hessian_of_a_client_batch():
+    """The own-block L_max of a block-linear logistic model, estimated, against the exact
+    largest eigenvalue of X_zj^T diag(s(1-s)) X_zj / b_j over the same batches and points,
+    computed here with numpy."""
+    import torch
+
+    from sim import estimate
+    from sim.tdcd import draw_batch
+    from verify.papers.tdcd import TDCDScenario, _OwnBlock, build
+
+    st = build(TDCDScenario())
+    model = st.model
+    anchors = model.split(torch.randn(3, model.dim, generator=st.generator,
+                                      dtype=torch.float64))
+    rows = draw_batch(model.layout, 3, st.generator, "cpu")
+    for j in range(model.layout.N):
+        own = _OwnBlock(model, j, anchors, rows)
+        est = estimate.lipschitz(own, own.points(), generator=st.generator, steps=200, starts=2)
+        X, y = model.X.numpy(), model.y.numpy()
+        start, width, b = sum(model.layout.blocks[:j]), model.layout.blocks[j], \
+            model.layout.client_batch[j]
+        exact = 0.0
+        for p in range(3):
+            r = rows[p, :b].numpy()
+            theta = model.join(anchors[p]).numpy()
+            s = 1 / (1 + np.exp(-(y[r] * (X[r] @ theta))))
+            Xj = X[r, start:start + width]
+            exact = max(exact, np.linalg.eigvalsh(Xj.T @ (Xj * (s * (1 - s))[:, None]) / b)[-1])
+        assert est.value == pytest.approx(exact, rel=1e-6)
+
+
+def test_afl_estimated_verdict_agrees_with_the_exact_constant_verdict():
+    fields = {"T": 40, "replicas": 16, "arrivals": "biased"}
+    exact = verify.check("afl.theorem2", fields)
+    est = check_estimated("afl.theorem2", fields, settings=QUICK)
+    assert est.verdict == exact.verdict == "holds" and est.mode.startswith("estimated")
+    # quadratic clients: L and sigma_G exact at every point, Delta exact; sigma_L sampled
+    assert exact.params["L"] * (1 - 1e-6) <= est.params["L"] <= exact.params["L"] * 1.01
+    assert est.params["sigma_G"] == pytest.approx(exact.params["sigma_G"], rel=1e-9)
+    assert est.params["Delta"] == pytest.approx(exact.params["Delta"], rel=1e-12)
+    assert 0.5 * exact.params["sigma_L"] < est.params["sigma_L"] < 1.5 * exact.params["sigma_L"]
+
+
+def test_afl_on_the_digits_mlp_the_check_says_estimated():
+    pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
+    from verify.reproduce.afl import M, build_clients
+
+    clients, _ = build_clients(0)
+    fields = {"M": M, "m": 5, "T": 6, "K": 2, "tau": 1, "replicas": 4, "arrivals": "biased"}
+    settings = estimated.EstimationSettings(points=2, steps=3, power_steps=5, samples=16)
+    v = check_estimated("afl.theorem2", fields, problem=clients, settings=settings)
+    again = check_estimated("afl.theorem2", fields, problem=clients, settings=settings)
+    assert v.as_dict() | {"seconds": 0} == again.as_dict() | {"seconds": 0}
+    assert v.mode.startswith("estimated") and v.verdict in ("holds", "inconclusive")
+    assert 0 < v.measured_mean < v.bound < float("inf")
+    assert any("NeuralClients" in n for n in v.notes)
+    with pytest.raises(ValueError, match="M=8"):
+        check_estimated("afl.theorem2", {**fields, "M": 8}, problem=clients, settings=settings)

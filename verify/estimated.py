@@ -53,7 +53,8 @@ GRID = 5
 #: ``estimated_parts(scenario, theorem, *, problem, x1, settings) -> Parts`` supplies the
 #: paper's side: its constants, the parameters read from the scenario and the measurement
 KEYS = {"mllsgd.theorem1": "verify.papers.mllsgd",
-        "hfl.theorem2": "verify.papers.hfl"}
+        "hfl.theorem2": "verify.papers.hfl", "tdcd.theorem1": "verify.papers.tdcd",
+        "afl.theorem2": "verify.papers.afl"}
 
 
 @dataclass(frozen=True)

@@ -684,3 +684,115 @@ FAMILIES = {f.key: register_family(f) for f in (
     Family("afl.corollary3", "M", (4, 8, 16), "measured/bound ~ M/(8 (1 + 0.2 L_0)): like M",
            _stale_corollary_member),
 )}
+
+
+# ---------------------------------------------------------------------- estimated constants
+
+
+class _Objective:
+    """A client set (``sim.neural.NeuralClients`` or a ``sim.afl`` problem) as a problem of
+    ``sim.estimate``: f = (1/M) sum_i f_i and its gradient, with f_inf its f_star (exact,
+    or 0 for cross-entropy: a certified lower bound)."""
+
+    def __init__(self, clients):
+        self.clients, self.dim, self.device = clients, clients.dim, clients.device
+        self.f_inf = float(clients.f_star)
+
+    def loss(self, x):
+        return self.clients.loss(x)
+
+    def grad(self, x):
+        return self.clients.grad(x)
+
+
+class _WorkerNoise(_Objective):
+    """Assumption 3's local deviation per worker: the points are (point, worker) pairs,
+    row p M + i for worker i, so that ``sim.estimate.gradient_variance`` takes the largest
+    E||g_i(x) - grad f_i(x)||^2 over points and workers: sigma_L (Yang et al. 2022,
+    Assumption 3)."""
+
+    def grad(self, x):
+        M = self.clients.M
+        return self.clients.worker_grads(x.reshape(-1, M, self.dim)).reshape(x.shape)
+
+    def stochastic_grad(self, x, generator):
+        M, S = self.clients.M, x.shape[1]
+        per = x.reshape(-1, M, S, self.dim).transpose(1, 2)                 # [P, S, M, dim]
+        g = self.clients.stochastic_worker_grads(per.contiguous(), generator)
+        return g.transpose(1, 2).reshape(x.shape)
+
+
+def estimate_afl_constants(clients, x0, generator, settings) -> dict[str, Any]:
+    """{"L", "sigma_L", "sigma_G", "Delta": sim.estimate.Estimate} of Yang et al. 2022
+    (Assumptions 1 and 3; Delta of Theorem 2) at points along a gradient-descent trajectory
+    of f from ``x0`` (``verify.estimated.EstimationSettings``). L is estimated on f (the
+    Lipschitz constant of each f_i can be larger)."""
+    from sim import estimate
+
+    f = _Objective(clients)
+    first = estimate.lipschitz(f, x0, generator=generator, steps=settings.power_steps,
+                               starts=settings.starts)
+    points = estimate.trajectory(f, x0, eta=1.0 / first.upper, steps=settings.steps,
+                                 points=settings.points)
+    f_ref = float(f.loss(points).min())
+    return {
+        "L": estimate.lipschitz(f, points, generator=generator, steps=settings.power_steps,
+                                starts=settings.starts),
+        "sigma_L": _renamed(estimate.gradient_variance(
+            _WorkerNoise(clients), points.repeat_interleave(clients.M, dim=0), settings.samples,
+            generator), "sigma_L"),
+        "sigma_G": estimate.dissimilarity(clients, points),
+        "Delta": estimate.delta(f, x0, max(f_ref, f.f_inf)),
+    }
+
+
+def _renamed(e, param: str):
+    from dataclasses import replace
+
+    return replace(e, param=param)
+
+
+def estimated_parts(s: AFLScenario, thm, *, problem, x1, settings):
+    """Theorem 2 with estimated constants (``verify.estimated``): L, sigma_L, sigma_G and
+    Delta estimated on ``problem`` (``sim.neural.NeuralClients`` with the scenario's M
+    workers; default the scenario's own clients); T, m, the realised tau and K statistics
+    from the scenario's schedule; eta_L the scenario's, else ``local_fraction`` of the
+    largest the conditions allow at the upper end of L. Measured with ``sim.afl.run_afl``."""
+    import torch
+
+    from sim.afl import run_afl
+    from verify.api import Parts
+
+    if problem is None:
+        s.check_eta_L()
+    st = build(s)
+    own = problem is None
+    clients = st.clients if own else problem
+    if clients.M != s.M:
+        raise ValueError(f"M={s.M}: the problem passed in has {clients.M} workers; the "
+                         "scenario's schedule needs the same M")
+    if x1 is None:
+        x1 = st.x0 if own or not hasattr(clients, "initial") else clients.initial()
+    x1 = torch.as_tensor(x1, dtype=torch.float64, device=clients.device)
+    estimates = estimate_afl_constants(clients, x1, st.generator, settings)
+    K = s.K if s.K_high is None else st.schedule.K_arrived().numpy()
+    tau = st.schedule.max_delay()
+    if s.eta_L is None:
+        cap = B.eta_L_cap(thm.key, L=estimates["L"].upper, K=K, tau=tau, variant=thm.variant)
+        eta_L = s.local_fraction * (cap if math.isfinite(cap) else 1.0 / estimates["L"].upper)
+    else:
+        eta_L = s.eta_L
+    atol = roundoff(estimates["L"].upper, float(x1.abs().max()))
+
+    def measure(params):
+        trace = run_afl(clients, algorithm=s.algorithm, m=s.m, T=s.T, eta=params["eta"],
+                        eta_L=eta_L, x0=x1, replicas=s.replicas, generator=st.generator,
+                        schedule=st.schedule, server_step=s.server_step)
+        ok = ~trace.diverged.numpy()
+        return Measurement(values=trace.grad_sq_norm.numpy()[ok].mean(axis=1),
+                           diverged=int((~ok).sum()), atol=atol)
+
+    notes = () if own else (f"problem: {type(clients).__name__} (dim {clients.dim}, M = "
+                            f"{clients.M}) passed in; the scenario's problem field is not used",)
+    return Parts(params={"T": s.T, "m": s.m, "M": s.M, "K": K, "tau": tau, "eta_L": eta_L},
+                 estimates=estimates, step=s.eta, measure=measure, notes=notes)

@@ -342,3 +342,189 @@ class Remark5(TDCD):
     def _bound_series(self, s: TDCDScenario, thm, params, n: int):
         """Remark 5's eta is fixed by the final R: the bound is drawn at R only."""
         return np.array([n]), np.array([thm.evaluate(**params)])
+
+
+# ---------------------------------------------------------------------- estimated constants
+
+
+class _Flat:
+    """A TDCD model (``sim.tdcd.BlockLinear`` or ``ModuleModel``) seen as a problem of
+    ``sim.estimate`` at flat parameter vectors [..., dim]: L(theta) and its gradient, (2).
+    ``f_inf``: the model's, else 0 (the losses of ``sim.tdcd`` are nonnegative: a certified
+    lower bound)."""
+
+    def __init__(self, model):
+        self.model, self.dim, self.device = model, model.dim, model.device
+        self.f_inf = float(getattr(model, "f_inf", 0.0))
+
+    def _blocks(self, x):
+        return self.model.split(x.reshape(-1, self.dim))
+
+    def loss(self, x):
+        return self.model.loss(self._blocks(x)).reshape(x.shape[:-1])
+
+    def grad(self, x):
+        return self.model.join(self.model.grad(self._blocks(x))).reshape(x.shape)
+
+
+def _client_grads(model, hub, rows, other):
+    """g_kj of Das et al. 2022, (4), of every client at hub models [P, N, d] on the batches
+    ``rows`` [P, batch] with the frozen embeddings ``other`` (Phi_{-j}): [P, N, K, d]."""
+    P, N, d = hub.shape
+    clients = hub[:, :, None].expand(P, N, max(model.layout.clients), d)
+    return model.client_grads(clients, rows, other)
+
+
+def _frozen(model, hub, rows):
+    """Phi_{-j} = sum_{l != j} Phi_l at hub models [P, N, d] on ``rows`` [P, batch]."""
+    own = model.embed(hub, rows)
+    return own.sum(dim=1, keepdim=True) - own
+
+
+class _SiloNoise(_Flat):
+    """Silo j's side of Assumption 3, (9): ``grad`` is block j of grad L, and
+    ``stochastic_grad`` the client gradient g_1j of (4) at the round start (every client
+    at the hub model) on a batch drawn as ``sim.tdcd.draw_batch`` draws it, so that
+    ``sim.estimate.gradient_variance`` estimates sigma_j."""
+
+    def __init__(self, model, j: int):
+        super().__init__(model)
+        self.j, self.width = j, model.dims[j]
+
+    def grad(self, x):
+        return self.model.grad(self._blocks(x))[:, self.j, : self.width].reshape(
+            *x.shape[:-1], self.width)
+
+    def stochastic_grad(self, x, generator):
+        from sim.tdcd import draw_batch
+
+        hub = self._blocks(x)
+        rows = draw_batch(self.model.layout, hub.shape[0], generator, self.device)
+        g = _client_grads(self.model, hub, rows, _frozen(self.model, hub, rows))
+        return g[:, self.j, 0, : self.width].reshape(*x.shape[:-1], self.width)
+
+
+class _OwnBlock:
+    """(7) in the own block: theta_j -> g_1j, the gradient in block j of the mean loss over
+    silo j's first client's share of a mini-batch, the other blocks held at an anchor hub
+    model, one batch per point (``anchors`` [P, N, d], ``rows`` [P, batch]). Its Hessian's
+    largest eigenvalue magnitude, by ``sim.estimate.lipschitz``, is the block constant
+    L_{1,j} at that point and batch (Das et al. 2022, Assumption 1; the block constant
+    suffices, Lemma 2 moves only block j). The gradient goes through ``torch.func`` (and
+    the model's ``embed``), so forward-mode Hessian-vector products pass through it."""
+
+    def __init__(self, model, j: int, anchors, rows):
+        self.model, self.j, self.anchors = model, j, anchors
+        self.rows = rows[:, : model.layout.client_batch[j]]
+        self.dim, self.device = model.dims[j], model.device
+        self.loss = _loss_of(model)
+
+    def points(self):
+        return self.anchors[:, self.j, : self.dim]
+
+    def _client_loss(self, hub, rows):
+        z = self.model.embed(hub[None], rows[None]).sum(dim=1)[0]           # [b, E]
+        return self.loss(z, self.model.y[rows]).mean()
+
+    def grad(self, x):
+        import torch
+        from torch.func import grad, vmap
+
+        P, reps = self.anchors.shape[0], math.prod(x.shape[1:-1])
+        block = torch.nn.functional.pad(x.reshape(P, reps, self.dim), (0, self.model.d - self.dim))
+        silo = torch.arange(self.anchors.shape[1], device=x.device)[:, None] == self.j
+        hub = torch.where(silo, block[:, :, None, :], self.anchors[:, None])    # [P, reps, N, d]
+        rows = self.rows[:, None].expand(P, reps, self.rows.shape[-1])
+        g = vmap(vmap(grad(self._client_loss)))(hub, rows)
+        return g[..., self.j, : self.dim].reshape(x.shape)
+
+
+def _loss_of(model):
+    """l(z [..., E], y) -> [...] of a ``sim.tdcd`` model (its loss_fn, or the block-linear
+    model's loss kind)."""
+    from sim.tdcd import loss_value
+
+    fn = getattr(model, "loss_fn", None)
+    return fn if fn is not None else (lambda z, y: loss_value(model.loss_kind, z[..., 0], y))
+
+
+def estimate_tdcd_constants(model, x1, generator, settings) -> tuple[dict[str, Any], list]:
+    """The constants of Das et al. 2022, Theorem 1 estimated on ``model`` at points along a
+    gradient-descent trajectory from ``x1`` (``verify.estimated.EstimationSettings``):
+    ({"L", "L_max", "Delta": sim.estimate.Estimate}, [sigma_j Estimate per silo]).
+
+    L: Hessian power iteration on L(theta), (6); L_max: the same on the own-block map (7)
+    of a client's mini-batch gradient with the other silos' embeddings frozen, at every
+    point with ``settings.starts`` fresh batches each, the largest over the silos; sigma_j:
+    the variance of a client's gradient g_kj around grad_(j) L at the round start, (9);
+    Delta: L(x_1) minus the lowest loss along the trajectory (upper end: minus the model's
+    f_inf, 0 for these nonnegative losses)."""
+    from dataclasses import replace
+
+    from sim import estimate
+    from sim.tdcd import draw_batch
+
+    flat = _Flat(model)
+    first = estimate.lipschitz(flat, x1, generator=generator, steps=settings.power_steps,
+                               starts=settings.starts)
+    points = estimate.trajectory(flat, x1, eta=1.0 / first.upper, steps=settings.steps,
+                                 points=settings.points)
+    f_ref = float(flat.loss(points).min())
+    L = estimate.lipschitz(flat, points, generator=generator, steps=settings.power_steps,
+                           starts=settings.starts)
+    anchors = model.split(points).repeat_interleave(settings.starts, dim=0)
+    rows = draw_batch(model.layout, anchors.shape[0], generator, model.device)
+    blocks = [estimate.lipschitz(own, own.points(), generator=generator,
+                                 steps=settings.power_steps, starts=1)
+              for own in (_OwnBlock(model, j, anchors, rows) for j in range(model.layout.N))]
+    top = max(blocks, key=lambda e: e.upper)
+    L_max = replace(top, param="L_max", method=f"own-block {top.method}; max over "
+                    f"{model.layout.N} silos and {anchors.shape[0]} (point, client batch) pairs")
+    sigma = [replace(estimate.gradient_variance(_SiloNoise(model, j), points, settings.samples,
+                                                generator), param=f"sigma_{j + 1}")
+             for j in range(model.layout.N)]
+    delta = estimate.delta(flat, x1, max(f_ref, flat.f_inf))
+    return {"L": L, "L_max": L_max, "Delta": delta}, sigma
+
+
+def estimated_parts(s: TDCDScenario, thm, *, problem, x1, settings):
+    """Theorem 1 with estimated constants (``verify.estimated``): L, L_max and Delta
+    estimated on ``problem`` (a ``sim.tdcd`` model; default the scenario's own
+    ``BlockLinear``) and sigma_j per silo (:func:`estimate_tdcd_constants`); Q, R (and K_j
+    for the refined variant) from the scenario. The bound increases with every sigma_j
+    (through S and Sbar), so sigma is fixed at the upper ends of its intervals, the
+    conservative end exactly; the other constants go through the grid of
+    ``verify.estimated``. Measured with ``sim.tdcd.run_tdcd`` as the adapter measures (15)."""
+    import torch
+
+    from sim.tdcd import run_tdcd
+    from verify.api import Parts
+
+    st = build(s)
+    own = problem is None
+    model = st.model if own else problem
+    if x1 is None:
+        x1 = st.theta0 if own or not hasattr(model, "initial") else model.initial()
+    x1 = torch.as_tensor(x1, dtype=torch.float64, device=model.device)
+    estimates, sigma = estimate_tdcd_constants(model, x1, st.generator, settings)
+    atol = roundoff(estimates["L"].upper, float(x1.norm()))
+
+    def measure(params):
+        trace = run_tdcd(model, eta=params["eta"], Q=s.Q, rounds=s.rounds, theta0=x1,
+                         replicas=s.replicas, generator=st.generator, t_comm=s.t_comm,
+                         t_comp=s.t_comp)
+        ok = ~trace.diverged.numpy()
+        per_round = trace.grad_sq_norm.numpy()[ok]
+        return Measurement(values=per_round.mean(axis=1), diverged=int((~ok).sum()), atol=atol)
+
+    params: dict[str, Any] = {"Q": s.Q, "R": s.rounds,
+                              "sigma": np.array([e.upper for e in sigma])}
+    if "K" in thm.params:
+        params["K"] = np.asarray(model.layout.clients, dtype=float)
+    notes = [f"estimated: {e} (the bound increases with sigma_j: evaluated at the upper end)"
+             for e in sigma]
+    if not own:
+        notes.append(f"problem: {type(model).__name__} (dim {model.dim}) passed in; the "
+                     "scenario's data fields are not used")
+    return Parts(params=params, estimates=estimates, step=s.eta, measure=measure,
+                 notes=tuple(notes))
