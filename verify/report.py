@@ -221,8 +221,12 @@ def latex_formula(tex: str, tail: str = "", tail_tex: str = "") -> Formula:
 
 
 def prose(text: str) -> Markup:
-    """Text with ``double backtick`` markup shown as code (escaped first)."""
-    return Markup(re.sub(r"``(.+?)``", r"<code>\1</code>", str(escape(text))))
+    """Text with its ``$...$`` spans as inline MathML (:func:`verify.mathml.inline`) and
+    ``double backtick`` markup shown as code (the text escaped first)."""
+    return Markup("".join(
+        mathml.inline(piece) if is_math
+        else re.sub(r"``(.+?)``", r"<code>\1</code>", str(escape(piece)))
+        for is_math, piece in mathml.prose_parts(text)))
 
 
 def cite(text: str, root: str = "") -> Markup:
@@ -264,16 +268,6 @@ def statement(thm: bounds.Theorem) -> dict:
     return {"lhs": latex_formula(thm.lhs, "<mo>\u2264</mo>", r" \le"), "terms": terms}
 
 
-def erratum_part(text: str, thm: bounds.Theorem) -> dict:
-    """A printed or corrected field of an erratum: its formula where it parses
-    (:func:`verify.mathml.parse_text`), else its text; a prose tail kept as text."""
-    head, tail = mathml.split_prose(text)
-    expr = mathml.parse_text(head, thm.symbols)
-    return {"formula": None if expr is None else formula(expr),
-            "text": text if expr is None else "", "tail": tail if expr is not None else "",
-            "source": text}
-
-
 def variant_context(thm: bounds.Theorem, root: str) -> dict:
     """What a result page shows of one variant."""
     return {"variant": thm.variant, "status": thm.status, "notes": thm.notes,
@@ -281,9 +275,7 @@ def variant_context(thm: bounds.Theorem, root: str) -> dict:
             "conditions": [{"name": c.name, "formula": formula(c.relation),
                             "per_worker": c.per_worker, "citation": c.citation}
                            for c in thm.conditions],
-            "errata": [{"where": e.where, "printed": erratum_part(e.printed, thm),
-                        "corrected": erratum_part(e.corrected, thm), "citation": e.citation}
-                       for e in thm.errata]}
+            "errata": thm.errata}
 
 
 def _number(x, spec: str = ".4g") -> str:
