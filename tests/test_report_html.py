@@ -13,6 +13,8 @@ from pathlib import Path
 from xml.sax.saxutils import escape as escape_xml
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import bounds
 from verify import mathml, report, suite
@@ -219,3 +221,29 @@ def test_markup_in_a_plugins_latex_never_reaches_the_page():
     out = mathml.of_latex(tex)
     assert "<script" not in out and "<img" not in out and "&lt;script&gt;" in out
     assert mathml.of_latex(r"\frac{1}{T}\sum_t \|g_t\|^2").startswith("<mrow><mfrac>")
+
+
+@given(st.floats(1e-6, 1e6), st.floats(1e-6, 1e6))
+def test_slack_is_bound_over_measured_for_an_upper_bound_and_the_inverse_for_a_lower_one(b, m):
+    assert report.slack_text(b, m) == f"{b / m:.3g}x"
+    assert report.slack_text(-b, -m) == f"{m / b:.3g}x"  # a lower bound: 1 tight, below violated
+    assert report.slack_text(b, 0.0) == report.slack_text(b, -m) == "-"
+
+
+def test_the_dashboard_shows_a_lower_bounds_slack_as_a_number_never_inf(tmp_path):
+    """afl.theorem1 bounds a negative quantity from above (a lower bound): its verdict's
+    bound / measured is infinite or negative, the dashboard shows the slack of the tightness
+    table (1x: the bound is attained) and no page says "inf"."""
+    from verify.cli import main
+    from verify.tightness import by_variant, row
+
+    out = tmp_path / "r"
+    assert main(["check", "--all", "--only", "afl.theorem1", "--battery", "1", "--no-witnesses",
+                 "--no-figures", "--report", str(out)]) == 0
+    index = (out / "index.html").read_text()
+    cells = re.search(r'href="results/afl_theorem1.html#variant-proof">afl.theorem1</a>.*?</tr>',
+                      index, re.DOTALL)[0]
+    expected = by_variant(row("afl.theorem1"))["proof"]["default"]["slack"]
+    assert f'<td class="num">{expected:.3g}x</td>' in cells
+    for page in (index, (out / "results" / "afl_theorem1.html").read_text()):
+        assert not re.search(r"\binf", page), re.search(r".{80}\binf.{20}", page)[0]
