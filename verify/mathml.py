@@ -15,6 +15,7 @@ No sympy import outside these functions' module; no torch, no matplotlib.
 from __future__ import annotations
 
 import re
+from functools import cache
 from html import escape
 
 import sympy as sp
@@ -98,6 +99,8 @@ def prose_parts(text: str) -> list[tuple[bool, str]]:
     return [(i % 2 == 1, p) for i, p in enumerate(pieces) if p]
 
 
+@cache
 def inline(tex: str) -> str:
-    """``tex`` as an inline ``<math>`` element (:func:`of_latex`)."""
+    """``tex`` as an inline ``<math>`` element (:func:`of_latex`); cached: an erratum shared
+    by several results and variants is converted once per report."""
     return f"<math>{of_latex(tex)}</math>"
