@@ -179,8 +179,7 @@ ERRATUM_2C = Erratum(
 ERRATUM_PERIODS = Erratum(
     "hypotheses of Theorem 1", "(none)",
     r"$K$ is a multiple of $q \tau$ and all workers start at $x_1$",
-    f"{PAPER}, proof of Theorem 1 (Appendix C.3), (183) (sum over "
-    r"$j = 0, \dots, K/(q \tau) - 1$); "
+    f"{PAPER}, proof of Theorem 1 (Appendix C.3), (183) (its sum over whole hub periods); "
     "Lemma 4 (Appendix C.2) (found by fedbound)",
 )
 ERRATUM_LAMBDA_TIGHT = Erratum(
