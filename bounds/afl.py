@@ -220,101 +220,119 @@ def conditions4(variant: str, s: sp.Expr = S) -> list[Condition]:
 # ---------------------------------------------------------------------- errata
 
 ERRATUM_SERVER_STEP = Erratum(
-    "server update", "x_{t+1} = x_t - eta G_t (Algorithms 2, 3)",
-    "x_{t+1} = x_t - eta eta_L G_t (what every proof and bound uses)",
+    "server update", r"$x_{t+1} = x_t - \eta G_t$ (Algorithms 2, 3)",
+    r"$x_{t+1} = x_t - \eta \eta_L G_t$ (what every proof and bound uses)",
     f"{PAPER}, Algorithms 2 and 3 (printed) vs the proofs: Appendix B.2, (a1), (a2), "
     "(a5)-(a7); the one-step updates opening Appendices B.3 and C (found by fedbound)")
 ERRATUM_TAU_PLUS_ONE = Erratum(
-    "delayed-sum factor in the eta_L condition", "tau (C2b, C3c, C4c)",
-    "tau + 1: x_s is referenced from rounds s..s+tau (at tau = 0 the printed condition is vacuous "
-    "and the drift-gradient term is dropped)", f"{PAPER}, (a12), (b8), (c3) (found by fedbound)")
+    r"delayed-sum factor in the $\eta_L$ condition", r"$\tau$ (C2b, C3c, C4c)",
+    r"$\tau + 1$: $x_s$ is referenced from rounds $s, \dots, s+\tau$ (at $\tau = 0$ the printed "
+    "condition is vacuous and the drift-gradient term is dropped)",
+    f"{PAPER}, (a12), (b8), (c3) (found by fedbound)")
 ERRATUM_DELAY_COEFFICIENT = Erratum(
-    "delay coefficient in (a12)", "3 tau^2 L^2 eta^3 eta_L^3 / (2 m^2)",
-    "3 tau^2 L^2 eta^3 eta_L^3 / m^2 (what (a13) and C2c use)",
+    "delay coefficient in (a12)", r"$\frac{3 \tau^2 L^2 \eta^3 \eta_L^3}{2 m^2}$",
+    r"$\frac{3 \tau^2 L^2 \eta^3 \eta_L^3}{m^2}$ (what (a13) and C2c use)",
     f"{PAPER}, proof of Theorem 2 (Appendix B.2), (a12)-(a13) (found by fedbound)")
 ERRATUM_AFTER_THEOREM2 = Erratum(
-    "paragraph after Theorem 2", "eta_L^2 <= 1/K_{t,i}^2", "eta_L = O(1/(K L sqrt(tau)))",
+    "paragraph after Theorem 2", r"$\eta_L^2 \le 1/K_{t,i}^2$",
+    r"$\eta_L = O\left(\frac{1}{K L \sqrt{\tau}}\right)$",
     f"{PAPER}, the paragraph after Theorem 2 (Section 4.1) (found by fedbound)")
 ERRATUM_C3B = Erratum(
-    "C3b", "L eta eta_L + L^2 eta^2 eta_L^2 tau^2 <= 1/(2M)",
-    "L eta eta_L + 2 L^2 eta^2 eta_L^2 tau^2 <= 1/(2M) (the factor 2 between (b9) and (b10) is "
-    "dropped after (b12))",
+    "C3b", r"$L \eta \eta_L + L^2 \eta^2 \eta_L^2 \tau^2 \le \frac{1}{2M}$",
+    r"$L \eta \eta_L + 2 L^2 \eta^2 \eta_L^2 \tau^2 \le \frac{1}{2M}$ (the factor 2 between "
+    "(b9) and (b10) is dropped after (b12))",
     f"{PAPER}, Theorem 3; its proof (Appendix B.3), between (b9) and (b10) vs after (b12) "
     "(found by fedbound)")
 ERRATUM_K_AVERAGES3 = Erratum(
-    "K statistics of Theorem 3", "averages over the m arriving workers (as in Theorem 2)",
-    "averages over all M workers",
+    r"$K$ statistics of Theorem 3", r"averages over the $m$ arriving workers (as in Theorem 2)",
+    r"averages over all $M$ workers",
     f"{PAPER}, Theorem 3 vs (b9) (found by fedbound)")
 ERRATUM_FALSE_INEQ = Erratum(
     "proof of Theorem 3 (Appendix B.3), the second inequality after (b12)",
-    "sum_{i != j} ||z_i - z_j||^2 <= 2(M-1) sum_i ||z_i||^2 with z_i = Delta_i(x_{t-tau_{t,i}}), "
-    "which brings the chain after (b12) to <= 0 under C3b",
-    "sum_{i != j} ||z_i - z_j||^2 = 2M sum_i ||z_i||^2 - 2||sum_i z_i||^2, the identity (b10) "
-    "itself. With it the chain keeps the sampling variance of uniform partial participation "
-    "that (b11)-(b12) expose, L s^2 (M-m)/(m M (M-1)) sum_i ||z_i||^2 per round (s = eta eta_L), "
-    "and no hypothesis absorbs it: at x* the z_i are the client gradients, sum_i z_i = 0 while "
-    "sum_i ||z_i||^2 reaches M sigma_G^2. After the final rearrangement it adds about "
-    "4 L s (M-m)/(m(M-1)) sigma_G^2 to the right-hand side: a term of order s, where the "
-    "statement carries sigma_G^2 only in 120 L^2 eta_L^2 Khat^2 sigma_G^2, of order eta_L^2. "
-    "No correction is known; the theorem is refuted [derived by fedbound, not published]. "
-    "Family (x_0 = x*, sigma_L = 0, K = 1, M = 2, m = 1, no delay, eta fixed, s -> 0, "
-    "T = ceil(c/(s L))): the exact left-hand side is at least (1 - 1/c) s L sigma_G^2/(2 - s L) "
-    "(the stationary variance of y' = (1 - s L) y + s L (cbar_S - cbar)) and the bound is "
-    "120 L^2 (s/eta)^2 sigma_G^2, so measured/bound >= (1 - 1/c) eta^2/(120 L s (2 - s L)), "
-    "which grows like 1/s without limit",
+    r"$\sum_{i \ne j} \|z_i - z_j\|^2 \le 2(M-1) \sum_i \|z_i\|^2$ with "
+    r"$z_i = \Delta_i(x_{t-\tau_{t,i}})$, which brings the chain after (b12) to $\le 0$ "
+    "under C3b",
+    r"$\sum_{i \ne j} \|z_i - z_j\|^2 = 2M \sum_i \|z_i\|^2 - 2\|\sum_i z_i\|^2$, the identity "
+    "(b10) itself. With it the chain keeps the sampling variance of uniform partial "
+    r"participation that (b11)-(b12) expose, $\frac{L s^2 (M-m)}{m M (M-1)} \sum_i \|z_i\|^2$ "
+    r"per round ($s = \eta \eta_L$), and no hypothesis absorbs it: at $x^*$ the $z_i$ are the "
+    r"client gradients, $\sum_i z_i = 0$ while $\sum_i \|z_i\|^2$ reaches $M \sigma_G^2$. After "
+    r"the final rearrangement it adds about $\frac{4 L s (M-m)}{m(M-1)} \sigma_G^2$ to the "
+    r"right-hand side: a term of order $s$, where the statement carries $\sigma_G^2$ only in "
+    r"$120 L^2 \eta_L^2 \hat{K}^2 \sigma_G^2$, of order $\eta_L^2$. No correction is known; "
+    "the theorem is refuted [derived by fedbound, not published]. Family ("
+    r"$x_0 = x^*$, $\sigma_L = 0$, $K = 1$, $M = 2$, $m = 1$, no delay, $\eta$ fixed, "
+    r"$s \to 0$, $T = \lceil c/(s L) \rceil$): the exact left-hand side is at least "
+    r"$(1 - 1/c) \frac{s L \sigma_G^2}{2 - s L}$ (the stationary variance of "
+    r"$y' = (1 - s L) y + s L (\bar{c}_S - \bar{c})$) and the bound is "
+    r"$120 L^2 (s/\eta)^2 \sigma_G^2$, so "
+    r"$\frac{\text{measured}}{\text{bound}} \ge \frac{(1 - 1/c) \eta^2}{120 L s (2 - s L)}$, "
+    r"which grows like $1/s$ without limit",
     "Yang et al. 2022, proof of Theorem 3 (Appendix B.3), (b10) to (b12) and the two "
     "inequalities after (b12)")
 ERRATUM_K_SUMS4 = Erratum(
-    "K statistics of Theorem 4", "Kbar_t, Khat_t^2 averages ('defined the same as in Theorem 2')",
-    "sums over all M workers (stale ones K_{t-tau,i}); the 1/M of the drift terms cancels",
+    r"$K$ statistics of Theorem 4",
+    r"$\bar{K}_t$, $\hat{K}_t^2$ averages ('defined the same as in Theorem 2')",
+    r"sums over all $M$ workers (stale ones $K_{t-\tau,i}$); the $1/M$ of the drift terms "
+    "cancels",
     f"{PAPER}, Theorem 4 vs the end of its proof (Appendix C) and the proof of Corollary 3 "
     "(found by fedbound)")
 ERRATUM_STALE_NOISE = Erratum(
-    "proof of Theorem 4 (Appendix C), the bound on A_1 (its third equality) and (c1)",
-    "E<grad f(x_t), G_i(x_{t-tau_{t,i}})> = <grad f(x_t), Delta_i(x_{t-tau_{t,i}})> for the "
-    "stored updates i in M_t^c, and the noise of all M stored updates counted afresh in every "
-    "round by (c1)",
-    "a stored stochastic update is reused in every round until its worker returns, so x_t "
-    "already depends on its noise: that noise is not mean-zero given x_t, and the cross terms "
-    "the third equality drops are of the order of (c1) itself. Each fresh sample moves x by "
-    "s n in all (s/M in each of its about M/m rounds of use, s = eta eta_L), so the noise "
-    "floor is that of one fresh sample per arrival, about L s sigma_L^2/(2 m K), independent "
-    "of M, where the statement's sigma_L terms are 4 L s sigma_L^2/(M K) and terms of order "
-    "s^2 and eta_L^2 [derived by fedbound, not published]. Family (sigma_G = 0, x_0 = x*, "
-    "K = 1, m = 1, round-robin arrivals, no delay, eta = 1, s = eta_L = c/(L M^2), "
-    "T = ceil(20 M^2/c)): the staleness is tau = M - 1 with m' = 1, every sigma_L term of "
-    "the bound is at most (4c + 8c^2 + 20c^2/M) sigma_L^2/M^3, and the left-hand side tends "
-    "to c sigma_L^2/(2 M^2): measured/bound ~ M/(8 (1 + 2c)), which grows like M without limit",
-    "Yang et al. 2022, proof of Theorem 4 (Appendix C), the bound on A_1 and (c1)")
+    r"proof of Theorem 4 (Appendix C), the bound on $A_1$ (its third equality) and (c1)",
+    r"$\mathbb{E}\langle \nabla f(x_t), G_i(x_{t-\tau_{t,i}}) \rangle = \langle \nabla f(x_t), "
+    r"\Delta_i(x_{t-\tau_{t,i}}) \rangle$ for the stored updates $i \in \mathcal{M}_t^c$, and "
+    r"the noise of all $M$ stored updates counted afresh in every round by (c1)",
+    "a stored stochastic update is reused in every round until its worker returns, so "
+    r"$x_t$ already depends on its noise: that noise is not mean-zero given $x_t$, and the "
+    "cross terms the third equality drops are of the order of (c1) itself. Each fresh sample "
+    r"moves $x$ by $s n$ in all ($s/M$ in each of its about $M/m$ rounds of use, "
+    r"$s = \eta \eta_L$), so the noise floor is that of one fresh sample per arrival, about "
+    r"$\frac{L s \sigma_L^2}{2 m K}$, independent of $M$, where the statement's $\sigma_L$ "
+    r"terms are $\frac{4 L s \sigma_L^2}{M K}$ and terms of order $s^2$ and $\eta_L^2$ "
+    r"[derived by fedbound, not published]. Family ($\sigma_G = 0$, $x_0 = x^*$, $K = 1$, "
+    r"$m = 1$, round-robin arrivals, no delay, $\eta = 1$, $s = \eta_L = \frac{c}{L M^2}$, "
+    r"$T = \lceil 20 M^2/c \rceil$): the staleness is $\tau = M - 1$ with $m' = 1$, every "
+    r"$\sigma_L$ term of the bound is at most $(4c + 8c^2 + 20c^2/M) \sigma_L^2/M^3$, and the "
+    r"left-hand side tends to $\frac{c \sigma_L^2}{2 M^2}$: "
+    r"$\frac{\text{measured}}{\text{bound}} \sim \frac{M}{8 (1 + 2c)}$, which grows like $M$ "
+    "without limit",
+    "Yang et al. 2022, proof of Theorem 4 (Appendix C), the bound on $A_1$ and (c1)")
 ERRATUM_COROLLARY2 = Erratum(
     "proof of Corollary 2 (Appendix B.3)",
-    "O(1/(m^{1/2} K^{1/2} T^{1/2})) + O(tau^2/T) + O(K^2/T): Theorem 3 at eta_L = 1/sqrt(T), "
-    "eta = sqrt(mK), a linear speedup in m and K",
+    r"$O\left(\frac{1}{m^{1/2} K^{1/2} T^{1/2}}\right) + O\left(\frac{\tau^2}{T}\right) + "
+    r"O\left(\frac{K^2}{T}\right)$: Theorem 3 at $\eta_L = 1/\sqrt{T}$, $\eta = \sqrt{mK}$, "
+    r"a linear speedup in $m$ and $K$",
     "inherits the failing step after (b12) of Theorem 3: the sampling-variance term "
-    "4 L s (M-m)/(m(M-1)) sigma_G^2 at s = sqrt(mK/T) is of order sqrt(K)/sqrt(mT), so for "
-    "m < M and sigma_G > 0 the left-hand side grows with K: no linear speedup in K, even in "
-    "the regime T >= m K^5 of Remark 4 (along T = c m K^6 it decays like K^{-5/2}, the stated "
-    "rate like K^{-7/2}: rate refuted). Family (x_0 = x*, sigma_L = 0, K = 1, M = 2, m = 1, "
-    "no delay, T -> infinity): the left-hand side tends to L sigma_G^2/(2 sqrt(T)) while the "
-    "explicit bound is 120 L^2 sigma_G^2/T, so measured/bound ~ sqrt(T)/(240 L) without limit "
+    r"$\frac{4 L s (M-m)}{m(M-1)} \sigma_G^2$ at $s = \sqrt{mK/T}$ is of order "
+    r"$\sqrt{K}/\sqrt{mT}$, so for $m < M$ and $\sigma_G > 0$ the left-hand side grows with "
+    r"$K$: no linear speedup in $K$, even in the regime $T \ge m K^5$ of Remark 4 (along "
+    r"$T = c m K^6$ it decays like $K^{-5/2}$, the stated rate like $K^{-7/2}$: rate "
+    r"refuted). Family ($x_0 = x^*$, $\sigma_L = 0$, $K = 1$, $M = 2$, $m = 1$, no delay, "
+    r"$T \to \infty$): the left-hand side tends to $\frac{L \sigma_G^2}{2 \sqrt{T}}$ while the "
+    r"explicit bound is $\frac{120 L^2 \sigma_G^2}{T}$, so "
+    r"$\frac{\text{measured}}{\text{bound}} \sim \frac{\sqrt{T}}{240 L}$ without limit "
     "[derived by fedbound, not published]",
     "Yang et al. 2022, Corollary 2 and its proof (Appendix B.3); Remark 4")
 ERRATUM_COROLLARY3 = Erratum(
     "proof of Corollary 3 (Appendix C)",
-    "O(1/(M^{1/2} K^{1/2} T^{1/2})) + O(K^2/(M T)) + O(tau^2 (M-m')^2/(T M^2)): Theorem 4 at "
-    "eta_L = 1/sqrt(T), eta = sqrt(MK), a speedup in M rather than m",
-    "inherits the failing step of Theorem 4 (A_1 and (c1)): at s = sqrt(MK/T) the floor "
-    "L s sigma_L^2/(2 m K) is of order sqrt(M)/(m sqrt(KT)): it grows with M at fixed m, so "
-    "there is no speedup in M (along T = c M^7 with m = 1 the left-hand side decays like "
-    "M^{-3}, the stated rate at best like M^{-4}: rate refuted). Family (sigma_G = 0, "
-    "x_0 = x*, K = 1, m = 1, round-robin arrivals, L = L_0 M^{-3/2}, T = 100 M^2): the "
-    "explicit bound is 4 L sigma_L^2/sqrt(MT) (1 + 0.2 L_0 (1 - 1/M)^4 + 0.5 L_0/M^2) and the "
-    "left-hand side tends to L sigma_L^2 sqrt(M)/(2 sqrt(T)), so measured/bound ~ "
-    "M/(8 (1 + 0.2 L_0)) without limit [derived by fedbound, not published]",
+    r"$O\left(\frac{1}{M^{1/2} K^{1/2} T^{1/2}}\right) + O\left(\frac{K^2}{M T}\right) + "
+    r"O\left(\frac{\tau^2 (M-m')^2}{T M^2}\right)$: Theorem 4 at $\eta_L = 1/\sqrt{T}$, "
+    r"$\eta = \sqrt{MK}$, a speedup in $M$ rather than $m$",
+    r"inherits the failing step of Theorem 4 ($A_1$ and (c1)): at $s = \sqrt{MK/T}$ the "
+    r"floor $\frac{L s \sigma_L^2}{2 m K}$ is of order $\frac{\sqrt{M}}{m \sqrt{KT}}$: it "
+    r"grows with $M$ at fixed $m$, so there is no speedup in $M$ (along $T = c M^7$ with "
+    r"$m = 1$ the left-hand side decays like $M^{-3}$, the stated rate at best like $M^{-4}$: "
+    r"rate refuted). Family ($\sigma_G = 0$, $x_0 = x^*$, $K = 1$, $m = 1$, round-robin "
+    r"arrivals, $L = L_0 M^{-3/2}$, $T = 100 M^2$): the explicit bound is "
+    r"$\frac{4 L \sigma_L^2}{\sqrt{MT}} \left(1 + 0.2 L_0 (1 - 1/M)^4 + 0.5 L_0/M^2\right)$ and "
+    r"the left-hand side tends to $\frac{L \sigma_L^2 \sqrt{M}}{2 \sqrt{T}}$, so "
+    r"$\frac{\text{measured}}{\text{bound}} \sim \frac{M}{8 (1 + 0.2 L_0)}$ without limit "
+    "[derived by fedbound, not published]",
     "Yang et al. 2022, Corollary 3 and its proof (Appendix C)")
 ERRATUM_THM4_BRACKETS = Erratum(
-    "Theorem 4 first term", "4f(x_0)-f(x_T)/(eta eta_L T), no expectation",
-    "4 (f(x_0) - E f(x_T))/(eta eta_L T) <= 4 (f_0 - f_*)/(eta eta_L T) (Delta here)",
+    "Theorem 4 first term", r"$4f(x_0)-f(x_T)/(\eta \eta_L T)$, no expectation",
+    r"$\frac{4 (f(x_0) - \mathbb{E} f(x_T))}{\eta \eta_L T} \le "
+    r"\frac{4 (f_0 - f_*)}{\eta \eta_L T}$ ($\Delta$ here)",
     f"{PAPER}, Theorem 4 and the end of its proof (Appendix C) (found by fedbound)")
 
 
@@ -523,8 +541,9 @@ def _corollary(key: str, variant: str, theorem_terms, theorem_conditions, n, tit
         key=f"afl.{key}", variant=variant, title=title, citation=citation, lhs=_LHS,
         params=PARAMS, term_exprs=terms, symbols=SYMBOLS, conditions=conds,
         errata=[ERRATUM_SERVER_STEP, Erratum(
-            f"hypotheses of {key}", "sufficiently large T",
-            f"T >= {minimum_T(key, variant)} (the theorem's conditions at these steps)", citation)]
+            f"hypotheses of Corollary {key[-1]}", "sufficiently large $T$",
+            f"$T \\ge {sp.latex(minimum_T(key, variant))}$ (the theorem's conditions at these "
+            "steps)", citation)]
         + ([ERRATUM_TAU_PLUS_ONE] if variant == "proof" else []) + inherited.get(key, []),
         aggregates=[], step=None, status=status, rate=RATES[key],
         notes={"corollary1": "Explicit constants of Corollary 1 [derived]; speedup only before "

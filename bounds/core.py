@@ -26,6 +26,7 @@ import hashlib
 import importlib
 import inspect
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
@@ -87,12 +88,24 @@ class Condition:
 
 @dataclass(frozen=True)
 class Erratum:
-    """A difference between what the paper prints and what its proof supports."""
+    """A difference between what the paper prints and what its proof supports: where it is,
+    what is printed, what the proof supports (and why), and the citation. ``where``,
+    ``printed`` and ``corrected`` are prose whose formulas are LaTeX in ``$...$`` spans
+    (``"$\\zeta/(1-\\zeta^2)$ (printed)"``), the notation of the paper: the report shows
+    them as math, a terminal as their LaTeX."""
 
     where: str
     printed: str
     corrected: str
     citation: str
+
+    def __post_init__(self):
+        for name in ("where", "printed", "corrected", "citation"):
+            text = getattr(self, name)
+            dollars = len(re.findall(r"(?<!\\)\$", text))
+            if dollars % 2:
+                raise ValueError(f"Erratum {name}={text!r} has {dollars} unescaped '$': "
+                                 "each formula must open and close with one")
 
 
 @dataclass(frozen=True)

@@ -155,73 +155,89 @@ CONDITION_STEP = Condition("alpha <= 1/L", sp.LessThan(alpha, 1 / L),
                            f"{PAPER}, Theorems 1 and 2 (used in their proofs, (28) and (36))")
 
 ERRATUM_J247 = Erratum(
-    "second term of (20)", "12 a^2 L^2 G^2 |N_g|^2 / (sum_i |N_i|^2)^2 (journal version)",
-    "12 a^2 L^2 G^2 |N_g|^2 (sum_i |N_i|^2)^2 / (sum_i |N_i|)^4 = 12 a^2 L^2 G^2 kappa^2",
+    "second term of (20)",
+    r"$\frac{12 \alpha^2 L^2 G^2 |\mathcal{N}_g|^2}{(\sum_i |\mathcal{N}_i|^2)^2}$ "
+    "(journal version)",
+    r"$\frac{12 \alpha^2 L^2 G^2 |\mathcal{N}_g|^2 (\sum_i |\mathcal{N}_i|^2)^2}"
+    r"{(\sum_i |\mathcal{N}_i|)^4} = 12 \alpha^2 L^2 G^2 \kappa^2$",
     f"{PAPER}, Theorem 2, eq. (20) (journal version) vs its own (40) (Appendix D) and "
     "Appendix E; arXiv version, Theorem 2, eq. (20)")
 ERRATUM_G2 = Erratum(
-    "fourth term of (20) and App. E", "12 a^2 L^2 W sum_i |N_i|^2 (t_i^{u-1})^2 (no G^2)",
-    "12 a^2 L^2 G^2 W sum_i |N_i|^2 (t_i^{u-1})^2: Lemma 1 bounds ||x^u - x_i^{u-1,t}||^2 "
-    "by 2 a^2 ((t_i^{u-1})^2 + kappa) G^2",
+    "fourth term of (20) and App. E",
+    r"$12 \alpha^2 L^2 W \sum_i |\mathcal{N}_i|^2 (t_i^{u-1})^2$ (no $G^2$)",
+    r"$12 \alpha^2 L^2 G^2 W \sum_i |\mathcal{N}_i|^2 (t_i^{u-1})^2$: Lemma 1 bounds "
+    r"$\|x^u - x_i^{u-1,t}\|^2$ by $2 \alpha^2 \left((t_i^{u-1})^2 + \kappa\right) G^2$",
     f"{PAPER}, Theorem 2, eq. (20); proof of Theorem 2 (Appendix D), (39) and (40); "
     "Appendix E (both versions)")
 ERRATUM_T0 = Erratum(
-    "t_i^0 in (20)", "t_i^{u-1} at u = 1 (undefined)",
-    "t_i^0 := 0: at u = 1 the reference point of (37) can be x^1 itself",
+    r"$t_i^0$ in (20)", r"$t_i^{u-1}$ at $u = 1$ (undefined)",
+    r"$t_i^0 := 0$: at $u = 1$ the reference point of (37) can be $x^1$ itself",
     f"{PAPER}, Theorem 2, eq. (20); proof of Theorem 2 (Appendix D), (37)")
 ERRATUM_TIGHT = Erratum(
     "Theorem 2, tight variant (derived by fedbound, not published)",
-    "route ||x^u - x_i^{u,l}|| through x_i^{u-1,t_i^{u-1}} ((38))",
-    "bound ||x^u - x_i^{u,l}||^2 <= a^2 l^2 G^2 directly in (37): no kappa^2 and t^{u-1} "
-    "terms, factor 4 -> 1",
+    r"route $\|x^u - x_i^{u,l}\|$ through $x_i^{u-1,t_i^{u-1}}$ ((38))",
+    r"bound $\|x^u - x_i^{u,l}\|^2 \le \alpha^2 l^2 G^2$ directly in (37): no $\kappa^2$ and "
+    r"$t^{u-1}$ terms, factor $4 \to 1$",
     f"{PAPER}, proof of Theorem 2 (Appendix D), (37) and (38)")
 ERRATUM_REFINED_NOISE = Erratum(
     "noise term of Theorem 2, (20), from (35) (refined variant, derived by fedbound, not "
     "published)",
-    "a L kappa sigma^2: (35) bounds the noise of the global update by |N_g| sum_i |N_i|^2 "
-    "sigma^2 / N^2 and drops the cross term between the noise and the later local gradients",
-    "a L sigma^2/(N^2 U) sum_u sum_i |N_i|/t_i^u: the t_i^u |N_i| noises of a round are "
-    "martingale differences (independent across clients and local iterations given the past, "
-    "as in (26)), so E||noise||^2 <= sigma^2/N^2 sum_i |N_i|/t_i^u; the cross term is bounded "
-    "with the Lipschitz gradient and Cauchy-Schwarz: noise-drift coupling "
-    "a^2 L^2 G sigma/(3 N^2 U) sum_u sum_i |N_i|^{3/2} (t_i^u - 1/t_i^u) "
+    r"$\alpha L \kappa \sigma^2$: (35) bounds the noise of the global update by "
+    r"$|\mathcal{N}_g| \sum_i |\mathcal{N}_i|^2 \sigma^2 / N^2$ and drops the cross term between "
+    "the noise and the later local gradients",
+    r"$\frac{\alpha L \sigma^2}{N^2 \mathcal{U}} \sum_u \sum_i |\mathcal{N}_i|/t_i^u$: the "
+    r"$t_i^u |\mathcal{N}_i|$ noises of a round are martingale differences (independent across "
+    "clients and local iterations given the past, as in (26)), so "
+    r"$\mathbb{E}\|\text{noise}\|^2 \le \frac{\sigma^2}{N^2} \sum_i |\mathcal{N}_i|/t_i^u$; the "
+    "cross term is bounded with the Lipschitz gradient and Cauchy-Schwarz: noise-drift "
+    r"coupling $\frac{\alpha^2 L^2 G \sigma}{3 N^2 \mathcal{U}} \sum_u \sum_i "
+    r"|\mathcal{N}_i|^{3/2} (t_i^u - 1/t_i^u)$ "
     f"({REFINED_DERIVATION}, steps 3-4b)",
     f"{PAPER}, proof of Theorem 2 (App. D), (33)-(36); (26) in the proof of Theorem 1 "
-    "(App. C); Assumptions 1-4 (Assumption 1 read as an L-Lipschitz gradient)")
+    "(App. C); Assumptions 1-4 (Assumption 1 read as an $L$-Lipschitz gradient)")
 ERRATUM_REFINED_DRIFT = Erratum(
     "drift term of Theorem 2, (37)-(40) (refined variant, derived by fedbound, not published)",
-    "Cauchy-Schwarz over groups, ||sum_i (|N_i|/N) X_i||^2 <= |N_g| sum_i (|N_i|/N)^2 "
-    "||X_i||^2, and the detour through x_i^{u-1,t_i^{u-1}} with Lemma 1 (kappa^2 and t^{u-1} "
-    "terms, factor 4)",
-    "Jensen with the weights (|N_i|/N)(1/t_i^u) of h^u and ||x^u - x_i^{u,l}||^2 <= a^2 l^2 G^2 "
-    "directly: a^2 L^2 G^2/(N U) sum_u sum_i |N_i| (t_i^u - 1)(2 t_i^u - 1)/6; Lemma 1 is "
+    r"Cauchy-Schwarz over groups, $\|\sum_i (|\mathcal{N}_i|/N) X_i\|^2 \le |\mathcal{N}_g| "
+    r"\sum_i (|\mathcal{N}_i|/N)^2 \|X_i\|^2$, and the detour through $x_i^{u-1,t_i^{u-1}}$ "
+    r"with Lemma 1 ($\kappa^2$ and $t^{u-1}$ terms, factor 4)",
+    r"Jensen with the weights $\frac{|\mathcal{N}_i|}{N} \frac{1}{t_i^u}$ of $h^u$ and "
+    r"$\|x^u - x_i^{u,l}\|^2 \le \alpha^2 l^2 G^2$ directly: "
+    r"$\frac{\alpha^2 L^2 G^2}{N \mathcal{U}} \sum_u \sum_i |\mathcal{N}_i| "
+    r"\frac{(t_i^u - 1)(2 t_i^u - 1)}{6}$; Lemma 1 is "
     f"not used ({REFINED_DERIVATION}, steps 5 and 7)",
     f"{PAPER}, proof of Theorem 2 (App. D), (37)-(40); Lemma 1, (18)")
 ERRATUM_REFINED_COROLLARY = Erratum(
     "Corollary 1 (refined variant, derived by fedbound, not published)",
-    "App. E: Theorem 2's printed terms with t_i^u <= t_i^max: (2 Delta + L kappa sigma^2)/sqrt(U)"
-    " + L^2 G^2 (12 kappa^2 + 40/3 M)/U for U >= L^2",
-    "the refined Theorem 2 with 1/t_i^u <= 1 and t_i^u <= t_i^max (its drift and coupling are "
-    "increasing in t): (2 Delta + L sigma^2/N)/sqrt(U) + L^2 G (G M_r + sigma C_m/3)/U for "
-    f"U >= L^2 ({REFINED_DERIVATION}, section 8)",
+    r"App. E: Theorem 2's printed terms with $t_i^u \le t_i^{\max}$: "
+    r"$\frac{2 \Delta + L \kappa \sigma^2}{\sqrt{\mathcal{U}}} + "
+    r"\frac{L^2 G^2 (12 \kappa^2 + \frac{40}{3} M)}{\mathcal{U}}$ for $\mathcal{U} \ge L^2$",
+    r"the refined Theorem 2 with $1/t_i^u \le 1$ and $t_i^u \le t_i^{\max}$ (its drift and "
+    r"coupling are increasing in $t$): $\frac{2 \Delta + L \sigma^2/N}{\sqrt{\mathcal{U}}} + "
+    r"\frac{L^2 G (G M_r + \sigma C_m/3)}{\mathcal{U}}$ for $\mathcal{U} \ge L^2$ "
+    f"({REFINED_DERIVATION}, section 8)",
     f"{PAPER}, Corollary 1 and its proof (App. E), (21)-(22); Lemma 1 is not used")
 
 ERRATUM_J233 = Erratum(
-    "last function value in (19)", "f_i(x_i^{u,t_i^U}) (journal version)", "f_i(x_i^{U,t_i^U})",
+    "last function value in (19)", r"$f_i(x_i^{u,t_i^{\mathcal{U}}})$ (journal version)",
+    r"$f_i(x_i^{\mathcal{U},t_i^{\mathcal{U}}})$",
     f"{PAPER}, Theorem 1, eq. (19) (journal version) vs (32) in its proof (Appendix C); "
     "arXiv version, Theorem 1, eq. (19)")
 ERRATUM_LEMMA_STEP = Erratum(
-    "hypothesis of Lemma 1", "0 <= alpha <= 1/L", "any alpha >= 0 (App. B never uses it)",
+    "hypothesis of Lemma 1", r"$0 \le \alpha \le 1/L$",
+    r"any $\alpha \ge 0$ (App. B never uses it)",
     f"{PAPER}, Lemma 1, eq. (18) vs its proof (Appendix B)")
 ERRATUM_REMARK2 = Erratum(
-    "Remark 2 on Lemma 1", "|N_q| = 1 (journal version)", "|N_g| = 1 (one group; OCR)",
+    "Remark 2 on Lemma 1", r"$|\mathcal{N}_q| = 1$ (journal version)",
+    r"$|\mathcal{N}_g| = 1$ (one group; OCR)",
     f"{PAPER}, Remark 2 (journal version); arXiv version, Remark 2")
 ERRATUM_TMAX = Erratum(
-    "t_i^max of (22)", "ceil(S / c_i)", "max(1, ceil(S / c_i)) (S = 0 gives t = 1)",
+    r"$t_i^{\max}$ of (22)", r"$\lceil S / c_i \rceil$",
+    r"$\max(1, \lceil S / c_i \rceil)$ ($S = 0$ gives $t = 1$)",
     f"{PAPER}, eq. (22)")
 ERRATUM_COR_STEP = Erratum(
-    "Corollary 1 step", "alpha <= 1/sqrt(U) gives O(1/sqrt(U))",
-    "alpha = min(1/sqrt(U), 1/L) as stated; a much smaller alpha inflates 2 Delta/(alpha U)",
+    "Corollary 1 step", r"$\alpha \le 1/\sqrt{\mathcal{U}}$ gives $O(1/\sqrt{\mathcal{U}})$",
+    r"$\alpha = \min(1/\sqrt{\mathcal{U}}, 1/L)$ as stated; a much smaller $\alpha$ inflates "
+    r"$\frac{2 \Delta}{\alpha \mathcal{U}}$",
     f"{PAPER}, Corollary 1 and its proof (Appendix E)")
 
 _LHS2 = r"\frac{1}{\mathcal{U}}\sum_{u=1}^{\mathcal{U}}\mathbb{E}\|\nabla f(x^u)\|^2"

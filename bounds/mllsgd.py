@@ -143,55 +143,64 @@ def terms(variant: str) -> dict[str, sp.Expr]:
 # ---------------------------------------------------------------------- errata
 
 ERRATUM_GAMMA = Erratum(
-    "Gamma in Theorem 1 / condition (12)",
-    "zeta/(1-zeta^2) + 2/(1-zeta) + zeta/(1-zeta)^2",
-    "1/(1-zeta^2) + 2/(1-zeta) + zeta/(1-zeta)^2 (larger by 1/(1+zeta))",
+    r"$\Gamma$ in Theorem 1 and condition (12)",
+    r"$\Gamma = \frac{\zeta}{1-\zeta^2} + \frac{2}{1-\zeta} + \frac{\zeta}{(1-\zeta)^2}$",
+    r"$\Gamma = \frac{1}{1-\zeta^2} + \frac{2}{1-\zeta} + \frac{\zeta}{(1-\zeta)^2}$ "
+    r"(larger by $\frac{1}{1+\zeta}$)",
     f"{PAPER}, Theorem 1 and its restatement in Appendix C.3 (printed) vs the proof of "
     "Theorem 1, after (186) (found by fedbound)",
 )
 ERRATUM_KAPPA = Erratum(
-    "coefficient of L^2 eta^2 in (12)",
-    "8 q^2 tau^2 Gamma for every beta",
-    "4 q^2 tau^2 Gamma (2 + p_i (beta - 1)); 8 q^2 tau^2 Gamma suffices only for beta <= 1",
+    r"coefficient of $L^2 \eta^2$ in (12)",
+    r"$8 q^2 \tau^2 \Gamma$ for every $\beta$",
+    r"$4 q^2 \tau^2 \Gamma \left(2 + p_i (\beta - 1)\right)$; $8 q^2 \tau^2 \Gamma$ suffices "
+    r"only for $\beta \le 1$",
     f"{PAPER}, proof of Theorem 1 (Appendix C.3), (176), (209), (211), (213)-(214) "
     "(found by fedbound)",
 )
 ERRATUM_BRACKET = Erratum(
-    "first term of (13)", "2(F(x_1)-F_inf])/(eta K)", "2(F(x_1)-F_inf)/(eta K)",
+    "first term of (13)", r"$\frac{2(F(x_1)-F_{\inf}])}{\eta K}$ (an unmatched bracket)",
+    r"$\frac{2(F(x_1)-F_{\inf})}{\eta K}$",
     f"{PAPER}, (13) (Theorem 1 and its restatement in Appendix C.3), (15), and the proof "
     "of Theorem 1 (Appendix C.3) (found by fedbound)",
 )
 ERRATUM_LAMBDA_N = Erratum(
-    "definition of zeta", "max{|lambda_2(H)|, |lambda_N(H)|}",
-    "max{|lambda_2(H)|, |lambda_D(H)|} (H is D x D)",
+    r"definition of $\zeta$", r"$\max\{|\lambda_2(H)|, |\lambda_N(H)|\}$",
+    r"$\max\{|\lambda_2(H)|, |\lambda_D(H)|\}$ ($H$ is $D \times D$)",
     f"{PAPER}, Theorem 1 and its restatement in Appendix C.3 "
     "(found by fedbound)",
 )
 ERRATUM_2C = Erratum(
-    "Assumption 2c", "b_i H_ij = b_j H_ji", "H_ij b_j = H_ji b_i (H diag(b) symmetric, so H b = b)",
+    "Assumption 2c", r"$b_i H_{ij} = b_j H_{ji}$",
+    r"$H_{ij} b_j = H_{ji} b_i$ ($H \operatorname{diag}(b)$ symmetric, so $H b = b$)",
     f"{PAPER}, Assumption 2c (Section 5 and Appendix C.2, printed) vs (30) and (32) "
     "(proof of Proposition 1, Appendix C.2) (found by fedbound)",
 )
 ERRATUM_PERIODS = Erratum(
-    "hypotheses of Theorem 1", "(none)", "K is a multiple of q tau and all workers start at x_1",
-    f"{PAPER}, proof of Theorem 1 (Appendix C.3), (183) (sum over j = 0..K/(q tau)-1); "
+    "hypotheses of Theorem 1", "(none)",
+    r"$K$ is a multiple of $q \tau$ and all workers start at $x_1$",
+    f"{PAPER}, proof of Theorem 1 (Appendix C.3), (183) (its sum over whole hub periods); "
     "Lemma 4 (Appendix C.2) (found by fedbound)",
 )
 ERRATUM_LAMBDA_TIGHT = Erratum(
-    "bracket of the third term (tight variant)", "... + 1/(1-zeta)^2",
-    "... + zeta^2/(1-zeta)^2 (the exact sum of (188))",
+    "bracket of the third term (tight variant)", r"$\dots + \frac{1}{(1-\zeta)^2}$",
+    r"$\dots + \frac{\zeta^2}{(1-\zeta)^2}$ (the exact sum of (188))",
     f"{PAPER}, proof of Theorem 1 (Appendix C.3), (187)-(188) "
     "(derived by fedbound, not published)",
 )
 ERRATUM_S4_TIGHT = Erratum(
-    "power sums of the fourth term (tight variant)", "(q-1)(2q+1)/6 and (tau-1)(2tau+1)/6",
-    "(q-1)(2q-1)/6 and (tau-1)(2tau-1)/6 (exact sums of l^2 and (f-1)^2)",
+    "power sums of the fourth term (tight variant)",
+    r"$\frac{(q-1)(2q+1)}{6}$ and $\frac{(\tau-1)(2\tau+1)}{6}$",
+    r"$\frac{(q-1)(2q-1)}{6}$ and $\frac{(\tau-1)(2\tau-1)}{6}$ (exact sums of $l^2$ and "
+    r"$(f-1)^2$)",
     f"{PAPER}, proof of Theorem 1 (Appendix C.3), (180) "
     "(derived by fedbound, not published)",
 )
 ERRATUM_COROLLARY = Erratum(
-    "hypotheses of Corollary 1", "eta = 1/(L sqrt K), q^2 tau^2 <= sqrt K, q tau < K",
-    "also (12) at eta = 1/(L sqrt K), possible only if every p_i > 2 - sqrt(2)",
+    "hypotheses of Corollary 1",
+    r"$\eta = \frac{1}{L \sqrt{K}}$, $q^2 \tau^2 \le \sqrt{K}$, $q \tau < K$",
+    r"also (12) at $\eta = \frac{1}{L \sqrt{K}}$, possible only if every "
+    r"$p_i > 2 - \sqrt{2}$",
     f"{PAPER}, Corollary 1 (needs Theorem 1, whose hypothesis is (12)) (found by fedbound)",
 )
 

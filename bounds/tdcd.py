@@ -216,55 +216,67 @@ CONDITION_REMARK5 = Condition("(14) at eta = c/(Q sqrt R)", sp.LessThan(64 * c**
 # ---------------------------------------------------------------------- errata
 
 ERRATUM_LHS = Erratum(
-    "left side of (15)", "(1/R) sum_{t0=0}^{R-1} E||grad L(theta^{t0})||^2",
-    "(1/R) sum_{r=0}^{R-1} E||grad L(theta^{rQ})||^2 (t0 is the sync iteration rQ)",
+    "left side of (15)",
+    r"$\frac{1}{R} \sum_{t_0=0}^{R-1} \mathbb{E}\|\nabla \mathcal{L}(\theta^{t_0})\|^2$",
+    r"$\frac{1}{R} \sum_{r=0}^{R-1} \mathbb{E}\|\nabla \mathcal{L}(\theta^{rQ})\|^2$ "
+    r"($t_0$ is the sync iteration $rQ$)",
     f"{PAPER}, Theorem 1, (15) (printed) vs the proof of Theorem 1 (Appendix A.2), (84)-(85) "
     "(the average is over rounds) (found by fedbound)",
 )
 ERRATUM_OFF_BY_ONE = Erratum(
-    "descent step (58)", "theta^{t0+} with t0+ = t0 + Q - 1",
-    "theta^{t0+Q}: the increment -eta sum_{t=t0}^{t0+Q-1} G^t ends at t0 + Q; (85) uses theta^T",
+    "descent step (58)", r"$\theta^{t_0^+}$ with $t_0^+ = t_0 + Q - 1$",
+    r"$\theta^{t_0+Q}$: the increment $-\eta \sum_{t=t_0}^{t_0+Q-1} G^t$ ends at $t_0 + Q$; "
+    r"(85) uses $\theta^T$",
     f"{PAPER}, proof of Theorem 1 (Appendix A.2), (58), (65)-(66), (81), (84), (85) (found by fedbound)",
 )
 ERRATUM_LMAX = Erratum(
-    "definition (10) of L_max", "max_k L_{k,j} (j free)", "max_{k,j} L_{k,j}",
+    r"definition (10) of $L_{\max}$", r"$\max_k L_{k,j}$ ($j$ free)", r"$\max_{k,j} L_{k,j}$",
     f"{PAPER}, Section 4, (10) (found by fedbound)",
 )
 ERRATUM_AVERAGING = Erratum(
-    "hub averaging, Algorithm 1 line 32", "theta_j^{t+1} = (1/K_j) sum_k theta_{k,j}^t",
-    "(1/K_j) sum_k theta_{k,j}^{t+1} (else the last local step is dropped, against the "
-    "evolution (13) of the global model)",
+    "hub averaging, Algorithm 1 line 32",
+    r"$\theta_j^{t+1} = \frac{1}{K_j} \sum_k \theta_{k,j}^t$",
+    r"$\theta_j^{t+1} = \frac{1}{K_j} \sum_k \theta_{k,j}^{t+1}$ (else the last local step is "
+    "dropped, against the evolution (13) of the global model)",
     f"{PAPER}, Algorithm 1, line 32, and Section 3 (found by fedbound)",
 )
 ERRATUM_UNBIASED = Erratum(
-    "Assumption 3, (8)-(9)", "stated for the silo-level g_kj on the full batch zeta",
-    "for g_kj on the client's part zeta_kj; the proof needs only the client average "
-    "(1/K_j) sum_k E g_kj = grad_(j) L and (1/K_j) sum_k E||g_kj - grad_(j) L||^2 <= sigma_j^2",
+    "Assumption 3, (8)-(9)", r"stated for the silo-level $g_{kj}$ on the full batch $\zeta$",
+    r"for $g_{kj}$ on the client's part $\zeta_{kj}$; the proof needs only the client average "
+    r"$\frac{1}{K_j} \sum_k \mathbb{E} g_{kj} = \nabla_{(j)} \mathcal{L}$ and "
+    r"$\frac{1}{K_j} \sum_k \mathbb{E}\|g_{kj} - \nabla_{(j)} \mathcal{L}\|^2 \le \sigma_j^2$",
     f"{PAPER}, Assumption 3, (8)-(9), used at (68) and (77) (found by fedbound)",
 )
 ERRATUM_LEMMA2_SUM = Erratum(
-    "(53)", "Q Xi/2 (Q(1+2/Q)^Q - 1)/2 - Q)", "Q Xi/2 (Q((1+2/Q)^Q - 1)/2 - Q)",
+    "(53)", r"$\frac{Q \Xi}{2} \left(\frac{Q(1+2/Q)^Q - 1)}{2} - Q\right)$ (an unmatched "
+    "parenthesis)",
+    r"$\frac{Q \Xi}{2} \left(\frac{Q((1+2/Q)^Q - 1)}{2} - Q\right)$",
     f"{PAPER}, proof of Lemma 2 (Appendix A.1), (53); (54) is then correct (found by fedbound)",
 )
 ERRATUM_LEMMA2_PSI = Erratum(
-    "Lemma 2 proof", "Psi_0", "Psi^{t0} (= 0)",
+    "Lemma 2 proof", r"$\Psi_0$", r"$\Psi^{t_0} = 0$",
     f"{PAPER}, proof of Lemma 2 (Appendix A.1), between (46) and (47) (found by fedbound)")
 ERRATUM_LEMMA2_E2 = Erratum(
-    "tight variant of Lemma 2", "(e^2 - 1)/2 - 1 <= 4, so 4 Q^2 (1+Q)",
-    "(1+Q) Q^2 (((1+2/Q)^Q - 1)/2 - 1), the exact sum of (46)-(53) (0 at Q = 1)",
+    "tight variant of Lemma 2", r"$\frac{e^2 - 1}{2} - 1 \le 4$, so $4 Q^2 (1+Q)$",
+    r"$(1+Q) Q^2 \left(\frac{(1+2/Q)^Q - 1}{2} - 1\right)$, the exact sum of (46)-(53) "
+    r"($0$ at $Q = 1$)",
     f"{PAPER}, proof of Lemma 2 (Appendix A.1), (53)-(56) (derived by fedbound, not published)",
 )
 ERRATUM_TIGHT = Erratum(
-    "tight variant of (15)", "1 + Q <= 2Q, bracket >= 19/32 >= 1/2, Lemma 2 constant 4 Q^2 (1+Q)",
-    "(Delta/R + c_r S)/(eta Q/2 - c_r) with c_r = eta^2 L Q^2 + (eta/2)(1 + 2 eta L Q) C(Q) "
-    "L_max^2 eta^2 and C(Q) the exact Lemma 2 sum",
+    "tight variant of (15)",
+    r"$1 + Q \le 2Q$, bracket $\ge \frac{19}{32} \ge \frac{1}{2}$, Lemma 2 constant "
+    r"$4 Q^2 (1+Q)$",
+    r"$\frac{\Delta/R + c_r S}{\eta Q/2 - c_r}$ with "
+    r"$c_r = \eta^2 L Q^2 + \frac{\eta}{2}(1 + 2 \eta L Q) C(Q) L_{\max}^2 \eta^2$ and $C(Q)$ "
+    "the exact Lemma 2 sum",
     f"{PAPER}, proof of Theorem 1 (Appendix A.2), (79), (80), (81)-(83) "
     "(derived by fedbound, not published)",
 )
 ERRATUM_REMARK5 = Erratum(
-    "Remark 5", "eta proportional to 1/(Q sqrt R) gives O(1/sqrt R)",
-    "eta = c/(Q sqrt R) gives (4 Delta/c + 4 c L S)/sqrt R + 16 c^2 L_max^2 S/R "
-    "+ 32 c^3 L L_max^2 S/R^(3/2), provided R >= 64 c^2 max(L, L_max)^2 so that (14) holds",
+    "Remark 5", r"$\eta \propto \frac{1}{Q \sqrt{R}}$ gives $O(1/\sqrt{R})$",
+    r"$\eta = \frac{c}{Q \sqrt{R}}$ gives $\frac{4 \Delta/c + 4 c L S}{\sqrt{R}} "
+    r"+ \frac{16 c^2 L_{\max}^2 S}{R} + \frac{32 c^3 L L_{\max}^2 S}{R^{3/2}}$, provided "
+    r"$R \ge 64 c^2 \max(L, L_{\max})^2$ so that (14) holds",
     f"{PAPER}, Remark 5, with Theorem 1, (14) and (15) (explicit constants derived by "
     "fedbound)",
 )
@@ -272,21 +284,25 @@ ERRATUM_REMARK5 = Erratum(
 
 ERRATUM_REFINED = Erratum(
     f"refined variant of (15) [{DERIVED}]",
-    "(15) under (14): 4 Delta/(eta Q R) + 4 (eta L Q + 4 eta^2 Q^2 L_max^2 "
-    "+ 8 eta^3 Q^3 L L_max^2) sum_j sigma_j^2, with eta <= 1/(8 Q max(L, L_max))",
-    "((rho sqrt(S) + sqrt(rho^2 S + 4 c (Delta/R + n))) / (2 c))^2 with a = eta Q, "
-    "y = (Q-1) eta L_max, rho = 3 a y/(6 - 2y), A = a + rho, c = a - rho - L A^2/2, "
-    "n = (L/2) A (a Sbar + rho S), S = sum_j sigma_j^2, Sbar = sum_j sigma_j^2/K_j; "
-    "proved wherever c > 0 and y < 3 (+inf elsewhere), stated under (R1)-(R2) (c >= a/2). "
-    "Lemma 2 replaced by a pathwise bound on the norm of the summed drift (no step "
-    "condition); no Young inequality against the descent; 1/K_j kept in the noise of G",
+    r"(15) under (14): $\frac{4 \Delta}{\eta Q R} + 4 \left(\eta L Q + 4 \eta^2 Q^2 L_{\max}^2 "
+    r"+ 8 \eta^3 Q^3 L L_{\max}^2\right) \sum_j \sigma_j^2$, with "
+    r"$\eta \le \frac{1}{8 Q \max(L, L_{\max})}$",
+    r"$\left(\frac{\rho \sqrt{S} + \sqrt{\rho^2 S + 4 c (\Delta/R + n)}}{2 c}\right)^2$ with "
+    r"$a = \eta Q$, $y = (Q-1) \eta L_{\max}$, $\rho = \frac{3 a y}{6 - 2y}$, $A = a + \rho$, "
+    r"$c = a - \rho - \frac{L A^2}{2}$, $n = \frac{L}{2} A (a \bar{S} + \rho S)$, "
+    r"$S = \sum_j \sigma_j^2$, $\bar{S} = \sum_j \sigma_j^2/K_j$; proved wherever $c > 0$ and "
+    r"$y < 3$ ($+\infty$ elsewhere), stated under (R1)-(R2) ($c \ge a/2$). Lemma 2 replaced "
+    "by a pathwise bound on the norm of the summed drift (no step condition); no Young "
+    r"inequality against the descent; $1/K_j$ kept in the noise of $G$",
     f"{PAPER}, proof of Theorem 1, (58)-(85), and of Lemma 2, (31)-(57), re-derived",
 )
 ERRATUM_REFINED_NOISE = Erratum(
     f"noise of the silo average, (70)-(73) [{DERIVED}]",
-    "||G_(j)||^2 <= (1/K_j) sum_k ||g_kj||^2 (Jensen over clients: no variance reduction)",
-    "E||G_(j) - grad_(j) L||^2 <= sigma_j^2 / K_j, given independent client batches "
-    "(assumption (A4); fedbound's sampler draws every client's cells independently)",
+    r"$\|G_{(j)}\|^2 \le \frac{1}{K_j} \sum_k \|g_{kj}\|^2$ (Jensen over clients: no variance "
+    "reduction)",
+    r"$\mathbb{E}\|G_{(j)} - \nabla_{(j)} \mathcal{L}\|^2 \le \sigma_j^2 / K_j$, given "
+    "independent client batches (assumption (A4); fedbound's sampler draws every client's "
+    "cells independently)",
     f"{PAPER}, proof of Theorem 1, (70)-(73) and (77)",
 )
 

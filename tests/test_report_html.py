@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
+from xml.sax.saxutils import escape as escape_xml
 
-import sympy as sp
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -51,25 +54,126 @@ def test_citations_link_to_the_bibliography():
     assert html == '<a href="../references.html#hfl">Ali &amp; Arafa 2025</a>, Theorem 2, eq. (20)'
 
 
-@given(st.integers(-9, 9), st.integers(1, 9))
-def test_an_erratum_formula_parses_to_the_same_expression(a, b):
-    """The text "a*x^2 + x/b" parsed with the theorem's symbols equals the sympy
-    expression built directly; prose stays text."""
-    x = sp.Symbol("zeta")
-    parsed = mathml.parse_text(f"{a} zeta^2 + zeta/{b}", {"zeta": x})
-    assert parsed is not None and sp.simplify(parsed - (a * x**2 + x / sp.Integer(b))) == 0
-    assert mathml.parse_text("8 q^2 tau^2 Gamma for every beta", {}) is None
-    assert mathml.parse_text("0 <= alpha <= 1/L", {}) is None  # a chain is not dropped to half
+#: the four papers' results in every variant
+PUBLISHED = [(row["key"], v) for row in bounds.list()
+             if row["key"].split(".", 1)[0] in ("mllsgd", "hfl", "tdcd", "afl")
+             for v in row["variants"]]
+#: what shows a formula left as code in prose: an operator, a power or a subscript, a call,
+#: LaTeX outside ``$...$``, a norm, a Greek letter's name, an arrow
+CODE_LIKE = re.compile(
+    r"[*^_{}$\\=<>]|sqrt\(|\|\||->|[\w)]\s*/\s*[\w(]|\b(?:alpha|beta|gamma|Gamma|delta|"
+    r"Delta|eta|zeta|theta|kappa|lambda|rho|sigma|tau|xi|Xi|psi|Psi|infinity)\b")
+#: a lone letter other than the articles a, A, I (a symbol such as K, m or s left as text),
+#: except an appendix, section or algorithm letter ("Appendix C", "Appendices B.3 and C")
+LONE_LETTER = re.compile(r"(?<![\w'.\-])[B-HJ-Zb-z](?![\w'.])")
+PLACES = re.compile(r"\b(?:Appendix|Appendices|App\.|Section|Algorithms?)\s+[A-Z0-9.\-]+"
+                    r"(?:,? and [A-Z0-9.]+)?")
+#: fedbound's own derivation notes, named by their file in the package
+DERIVATION_FILE = re.compile(r"bounds/derivations/\w+\.md")
 
 
-def test_every_erratum_reads_printed_and_corrected(tmp_path):
-    out = report.write(_rows(), tmp_path / "r", seed=0, battery=0)
-    page = (out / "results" / "mllsgd_theorem1.html").read_text()
-    errata = [e for v in bounds.variants("mllsgd.theorem1")
-              for e in bounds.get("mllsgd.theorem1", v).errata]
-    assert page.count("printed: ") >= len(errata) and page.count("corrected: ") >= len(errata)
-    # Gamma's printed value of Theorem 1 parses: shown as math
-    assert "<mfrac>" in page.split("Errata", 1)[1]
+def _code_left_in(text: str) -> list[str]:
+    """The code-like pieces of prose ``text`` (math already taken out)."""
+    text = PLACES.sub("", DERIVATION_FILE.sub("", text))
+    return [m[0] for m in CODE_LIKE.finditer(text)] + LONE_LETTER.findall(text)
+
+
+def test_the_code_detector_sees_code_and_passes_prose():
+    assert _code_left_in("eta_L = O(1/(K L sqrt(tau)))")
+    assert _code_left_in("larger by 1/(1+zeta)") and _code_left_in("8 q^2 tau^2 Gamma")
+    assert _code_left_in("averages over all M workers") and _code_left_in("at x* ")
+    assert _code_left_in("T >= Max(L**2*(12*K**2 - 18*K + 6), 180*K**2*L**2*tau)")
+    assert _code_left_in(r"the \\frac{1}{2} term") and _code_left_in("f(x_0) -> 0")
+    assert not _code_left_in("the factor 2 between (b9) and (b10) is dropped after (b12) "
+                             "(Appendix C; Appendices B.3 and C; Section IV-B) [derived by "
+                             "fedbound, not published; see bounds/derivations/hfl_refined.md]")
+
+
+def _errata():
+    seen = {}
+    for key, v in PUBLISHED:
+        for e in bounds.get(key, v).errata:
+            seen.setdefault(e, f"{key} [{v}]")
+    return seen
+
+
+def test_every_erratum_writes_its_formulas_as_latex_math_not_code():
+    """Every formula of every erratum of the four papers is a ``$...$`` span of LaTeX that
+    latex2mathml lays out as MathML elements alone (no fallback to its source); the prose
+    between them holds no code-like formula."""
+    from latex2mathml.converter import convert
+
+    errata = _errata()
+    assert len(errata) > 40
+    for e, where in errata.items():
+        for name in ("where", "printed", "corrected", "citation"):
+            parts = mathml.prose_parts(getattr(e, name))
+            left = [c for is_math, p in parts if not is_math for c in _code_left_in(p)]
+            assert not left, (where, name, left, getattr(e, name))
+            for tex in (p for is_math, p in parts if is_math):
+                assert mathml._only_mathml(convert(tex)), (where, tex)
+                assert "\\" not in mathml.of_latex(tex), (where, tex)  # no unknown command
+
+
+class _ErratumText(HTMLParser):
+    """The text of the page's errata outside ``<math>`` and the LaTeX ``<details>``, and
+    each erratum's ``<math>`` elements as markup."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.text, self.maths, self._in, self._skip, self._math = [], [], 0, 0, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "li" and ("class", "erratum") in attrs:
+            self._in = 1
+        elif self._in and tag == "details":
+            self._skip += 1
+        elif self._in and tag == "math":
+            self._math = []
+        if self._math is not None:
+            self._math.append(f"<{tag}>")
+
+    def handle_endtag(self, tag):
+        if self._math is not None:
+            self._math.append(f"</{tag}>")
+            if tag == "math":
+                self.maths.append("".join(self._math))
+                self._math = None
+        elif tag == "details" and self._in:
+            self._skip -= 1
+        elif tag == "li":
+            self._in = 0
+
+    def handle_data(self, data):
+        if self._math is not None:
+            self._math.append(escape_xml(data))
+        elif self._in and not self._skip:
+            self.text.append(data)
+
+
+def test_every_erratum_of_every_result_renders_as_mathml(tmp_path):
+    """The result pages as a reader sees them: every erratum's formulas are MathML that
+    parses (one ``<math>`` per ``$...$`` span), and the text around them holds no code."""
+    keys = list(dict.fromkeys(k for k, _ in PUBLISHED))
+    out = report.write([r for k in keys for r in _rows(k)], tmp_path / "r", seed=0, battery=0)
+    for key in keys:
+        page = _ErratumText()
+        page.feed((out / report.page_name(key)).read_text())
+        spans = sum(is_math for v in bounds.variants(key) for e in bounds.get(key, v).errata
+                    for f in (e.where, e.printed, e.corrected, e.citation)
+                    for is_math, _ in mathml.prose_parts(f))
+        assert len(page.maths) == spans > 0, key
+        assert all(mathml._only_mathml(m) for m in page.maths), key
+        text = " ".join(page.text)
+        assert "printed:" in text and not _code_left_in(text.replace("printed:", "")
+                                                         .replace("corrected:", "")), key
+
+
+def test_math_in_prose_is_escaped_by_construction():
+    html = str(report.prose(r"a $\frac{1}{2} <script>alert(1)</script>$ and $x$"))
+    assert "<script" not in html and html.count("<math>") == 2 and html.startswith("a <math>")
+    with pytest.raises(ValueError, match=r"printed=.*1 unescaped"):
+        bounds.Erratum("w", "$x", "y", "c")
 
 
 def test_notebooks_are_copied_and_linked_when_the_checkout_has_them(tmp_path, monkeypatch):
@@ -117,3 +221,29 @@ def test_markup_in_a_plugins_latex_never_reaches_the_page():
     out = mathml.of_latex(tex)
     assert "<script" not in out and "<img" not in out and "&lt;script&gt;" in out
     assert mathml.of_latex(r"\frac{1}{T}\sum_t \|g_t\|^2").startswith("<mrow><mfrac>")
+
+
+@given(st.floats(1e-6, 1e6), st.floats(1e-6, 1e6))
+def test_slack_is_bound_over_measured_for_an_upper_bound_and_the_inverse_for_a_lower_one(b, m):
+    assert report.slack_text(b, m) == f"{b / m:.3g}x"
+    assert report.slack_text(-b, -m) == f"{m / b:.3g}x"  # a lower bound: 1 tight, below violated
+    assert report.slack_text(b, 0.0) == report.slack_text(b, -m) == "-"
+
+
+def test_the_dashboard_shows_a_lower_bounds_slack_as_a_number_never_inf(tmp_path):
+    """afl.theorem1 bounds a negative quantity from above (a lower bound): its verdict's
+    bound / measured is infinite or negative, the dashboard shows the slack of the tightness
+    table (1x: the bound is attained) and no page says "inf"."""
+    from verify.cli import main
+    from verify.tightness import by_variant, row
+
+    out = tmp_path / "r"
+    assert main(["check", "--all", "--only", "afl.theorem1", "--battery", "1", "--no-witnesses",
+                 "--no-figures", "--report", str(out)]) == 0
+    index = (out / "index.html").read_text()
+    cells = re.search(r'href="results/afl_theorem1.html#variant-proof">afl.theorem1</a>.*?</tr>',
+                      index, re.DOTALL)[0]
+    expected = by_variant(row("afl.theorem1"))["proof"]["default"]["slack"]
+    assert f'<td class="num">{expected:.3g}x</td>' in cells
+    for page in (index, (out / "results" / "afl_theorem1.html").read_text()):
+        assert not re.search(r"\binf", page), re.search(r".{80}\binf.{20}", page)[0]

@@ -84,8 +84,8 @@ class Adapter:
     default: ClassVar[Scenario]
     tags: ClassVar[Tags] = Tags()
     #: axis labels of the default figure
-    series_label: ClassVar[str] = "iteration"
-    lhs_label: ClassVar[str] = "left-hand side"
+    series_label: ClassVar[str] = "iteration [count]"
+    lhs_label: ClassVar[str] = "left-hand side [scenario units]"
 
     # ------------------------------------------------------------------ public
     def theorem(self, variant: str | None = None) -> bounds.Theorem:
@@ -283,7 +283,7 @@ class Adapter:
             ax.bar(cells - 0.2, np.broadcast_to(bound, measured.shape).ravel(), 0.4, label=label)
             ax.bar(cells + 0.2, measured.ravel(), 0.4, label=f"measured ({how})")
             ax.set_yscale("log")
-            ax.set_xlabel("cell (the round, group or worker the bound is stated for)")
+            ax.set_xlabel("cell: the round, group or worker the bound is stated for [index]")
         ax.set_ylabel(self.lhs_label)
         ax.set_title(f"{self.key} [{thm.variant}]: bound vs measurement")
         ax.legend()

@@ -5,8 +5,9 @@ lay out natively, offline, without JavaScript) with its LaTeX source beside it.
 * :func:`of_latex`: the LaTeX a theorem writes for its left-hand side (``Theorem.lhs``:
   a string, not a sympy expression), through latex2mathml; LaTeX it cannot read is shown
   as its source in an ``<mtext>``, never dropped;
-* :func:`parse_text`: an erratum's printed or corrected text as a sympy expression where
-  it is one (``"zeta/(1-zeta^2) + 2/(1-zeta)"``), else None (prose stays prose).
+* :func:`prose_parts`: prose with inline math in ``$...$`` (as an erratum writes its
+  printed and corrected formulas) cut into its text and its LaTeX, and :func:`inline`, the
+  MathML of such a span.
 
 No sympy import outside these functions' module; no torch, no matplotlib.
 """
@@ -14,8 +15,7 @@ No sympy import outside these functions' module; no torch, no matplotlib.
 from __future__ import annotations
 
 import re
-import warnings
-from collections.abc import Mapping
+from functools import cache
 from html import escape
 
 import sympy as sp
@@ -53,74 +53,6 @@ def block(content: str) -> str:
     return f'<math display="block">{content}</math>'
 
 
-#: operators that make a string math rather than prose
-_OPERATOR = re.compile(r"[-+*/^=<>]")
-#: where a formula's prose tail starts: "; ..." or " (larger by ...)" (a parenthesis that
-#: opens with a word and a space)
-_PROSE_TAIL = re.compile(r";\s*|\s+\((?=[A-Za-z]{2,}\s+[A-Za-z])")
-_RELATION = re.compile(r"<=|>=|<|>|(?<![<>=!])=(?!=)")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
-#: the functions an erratum's formula may call; every other name is a symbol
-_FUNCTIONS = {"sqrt": sp.sqrt, "max": sp.Max, "Max": sp.Max, "min": sp.Min, "Min": sp.Min,
-              "ceil": sp.ceiling, "log": sp.log, "exp": sp.exp}
-#: what sympy's parser needs to build an unevaluated expression, and nothing else
-_PARSER_GLOBALS = {c.__name__: c for c in (sp.Symbol, sp.Integer, sp.Float, sp.Rational,
-                                           sp.Add, sp.Mul, sp.Pow, sp.Le, sp.Lt, sp.Ge, sp.Gt)}
-
-
-def split_prose(text: str) -> tuple[str, str]:
-    """``text`` as (formula, prose tail): ``"a + b (larger by c)"`` -> ``("a + b",
-    "(larger by c)")`` (a parenthesis that opens with two words is prose); the tail is ""
-    when there is none."""
-    m = _PROSE_TAIL.search(text)
-    if m is None:
-        return text.strip(), ""
-    return text[:m.start()].strip(), text[m.start():].lstrip("; ").strip()
-
-
-def _implicit_products(text: str) -> str:
-    """``3 tau^2 L^2`` -> ``3*tau^2*L^2``, ``2M`` -> ``2*M``: products written by juxtaposition,
-    as the errata print them (a name directly before ``(`` stays a call)."""
-    text = re.sub(r"(?<=[\w)])\s+(?=[\w(])", "*", text.strip()).replace(")(", ")*(")
-    return re.sub(r"(?<![A-Za-z_\d])(\d+)(?=[A-Za-z(])", r"\1*", text)
-
-
-def _is_word(name: str, symbols: Mapping[str, sp.Symbol]) -> bool:
-    """A name that reads as an English word rather than a symbol: three or more letters
-    before any subscript, and neither a symbol of the theorem, a Greek letter nor a
-    function."""
-    base = name.split("_", 1)[0]
-    return len(base) >= 3 and name not in symbols and base not in _GREEK and name not in _FUNCTIONS
-
-
-def parse_text(text: str, symbols: Mapping[str, sp.Symbol]) -> sp.Expr | None:
-    """``text`` as a sympy expression (``^`` is a power, juxtaposition a product; every
-    name is a plain symbol, the theorem's own ``symbols`` where it has them, so ``beta`` is
-    never sympy's beta function), or None when it does not parse or reads as prose (no
-    operator, or a word that is no symbol)."""
-    from sympy.parsing.sympy_parser import convert_xor, parse_expr, standard_transformations
-
-    names = _NAME.findall(text)
-    if (not _OPERATOR.search(text) or any(_is_word(n, symbols) for n in names)
-            or len(_RELATION.findall(text)) > 1):  # a chain a <= b <= c: Python drops a part
-        return None
-    local = {n: _FUNCTIONS.get(n) or symbols.get(n, sp.Symbol(n)) for n in names}
-    sides = re.split(r"(?<![<>=!])=(?!=)", text)  # a lone "=" is an equation
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            parsed = [parse_expr(_implicit_products(side), local_dict=local,
-                                 global_dict=_PARSER_GLOBALS,
-                                 transformations=(*standard_transformations, convert_xor))
-                      for side in sides]
-    except Exception:  # noqa: BLE001 - anything that does not parse is shown as text
-        return None
-    if len(parsed) == 2:
-        parsed = [sp.Eq(*parsed, evaluate=False)]
-    ok = len(parsed) == 1 and isinstance(parsed[0], (sp.Expr, sp.Rel))
-    return parsed[0] if ok else None
-
-
 # ---------------------------------------------------------------------- LaTeX
 
 #: the root element latex2mathml writes around a formula
@@ -154,3 +86,21 @@ def of_latex(tex: str) -> str:
     if not _only_mathml(math):
         return f"<mtext>{escape(tex)}</mtext>"
     return _MATH_ROOT.match(math)[1]
+
+
+#: inline math in prose: ``$...$`` (a dollar escaped by a backslash is not one)
+INLINE_MATH = re.compile(r"(?<!\\)\$(.+?)(?<!\\)\$", re.DOTALL)
+
+
+def prose_parts(text: str) -> list[tuple[bool, str]]:
+    """``text`` as its pieces in order, each ``(is_math, piece)``: the LaTeX of every
+    ``$...$`` span (without the dollars) and the prose between them (empty pieces left out)."""
+    pieces = INLINE_MATH.split(text)
+    return [(i % 2 == 1, p) for i, p in enumerate(pieces) if p]
+
+
+@cache
+def inline(tex: str) -> str:
+    """``tex`` as an inline ``<math>`` element (:func:`of_latex`); cached: an erratum shared
+    by several results and variants is converted once per report."""
+    return f"<math>{of_latex(tex)}</math>"

@@ -1,6 +1,16 @@
 """Figures: bounds against measurements along a swept field, sweeps, and the choosers'
 figures (matplotlib; without a display it uses Agg). The figure of one check is the
-adapter's (``Adapter.plot``)."""
+adapter's (``Adapter.plot``).
+
+Axis labels name a quantity and then its unit in brackets, ``"round t [count]"``. The
+objectives of fedbound's scenarios are abstract, so the units are the scenario's own
+(:data:`UNITS`): ``loss`` for a value of the objective, ``param`` for a model coordinate, so
+``loss²/param²`` for a squared gradient norm, ``param²`` for a squared distance between
+models and ``param²/loss`` for a step size; ``time units`` for time in the scenario's delay
+model; ``count`` for iterations, rounds and steps, ``index`` for a cell's position and
+``dimensionless`` for ratios and probabilities. A field whose unit fedbound does not know
+says ``scenario units``.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +19,48 @@ from collections.abc import Sequence
 import matplotlib.pyplot as plt
 import numpy as np
 
-from .adapter import default_scenario
+from .adapter import adapter_for, default_scenario
 from .check import check
+
+# ---------------------------------------------------------------- axis labels
+
+LOSS, GRAD2, PARAM2, STEP = "loss", "loss²/param²", "param²", "param²/loss"
+TIME, COUNT, INDEX, RATIO, SCENARIO = "time units", "count", "index", "dimensionless", "scenario units"
+#: every unit an axis of fedbound states (module docstring)
+UNITS = frozenset((LOSS, GRAD2, PARAM2, STEP, TIME, COUNT, INDEX, RATIO, SCENARIO))
+#: the unit of a scenario field put on an axis; per paper where a name means another thing
+#: there (HFL's T is a time, Ali & Arafa 2025; AFL's server step eta multiplies eta_L, Yang
+#: et al. 2022, Algorithms 2 and 3, so it has no unit)
+FIELD_UNITS = {**dict.fromkeys(("K", "q", "tau", "Q", "R", "T", "M", "m", "hubs", "workers",
+                                "replicas"), COUNT),
+               **dict.fromkeys(("S", "t_comm", "t_comp", "delays"), TIME),
+               **dict.fromkeys(("eta", "eta_L", "alpha"), STEP),
+               **dict.fromkeys(("p", "zeta", "beta"), RATIO)}
+PAPER_FIELD_UNITS = {"hfl": {"T": TIME}, "afl": {"eta": RATIO}}
+
+
+def label(quantity: str, unit: str) -> str:
+    """An axis label: ``quantity`` and its ``unit`` (one of :data:`UNITS`) in brackets."""
+    if unit not in UNITS:
+        raise ValueError(f"unit={unit!r} must be one of {sorted(UNITS)}")
+    return f"{quantity} [{unit}]"
+
+
+def field_label(field: str, key: str = "") -> str:
+    """The axis label of scenario field ``field`` (dotted, as :func:`flatten` names it) in a
+    figure of result ``key``."""
+    name = field.rsplit(".", 1)[-1]
+    paper = PAPER_FIELD_UNITS.get(key.split(".", 1)[0], {})
+    return label(field, paper.get(name, FIELD_UNITS.get(name, SCENARIO)))
+
+
+def lhs_label(key: str) -> str:
+    """The label of the left-hand side of ``key``'s bound (its adapter's, with its unit);
+    a generic one with the scenario's units where ``key`` has no adapter."""
+    try:
+        return adapter_for(key).lhs_label
+    except ValueError:
+        return label("left-hand side", SCENARIO)
 
 
 def against(key: str, field: str, values: Sequence, scenario=None, *,
@@ -30,8 +80,8 @@ def against(key: str, field: str, values: Sequence, scenario=None, *,
     ax.errorbar(xs, mean, yerr=[mean - lo, hi - mean], fmt="s-", capsize=3,
                 label="measured" + (" (exact)" if exact else " (95% CI)"))
     ax.set_yscale("log")
-    ax.set_xlabel(x or field)
-    ax.set_ylabel("average squared gradient norm")
+    ax.set_xlabel(field_label(x or field, key))
+    ax.set_ylabel(lhs_label(key))
     ax.set_title(f"{key} against {x or field}")
     ax.legend()
     return ax
@@ -80,9 +130,9 @@ def sweep_against(rows: Sequence[dict], field: str, ax=None):
     ax.plot(x, bound, "o", label="bound")
     ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], fmt="s", capsize=3, label="measured (95% CI)")
     ax.set_yscale("log")
-    ax.set_xlabel(field)
-    ax.set_ylabel("left-hand side")
     key = done[0]["key"] if done else ""
+    ax.set_xlabel(field_label(field, key))
+    ax.set_ylabel(lhs_label(key))
     ax.set_title(f"{key}: bound and measurement against {field}")
     ax.legend()
     return ax
@@ -114,10 +164,11 @@ def slack_heatmap(rows: Sequence[dict], fx: str, fy: str, ax=None):
     for (i, j), v in np.ndenumerate(grid):
         if not np.isnan(v):
             ax.text(j, i, f"{v:.2g}", ha="center", va="center", fontsize=8)
-    ax.set_xlabel(fx)
-    ax.set_ylabel(fy)
+    key = rows[0]["key"] if rows else ""
+    ax.set_xlabel(field_label(fx, key))
+    ax.set_ylabel(field_label(fy, key))
     ax.set_title("log10 slack (bound / measured)")
-    ax.figure.colorbar(im, ax=ax)
+    ax.figure.colorbar(im, ax=ax, label=label("log10 slack", RATIO))
     return ax
 
 
@@ -132,14 +183,15 @@ def plot_sync_time(report, ax=None):
     for c in report.bound:
         ax.semilogy([p["S"] for p in c.curve], [p["bound"] for p in c.curve], "-",
                     label=f"E bound [{c.variant}] (chooses S = {c.settings['S']:g})")
-    ax.set_xlabel("sync time S (time units)")
-    ax.set_ylabel("expected bound over delay paths")
+    ax.set_xlabel(label("sync time S", TIME))
+    ax.set_ylabel(label("expected bound over delay paths", GRAD2))
     right = ax.twinx()
     sim = report.simulation
     right.errorbar([o.settings["S"] for o in sim], [o.loss for o in sim], yerr=[o.ci for o in sim],
                    fmt="s--", color="k", capsize=3, label=f"simulated {report.metric}")
     right.set_yscale("log")
-    right.set_ylabel(f"simulated {report.metric}")
+    right.set_ylabel(label(f"simulated {report.metric}",
+                           {"lhs": GRAD2, "final_loss": LOSS}[report.inputs["metric"]]))
     best = report.best.settings["S"] if report.best else float("nan")
     ax.set_title(f"choosing S: best simulated S = {best:g}")
     h1, l1 = ax.get_legend_handles_labels()
@@ -155,8 +207,8 @@ def plot_loss_vs_wallclock(report, ax=None):
         curve = o.extra["wallclock"]
         ax.step(curve["time"], curve["loss"], where="post", label=f"S = {o.settings['S']:g}")
     ax.set_yscale("log")
-    ax.set_xlabel("wall-clock time (time units)")
-    ax.set_ylabel("f(x) - f* (one replica)")
+    ax.set_xlabel(label("wall-clock time", TIME))
+    ax.set_ylabel(label("f(x) - f* (one replica)", LOSS))
     ax.set_title("loss against wall-clock time")
     ax.legend()
     return ax
@@ -177,8 +229,8 @@ def plot_against_q(scenario=None, *, Qs=(1, 2, 5, 10), fixed: str = "etaQ",
     ax.errorbar(qs, mean, yerr=[mean - lo, hi - mean], fmt="s-", capsize=3, label="measured (95% CI)")
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("Q (local steps per round)")
-    ax.set_ylabel("average squared gradient norm")
+    ax.set_xlabel(label("Q, local steps per round", COUNT))
+    ax.set_ylabel(lhs_label("tdcd.theorem1"))
     ax.set_title("TDCD against Q at fixed " + ("eta Q and R" if fixed == "etaQ" else "eta and T = QR"))
     ax.legend()
     return ax
@@ -191,8 +243,8 @@ def plot_loss_vs_time(curves: dict, *, axes=None):
     for ax, (t_comm, per_q) in zip(axes, curves.items(), strict=True):
         for Q, (time, loss) in per_q.items():
             ax.plot(time, loss, label=f"Q = {Q}")
-        ax.set_xlabel("wall-clock time units")
-        ax.set_ylabel("training loss")
+        ax.set_xlabel(label("wall-clock time", TIME))
+        ax.set_ylabel(label("training loss", LOSS))
         ax.set_title(f"t_comm = {t_comm:g}, t_comp = 1")
         ax.legend()
     return axes

@@ -35,9 +35,23 @@ from . import mathml
 from .output import ReportDir
 from .scenario import json_text
 from .suite import Row, summary
-from .verdict import Verdict
+from .verdict import Verdict, tightness
 
 # ---------------------------------------------------------------------- text
+
+#: what a dash in a slack column means
+NO_SLACK = "no ratio measured/bound is defined (a zero or diverged measurement)"
+
+
+def slack_text(bound: float, measured: float) -> str:
+    """The slack of a check as shown: 1 / (ratio measured/bound), the ratio of
+    :func:`verify.verdict.tightness` (1 = tight, below 1 = violated). For an upper bound it
+    is bound / measured; for a lower bound written as an upper bound on a negative quantity
+    (Yang et al. 2022, Theorem 1) measured / bound, so 1 is tight there too, never the
+    infinite or negative bound / measured. "-" where no ratio is defined (:data:`NO_SLACK`)."""
+    ratio = tightness(bound, measured)[0]
+    return f"{1 / ratio:.3g}x" if ratio > 0 else "-"
+
 
 
 def format_verdict(v: Verdict) -> str:
@@ -51,7 +65,8 @@ def format_verdict(v: Verdict) -> str:
                                                  f"  (95% CI {lo:.6g} .. {hi:.6g})")),
         ("verdict", v.verdict.upper() + ("" if v.admissible else
                                           "  (hypotheses fail: " + "; ".join(v.violations) + ")")),
-        ("slack", f"{v.slack:.3g}x  (bound / measured)"),
+        ("slack", (f"{slack_text(v.bound, v.measured_mean)}  (1 / ratio measured/bound)"
+                   if tightness(v.bound, v.measured_mean)[0] > 0 else f"-  ({NO_SLACK})")),
         ("mode", "exact" if v.mode == "exact" else
          f"{v.mode}, {v.replicas} replicas" + (f", {v.diverged} diverged" if v.diverged else "")),
     ]
@@ -75,7 +90,8 @@ def format_suite(rows: Sequence[Row]) -> str:
     verdict, slack, time) and its summary line."""
     body = []
     for r in rows:
-        slack = "-" if r.verdict is None else f"{r.verdict['slack']:.3g}x"
+        slack = "-" if r.verdict is None else slack_text(r.verdict["bound"],
+                                                         r.verdict["measured_mean"])
         verdict = r.outcome.upper() + (" (!)" if r.unexpected else "")
         body.append((r.key, r.variant, r.label, r.status, r.expect or "-", verdict, slack,
                      f"{r.seconds:.2f}s"))
@@ -221,8 +237,12 @@ def latex_formula(tex: str, tail: str = "", tail_tex: str = "") -> Formula:
 
 
 def prose(text: str) -> Markup:
-    """Text with ``double backtick`` markup shown as code (escaped first)."""
-    return Markup(re.sub(r"``(.+?)``", r"<code>\1</code>", str(escape(text))))
+    """Text with its ``$...$`` spans as inline MathML (:func:`verify.mathml.inline`) and
+    ``double backtick`` markup shown as code (the text escaped first)."""
+    return Markup("".join(
+        mathml.inline(piece) if is_math
+        else re.sub(r"``(.+?)``", r"<code>\1</code>", str(escape(piece)))
+        for is_math, piece in mathml.prose_parts(text)))
 
 
 def cite(text: str, root: str = "") -> Markup:
@@ -264,16 +284,6 @@ def statement(thm: bounds.Theorem) -> dict:
     return {"lhs": latex_formula(thm.lhs, "<mo>\u2264</mo>", r" \le"), "terms": terms}
 
 
-def erratum_part(text: str, thm: bounds.Theorem) -> dict:
-    """A printed or corrected field of an erratum: its formula where it parses
-    (:func:`verify.mathml.parse_text`), else its text; a prose tail kept as text."""
-    head, tail = mathml.split_prose(text)
-    expr = mathml.parse_text(head, thm.symbols)
-    return {"formula": None if expr is None else formula(expr),
-            "text": text if expr is None else "", "tail": tail if expr is not None else "",
-            "source": text}
-
-
 def variant_context(thm: bounds.Theorem, root: str) -> dict:
     """What a result page shows of one variant."""
     return {"variant": thm.variant, "status": thm.status, "notes": thm.notes,
@@ -281,9 +291,7 @@ def variant_context(thm: bounds.Theorem, root: str) -> dict:
             "conditions": [{"name": c.name, "formula": formula(c.relation),
                             "per_worker": c.per_worker, "citation": c.citation}
                            for c in thm.conditions],
-            "errata": [{"where": e.where, "printed": erratum_part(e.printed, thm),
-                        "corrected": erratum_part(e.corrected, thm), "citation": e.citation}
-                       for e in thm.errata]}
+            "errata": thm.errata}
 
 
 def _number(x, spec: str = ".4g") -> str:
@@ -309,7 +317,7 @@ def row_context(r: Row, *, seed: int, battery: int) -> dict:
         lo, hi = v["measured_ci"]
         cells = {"bound": _number(v["bound"]),
                  "measured": f"{_number(v['measured_mean'])} ({_number(lo)} .. {_number(hi)})",
-                 "slack": f"{_number(v['slack'], '.3g')}x"}
+                 "slack": slack_text(v["bound"], v["measured_mean"])}
     return {"kind": r.kind, "variant": r.variant, "label": r.label, "status": r.status,
             "expect": r.expect or "-", "outcome": r.outcome, "unexpected": r.unexpected,
             "css": "bad" if r.unexpected else r.outcome, "error": r.error, **cells,
@@ -352,14 +360,14 @@ def _dashboard_row(key: str, variant: str, rows: Sequence[Row], href: str) -> di
     witness = [r for r in mine if r.kind == "witness"]
     t = by_variant(row(key)).get(variant)
     tightest = t["tightest"]["ratio"] if t and t["tightest"] else None
-    slack = default.verdict["slack"] if default and default.verdict else None
+    v = default.verdict if default else None
     return {"key": key, "variant": variant, "title": bounds.get(key, variant).title,
             "href": f"{href}#variant-{variant}", "status": bounds.get(key, variant).status,
             "default": default.outcome if default else "-",
             "battery": ", ".join(f"{n} {k}" for k, n in sorted(battery.items())) or "-",
             "witnesses": (f"{sum(not r.unexpected and r.outcome != 'error' for r in witness)} of "
                           f"{len(witness)} reproduced" if witness else "-"),
-            "slack": "-" if slack is None else f"{_number(slack, '.3g')}x",
+            "slack": "-" if v is None else slack_text(v["bound"], v["measured_mean"]),
             "tightest": "-" if tightest is None else _number(tightest),
             "css": "bad" if any(r.unexpected for r in mine) else (default.outcome if default else "")}
 
@@ -526,7 +534,7 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
             citation=thm.citation, tightness=_tightness_lines(key), siblings=siblings,
             variants=[variant_context(bounds.get(key, v), "../")
                       for v in dict.fromkeys(r.variant for r in krows)],
-            parameters=_parameters(krows), checks=checks,
+            parameters=_parameters(krows), checks=checks, no_slack=NO_SLACK,
             figures=drawn.get(key, [])))
     from bounds.references import PAPERS
 
@@ -536,6 +544,7 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
                 for p in PAPERS.values()]))
     report.write_text("index.html", render(
         "index.html", root="", pages=PAGES, here="index.html", checks=summ["checks"], seed=seed,
+        no_slack=NO_SLACK,
         battery=battery, summary_line=summary_line(summ), papers=papers,
         key_pages={k: href(k) for k in by_key}, notebooks=_copy_notebooks(report)))
     return report.finish()

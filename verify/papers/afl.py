@@ -244,8 +244,8 @@ class AFL(Adapter):
 
     scenario_type = AFLScenario
     tags = Tags(exact=True)
-    series_label = "round t"
-    lhs_label = r"$\frac{1}{t}\sum_{t'<t}\|\nabla f(x_{t'})\|^2$"
+    series_label = "round t [count]"
+    lhs_label = r"$\frac{1}{t}\sum_{t'<t}\|\nabla f(x_{t'})\|^2$ [loss²/param²]"
     algorithm = "cd"
     uniform_arrivals = False
     corollary = False

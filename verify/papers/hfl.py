@@ -243,8 +243,8 @@ class HFL(Adapter):
 
     scenario_type = HFLScenario
     tags = Tags(paired=True)
-    series_label = "round u"
-    lhs_label = r"$\frac{1}{u}\sum_{u'\leq u}\|\nabla f(x^{u'})\|^2$"
+    series_label = "round u [count]"
+    lhs_label = r"$\frac{1}{u}\sum_{u'\leq u}\|\nabla f(x^{u'})\|^2$ [loss²/param²]"
 
     def _alpha(self, s: HFLScenario, L: float) -> float:
         """The step: the scenario's, else 1/L (the largest that alpha <= 1/L allows)."""
@@ -346,6 +346,7 @@ class Lemma1(HFL):
     """Lemma 1: the model deviation per round and group; one delay path only."""
 
     key = "hfl.lemma1"
+    lhs_label = r"$\mathbb{E}\|x^{u+1}-x_i^{u,t_i^u}\|^2$ [param²]"
     # alpha L ~ 0.06 on the default logistic problem (L ~ 0.056)
     default = HFLScenario(alpha=1.0)
     tags = Tags(cells=True)
@@ -367,6 +368,7 @@ class Theorem1(HFL):
     (19) is informative (Remark 4)."""
 
     key = "hfl.theorem1"
+    lhs_label = r"$\frac{1}{\sum_u t_i^u}\sum_{u,l}\|\nabla f_i(x_i^{u,l-1})\|^2$ [loss²/param²]"
     default = HFLScenario(sizes=[4, 6], S=20.0, T=20.0)
     tags = Tags(cells=True, paired=True)
 

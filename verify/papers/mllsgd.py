@@ -251,8 +251,8 @@ class MLLSGD(Adapter):
 
     scenario_type = MLLSGDScenario
     tags = Tags(exact=True)
-    series_label = "K (iterations)"
-    lhs_label = r"$\frac{1}{K}\sum_{k\leq K}\|\nabla F(u_k)\|^2$"
+    series_label = "iterations K [count]"
+    lhs_label = r"$\frac{1}{K}\sum_{k\leq K}\|\nabla F(u_k)\|^2$ [loss²/param²]"
 
     def _step(self, s: MLLSGDScenario, thm, params: dict) -> float:
         """eta: the scenario's, else the largest that (12) allows."""

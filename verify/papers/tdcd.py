@@ -195,8 +195,8 @@ class TDCD(Adapter):
     """What the TDCD results share: the derivation of (15)'s constants and the run."""
 
     scenario_type = TDCDScenario
-    series_label = "R (rounds)"
-    lhs_label = r"$\frac{1}{R}\sum_{r<R}\|\nabla\mathcal{L}(\theta^{rQ})\|^2$"
+    series_label = "rounds R [count]"
+    lhs_label = r"$\frac{1}{R}\sum_{r<R}\|\nabla\mathcal{L}(\theta^{rQ})\|^2$ [loss²/param²]"
 
     def _derive(self, s: TDCDScenario, thm) -> dict[str, Any]:
         if s.c is not None:
@@ -312,8 +312,8 @@ class Lemma2(TDCD):
         ax.loglog(rhs, trace.drift.numpy().ravel(), ".", ms=3, label="rounds x replicas")
         lim = [rhs[rhs > 0].min(), rhs.max()]
         ax.loglog(lim, lim, "k--", lw=1, label="drift = bound")
-        ax.set_xlabel(f"bound {self.key} [{thm.variant}]")
-        ax.set_ylabel("drift (left side of (30))")
+        ax.set_xlabel(f"bound of {self.key} ({thm.variant}) [loss²/param²]")
+        ax.set_ylabel("drift, the left side of (30) [loss²/param²]")
         ax.set_title("Lemma 2, pathwise")
         ax.legend()
 
