@@ -16,8 +16,8 @@ import torch
 pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
 
 from bounds.references import cite  # noqa: E402
-from verify.reproduce import bound_order, order, reproduce  # noqa: E402
 from verify.reproduce import afl as ra  # noqa: E402
+from verify.reproduce import bound_order, order, reproduce  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +67,8 @@ def test_the_prediction_names_the_theorems_and_theorem4_refuted(rep):
     assert "Theorem 4" in rep.findings[1].prediction and "refuted" in rep.findings[1].prediction
     for f in rep.findings:
         for r in f.rows:
-            assert (r.bound is None) == ("inadmissible" in f.prediction.split(r.config.split(" (")[0] + ":")[1].split(";")[0])
+            said = f.prediction.split(r.config.split(" (")[0] + ":")[1].split(";")[0]
+            assert (r.bound is None) == ("inadmissible" in said)
 
 
 def test_citations_resolve(rep):

@@ -63,7 +63,7 @@ def test_agreement_fields_follow_the_ordering_rules(rep):
         assert f.agrees is expected
         assert f.bound_agrees is bound_order(f.rows)
     growth = rep.findings[-1]
-    pairs = [order(a, b) for a, b in zip(growth.rows, growth.rows[1:])]
+    pairs = [order(a, b) for a, b in zip(growth.rows[:-1], growth.rows[1:], strict=True)]
     assert growth.agrees is (False if False in pairs else True if all(pairs) else None)
     assert growth.bound_agrees is None and all(r.bound is None for r in growth.rows)
 

@@ -184,9 +184,9 @@ def _run(quick: bool, seed: int, device) -> tuple[Finding, ...]:
         verdict = (f"{value:.4g}" if not violations else
                    f"inadmissible at the run's steps ({'; '.join(violations)}; the formula "
                    f"there reads {value:.4g})")
-        notes.append(f"{c.name.split(' (')[0]}: {bounds.get(c.key).citation} "
-                     f"[{status}{', refuted in fedbound: its stored witnesses violate it' if status == 'refuted' else ''}]"
-                     f" {verdict}")
+        refuted = ", refuted in fedbound: its stored witnesses violate it" if status == "refuted" else ""
+        notes.append(f"{c.name.split(' (')[0]}: {bounds.get(c.key).citation} [{status}{refuted}] "
+                     f"{verdict}")
     constants = "; ".join(str(e) for e in estimates.values())
     fedavg = rows[0]
     tolerance = scaled(fedavg, 1 + TOLERANCE)

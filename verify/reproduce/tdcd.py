@@ -169,7 +169,7 @@ def some_q_beats_one(rows: list[Row]) -> bool | None:
 def increasing(rows: list[Row]) -> bool | None:
     """rows[0] < rows[1] < ...: True when every neighbouring pair is ordered so, False when
     one is ordered the other way, else None."""
-    verdicts = [order(a, b) for a, b in zip(rows, rows[1:])]
+    verdicts = [order(a, b) for a, b in zip(rows[:-1], rows[1:], strict=True)]
     if any(v is False for v in verdicts):
         return False
     return True if all(verdicts) else None
