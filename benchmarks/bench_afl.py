@@ -1,7 +1,7 @@
 """Vectorised run_afl (AFA-CD / AFA-CS) against a per-replica, per-worker Python loop on
 the same scenario and the same random draws.
 
-    python benchmarks/bench_afl.py [--quick]
+    python benchmarks/bench_afl.py [--quick] [--device cpu]
 
 The loop reference keeps one 1-D model per worker and implements Algorithms 2 and 3 of
 Yang et al. 2022 literally, with the proofs' server step
@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import best_time  # noqa: E402
 from sim.afl import HeterogeneousQuadratic, Schedule, draw_schedule, run_afl  # noqa: E402
@@ -75,7 +76,8 @@ def loop_afl(clients: HeterogeneousQuadratic, *, algorithm: str, schedule: Sched
 
 
 
-def compare(M: int, algorithm: str, T: int, replicas: int, repeats: int) -> tuple[float, float]:
+def compare(M: int, algorithm: str, T: int, replicas: int, repeats: int,
+            device: str = "cpu") -> tuple[float, float]:
     """Loop and vectorised seconds on one scenario; asserts equal traces to 1e-10."""
     clients = HeterogeneousQuadratic.random(5, M, 2.0, 0.2, 1.0, 0.5, torch.Generator().manual_seed(0))
     m = max(1, M // 4)
@@ -88,7 +90,7 @@ def compare(M: int, algorithm: str, T: int, replicas: int, repeats: int) -> tupl
                                              generator=torch.Generator().manual_seed(2), **common), repeats)
     vec_s, trace = best_time(lambda: run_afl(clients, algorithm=algorithm, m=m, T=T, replicas=replicas,
                                              schedule=schedule, generator=torch.Generator().manual_seed(2),
-                                             **common), 3 * repeats)
+                                             device=device, **common), 3 * repeats)
     torch.set_num_threads(threads)
     torch.testing.assert_close(trace.grad_sq_norm, ref, rtol=1e-10, atol=1e-10)
     return loop_s, vec_s
@@ -97,7 +99,9 @@ def compare(M: int, algorithm: str, T: int, replicas: int, repeats: int) -> tupl
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke-test sizes (< 15 s)")
+    add_device_argument(parser)
     args = parser.parse_args(argv)
+    device = checked_device(parser, args.device)
     sizes, T, replicas, repeats = ((8, 32), 20, 4, 1) if args.quick else ((8, 32, 128), 50, 8, 2)
     print(f"AFL, quadratic d = 5, m = M/4 uniform arrivals, K ~ U{{1..4}}, tau = 3, T = {T}, "
           f"{replicas} replicas, traces equal to 1e-10")
@@ -105,10 +109,10 @@ def main(argv: list[str] | None = None) -> None:
     entries = []
     for algorithm in ("cd", "cs"):
         for M in sizes:
-            loop_s, vec_s = compare(M, algorithm, T, replicas, repeats)
+            loop_s, vec_s = compare(M, algorithm, T, replicas, repeats, device)
             print(f"{algorithm:>4} {M:>5} | {loop_s:9.3f} | {vec_s:12.4f} | {loop_s / vec_s:7.1f}x")
-            entries.append(figure(f"afl.{algorithm}.loop_over_vectorised.M{M}", loop_s / vec_s,
-                                  "ratio"))
+            entries.append(figure(f"afl{suffix(device)}.{algorithm}.loop_over_vectorised.M{M}",
+                                  loop_s / vec_s, "ratio"))
     record(entries)
 
 

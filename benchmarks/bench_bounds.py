@@ -1,7 +1,7 @@
 """Bound evaluation: Theorem.evaluate on independent points against a hand-written numpy
 expression of the same formula, and on broadcast grids against sympy substitution.
 
-    python benchmarks/bench_bounds.py [--quick]
+    python benchmarks/bench_bounds.py [--quick] [--device cpu]
 
 Independent points: 10^6 points (10^5 with ``--quick``) at which every parameter has its
 own random value (vectors over 4 workers), for three results whose formulas are written
@@ -35,10 +35,12 @@ import sympy as sp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bounds  # noqa: E402
+from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import interleaved, median_ratio  # noqa: E402
 
 GOAL = 1.2
+CPU_ONLY = "bounds evaluate with numpy"
 
 #: a representative value per parameter domain
 TYPICAL = {"positive": 1.0, "nonnegative": 1.0, "unit": 0.5, "probability": 0.9,
@@ -180,7 +182,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10^5 independent points, a 10^4 "
                         "grid, 20 sympy samples")
+    add_device_argument(parser, cpu_only=CPU_ONLY)
     args = parser.parse_args(argv)
+    checked_device(parser, args.device, cpu_only=CPU_ONLY)
     n_points, repeats = (100_000, 5) if args.quick else (1_000_000, 21)
     n_grid, sample = (10_000, 20) if args.quick else (1_000_000, 200)
     entries = []

@@ -1,7 +1,7 @@
 """Evidence for the sync-time chooser: does the S each variant of hfl.theorem2 chooses do as
 well in simulation as the best S?
 
-    python benchmarks/bench_choosers_hfl.py [--replicas 32] [--quick]
+    python benchmarks/bench_choosers_hfl.py [--replicas 32] [--quick] [--device cpu]
 
 Scenarios: the delay parameters of Ali & Arafa 2025, Figs. 6, 7a, 7b and 8 (Fig. 7b with
 b_g = 22, the paper's c_g = 30; the same table as notebook 02), each at a large and a small
@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from verify.choose import SyncTime, choose  # noqa: E402
 
@@ -59,11 +60,16 @@ def relatives(report) -> dict[str, dict[str, float]]:
     return {c.variant: {m: c.simulated.extra[m] / best[m] for m in METRICS} for c in report.bound}
 
 
-def main() -> None:
+CPU_ONLY = "the chooser runs its simulations on the CPU"
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--replicas", type=int, default=32)
     ap.add_argument("--quick", action="store_true", help="three scenarios only")
-    args = ap.parse_args()
+    add_device_argument(ap, cpu_only=CPU_ONLY)
+    args = ap.parse_args(argv)
+    checked_device(ap, args.device, cpu_only=CPU_ONLY)
     entries, met, rows = [], 0, []
     scenarios = QUICK if args.quick else SCENARIOS
     for fig, sigma, alpha in scenarios:

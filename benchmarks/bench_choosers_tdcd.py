@@ -1,7 +1,7 @@
 """The (Q, eta) chooser of TDCD on the paper's latency model, t_Q = 3 t_comm + Q t_comp
 (Das et al. 2022, Section 5.2), at t_comm / t_comp in {1, 10, 100}.
 
-    python benchmarks/bench_choosers_tdcd.py
+    python benchmarks/bench_choosers_tdcd.py [--device cpu]
 
 On tdcd.theorem1's default scenario with the defaults of `fedbound choose-q-eta` (epsilon a
 quarter of ||grad L(theta^0)||^2, above the noise floor): first the seconds of one default
@@ -17,6 +17,7 @@ goal <= 10).
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import time
@@ -24,13 +25,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from verify.choose import QEta, choose, q_eta_evidence  # noqa: E402
 
 RATIOS = (1.0, 10.0, 100.0)
 
 
-def main() -> None:
+CPU_ONLY = "the chooser runs its simulations on the CPU"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_device_argument(parser, cpu_only=CPU_ONLY)
+    checked_device(parser, parser.parse_args(argv).device, cpu_only=CPU_ONLY)
     t0, c0 = time.perf_counter(), time.process_time()
     choose(QEta())
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0

@@ -20,11 +20,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.references import SIMULATORS, pair  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import interleaved, median_ratio  # noqa: E402
 
 GOAL = 1.2
+CPU_ONLY = "the hand-fused references are written for the CPU"
 TOLERANCE = 1e-10
 REPEATS = {10: 101, 100: 51, 1000: 15, 10_000: 5}
 
@@ -45,10 +47,9 @@ def measure(name: str, N: int, repeats: int) -> tuple[float, float, float]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N = 10 and 100, few repeats")
-    parser.add_argument("--device", default="cpu", help="only cpu is measured here")
+    add_device_argument(parser, cpu_only=CPU_ONLY)
     args = parser.parse_args(argv)
-    if args.device != "cpu":
-        raise SystemExit("bench_fused compares CPU runs only (--device cpu)")
+    checked_device(parser, args.device, cpu_only=CPU_ONLY)
     torch.set_num_threads(1)
     sizes = (10, 100) if args.quick else tuple(REPEATS)
     print(f"{'simulator':>9} {'N':>6} | {'fedbound ms':>11} | {'fused ms':>9} | ratio (goal <= {GOAL})")

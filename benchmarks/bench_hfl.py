@@ -1,7 +1,7 @@
 """Vectorised run_hfl against a plain loop over groups, local iterations and clients, on the
 same scenario, schedule and draws; and the throughput of the delay-path sampler.
 
-    python benchmarks/bench_hfl.py [--quick]
+    python benchmarks/bench_hfl.py [--quick] [--device cpu]
 
 The loop reference implements Algorithm 1 of Ali & Arafa 2025 literally
 for one replica: one 1-D tensor per group model, one SGD step per client (5), the group
@@ -30,6 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bounds  # noqa: E402
+from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import best_time  # noqa: E402
 from bounds import delays as D  # noqa: E402
@@ -74,14 +75,15 @@ def loop_reference(problem: Quadratic, *, sizes, t, alpha, x1, generator) -> lis
 
 
 
-def compare(groups: int, clients: int, T: float, repeats: int) -> tuple[float, float]:
+def compare(groups: int, clients: int, T: float, repeats: int,
+            device: str = "cpu") -> tuple[float, float]:
     sc = scenario(groups, clients, T)
     loop_s, ref = best_time(lambda: loop_reference(
         sc["problem"], sizes=sc["sizes"], t=sc["t"], alpha=sc["alpha"], x1=sc["x1"],
         generator=torch.Generator().manual_seed(1)), repeats)
     vec_s, trace = best_time(lambda: run_hfl(
         sc["problem"], sizes=sc["sizes"], t=sc["t"], alpha=sc["alpha"], x1=sc["x1"], replicas=1,
-        generator=torch.Generator().manual_seed(1)), repeats)
+        generator=torch.Generator().manual_seed(1), device=device), repeats)
     got = [*trace.grad_sq_norm[0].tolist(), float(trace.final_loss[0])]
     err = max(abs(a - b) / max(1.0, abs(b)) for a, b in zip(got, ref, strict=True))
     assert err < 1e-10, f"traces differ by {err:.3g}"
@@ -95,10 +97,12 @@ def sampler_throughput(groups: int, T: float, paths: int) -> float:
     return paths / (time.perf_counter() - t0)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, one repeat")
-    args = parser.parse_args()
+    add_device_argument(parser)
+    args = parser.parse_args(argv)
+    device = checked_device(parser, args.device)
     torch.set_num_threads(1)
     repeats = 1 if args.quick else 3
     T = 300.0 if args.quick else 1000.0
@@ -106,10 +110,10 @@ def main() -> None:
     print("groups | clients/group | loop s | vectorised s | ratio")
     entries = []
     for groups, clients in cases:
-        loop_s, vec_s = compare(groups, clients, T, repeats)
+        loop_s, vec_s = compare(groups, clients, T, repeats, device)
         print(f"{groups:6d} | {clients:13d} | {loop_s:6.3f} | {vec_s:12.4f} | {loop_s / vec_s:5.1f}x")
-        entries.append(figure(f"hfl.loop_over_vectorised.G{groups}_n{clients}", loop_s / vec_s,
-                              "ratio"))
+        entries.append(figure(f"hfl{suffix(device)}.loop_over_vectorised.G{groups}_n{clients}",
+                              loop_s / vec_s, "ratio"))
     print(f"\nschedule sampler (bounds.delays.sample_schedules, S = 5, T = {T:g})")
     print("groups | schedules/s")
     for groups in (2, 4, 8, 16, 32, 64):

@@ -36,6 +36,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import interleaved  # noqa: E402
 from sim.data import load_digits  # noqa: E402
@@ -140,15 +141,16 @@ def in_subprocess(net: str, N: int, method: str, device: str) -> int:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N = 10 and 100 only")
-    parser.add_argument("--device", default="cpu", help="where both sides run (cpu, cuda)")
+    add_device_argument(parser)
     parser.add_argument("--child", nargs=3, metavar=("NET", "N", "METHOD"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    checked_device(parser, args.device)
     if args.child:
         print(json.dumps(peak_memory(args.child[0], int(args.child[1]), args.child[2], args.device)))
         return
     torch.set_num_threads(1)
     sizes = (10, 100) if args.quick else (10, 100, 1000)
-    where = "" if args.device == "cpu" else f".{args.device}"
+    where = suffix(args.device)
     print(f"{'net':>4} {'N':>5} | {'loop s':>9} | {'vmapped s':>9} | {'ratio':>6} | "
           f"{'loop MB':>8} | {'vmapped MB':>10}")
     entries = []

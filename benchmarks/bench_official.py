@@ -1,7 +1,7 @@
 """fedbound's MLL-SGD beside the official code's logistic-regression loop
 (benchmarks/official_mllsgd.py) on the same workload at N = 10, 100 and 1000 workers.
 
-    python benchmarks/bench_official.py [--quick]
+    python benchmarks/bench_official.py [--quick] [--device cpu]
 
 Workload (benchmarks/fused_mllsgd.py): 50 features, n = 32 N samples (one batch per worker
 under the official partition), batch 32, step size 0.2, tau = 4, q = 2, 10 hubs on a
@@ -29,6 +29,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
 from benchmarks.fused_mllsgd import TAU, Q, fused_mllsgd, workload  # noqa: E402
 from benchmarks.official_mllsgd import official_mllsgd  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
@@ -38,7 +39,7 @@ from sim.mllsgd import run_mllsgd  # noqa: E402
 GOAL, LOSS_GAP = 25.0, 0.02
 
 
-def compare(N: int, hub_rounds: int, repeats: int) -> dict[str, float]:
+def compare(N: int, hub_rounds: int, repeats: int, device: str = "cpu") -> dict[str, float]:
     """Median time ratios official / fedbound and official / hand-fused (the hand-fused
     reference recording as little as fedbound), the relative gap of the final losses and
     the best times."""
@@ -53,7 +54,7 @@ def compare(N: int, hub_rounds: int, repeats: int) -> dict[str, float]:
                                               alpha=kw["eta"])
 
     def fedbound():
-        results["fedbound"] = run_mllsgd(problem, generator=torch.Generator().manual_seed(1),
+        results["fedbound"] = run_mllsgd(problem, generator=torch.Generator().manual_seed(1), device=device,
                                          record_every=Q * TAU, record_grad=False, **kw)
 
     def fused():
@@ -73,23 +74,26 @@ def compare(N: int, hub_rounds: int, repeats: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N = 10 and 100 only")
+    add_device_argument(parser)
     args = parser.parse_args(argv)
+    device = checked_device(parser, args.device)
     torch.set_num_threads(1)
     plan = {10: (64, 3), 100: (16, 3)} if args.quick else {10: (64, 7), 100: (32, 5),
-                                                           1000: (16, 1)}
+                                                           1000: (16, 3)}
     print("MLL-SGD logistic regression: official loop vs fedbound (and vs the hand-fused "
           "reference, recording as little)")
     print(f"{'N':>5} | {'official s':>10} | {'fedbound s':>10} | {'ratio':>7} | "
           f"{'vs fused':>8} | final-loss gap")
     entries = []
     for N, (hub_rounds, repeats) in plan.items():
-        row = compare(N, hub_rounds, repeats)
+        row = compare(N, hub_rounds, repeats, device)
         print(f"{N:>5} | {row['official']:>10.3f} | {row['fedbound']:>10.4f} | "
               f"{row['ratio']:>6.1f}x | {row['fused_ratio']:>7.1f}x | {row['gap']:.2%}")
-        entries.append(figure(f"mllsgd.official_over_fedbound.N{N}", row["ratio"], "ratio",
+        name = f"mllsgd{suffix(device)}"
+        entries.append(figure(f"{name}.official_over_fedbound.N{N}", row["ratio"], "ratio",
                               at_least=GOAL if N == 1000 else None))
-        entries.append(figure(f"mllsgd.official_over_fused.N{N}", row["fused_ratio"], "ratio"))
-        entries.append(figure(f"mllsgd.official_final_loss_gap.N{N}", row["gap"], "relative",
+        entries.append(figure(f"{name}.official_over_fused.N{N}", row["fused_ratio"], "ratio"))
+        entries.append(figure(f"{name}.official_final_loss_gap.N{N}", row["gap"], "relative",
                               at_most=LOSS_GAP))
     record(entries)
 

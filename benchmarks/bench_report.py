@@ -1,7 +1,7 @@
 """How long writing the report of ``fedbound check --all`` takes beside its checks, and what
 ``--jobs 2`` gains.
 
-    python benchmarks/bench_report.py [--only KEYS] [--battery 2]
+    python benchmarks/bench_report.py [--only KEYS] [--battery 2] [--device cpu]
 
 Measurements of the whole suite (every result, its battery and its witnesses), in one run:
 
@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from verify import adapter_for, report, suite  # noqa: E402
 from verify.sweep import executor  # noqa: E402
@@ -74,11 +75,16 @@ def pooled(keys, battery: int, tmp: Path, jobs: int) -> dict[str, float]:
     return {"checks": t1 - t0, "write": t2 - t1, "total": t2 - t0}
 
 
-def main() -> None:
+CPU_ONLY = "the report's checks run on the CPU"
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="comma-separated keys or papers (default: every result)")
     ap.add_argument("--battery", type=int, default=2)
-    args = ap.parse_args()
+    add_device_argument(ap, cpu_only=CPU_ONLY)
+    args = ap.parse_args(argv)
+    checked_device(ap, args.device, cpu_only=CPU_ONLY)
     keys = suite.select(args.only)
     with tempfile.TemporaryDirectory() as d:
         one = serial(keys, args.battery, Path(d))

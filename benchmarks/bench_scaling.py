@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
 from benchmarks.references import SIMULATORS  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 
@@ -65,9 +66,10 @@ def in_subprocess(name: str, N: int, device: str) -> dict:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N = 1000 and 10,000 only")
-    parser.add_argument("--device", default="cpu", help="where the simulators run (cpu, cuda)")
+    add_device_argument(parser)
     parser.add_argument("--child", nargs=2, metavar=("SIMULATOR", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    checked_device(parser, args.device)
     if args.child:
         print(json.dumps(child(args.child[0], int(args.child[1]), args.device)))
         return
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
         for N, row in rows.items():
             print(f"{name:>9} {N:>7} | {row['step'] * 1e6:>16.4f} | {row['memory'] / N:>14.0f}")
         top, previous = sizes[-1], sizes[-2]
-        where = "" if args.device == "cpu" else f".{args.device}"
+        where = suffix(args.device)
         entries.append(figure(f"{name}{where}.step_cost.N{top}_over_N{sizes[0]}",
                               rows[top]["step"] / rows[sizes[0]]["step"], "ratio", at_most=GOAL))
         entries.append(figure(f"{name}{where}.step_cost.N{top}_over_N{previous}",

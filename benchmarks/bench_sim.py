@@ -1,6 +1,6 @@
 """Vectorised run_mllsgd against a per-worker Python loop on the same scenario and draws.
 
-    python benchmarks/bench_sim.py [--quick]
+    python benchmarks/bench_sim.py [--quick] [--device cpu]
 
 The loop reference keeps one 1-D tensor per worker and loops over workers and hubs,
 implementing (5)-(6) of Castiglia et al. 2021 literally. It consumes the generator
@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import best_time  # noqa: E402
 from sim.mllsgd import run_mllsgd  # noqa: E402
@@ -88,7 +89,8 @@ def loop_reference(problem: Quadratic, *, H, hub_of, w, p, eta, K, q, tau, x1,
 
 
 
-def compare(N: int, D: int, K: int, q: int, tau: int, repeats: int) -> tuple[float, float]:
+def compare(N: int, D: int, K: int, q: int, tau: int, repeats: int,
+            device: str = "cpu") -> tuple[float, float]:
     """Loop and vectorised seconds on the same scenario; asserts equal traces to 1e-10."""
     sc = scenario(N, D, K, q, tau)
     problem = sc.pop("problem")
@@ -98,7 +100,8 @@ def compare(N: int, D: int, K: int, q: int, tau: int, repeats: int) -> tuple[flo
         lambda: loop_reference(problem, generator=torch.Generator().manual_seed(1), **sc),
         repeats)
     vec_s, trace = best_time(
-        lambda: run_mllsgd(problem, replicas=1, generator=torch.Generator().manual_seed(1), **sc),
+        lambda: run_mllsgd(problem, replicas=1, generator=torch.Generator().manual_seed(1),
+                           device=device, **sc),
         3 * repeats)
     torch.set_num_threads(threads)
     torch.testing.assert_close(trace.grad_sq_norm[0], loop_grad, rtol=1e-10, atol=1e-10)
@@ -106,19 +109,20 @@ def compare(N: int, D: int, K: int, q: int, tau: int, repeats: int) -> tuple[flo
     return loop_s, vec_s
 
 
-def large_run(N: int, replicas: int, D: int, K: int, q: int, tau: int) -> list[dict]:
+def large_run(N: int, replicas: int, D: int, K: int, q: int, tau: int,
+              device: str = "cpu") -> list[dict]:
     """Time, state size and peak RSS of one many-worker, many-replica run, as figures."""
     sc = scenario(N, D, K, q, tau)
     problem = sc.pop("problem")
     seconds, trace = best_time(
         lambda: run_mllsgd(problem, replicas=replicas,
-                           generator=torch.Generator().manual_seed(2), **sc), 1)
+                           generator=torch.Generator().manual_seed(2), device=device, **sc), 1)
     state_mb = replicas * N * problem.dim * 8 / 2**20
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\n{N} workers x {replicas} replicas, d = {problem.dim}, K = {K}: {seconds:.2f} s, "
           f"state X {state_mb:.0f} MiB, peak RSS of this process {peak_mb:.0f} MiB, "
           f"mean LHS {float(trace.lhs.mean()):.4f}")
-    name = f"mllsgd.large_run.N{N}_R{replicas}"
+    name = f"mllsgd{suffix(device)}.large_run.N{N}_R{replicas}"
     return [figure(f"{name}.seconds", seconds, "s"),
             figure(f"{name}.peak_rss", peak_mb, "MiB", at_most=2048)]
 
@@ -126,7 +130,9 @@ def large_run(N: int, replicas: int, D: int, K: int, q: int, tau: int) -> list[d
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke-test sizes (< 10 s)")
+    add_device_argument(parser)
     args = parser.parse_args(argv)
+    device = checked_device(parser, args.device)
     sizes, K, repeats, large = ((10, 100, 1000), 8, 1, (1000, 10)) if args.quick else \
         ((10, 100, 1000), 32, 3, (10_000, 100))
     q, tau, D = 2, 4, 10
@@ -135,12 +141,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'N':>6} | {'loop s':>9} | {'vectorised s':>12} | {'ratio':>7}")
     ratios = {}
     for N in sizes:
-        loop_s, vec_s = compare(N, D, K, q, tau, repeats)
+        loop_s, vec_s = compare(N, D, K, q, tau, repeats, device)
         ratios[N] = loop_s / vec_s
         print(f"{N:>6} | {loop_s:>9.4f} | {vec_s:>12.4f} | {ratios[N]:>6.1f}x")
-    entries = [figure(f"mllsgd.loop_over_vectorised.N{N}", ratio, "ratio",
+    entries = [figure(f"mllsgd{suffix(device)}.loop_over_vectorised.N{N}", ratio, "ratio",
                       at_least=20 if N == 1000 else None) for N, ratio in ratios.items()]
-    record(entries + large_run(*large, D=D, K=K, q=q, tau=tau))
+    record(entries + large_run(*large, D=D, K=K, q=q, tau=tau, device=device))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Start-up: how long the light commands take in a fresh process, against importing numpy.
 
-    python benchmarks/bench_startup.py [--repeats N]
+    python benchmarks/bench_startup.py [--repeats N] [--device cpu]
 
 Each command runs as a subprocess of the same Python (``sys.executable``), the runs of all
 commands interleaved (one round runs each once, in turn; one untimed round first, which also
@@ -25,6 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import interleaved, median_ratio  # noqa: E402
 
@@ -52,10 +53,15 @@ def _runner(args: tuple[str, ...]):
     return run
 
 
-def main() -> None:
+CPU_ONLY = "it times imports and commands, not a device"
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=7)
-    args = ap.parse_args()
+    add_device_argument(ap, cpu_only=CPU_ONLY)
+    args = ap.parse_args(argv)
+    checked_device(ap, args.device, cpu_only=CPU_ONLY)
     if args.repeats < 5:
         ap.error("--repeats must be at least 5")
     times = interleaved({name: _runner(a) for name, (a, _) in COMMANDS.items()}, args.repeats)

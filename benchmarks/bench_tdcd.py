@@ -1,6 +1,6 @@
 """Vectorised run_tdcd against a plain Python loop over replicas, silos and clients.
 
-    python benchmarks/bench_tdcd.py [--quick]
+    python benchmarks/bench_tdcd.py [--quick] [--device cpu]
 
 The loop reference implements Algorithm 1 of Das et al. 2022 literally: one
 1-D tensor per client model, loops over replicas, silos, clients and local steps, the
@@ -22,6 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import best_time  # noqa: E402
 from sim.tdcd import BlockLinear, Layout, draw_batch, run_tdcd, synthetic_data  # noqa: E402
@@ -29,13 +30,13 @@ from sim.tdcd import BlockLinear, Layout, draw_batch, run_tdcd, synthetic_data  
 F64 = torch.float64
 
 
-def scenario(N: int, K: int, replicas: int, seed: int = 0) -> dict:
+def scenario(N: int, K: int, replicas: int, seed: int = 0, device: str = "cpu") -> dict:
     """Logistic regression, 3 features per silo, K clients per silo, 200 base samples,
-    batch 4K, Q = 5, eta = 1/(8 Q max(L, L_max))."""
+    batch 4K, Q = 5, eta = 1/(8 Q max(L, L_max)); the model on ``device``."""
     layout = Layout((3,) * N, (K,) * N, 200, 4 * K)
     X, y = synthetic_data(200, layout.D, loss="logistic",
                           generator=torch.Generator().manual_seed(seed))
-    model = BlockLinear(X, y, layout, loss="logistic")
+    model = BlockLinear(X, y, layout, loss="logistic", device=device)
     Q = 5
     return dict(model=model, Q=Q, eta=1 / (8 * Q * max(model.L, model.L_max)),
                 theta0=torch.full((layout.D,), 0.5, dtype=F64), replicas=replicas)
@@ -79,16 +80,19 @@ def loop_reference(model: BlockLinear, *, Q: int, eta: float, theta0, replicas: 
 
 
 
-def compare(N: int, K: int, replicas: int, rounds: int, repeats: int) -> tuple[float, float]:
-    """Loop and vectorised seconds on the same scenario and draws; asserts equal traces."""
+def compare(N: int, K: int, replicas: int, rounds: int, repeats: int,
+            device: str = "cpu") -> tuple[float, float]:
+    """Loop (on the CPU) and vectorised (on ``device``) seconds on the same scenario and
+    draws; asserts equal traces."""
     sc = scenario(N, K, replicas)
     model = sc.pop("model")
+    simulated = model if device == "cpu" else scenario(N, K, replicas, device=device)["model"]
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     loop_s, loop = best_time(lambda: loop_reference(
         model, rounds=rounds, generator=torch.Generator().manual_seed(1), **sc), repeats)
     vec_s, trace = best_time(lambda: run_tdcd(
-        model, rounds=rounds, generator=torch.Generator().manual_seed(1), **sc), 3 * repeats)
+        simulated, rounds=rounds, generator=torch.Generator().manual_seed(1), **sc), 3 * repeats)
     torch.set_num_threads(threads)
     torch.testing.assert_close(trace.grad_sq_norm, loop, rtol=1e-10, atol=1e-12)
     return loop_s, vec_s
@@ -97,7 +101,9 @@ def compare(N: int, K: int, replicas: int, rounds: int, repeats: int) -> tuple[f
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small smoke-test sizes (< 20 s)")
+    add_device_argument(parser)
     args = parser.parse_args(argv)
+    device = checked_device(parser, args.device)
     configs = [(2, 4, 1), (2, 4, 16), (4, 10, 16)] if args.quick else \
         [(2, 4, 1), (2, 4, 64), (4, 10, 64), (8, 20, 64)]
     rounds, repeats = (5, 1) if args.quick else (10, 2)
@@ -106,10 +112,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{'N':>3} {'K_j':>4} {'replicas':>8} | {'loop s':>9} | {'vectorised s':>12} | {'ratio':>7}")
     entries = []
     for N, K, replicas in configs:
-        loop_s, vec_s = compare(N, K, replicas, rounds, repeats)
+        loop_s, vec_s = compare(N, K, replicas, rounds, repeats, device)
         print(f"{N:>3} {K:>4} {replicas:>8} | {loop_s:>9.4f} | {vec_s:>12.4f} | "
               f"{loop_s / vec_s:>6.1f}x")
-        entries.append(figure(f"tdcd.loop_over_vectorised.N{N}_K{K}_R{replicas}",
+        entries.append(figure(f"tdcd{suffix(device)}.loop_over_vectorised.N{N}_K{K}_R{replicas}",
                               loop_s / vec_s, "ratio"))
     record(entries)
 

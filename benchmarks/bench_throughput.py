@@ -1,6 +1,6 @@
 """Search and check throughput (issue 18, item 4): the whole commands, as a user runs them.
 
-    python benchmarks/bench_throughput.py [--repeats 3]
+    python benchmarks/bench_throughput.py [--repeats 3] [--device cpu]
 
 Each command runs as a subprocess of the same Python (``sys.executable -m verify.cli``),
 the commands interleaved (``benchmarks.timing.interleaved``: one untimed round first, which
@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import interleaved, median_ratio  # noqa: E402
 
@@ -43,10 +44,15 @@ def _runner(argv: tuple[str, ...], cwd: Path):
     return run
 
 
-def main() -> None:
+CPU_ONLY = "it times whole fedbound commands, which run on the CPU"
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args()
+    add_device_argument(ap, cpu_only=CPU_ONLY)
+    args = ap.parse_args(argv)
+    checked_device(ap, args.device, cpu_only=CPU_ONLY)
     if args.repeats < 1:
         ap.error("--repeats must be at least 1")
     with tempfile.TemporaryDirectory() as d:

@@ -266,11 +266,36 @@ def condition_root(A: np.ndarray, B: np.ndarray, C: np.ndarray, *, condition, st
 def call(f: Callable, args: Sequence[np.ndarray]) -> np.ndarray:
     """``f(*args)`` of a generated function, as a float array of the arguments' broadcast
     shape (a constant expression broadcasts too); numpy's warnings silenced, since the
-    callers test for NaN and infinity themselves."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        out = f(*args)
+    callers test for NaN and infinity themselves.
+
+    A large result is computed in blocks of rows along its first axis (:func:`_row_blocks`),
+    so that the temporaries of the expression stay in the processor's cache and are reused
+    instead of being allocated, and page-faulted, at the full size for every operation.
+    The generated functions are elementwise, so each entry is the same number either way."""
     shape = np.broadcast_shapes(*(np.shape(a) for a in args)) if args else ()
-    return np.broadcast_to(np.asarray(out, dtype=float), shape)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        blocks = _row_blocks(shape)
+        if blocks is None:
+            return np.broadcast_to(np.asarray(f(*args), dtype=float), shape)
+        args = [np.asarray(a) for a in args]
+        sliced = [a.ndim == len(shape) and a.shape[0] == shape[0] for a in args]
+        out = np.empty(shape)
+        for block in blocks:
+            out[block] = f(*(a[block] if cut else a for a, cut in zip(args, sliced, strict=True)))
+    return out
+
+
+_CALL_BLOCK = 1 << 16  #: entries per block of :func:`call` (512 KiB of float64 a temporary)
+
+
+def _row_blocks(shape: tuple[int, ...]) -> list[slice] | None:
+    """Slices of the first axis holding about ``_CALL_BLOCK`` entries each, or None where
+    the result is too small (or has a single row) to gain from blocks."""
+    size = math.prod(shape)
+    if size < 4 * _CALL_BLOCK or shape[0] < 2:
+        return None
+    rows = max(1, _CALL_BLOCK // (size // shape[0]))
+    return [slice(i, i + rows) for i in range(0, shape[0], rows)]
 
 
 def step_limit(key: str, root, per_worker: bool, vals: Mapping[str, np.ndarray],

@@ -266,6 +266,7 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float, x1: torch.Tensor,
     accept = Acceptance(R, device)
     grad_sq, losses, deviation = [], [], []
     group_sum = torch.zeros(R, G, dtype=DTYPE, device=device)
+    zero = torch.zeros((), dtype=DTYPE, device=device)  # torch.where(m, v, zero): less dispatch than 0.0
     for u in range(U_max):
         tu, active_round = t[:, u, :], real[:, u]
         loss, grad_sq_norm = problem.loss_and_grad_sq(x)
@@ -276,18 +277,17 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float, x1: torch.Tensor,
         active = torch.arange(steps, device=device) < tu[..., None]    # [R, G, steps]
         if accept.alive is not None:
             active &= accept.alive[:, None, None]
-        for step in range(steps):
-            now = active[..., step]
+        for now, now_d in zip(active.unbind(-1), active[..., None, :].unbind(-1), strict=True):
             grad = problem.grad(y)
-            group_sum += torch.where(now, grad.square().sum(-1), 0.0)
-            y = torch.where(now[..., None], y - alpha * group_gradient(y, grad), y)
+            group_sum += torch.where(now, grad.square().sum(-1), zero)
+            y = torch.where(now_d, y - alpha * group_gradient(y, grad), y)
         upload = (y - x[:, None, :]) / divisor[:, u]
         candidate = x + (weights * upload).sum(dim=1)
         candidate = torch.where(active_round[:, None], candidate, x)
         x_next = accept(x, candidate)
         kept = active_round if accept.alive is None else active_round & accept.alive
         deviation.append(torch.where(kept[:, None], (x_next[:, None, :] - y).square().sum(-1),
-                                     0.0))
+                                     zero))
         x = x_next
     losses.append(problem.loss(x))
     diverged = accept.diverged

@@ -199,6 +199,8 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int,
     moved = torch.empty_like(X)  # X_k - eta G_k, then X_k T_k: becomes X_{k+1}
     average = _Averaging(hub_of, v, H, X.shape)
     sample = problem.gradient_sampler(X.shape, generator)
+    weighted = _WeightedAverage(a, X, moved)
+    record = problem.recorder((R, d), grad=record_grad)
     accept = Acceptance(R, device)
     losses, grad_sq_norms = [], []
     steps_taken = torch.zeros(R, N, dtype=torch.int64, device=device)
@@ -212,13 +214,10 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int,
 
     for k in range(1, K + 1):
         if (k - 1) % record_every == 0:
-            u = X.transpose(1, 2) @ a
-            if record_grad:
-                loss, grad_sq_norm = problem.loss_and_grad_sq(u)
-                grad_sq_norms.append(grad_sq_norm)
-            else:
-                loss = problem.loss(u)
+            loss, grad_sq_norm = record(weighted(X))
             losses.append(loss)
+            if record_grad:
+                grad_sq_norms.append(grad_sq_norm)
         if wait_for_all:
             position = (k - 1) % (q * tau) + 1
             if position == 1:
@@ -256,6 +255,22 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int,
         slots=slots.cpu(), diverged=accept.diverged.cpu(),
         **{name: value.cpu() for name, value in recorded.items()},
     )
+
+
+class _WeightedAverage:
+    """u_k = X_k a, (8), for X_k either of a run's two state buffers: one ``bmm`` into a
+    reused buffer, the transposed views made once (the numbers of
+    ``X.transpose(1, 2) @ a``, which ``matmul`` computes by the same ``bmm``)."""
+
+    def __init__(self, a: torch.Tensor, *states: torch.Tensor):
+        R, N, d = states[0].shape
+        self.a = a[:, None].expand(R, N, 1)
+        self.transposed = {state.data_ptr(): state.transpose(1, 2) for state in states}
+        self.out = torch.empty(R, d, 1, dtype=DTYPE, device=a.device)
+
+    def __call__(self, X: torch.Tensor) -> torch.Tensor:
+        """X a, [R, d]: valid until the next call."""
+        return torch.bmm(self.transposed[X.data_ptr()], self.a, out=self.out).view(self.out.shape[:2])
 
 
 class _Averaging:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import math
+import mmap
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 
@@ -65,6 +66,42 @@ def randint_(out: torch.Tensor, high: int, generator: torch.Generator) -> torch.
     return out.copy_(randint(high, out.shape, generator, generator.device))
 
 
+HUGE_PAGE_MIN_BYTES = 8 << 20
+
+
+def empty_large(shape: Sequence[int], dtype: torch.dtype, device) -> torch.Tensor:
+    """``torch.empty(shape)``, except that a CPU buffer of at least ``HUGE_PAGE_MIN_BYTES``
+    lives in an anonymous mapping advised ``MADV_HUGEPAGE`` (where the system offers it):
+    transparent huge pages, so that a gather at random rows of a large data set, or a pass
+    over it, misses the TLB far less (torch's allocator does this only when the process
+    starts with ``THP_MEM_ALLOC_ENABLE=1``). The numbers stored are the same either way."""
+    shape, device = tuple(shape), torch.device(device)
+    numel = math.prod(shape)
+    nbytes = numel * torch.empty((), dtype=dtype).element_size()
+    if device.type != "cpu" or nbytes < HUGE_PAGE_MIN_BYTES or not hasattr(mmap, "MADV_HUGEPAGE"):
+        return torch.empty(shape, dtype=dtype, device=device)
+    buffer = mmap.mmap(-1, nbytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        buffer.madvise(mmap.MADV_HUGEPAGE)
+    except OSError:  # no transparent huge pages in this kernel: ordinary pages
+        pass
+    return torch.frombuffer(buffer, dtype=dtype, count=numel).view(shape)
+
+
+def huge_paged(t: torch.Tensor) -> torch.Tensor:
+    """``t``, or a copy of it in :func:`empty_large`'s memory where that is huge pages."""
+    if t.device.type != "cpu" or t.nbytes < HUGE_PAGE_MIN_BYTES:
+        return t
+    return empty_large(t.shape, t.dtype, t.device).copy_(t)
+
+
+def scalar(value: float) -> torch.Tensor:
+    """``value`` as a 0-dim float64 CPU tensor: ``t.div_(scalar(c))`` gives the numbers of
+    ``t.div_(c)`` (a Python integer is converted to float64 either way) on any device, with
+    less dispatch than a Python number (a few microseconds a call on the CPU)."""
+    return torch.tensor(float(value), dtype=DTYPE)
+
+
 def softplus(t: torch.Tensor) -> torch.Tensor:
     """``log(1 + exp(t))`` without overflow or the cut-off of ``torch.nn.functional.softplus``."""
     return t.clamp(min=0) + torch.log1p(torch.exp(-t.abs()))
@@ -107,6 +144,16 @@ class Problem(ABC):
         """``(F(x), ||grad F(x)||^2)``, shape ``[...]`` each: what a trace records per
         iteration. A subclass may share work between the two (the same numbers)."""
         return self.loss(x), self.grad(x).square().sum(-1)
+
+    def recorder(self, shape: Sequence[int], *, grad: bool = True
+                 ) -> Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor | None]]:
+        """``x -> (F(x), ||grad F(x)||^2)`` for ``x`` of ``shape``, the numbers of
+        :meth:`loss_and_grad_sq` (``(F(x), None)``, those of :meth:`loss`, with
+        ``grad=False``), for a run loop that records every iteration. A subclass may write
+        into buffers it reuses, so the result is valid until the next call."""
+        if grad:
+            return self.loss_and_grad_sq
+        return lambda x: (self.loss(x), None)
 
     def gradient_sampler(self, shape: Sequence[int],
                          generator: torch.Generator) -> Callable[[torch.Tensor], torch.Tensor]:
@@ -329,6 +376,7 @@ class LogisticRegression(Problem):
             raise ValueError(f"lam={lam} must be finite and >= 0")
         if int(batch) != batch or batch < 1:
             raise ValueError(f"batch={batch} must be an integer >= 1")
+        self.features = huge_paged(self.features)  # gathered at random rows every step
         self.n, self.dim = int(n), int(dim)
         self.lam = float(lam)
         self.batch = int(batch)
@@ -389,6 +437,34 @@ class LogisticRegression(Problem):
             grad = grad + self.lam * x
         return loss, grad.square().sum(-1)
 
+    def recorder(self, shape, *, grad=True):
+        """:meth:`loss_and_grad_sq` (:meth:`loss` with ``grad=False``) for ``x`` of shape
+        [M, dim], the margins and their transforms computed in three [M, n] buffers reused
+        from call to call: the same numbers without allocating (and page-faulting) three
+        data-sized temporaries per call."""
+        shape = tuple(shape)
+        if len(shape) != 2:
+            return super().recorder(shape, grad=grad)
+        neg, work, positive = (empty_large((shape[0], self.n), DTYPE, self.features.device)
+                               for _ in range(3))
+        minus_n = scalar(-self.n)
+
+        def record(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+            torch.mm(x, self.features.T, out=neg).mul_(self.labels).neg_()  # -y a^T x
+            torch.clamp(neg, min=0, out=positive)
+            loss = torch.abs(neg, out=work).neg_().exp_().log1p_().add_(positive).mean(-1)
+            if self.lam:
+                loss = loss + 0.5 * self.lam * (x * x).sum(-1)
+            if not grad:
+                return loss, None
+            torch.sigmoid(neg, out=work).mul_(self.labels).div_(minus_n)
+            gradient = torch.mm(work, self.features)
+            if self.lam:
+                gradient = gradient + self.lam * x
+            return loss, gradient.square().sum(-1)
+
+        return record
+
     def sample_grads(self, x: torch.Tensor) -> torch.Tensor:
         """Per-sample gradients grad f_j(x) (l2 term included), shape ``[..., n, dim]``."""
         weights = -self.labels * torch.sigmoid(-self._margins(x))
@@ -412,24 +488,26 @@ class LogisticRegression(Problem):
         shape = tuple(shape)
         M, B, d, device = math.prod(shape[:-1]), self.batch, self.dim, self.features.device
         idx = torch.empty(*shape[:-1], B, dtype=torch.int64, device=device)
-        rows = torch.empty(M, B, d, dtype=DTYPE, device=device)
+        rows = empty_large((M, B, d), DTYPE, device)
         labels = torch.empty(M, 1, B, dtype=DTYPE, device=device)
         weights = torch.empty(M, 1, B, dtype=DTYPE, device=device)
         out = torch.empty(M, 1, d, dtype=DTYPE, device=device)
+        # views and the divisor made once: at small sizes, each costs as much as a kernel
+        flat, rows_flat, labels_flat = idx.view(-1), rows.view(M * B, d), labels.view(M * B)
+        rows_t, g, minus_batch = rows.transpose(1, 2), out.view(shape), scalar(-B)
 
         def sample(x: torch.Tensor) -> torch.Tensor:
-            flat = randint_(idx, self.n, generator).view(-1)
-            torch.index_select(self.features, 0, flat, out=rows.view(M * B, d))
-            torch.index_select(self.labels, 0, flat, out=labels.view(M * B))
+            randint_(idx, self.n, generator)
+            torch.index_select(self.features, 0, flat, out=rows_flat)
+            torch.index_select(self.labels, 0, flat, out=labels_flat)
             if x.is_contiguous():
-                torch.bmm(x.view(M, 1, d), rows.transpose(1, 2), out=weights)
+                torch.bmm(x.view(M, 1, d), rows_t, out=weights)
             else:  # e.g. one model expanded over the clients of a group
                 weights.view(*shape[:-1], B).copy_(
                     torch.einsum("...bd,...d->...b", rows.view(*shape[:-1], B, d), x))
             # -y sigmoid(-y a^T x) / batch, in place
-            torch.sigmoid(weights.mul_(labels).neg_(), out=weights).mul_(labels).div_(-B)
+            torch.sigmoid(weights.mul_(labels).neg_(), out=weights).mul_(labels).div_(minus_batch)
             torch.bmm(weights, rows, out=out)
-            g = out.view(shape)
             return g.add_(self.lam * x) if self.lam else g
 
         return sample

@@ -83,3 +83,71 @@ def test_results_merge_by_name_and_state_goals(tmp_path):
     assert entries["c"]["goal"] is None and entries["c"]["met"] is None
     with pytest.raises(ValueError, match="value"):
         results.figure("d", float("nan"), "s")
+
+
+# ------------------------------------------------------------------ --device (issue 18, item 5)
+
+BENCHMARKS = sorted(p.stem for p in
+                    (Path(__file__).resolve().parent.parent / "benchmarks").glob("bench_*.py"))
+CPU_ONLY = {"bench_bounds", "bench_choosers_hfl", "bench_choosers_tdcd", "bench_fused", "bench_report",
+            "bench_startup", "bench_throughput"}
+
+
+def _refused(name: str, device: str, capsys) -> str:
+    """The usage error (exit 2, before any work) of benchmark ``name`` for ``--device``."""
+    import importlib
+
+    module = importlib.import_module(f"benchmarks.{name}")
+    with pytest.raises(SystemExit) as exited:
+        module.main(["--device", device])
+    assert exited.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_every_benchmark_script_is_listed():
+    assert len(BENCHMARKS) >= 14 and CPU_ONLY < set(BENCHMARKS)
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_every_benchmark_takes_device_and_refuses_an_unknown_one(name, capsys):
+    err = _refused(name, "no-such-device", capsys)
+    assert "--device no-such-device" in err
+
+
+@pytest.mark.parametrize("name", sorted(CPU_ONLY))
+def test_cpu_only_benchmarks_say_why_they_refuse_cuda(name, capsys):
+    assert "measures on the CPU only" in _refused(name, "cuda", capsys)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+@pytest.mark.parametrize("name", sorted(set(BENCHMARKS) - CPU_ONLY))
+def test_simulator_benchmarks_refuse_cuda_where_there_is_none(name, capsys):
+    assert "no CUDA device" in _refused(name, "cuda", capsys)
+
+
+def test_figure_names_say_the_device():
+    from benchmarks.device import suffix
+
+    assert suffix("cpu") == "" and suffix("cuda") == ".cuda" and suffix("cuda:1") == ".cuda1"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", references.SIMULATORS)
+def test_simulators_on_cuda_give_the_references_recordings(name):
+    """The CUDA path of each simulator (its draws from a CPU generator, moved) against the
+    hand-fused reference on the CPU, on the same draws."""
+    runs = references.pair(name, 20, 16 if name == "mllsgd" else 3, device="cuda")
+    assert runs.difference(seed=3) <= 1e-10
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_logistic_buffers_on_cuda():
+    from sim.problems import LogisticRegression, empty_large
+
+    assert empty_large((1 << 21,), torch.float64, "cuda").device.type == "cuda"
+    problem = LogisticRegression.random(300, 4, 2.0, torch.Generator().manual_seed(0), lam=0.1,
+                                        batch=5).to("cuda")
+    x = torch.randn(3, 4, dtype=torch.float64, device="cuda")
+    loss, grad_sq = problem.recorder((3, 4))(x)
+    expected = problem.loss_and_grad_sq(x)
+    assert torch.equal(loss, expected[0]) and torch.equal(grad_sq, expected[1])

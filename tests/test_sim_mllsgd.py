@@ -378,3 +378,61 @@ def test_explicit_cpu_device_gives_the_same_trace():
     kwargs["generator"] = gen(0)
     explicit = run_mllsgd(problem, device="cpu", **kwargs)
     assert torch.equal(default.grad_sq_norm, explicit.grad_sq_norm)
+
+
+# ---------------------------------------------------------------- performance paths, same numbers
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31 - 1), lam=st.sampled_from([0.0, 0.3]), rows=st.integers(1, 4))
+def test_logistic_recorder_gives_loss_and_grad_sq_exactly(seed, lam, rows):
+    """The recorder's reused buffers give the numbers of loss_and_grad_sq and of loss, bit for
+    bit, call after call (a buffer left dirty by the previous call would show)."""
+    problem = LogisticRegression.random(57, DIM, 2.0, gen(seed), lam=lam, batch=4)
+    with_grad, loss_only = problem.recorder((rows, DIM)), problem.recorder((rows, DIM), grad=False)
+    for x in torch.randn(3, rows, DIM, generator=gen(seed + 1), dtype=F64):
+        loss, grad_sq = with_grad(x)
+        expected_loss, expected_grad_sq = problem.loss_and_grad_sq(x)
+        assert torch.equal(loss, expected_loss) and torch.equal(grad_sq, expected_grad_sq)
+        only, none = loss_only(x)
+        assert none is None and torch.equal(only, problem.loss(x))
+        # independent transcription of F and ||grad F||^2, eq. (1)
+        margins = problem.labels * (x @ problem.features.T)
+        f = torch.log1p(torch.exp(-margins)).mean(-1) + 0.5 * lam * (x * x).sum(-1)
+        g = -(problem.labels * torch.sigmoid(-margins)) @ problem.features / problem.n + lam * x
+        torch.testing.assert_close(loss, f, rtol=1e-12, atol=0)
+        torch.testing.assert_close(grad_sq, g.square().sum(-1), rtol=1e-10, atol=0)
+
+
+def test_huge_page_buffers_change_no_number(monkeypatch):
+    """Every buffer on huge pages (threshold lowered to one byte) or none (threshold above
+    every size): the same MLL-SGD trace bit for bit, and the buffers really are mappings."""
+    import sim.problems as problems
+
+    def run(threshold):
+        monkeypatch.setattr(problems, "HUGE_PAGE_MIN_BYTES", threshold)
+        problem = LogisticRegression.random(96, 5, 3.0, gen(2), lam=0.1, batch=8)
+        b = torch.tensor([0.5, 0.5], dtype=F64)
+        trace = run_mllsgd(problem, H=rank_one_H(b), hub_of=torch.tensor([0, 0, 1, 1, 1]),
+                           w=torch.ones(5, dtype=F64), p=torch.full((5,), 0.8, dtype=F64),
+                           eta=0.2, K=16, q=2, tau=2, x1=torch.zeros(5, dtype=F64), replicas=3,
+                           generator=gen(9))
+        return problem, trace
+
+    mapped, on_huge_pages = run(1)
+    plain, ordinary = run(2**62)
+    if hasattr(problems.mmap, "MADV_HUGEPAGE"):
+        assert mapped.features.untyped_storage().data_ptr() % 4096 == 0  # a mapping of its own
+    for name in ("grad_sq_norm", "loss", "steps_taken", "slots", "diverged"):
+        assert torch.equal(getattr(on_huge_pages, name), getattr(ordinary, name)), name
+
+
+def test_empty_large_shape_dtype_and_small_sizes():
+    from sim.problems import empty_large
+
+    big = empty_large((3, 1 << 20), torch.float64, "cpu")
+    assert big.shape == (3, 1 << 20) and big.dtype == torch.float64 and big.is_contiguous()
+    big.fill_(2.5)
+    assert float(big.sum()) == 2.5 * 3 * (1 << 20)
+    small = empty_large((4, 2), torch.int64, "cpu")
+    assert small.shape == (4, 2) and small.dtype == torch.int64

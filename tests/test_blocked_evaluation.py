@@ -1,0 +1,85 @@
+"""Performance paths that must not change a number: bounds.numeric.call's blocked
+evaluation, checked entry for entry against the generated function called on the whole
+arrays, for every registered result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bounds
+from bounds import numeric as nm
+
+
+def _points(thm, names, n, rng, workers=3):
+    """``n`` independent points with every parameter inside its domain."""
+    out = {}
+    for name in names:
+        param = thm.params[name]
+        shape = (n, workers) if param.vector else (n,)
+        if param.domain == "weights":
+            w = rng.uniform(0.5, 1.5, shape)
+            out[name] = w / w.sum(axis=-1, keepdims=True)
+        elif name == "M":  # at least every m and m' (Yang et al. 2022, Section 4.2)
+            out[name] = rng.integers(9, 17, shape).astype(float)
+        elif param.domain == "positive_integer" or name == "tau":  # AFL's delay: whole rounds
+            out[name] = rng.integers(1, 9, shape).astype(float)
+        elif param.domain == "unit":
+            out[name] = rng.uniform(0.0, 0.9, shape)
+        elif param.domain == "probability":
+            out[name] = rng.uniform(0.6, 1.0, shape)
+        else:
+            out[name] = rng.uniform(0.01, 2.0, shape)
+    return out
+
+
+def _whole(f, args):
+    """The generated function on the whole arrays: what call computed before its blocks."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        out = f(*args)
+    shape = np.broadcast_shapes(*(np.shape(a) for a in args)) if args else ()
+    return np.broadcast_to(np.asarray(out, dtype=float), shape)
+
+
+def _drawable(key):
+    """Results whose parameters are scalars or vectors over workers (not the schedules
+    [U, G] of the hfl results, which the blocked broadcast test below covers in shape)."""
+    return not {"t", "t_max"} & set(bounds.get(key).params)
+
+
+KEYS = [row["key"] for row in bounds.list() if _drawable(row["key"])]
+
+
+def test_most_results_are_drawn():
+    assert len(KEYS) >= 10 and {"mllsgd.theorem1", "tdcd.theorem1", "afl.corollary1"} <= set(KEYS)
+
+
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_blocked_call_equals_whole_call(key):
+    thm = bounds.get(key)
+    names = thm._needed([thm.expr])
+    n = 4 * nm._CALL_BLOCK + 123  # several blocks and a short last one
+    vals = thm._values(names, _points(thm, names, n, np.random.default_rng(7)))
+    args = thm._scalar_args(vals)
+    exprs = [thm.expr, *thm.term_exprs.values()]
+    for e in exprs:
+        syms, f = thm._fn(e)
+        values = [args[s] for s in syms]
+        assert nm._row_blocks(np.broadcast_shapes(*(np.shape(v) for v in values))) is not None
+        blocked, whole = nm.call(f, values), _whole(f, values)
+        assert blocked.shape == whole.shape
+        assert np.array_equal(blocked, whole, equal_nan=True)
+
+
+def test_blocked_call_broadcasts_rows_columns_and_constants():
+    rows = np.linspace(0.5, 2.0, 5 * nm._CALL_BLOCK // 64)[:, None]
+    columns = np.linspace(1.0, 3.0, 64)[None, :]
+    scalar = np.float64(0.25)
+
+    def f(x, y, z):
+        return np.exp(-x * y) / (1 + z) + np.sqrt(y)
+
+    blocked = nm.call(f, [rows, columns, scalar])
+    assert np.array_equal(blocked, _whole(f, [rows, columns, scalar]))
+    constant = nm.call(lambda x, y: 2.0, [rows, columns])
+    assert constant.shape == (rows.shape[0], 64) and (constant == 2.0).all()
