@@ -5,13 +5,14 @@
 
 Measurements of the whole suite (every result, its battery and its witnesses), in one run:
 
-* ``--jobs 1`` (what ``check --all`` does by default): every check in this process
+* ``--jobs 1``: every check in this process
   (``verify.suite.run``), each figure drawn by its check from its own measurement
   (``suite.tasks(..., figures=True)``). What the figures add to a check is timed where it
   happens: importing matplotlib, the adapter's drawing (``Adapter._plot``) and the layout
   and PNG (``suite.png``); the report's cost is that plus writing the pages
   (``report.write``), against the checks' own time (the run less the figures);
-* ``--jobs 2``, with figures: the checks in a pool of two processes, then the report;
+* ``--jobs 2``, with figures (what ``check --all`` does by default on two cores: a pool of
+  every core, up to 8): the checks in a pool of two processes, then the report;
 * the ratio of the ``--jobs 1`` and ``--jobs 2`` wall times of the whole run with figures.
 
 Recorded in benchmarks/results.json: each time, the report's share of the checks' time
