@@ -94,14 +94,14 @@ def test_s0_rows_recomputed_on_a_path_drawn_here(result, setting):
 def test_the_bound_column_is_theorem2_at_the_conservative_end(result, setting):
     _, _, s, parts, alpha = setting
     t, end = _path(s)
-    for variant, r in [("proof", result.findings[0].rows[1])]:
-        thm = bounds.get("hfl.theorem2", variant)
-        finished = sum(1 for e in end if e <= s.T)
-        corners = [float(thm.evaluate(alpha=alpha, sizes=np.array(s.sizes), t=t[:finished],
-                                      **dict(zip(parts.estimates, ends))))
-                   for ends in itertools.product(*[(e.lower, e.upper)
-                                                   for e in parts.estimates.values()])]
-        assert max(corners) * (1 - 1e-12) <= r.bound <= max(corners) * 1.01
+    thm = bounds.get("hfl.theorem2", "proof")
+    r = result.findings[0].rows[1]  # S = 0 at time T
+    finished = sum(1 for e in end if e <= s.T)
+    corners = [float(thm.evaluate(alpha=alpha, sizes=np.array(s.sizes), t=t[:finished],
+                                  **dict(zip(parts.estimates, ends, strict=True))))
+               for ends in itertools.product(*[(e.lower, e.upper)
+                                               for e in parts.estimates.values()])]
+    assert max(corners) * (1 - 1e-12) <= r.bound <= max(corners) * 1.01
 
 
 def test_same_seed_same_numbers_other_seed_other_numbers(setting):

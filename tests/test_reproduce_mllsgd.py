@@ -90,7 +90,7 @@ def test_the_bound_column_is_theorem1_at_the_conservative_end(result, claim_a):
     a = result.findings[0]
     for (label, _), r in zip(configs, a.rows, strict=True):
         p = parts[label]
-        corners = [thm.evaluate(**p.params, eta=eta, **dict(zip(p.estimates, ends)))
+        corners = [thm.evaluate(**p.params, eta=eta, **dict(zip(p.estimates, ends, strict=True)))
                    for ends in itertools.product(*[(e.lower, e.upper)
                                                    for e in p.estimates.values()])]
         assert max(corners) * (1 - 1e-12) <= r.bound <= max(corners) * 1.01

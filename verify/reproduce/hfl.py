@@ -78,9 +78,8 @@ def settings(quick: bool):
 def problem(device=None):
     """f: the mean cross-entropy of the MLP on all digits; x^1 its initial parameters
     (built after ``torch.manual_seed(0)``: the same start for every seed)."""
-    from verify.reproduce.mllsgd import problem as digits_mlp
-
     from sim.neural import NeuralProblem
+    from verify.reproduce.mllsgd import problem as digits_mlp
 
     pr, x1 = digits_mlp(device)
     return NeuralProblem(pr.module, pr.features, pr.labels, batch=BATCH, device=device), x1
