@@ -23,10 +23,19 @@ the assumptions ask for all x, so a verdict with estimated constants is never a 
 
 Results covered: :data:`KEYS`. The generic part is here (the grid, the step, the
 verdict); each paper's module supplies its constants, the parameters read from its
-scenario and the measurement (:class:`Parts`). ``mllsgd.theorem1`` (Castiglia et al.
-2021, Theorem 1, (13)): the topology, K, q, tau, p, the replicas and the seed come from an
-``MLLSGDScenario``, the problem from the caller (or the scenario's own, whose constants
-are then estimated instead of read, to compare with the exact-constant check).
+scenario and the measurement (:class:`Parts`):
+
+- ``mllsgd.theorem1`` (Castiglia et al. 2021, Theorem 1, (13)): L, sigma, Delta; the
+  topology, K, q, tau, p, the replicas and the seed from an ``MLLSGDScenario``;
+- ``hfl.theorem2`` (Ali & Arafa 2025, Theorem 2, (20)): L, G, sigma, Delta, on one delay
+  path of the scenario;
+- ``tdcd.theorem1`` (Das et al. 2022, Theorem 1, (15)): L, the own-block L_max, sigma_j per
+  silo, Delta, on any ``sim.tdcd`` model;
+- ``afl.theorem2`` (Yang et al. 2022, Theorem 2): L, sigma_L, sigma_G, Delta, on any client
+  set.
+
+The problem comes from the caller, or is the scenario's own, whose constants are then
+estimated instead of read, to compare with the exact-constant check.
 """
 
 from __future__ import annotations
