@@ -16,7 +16,9 @@ trap 'rm -rf "$work"' EXIT
 py="$work/venv/bin/python"
 "$py" -m pip install --quiet --upgrade pip
 "$py" -m pip install --quiet -c constraints.txt torch==2.13.0
-"$py" -m pip install --quiet -c constraints.txt "$work"/dist/fedbound-*.whl nbclient nbformat ipykernel
+wheel="$(ls "$work"/dist/fedbound-*.whl)"
+# the data extra (scikit-learn's digits) for the README's `fedbound reproduce`
+"$py" -m pip install --quiet -c constraints.txt "${wheel}[data]" nbclient nbformat ipykernel
 
 mkdir "$work/run" && cd "$work/run"   # nothing of the clone on sys.path from here on
 export PATH="$work/venv/bin:$PATH" XDG_CACHE_HOME="$work/cache"

@@ -374,3 +374,10 @@ def test_check_estimated_gives_the_library_verdict_and_refuses_what_it_cannot(ca
                         (["--all"], "--estimated")):
         code, _, err = run(capsys, "check", *argv, "--estimated")
         assert code == 2 and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_reproduce_without_scikit_learn_is_one_line_naming_the_extra(capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn raises ImportError
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
+    code, _, err = run(capsys, "reproduce", "afl", "--quick")
+    assert code == 2 and "fedbound[data]" in err and len(err.strip().splitlines()) == 1

@@ -505,6 +505,12 @@ def cmd_rate(args):
 
 
 def cmd_reproduce(args):
+    try:  # the reproductions train on scikit-learn's bundled digits (the data extra)
+        import sklearn.datasets  # noqa: F401
+    except ImportError:
+        from sim.data import INSTALL_HINT
+
+        raise UsageError(f"fedbound reproduce trains on scikit-learn's digits; {INSTALL_HINT}") from None
     from .reproduce import reproduce
 
     _one_thread()
