@@ -692,6 +692,7 @@ class Pool(ProcessPoolExecutor):
     interpreter, waiting for it for ever."""
 
     def submit(self, fn, /, *args, **kwargs):
+        """``ProcessPoolExecutor.submit`` with SIGINT blocked (see the class)."""
         with sigint_blocked():
             return super().submit(fn, *args, **kwargs)
 
