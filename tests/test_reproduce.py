@@ -56,3 +56,14 @@ def test_bound_order_is_undecided_without_a_bound():
 def test_reproduce_refuses_bad_input(paper, seed, match):
     with pytest.raises(ValueError, match=match):
         reproduce(paper, seed=seed)
+
+
+@given(st.lists(st.tuples(st.floats(-5, 5), st.floats(0.01, 1)), min_size=2, max_size=6))
+def test_increasing_reads_every_neighbouring_pair(data):
+    from verify.reproduce import increasing
+
+    rows = [_r(centre - half, centre + half) for centre, half in data]
+    steps = [("up" if a.high < b.low else "down" if b.high < a.low else "?")
+             for a, b in zip(rows[:-1], rows[1:], strict=True)]
+    expected = False if "down" in steps else True if set(steps) == {"up"} else None
+    assert increasing(rows) is expected

@@ -45,7 +45,7 @@ def setting():
 
 
 def _one():
-    from verify.reproduce.mllsgd import one_thread
+    from verify.choose import one_thread
 
     return one_thread()
 

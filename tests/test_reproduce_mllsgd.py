@@ -19,6 +19,7 @@ import torch  # noqa: E402
 
 import bounds  # noqa: E402
 from bounds.references import cite  # noqa: E402
+from verify.choose import one_thread  # noqa: E402
 from verify.reproduce import bound_order, order, reproduce  # noqa: E402
 from verify.reproduce import mllsgd as rm  # noqa: E402
 
@@ -50,7 +51,7 @@ def claim_a():
     thm = bounds.get("mllsgd.theorem1")
     pr, x1 = rm.problem()
     configs = {"a": rm.configurations(True, 0)["a"]}
-    with rm.one_thread():
+    with one_thread():
         parts = rm.estimated(thm, configs, True, pr, x1)
     eta = rm.step(thm, parts, list(parts))
     return thm, pr, x1, configs["a"], parts, eta
@@ -66,7 +67,7 @@ def test_a_row_recomputed_from_a_finer_record_and_a_direct_loss(result, claim_a)
     _, pr, x1, configs, _, eta = claim_a
     s = configs[0][1]
     st = build(s)
-    with rm.one_thread():
+    with one_thread():
         trace = run_mllsgd(pr, H=torch.as_tensor(st.H), hub_of=torch.as_tensor(st.hub_of),
                            w=torch.as_tensor(st.w), p=torch.as_tensor(st.p), eta=eta, K=s.K,
                            q=s.q, tau=s.tau, x1=x1, replicas=s.replicas,
@@ -104,7 +105,7 @@ def test_same_seed_same_numbers_other_seed_other_numbers():
     pr, x1 = rm.problem()
     s0 = rm.configurations(True, 0)["b"][0][1].replace(K=64)
     s1 = rm.configurations(True, 1)["b"][0][1].replace(K=64)
-    with rm.one_thread():
+    with one_thread():
         one, again, other = (rm.measure(s, pr, x1, 0.005) for s in (s0, s0, s1))
     assert torch.equal(one, again) and not torch.equal(one, other)
 

@@ -20,7 +20,14 @@ from .adapter import (
 )
 from .check import check
 from .draw import Draw, RngDraw
-from .estimated import EstimationSettings, Parts, check_estimated, estimate_constants
+from .estimated import (
+    EstimationSettings,
+    Parts,
+    along_trajectory,
+    check_estimated,
+    estimate_constants,
+    estimated_start,
+)
 from .families import Family, families, register_family
 from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text
 from .plugins import load_plugins
@@ -42,7 +49,7 @@ __all__ = [
     "FEATURE_NORM_RANGE", "LOOP_OVERHEAD", "Adapter", "Comparison", "Draw", "EstimationSettings",
     "Family", "Footprint", "Measurement", "Parts", "ResourceError", "RngDraw", "Scenario", "Tags",
     "Verdict", "Witness", "adapter_for", "adapter_keys", "check", "check_estimated", "compare",
-    "count_text", "estimate_constants",
+    "along_trajectory", "count_text", "estimate_constants", "estimated_start",
     "default_scenario", "families", "json_text", "jsonable", "load_plugins", "load_scenario",
     "problem_spec", "register_adapter", "register_family", "register_witness_dir",
     "require_float", "require_floats", "require_int", "roundoff", "unregister_adapter",

@@ -80,24 +80,49 @@ class EstimationSettings:
     samples: int = 200
 
 
-def estimate_constants(problem, x1, generator, settings: EstimationSettings = EstimationSettings()
-                       ) -> dict[str, Any]:
-    """{"L", "sigma", "Delta": sim.estimate.Estimate} for the theorems of Castiglia et al.
-    2021 (beta = 0: sigma for the additive form of Assumption 1d), at points along a
-    gradient-descent trajectory from ``x1`` (see :class:`EstimationSettings`)."""
+def along_trajectory(problem, x1, generator, settings: EstimationSettings = EstimationSettings()):
+    """(L, points, f_ref): L estimated at ``settings.points`` points along ``settings.steps``
+    gradient-descent steps from ``x1`` (step 1 / the upper end of L at x_1), the points,
+    and the lowest loss among them (attained: an upper bound on inf F). ``problem``: any
+    object with the ``sim.estimate`` interface (``loss``, ``grad``, ``dim``, ``device``)."""
     from sim import estimate
 
     first = estimate.lipschitz(problem, x1, generator=generator, steps=settings.power_steps,
                                starts=settings.starts)
     points = estimate.trajectory(problem, x1, eta=1.0 / first.upper, steps=settings.steps,
                                  points=settings.points)
-    f_ref = float(problem.loss(points).min())  # attained: an upper bound on inf F
+    L = estimate.lipschitz(problem, points, generator=generator, steps=settings.power_steps,
+                           starts=settings.starts)
+    return L, points, float(problem.loss(points).min())
+
+
+def estimate_constants(problem, x1, generator, settings: EstimationSettings = EstimationSettings()
+                       ) -> dict[str, Any]:
+    """{"L", "sigma", "Delta": sim.estimate.Estimate} for the theorems of Castiglia et al.
+    2021 (beta = 0: sigma for the additive form of Assumption 1d), at points along a
+    gradient-descent trajectory from ``x1`` (:func:`along_trajectory`)."""
+    from sim import estimate
+
+    L, points, f_ref = along_trajectory(problem, x1, generator, settings)
     return {
-        "L": estimate.lipschitz(problem, points, generator=generator,
-                                steps=settings.power_steps, starts=settings.starts),
+        "L": L,
         "sigma": estimate.gradient_variance(problem, points, settings.samples, generator),
         "Delta": estimate.delta(problem, x1, max(f_ref, float(problem.f_inf))),
     }
+
+
+def estimated_start(problem, x1, own_problem, own_x1):
+    """(problem, x1, own) of a check with estimated constants: ``problem``, default the
+    scenario's ``own_problem`` (own is then True); ``x1``, default ``own_x1`` for the
+    scenario's own problem, else the problem's ``initial()`` where it has one; as a float64
+    tensor on the problem's device."""
+    import torch
+
+    own = problem is None
+    problem = own_problem if own else problem
+    if x1 is None:
+        x1 = own_x1 if own or not hasattr(problem, "initial") else problem.initial()
+    return problem, torch.as_tensor(x1, dtype=torch.float64, device=problem.device), own
 
 
 @dataclass(frozen=True)

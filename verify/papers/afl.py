@@ -43,6 +43,7 @@ from verify.api import (
     Measurement,
     Scenario,
     Tags,
+    along_trajectory,
     problem_spec,
     register_adapter,
     register_family,
@@ -730,14 +731,9 @@ def estimate_afl_constants(clients, x0, generator, settings) -> dict[str, Any]:
     from sim import estimate
 
     f = _Objective(clients)
-    first = estimate.lipschitz(f, x0, generator=generator, steps=settings.power_steps,
-                               starts=settings.starts)
-    points = estimate.trajectory(f, x0, eta=1.0 / first.upper, steps=settings.steps,
-                                 points=settings.points)
-    f_ref = float(f.loss(points).min())
+    L, points, f_ref = along_trajectory(f, x0, generator, settings)
     return {
-        "L": estimate.lipschitz(f, points, generator=generator, steps=settings.power_steps,
-                                starts=settings.starts),
+        "L": L,
         "sigma_L": _renamed(estimate.gradient_variance(
             _WorkerNoise(clients), points.repeat_interleave(clients.M, dim=0), settings.samples,
             generator), "sigma_L"),
@@ -758,22 +754,17 @@ def estimated_parts(s: AFLScenario, thm, *, problem, x1, settings):
     workers; default the scenario's own clients); T, m, the realised tau and K statistics
     from the scenario's schedule; eta_L the scenario's, else ``local_fraction`` of the
     largest the conditions allow at the upper end of L. Measured with ``sim.afl.run_afl``."""
-    import torch
 
     from sim.afl import run_afl
-    from verify.api import Parts
+    from verify.api import Parts, estimated_start
 
     if problem is None:
         s.check_eta_L()
     st = build(s)
-    own = problem is None
-    clients = st.clients if own else problem
+    clients, x1, own = estimated_start(problem, x1, st.clients, st.x0)
     if clients.M != s.M:
         raise ValueError(f"M={s.M}: the problem passed in has {clients.M} workers; the "
                          "scenario's schedule needs the same M")
-    if x1 is None:
-        x1 = st.x0 if own or not hasattr(clients, "initial") else clients.initial()
-    x1 = torch.as_tensor(x1, dtype=torch.float64, device=clients.device)
     estimates = estimate_afl_constants(clients, x1, st.generator, settings)
     K = s.K if s.K_high is None else st.schedule.K_arrived().numpy()
     tau = st.schedule.max_delay()

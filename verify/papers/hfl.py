@@ -203,17 +203,13 @@ def estimated_parts(s: HFLScenario, thm, *, problem, x1, settings):
 
     from sim import estimate
     from sim.hfl import run_hfl
-    from verify.api import Parts, estimate_constants
+    from verify.api import Parts, estimate_constants, estimated_start
 
     if s.mode != "conditional":
         raise ValueError(f"mode={s.mode!r}: with estimated constants Theorem 2 is evaluated on "
                          "one delay path; use mode='conditional'")
     st = build(s)
-    own = problem is None
-    problem = st.problem if own else problem
-    if x1 is None:
-        x1 = st.x1 if own or not hasattr(problem, "initial") else problem.initial()
-    x1 = torch.as_tensor(x1, dtype=torch.float64, device=problem.device)
+    problem, x1, own = estimated_start(problem, x1, st.problem, st.x1)
     generator = torch.Generator().manual_seed(s.seed)
     estimates = estimate_constants(problem, x1, generator, settings)
     points = estimate.trajectory(problem, x1, eta=1.0 / estimates["L"].upper,

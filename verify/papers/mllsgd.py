@@ -215,14 +215,10 @@ def estimated_parts(s: MLLSGDScenario, thm, *, problem, x1, settings):
     import torch
 
     from sim.mllsgd import run_mllsgd
-    from verify.api import Parts, estimate_constants
+    from verify.api import Parts, estimate_constants, estimated_start
 
     st = build(s)
-    own = problem is None
-    problem = st.problem if own else problem
-    if x1 is None:
-        x1 = st.x1 if own or not hasattr(problem, "initial") else problem.initial()
-    x1 = torch.as_tensor(x1, dtype=torch.float64, device=problem.device)
+    problem, x1, own = estimated_start(problem, x1, st.problem, st.x1)
     estimates = estimate_constants(problem, x1, st.generator, settings)
     atol = roundoff(estimates["L"].upper, float(x1.norm()))
 

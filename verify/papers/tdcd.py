@@ -42,6 +42,7 @@ from verify.api import (
     Footprint,
     Measurement,
     Scenario,
+    along_trajectory,
     register_adapter,
     require_float,
     require_int,
@@ -465,13 +466,7 @@ def estimate_tdcd_constants(model, x1, generator, settings) -> tuple[dict[str, A
     from sim.tdcd import draw_batch
 
     flat = _Flat(model)
-    first = estimate.lipschitz(flat, x1, generator=generator, steps=settings.power_steps,
-                               starts=settings.starts)
-    points = estimate.trajectory(flat, x1, eta=1.0 / first.upper, steps=settings.steps,
-                                 points=settings.points)
-    f_ref = float(flat.loss(points).min())
-    L = estimate.lipschitz(flat, points, generator=generator, steps=settings.power_steps,
-                           starts=settings.starts)
+    L, points, f_ref = along_trajectory(flat, x1, generator, settings)
     anchors = model.split(points).repeat_interleave(settings.starts, dim=0)
     rows = draw_batch(model.layout, anchors.shape[0], generator, model.device)
     blocks = [estimate.lipschitz(own, own.points(), generator=generator,
@@ -495,17 +490,12 @@ def estimated_parts(s: TDCDScenario, thm, *, problem, x1, settings):
     (through S and Sbar), so sigma is fixed at the upper ends of its intervals, the
     conservative end exactly; the other constants go through the grid of
     ``verify.estimated``. Measured with ``sim.tdcd.run_tdcd`` as the adapter measures (15)."""
-    import torch
 
     from sim.tdcd import run_tdcd
-    from verify.api import Parts
+    from verify.api import Parts, estimated_start
 
     st = build(s)
-    own = problem is None
-    model = st.model if own else problem
-    if x1 is None:
-        x1 = st.theta0 if own or not hasattr(model, "initial") else model.initial()
-    x1 = torch.as_tensor(x1, dtype=torch.float64, device=model.device)
+    model, x1, own = estimated_start(problem, x1, st.model, st.theta0)
     estimates, sigma = estimate_tdcd_constants(model, x1, st.generator, settings)
     atol = roundoff(estimates["L"].upper, float(x1.norm()))
 

@@ -14,7 +14,8 @@ undecided (None) when they overlap (:func:`order`). The bound agrees when it ord
 pair that the measurement separates the same way (:func:`bound_order`).
 
 Each paper's module (``verify.reproduce.mllsgd``, ``.hfl``, ``.tdcd``, ``.afl``) has
-``run(*, quick: bool, seed: int, device) -> tuple[Finding, ...]``. ``quick`` is the
+``run(*, quick: bool, seed: int, device) -> tuple[Finding, ...]``, which
+:func:`reproduce` runs with torch on one thread. ``quick`` is the
 setting the tests and notebook 07 run (seconds); the default is the full run (more
 seeds, longer runs). The same seed gives the same numbers, bit for bit.
 """
@@ -147,12 +148,26 @@ def bound_order(rows: Sequence[Row]) -> bool | None:
     return all((a.bound < b.bound) == order(a, b) and a.bound != b.bound for a, b in separated)
 
 
+def increasing(rows: Sequence[Row]) -> bool | None:
+    """Does the measurement say rows[0] < rows[1] < ...? True when every neighbouring pair
+    is ordered so, False when one is ordered the other way, else None (:func:`order`)."""
+    steps = [order(a, b) for a, b in zip(rows[:-1], rows[1:], strict=True)]
+    if False in steps:
+        return False
+    return True if all(steps) else None
+
+
 def reproduce(paper: str, *, quick: bool = False, seed: int = 0, device=None) -> Reproduction:
-    """Run ``paper``'s reproduction (one of :data:`PAPERS`); see the module docstring."""
+    """Run ``paper``'s reproduction (one of :data:`PAPERS`; see the module docstring), with
+    torch on one thread (``verify.choose.one_thread``: the tensors are small, and extra
+    threads only slow them down, by up to ten times on a loaded machine)."""
     if paper not in PAPERS:
         raise ValueError(f"paper={paper!r}: reproductions exist for {', '.join(PAPERS)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise ValueError(f"seed={seed!r} must be an integer in [0, 2^63)")
+    from verify.choose import one_thread
+
     t0 = time.perf_counter()
-    findings = importlib.import_module(PAPERS[paper]).run(quick=quick, seed=seed, device=device)
+    with one_thread():
+        findings = importlib.import_module(PAPERS[paper]).run(quick=quick, seed=seed, device=device)
     return Reproduction(paper, quick, seed, tuple(findings), time.perf_counter() - t0)

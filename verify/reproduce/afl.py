@@ -158,14 +158,7 @@ def _estimates(clients, x0, quick: bool, generator):
     return estimate_afl_constants(clients, x0, generator, settings)
 
 
-def run(*, quick: bool, seed: int, device) -> tuple[Finding, ...]:
-    from verify.choose import one_thread
-
-    with one_thread():
-        return _run(quick, seed, device)
-
-
-def _run(quick: bool, seed: int, device) -> tuple[Finding, ...]:
+def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
     import torch
 
     clients, x0 = build_clients(seed, device)

@@ -49,6 +49,7 @@ import torch
 import bounds
 from bounds.references import cite
 from verify.reproduce import Finding, Row, bound_order, order, row
+from verify.reproduce.mllsgd import settings
 
 PAPER = cite("hfl")
 BATCH = 4
@@ -66,13 +67,6 @@ S_B = 6.0
 EARLY = 0.25
 T_QUICK, T_FULL = 240.0, 800.0
 REPLICAS_QUICK, REPLICAS_FULL = 6, 12
-
-
-def settings(quick: bool):
-    from verify.estimated import EstimationSettings
-
-    return (EstimationSettings(points=2, steps=20, power_steps=15, starts=2, samples=50)
-            if quick else EstimationSettings())
 
 
 def problem(device=None):
@@ -100,13 +94,6 @@ def at_time(trace, end_time: np.ndarray, when: float) -> tuple[np.ndarray, int]:
 
 
 def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
-    from verify.reproduce.mllsgd import one_thread
-
-    with one_thread():
-        return _run(quick, seed, device)
-
-
-def _run(quick: bool, seed: int, device) -> tuple[Finding, ...]:
     from verify.papers.hfl import estimated_parts, paths
 
     T = T_QUICK if quick else T_FULL

@@ -49,14 +49,11 @@ samples; the full run: ``K_FULL`` iterations and ``REPLICAS_FULL`` replicas.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import torch
 
 import bounds
 from bounds.references import cite
-from verify.reproduce import Finding, Row, bound_order, order, row
+from verify.reproduce import Finding, Row, bound_order, increasing, order, row
 
 PAPER = cite("mllsgd")
 BATCH = 8
@@ -68,19 +65,6 @@ WORKERS_B = 12
 HUBS_B = (3, 6, 12)
 K_QUICK, K_FULL = 384, 1024
 REPLICAS_QUICK, REPLICAS_FULL = 6, 12
-
-
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """torch on one thread for the duration (restored after): these tensors are small, and
-    on a loaded machine a second thread costs up to ten times the time; the CLI runs on
-    one thread too, so the API and the CLI give the same numbers."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def settings(quick: bool):
@@ -161,11 +145,6 @@ def estimated(thm, configs: dict[str, list], quick: bool, pr, x1) -> dict:
 
 
 def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
-    with one_thread():
-        return _run(quick, seed, device)
-
-
-def _run(quick: bool, seed: int, device) -> tuple[Finding, ...]:
     from verify.estimated import conservative_bound
 
     thm = bounds.get("mllsgd.theorem1")
@@ -190,15 +169,6 @@ def _run(quick: bool, seed: int, device) -> tuple[Finding, ...]:
 
 def _estimates_text(p) -> str:
     return ", ".join(f"{e.param} in [{e.lower:.3g}, {e.upper:.3g}]" for e in p.estimates.values())
-
-
-def increasing(rows) -> bool | None:
-    """Do the rows increase in order? False if one step is measured to decrease, True if
-    every step is measured to increase, None otherwise."""
-    steps = [order(a, b) for a, b in zip(rows[:-1], rows[1:], strict=True)]
-    if False in steps:
-        return False
-    return True if all(steps) else None
 
 
 def finding_a(rows, refused, eta, parts) -> Finding:

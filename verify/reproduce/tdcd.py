@@ -48,7 +48,7 @@ import bounds
 from bounds.references import cite
 from bounds.tdcd import round_time
 
-from . import Finding, Row, bound_order, order, row
+from . import Finding, Row, bound_order, increasing, order, row
 
 PAPER = "tdcd"
 QS = (1, 4, 16)
@@ -166,23 +166,7 @@ def some_q_beats_one(rows: list[Row]) -> bool | None:
     return False if all(v is False for v in verdicts) else None
 
 
-def increasing(rows: list[Row]) -> bool | None:
-    """rows[0] < rows[1] < ...: True when every neighbouring pair is ordered so, False when
-    one is ordered the other way, else None."""
-    verdicts = [order(a, b) for a, b in zip(rows[:-1], rows[1:], strict=True)]
-    if any(v is False for v in verdicts):
-        return False
-    return True if all(verdicts) else None
-
-
-def run(*, quick: bool, seed: int, device) -> tuple[Finding, ...]:
-    from verify.choose import one_thread
-
-    with one_thread():
-        return _run(quick, seed, device)
-
-
-def _run(quick: bool, seed: int, device) -> tuple[Finding, ...]:
+def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
     import torch
 
     model, theta0 = build_model(seed, device)
