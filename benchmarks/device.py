@@ -28,14 +28,12 @@ def checked_device(parser: argparse.ArgumentParser, device: str, *, cpu_only: st
         return device
     if cpu_only:
         parser.error(f"--device {device}: this benchmark measures on the CPU only ({cpu_only})")
-    import torch
+    from sim.problems import checked_device as torch_device
 
     try:
-        kind = torch.device(device).type
-    except RuntimeError:
-        parser.error(f"--device {device}: not a device name torch knows (cpu, cuda, cuda:1, ...)")
-    if kind == "cuda" and not torch.cuda.is_available():
-        parser.error(f"--device {device}: this machine has no CUDA device")
+        kind = torch_device(device).type
+    except ValueError as e:
+        parser.error(f"--device {device}: {str(e).split(': ', 1)[1]}")
     if kind not in ("cpu", "cuda"):
         parser.error(f"--device {device}: the simulators are measured on cpu or cuda only")
     return device

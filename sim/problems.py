@@ -27,6 +27,19 @@ import torch
 DTYPE = torch.float64
 
 
+def checked_device(device) -> torch.device:
+    """``device`` as a ``torch.device``, or ValueError naming it: a name torch does not know,
+    or CUDA on a machine without it."""
+    try:
+        checked = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device={device!r}: not a device name torch knows (cpu, cuda, "
+                         "cuda:1, ...)") from None
+    if checked.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}: this machine has no CUDA device")
+    return checked
+
+
 def rand(shape: Sequence[int], generator: torch.Generator, device) -> torch.Tensor:
     """Uniform draws on [0, 1) from ``generator`` (on its device), moved to ``device``."""
     draws = torch.rand(tuple(shape), generator=generator, device=generator.device, dtype=DTYPE)

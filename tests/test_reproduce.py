@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
@@ -51,11 +52,22 @@ def test_bound_order_is_undecided_without_a_bound():
     assert bound_order([_r(0, 1, 1.0), _r(2, 3, None)]) is None
 
 
-@pytest.mark.parametrize("paper, seed, match", [
-    ("fedavg", 0, "paper='fedavg'"), ("hfl", -1, "seed=-1"), ("hfl", True, "seed=True")])
-def test_reproduce_refuses_bad_input(paper, seed, match):
+@pytest.mark.parametrize("paper, seed, device, match", [
+    ("fedavg", 0, None, "paper='fedavg'"), ("hfl", -1, None, "seed=-1"),
+    ("hfl", True, None, "seed=True"), ("afl", 0, "foo", "device='foo': not a device name"),
+    ("afl", 0, 3.5, "device=3.5: not a device name")])
+def test_reproduce_refuses_bad_input(paper, seed, device, match):
     with pytest.raises(ValueError, match=match):
-        reproduce(paper, seed=seed)
+        reproduce(paper, seed=seed, device=device)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the machine has CUDA")
+def test_reproduce_on_cuda_without_cuda_is_one_line_exit_2(capsys):
+    from verify.cli import main
+
+    assert main(["reproduce", "afl", "--quick", "--device", "cuda"]) == 2
+    err = capsys.readouterr().err
+    assert "device='cuda': this machine has no CUDA device" in err and len(err.strip().splitlines()) == 1
 
 
 @given(st.lists(st.tuples(st.floats(-5, 5), st.floats(0.01, 1)), min_size=2, max_size=6))

@@ -165,8 +165,11 @@ def reproduce(paper: str, *, quick: bool = False, seed: int = 0, device=None) ->
         raise ValueError(f"paper={paper!r}: reproductions exist for {', '.join(PAPERS)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise ValueError(f"seed={seed!r} must be an integer in [0, 2^63)")
+    from sim.problems import checked_device
     from verify.choose import one_thread
 
+    if device is not None:
+        checked_device(device)
     t0 = time.perf_counter()
     with one_thread():
         findings = importlib.import_module(PAPERS[paper]).run(quick=quick, seed=seed, device=device)
