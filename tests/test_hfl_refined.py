@@ -281,7 +281,7 @@ def test_small_noise_prefers_no_local_iterations():
     assert np.all(np.diff(choice.bound) >= -1e-12)
 
 
-# ------------------------------------------------------------------ Fig. 7a at alpha = 0.05 (note, section 7)
+# ----------------------------------------------------------- Fig. 7a at alpha = 0.05 (note, section 7.1)
 
 
 def test_simulated_left_side_at_alpha_005_is_the_exact_expectation():
@@ -310,7 +310,7 @@ def test_simulated_left_side_at_alpha_005_is_the_exact_expectation():
 
 def witness_lhs(t, *, alpha, L, b, A, Delta):
     """Theorem 2's left-hand side for Algorithm 1, (3)-(12), on the witness of the note's
-    section 7, on one path t [U, 2], by plain loops: two groups of equal size, every client of
+    section 7.1, on one path t [U, 2], by plain loops: two groups of equal size, every client of
     group 1 with F(x) = b x + h(x), h the Huber function (L/2) x^2 for |x| <= A, linear
     beyond; every client of group 2 with F(x) = -b x; no gradient noise. Then f = h/2,
     inf f = 0, and x^1 = sqrt(4 Delta/L) has f(x^1) = Delta."""
