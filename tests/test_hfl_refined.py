@@ -281,6 +281,78 @@ def test_small_noise_prefers_no_local_iterations():
     assert np.all(np.diff(choice.bound) >= -1e-12)
 
 
+# ----------------------------------------------------------- Fig. 7a at alpha = 0.05 (note, section 7.1)
+
+
+def test_simulated_left_side_at_alpha_005_is_the_exact_expectation():
+    """The chooser's simulated left-hand side at S = 0 and S = 10 (Fig. 7a, sigma = 20, alpha
+    = 0.05) is the exact expectation over the SGD noise on the same delay paths, computed
+    without the simulator (exact_quadratic): S = 0 is noisy minibatch SGD, not a divergence,
+    and S = 10 is several times lower."""
+    from verify.choose import SyncTime, one_thread, synthetic_quadratic
+
+    model, p = _fig7a(20.0)
+    p["alpha"] = 0.05
+    with one_thread():
+        simulated = SyncTime(delays=FIG7A, T=2000, replicas=16, **p).simulate(
+            [{"S": 0.0}, {"S": 10.0}])
+    pr, x1 = synthetic_quadratic(p["L"], p["sigma"], p["Delta"])
+    lam = pr.eigenvalues.numpy()
+    e1 = pr.eigvecs.numpy().T @ (x1 - pr.x_star).numpy()
+    exact = []
+    for S, o in zip((0.0, 10.0), simulated, strict=True):
+        sched = D.sample_schedules(model, S, 2000, 16, np.random.default_rng(0))
+        exact.append(np.mean([exact_quadratic(lam, e1, p["sizes"], sched.t[r, : sched.U[r]],
+                                              0.05, 20.0)[0] for r in range(16)]))
+        assert abs(o.extra["lhs"] - exact[-1]) < 2 * o.extra["lhs_ci"], (S, o.extra, exact[-1])
+    assert exact[0] > 3 * exact[1]
+
+
+def witness_lhs(t, *, alpha, L, b, A, Delta):
+    """Theorem 2's left-hand side for Algorithm 1, (3)-(12), on the witness of the note's
+    section 7.1, on one path t [U, 2], by plain loops: two groups of equal size, every client of
+    group 1 with F(x) = b x + h(x), h the Huber function (L/2) x^2 for |x| <= A, linear
+    beyond; every client of group 2 with F(x) = -b x; no gradient noise. Then f = h/2,
+    inf f = 0, and x^1 = sqrt(4 Delta/L) has f(x^1) = Delta."""
+    grads = (lambda y: b + L * min(max(y, -A), A), lambda y: -b)
+    x, seen = math.sqrt(4 * Delta / L), []
+    for row in t:
+        seen.append((L / 2 * min(max(x, -A), A)) ** 2)
+        step = 0.0
+        for i in range(2):
+            y = x
+            for _ in range(int(row[i])):
+                y -= alpha * grads[i](y)
+            step += 0.5 * (y - x) / row[i]
+        x += step
+    return float(np.mean(seen))
+
+
+@pytest.mark.parametrize(("S", "b"), [(7.0, 17.0), (10.0, 16.0)])
+def test_no_bound_as_tight_as_refined_at_s0_prefers_the_simulated_best_s(S, b):
+    """Fig. 7a, sigma = 20, alpha = 0.05: the simulated best S are 7 and 10 (the only grid
+    points within 10% of the best). A problem that satisfies Assumptions 1-4 with the same
+    L, G, sigma and Delta (heterogeneous groups, which the assumptions allow) has a left-hand
+    side at that S, on every delay path, above the refined bound at S = 0, which bounds every
+    such problem at S = 0. So a valid bound can prefer S to S = 0 only by being looser than
+    refined at S = 0. The refined bound itself holds on the witness."""
+    model, p = _fig7a(20.0)
+    p["alpha"] = 0.05
+    A = p["G"] - b  # sup |F'| = b + L A = G
+    xs = np.linspace(-3 * A, 3 * A, 2001)
+    slopes = np.diff(b + p["L"] * np.clip(xs, -A, A)) / np.diff(xs)
+    assert np.all(np.abs(b + p["L"] * np.clip(xs, -A, A)) <= p["G"]) and b <= p["G"]
+    assert np.all(slopes <= p["L"] * (1 + 1e-9))
+    at_0 = H.expected("hfl.theorem2", model, 0.0, 2000, variant="refined", paths=64, **p)
+    sched = D.sample_schedules(model, S, 2000, 6, np.random.default_rng(0))
+    thm = bounds.get("hfl.theorem2", "refined")
+    for r in range(6):
+        t = sched.t[r, : sched.U[r]]
+        lhs = witness_lhs(t, alpha=0.05, L=p["L"], b=b, A=A, Delta=p["Delta"])
+        assert lhs > 1.2 * at_0.ci[1]
+        assert lhs <= thm.evaluate(**p, t=t)
+
+
 # ------------------------------------------------------------------ metadata
 
 
