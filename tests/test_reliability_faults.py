@@ -312,6 +312,63 @@ def test_ctrl_c_at_any_moment_of_a_pool_ends_in_one_line_and_130():
         assert (proc.returncode, err) == (130, "interrupted\n"), f"after {delay} s: {err}"
 
 
+#: a stand-in for torch whose import is interrupted half-way, by the signal it sends to
+#: its own process from code run by ``exec`` of a string (as dataclasses and SciPy run code
+#: while they are imported): ``finished`` is set only if the import ran to its end
+INTERRUPTED_IMPORT = textwrap.dedent("""
+    exec("import os, signal, time; os.kill(os.getpid(), signal.{signal}); time.sleep(0.05)")
+    finished = True
+""")
+
+
+def _stand_in_torch(tmp_path: Path, signum: str = "SIGINT") -> dict[str, str]:
+    (tmp_path / "torch.py").write_text(INTERRUPTED_IMPORT.format(signal=signum))
+    return {**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+
+
+@needs_proc
+@pytest.mark.parametrize("signum", ["SIGINT", "SIGTERM"])
+def test_a_signal_during_an_uninterrupted_import_is_raised_when_it_ends(signum, tmp_path):
+    """A signal during torch's import (which aborts the interpreter when it lands in its C++
+    initialisation) is raised when the import has finished, not in the middle of it; and the
+    process, which handles it, ends with its own status (a KeyboardInterrupt raised inside
+    ``exec`` would have marked it to end killed by SIGINT, status -2)."""
+    code = textwrap.dedent("""
+        import signal, sys
+        from verify.cli import _terminate
+        from verify.interrupts import import_uninterrupted
+
+        signal.signal(signal.SIGTERM, _terminate)
+        try:
+            import_uninterrupted("torch")
+        except KeyboardInterrupt:
+            print(sys.modules["torch"].finished)
+            sys.exit(130)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], env=_stand_in_torch(tmp_path, signum),
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stdout, out.stderr) == (130, "True\n", "")
+
+
+@needs_proc
+def test_ctrl_c_while_a_command_imports_the_simulator_ends_in_one_line_and_130(tmp_path):
+    """The commands that simulate import torch and the papers' adapters first,
+    uninterruptibly: the Ctrl-C of the stand-in above is the command's one line and 130
+    (it was an abort, or the line and then status -2), and a command that does not
+    simulate never imports torch."""
+    env = _stand_in_torch(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "verify.cli", "check", "mllsgd.theorem1"],
+                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (out.returncode, one_line(out.stderr)) == (130, "fedbound: interrupted")
+    params = {"L": 1, "beta": 0, "sigma": 1, "Delta": 1, "eta": 0.001, "K": 64, "q": 2,
+              "tau": 4, "zeta": 0.5, "a": [0.5, 0.5], "p": [1, 0.9]}
+    out = subprocess.run([sys.executable, "-m", "verify.cli", "bound", "mllsgd.theorem1",
+                          "--json", "--params", json.dumps(params)],
+                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert (out.returncode, out.stderr) == (0, ""), out.stderr
+    assert json.loads(out.stdout)["admissible"] is True
+
+
 def _read_until(fd: int, pattern: str, seconds: float) -> str:
     """Read a pseudo-terminal until ``pattern`` appears."""
     text, deadline = "", time.monotonic() + seconds

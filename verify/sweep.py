@@ -43,7 +43,6 @@ import itertools
 import json
 import math
 import os
-import signal
 import socket
 import sqlite3
 import threading
@@ -65,6 +64,7 @@ import bounds
 from . import limits
 from .adapter import adapter_for, default_scenario
 from .check import check
+from .interrupts import sigint_blocked
 from .plugins import explicit
 from .scenario import INT_MAX, json_text, parse_json, require_float
 from .suite import worker_init
@@ -663,28 +663,9 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
         raise
 
 
-@contextmanager
-def sigint_blocked() -> Iterator[None]:
-    """SIGINT blocked in this thread for the duration of the block: the processes and
-    threads started inside it inherit the blocked signal, and a Ctrl-C that arrives
-    meanwhile is delivered (as KeyboardInterrupt) when the block ends, not lost. A process
-    pool's workers started this way never see the terminal's Ctrl-C, not even while they
-    import their modules, before their initializer can ignore it (the standard library's
-    ``multiprocessing.resource_tracker`` starts its process the same way). Without
-    ``signal.pthread_sigmask`` (Windows), nothing is blocked."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-
-
 class Pool(ProcessPoolExecutor):
     """The local process pool of fedbound's drivers: a submission runs with SIGINT blocked
-    (:func:`sigint_blocked`). So the workers the pool starts while submitting inherit the
+    (:func:`~verify.interrupts.sigint_blocked`). So the workers the pool starts while submitting inherit the
     blocked signal, and a Ctrl-C cannot land in the middle of the standard library's
     ``submit``: a KeyboardInterrupt raised there, between a lock's acquisition and its
     release (at the start of ``threading.Condition.__exit__``, say), would leave the lock of
