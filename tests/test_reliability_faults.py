@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib.machinery
 import json
 import os
 import pty
@@ -30,6 +31,7 @@ import pytest
 import bounds
 from verify import output, report, sweep
 from verify.cli import main
+from verify.interrupts import uninterrupted_imports
 from verify.verdict import OUTCOMES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -314,10 +316,10 @@ def test_ctrl_c_at_any_moment_of_a_pool_ends_in_one_line_and_130():
 
 #: a stand-in for torch whose import is interrupted half-way, by the signal it sends to
 #: its own process from code run by ``exec`` of a string (as dataclasses and SciPy run code
-#: while they are imported): ``finished`` is set only if the import ran to its end
+#: while they are imported): it prints "finished" only if the import runs to its end
 INTERRUPTED_IMPORT = textwrap.dedent("""
     exec("import os, signal, time; os.kill(os.getpid(), signal.{signal}); time.sleep(0.05)")
-    finished = True
+    print("finished", flush=True)
 """)
 
 
@@ -336,26 +338,40 @@ def test_a_signal_during_an_uninterrupted_import_is_raised_when_it_ends(signum, 
     code = textwrap.dedent("""
         import signal, sys
         from verify.cli import _terminate
-        from verify.interrupts import import_uninterrupted
+        from verify.interrupts import uninterrupted_imports
 
         signal.signal(signal.SIGTERM, _terminate)
         try:
-            import_uninterrupted("torch")
+            with uninterrupted_imports("torch"):
+                import torch
         except KeyboardInterrupt:
-            print(sys.modules["torch"].finished)
             sys.exit(130)
     """)
     out = subprocess.run([sys.executable, "-c", code], env=_stand_in_torch(tmp_path, signum),
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert (out.returncode, out.stdout, out.stderr) == (130, "True\n", "")
+    assert (out.returncode, out.stdout, out.stderr) == (130, "finished\n", "")
+
+
+def test_an_uninterrupted_import_leaves_no_trace(tmp_path, monkeypatch):
+    """Outside the block the import system is as it was, and inside it a module is found
+    and loaded as usual: its loader is its own, not the hook's."""
+    (tmp_path / "fedbound_probe.py").write_text("VALUE = 42\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = list(sys.meta_path)
+    with uninterrupted_imports("fedbound_probe"):
+        import fedbound_probe
+    assert sys.meta_path == before and fedbound_probe.VALUE == 42
+    assert type(fedbound_probe.__loader__) is importlib.machinery.SourceFileLoader
+    assert fedbound_probe.__spec__.loader is fedbound_probe.__loader__
+    monkeypatch.delitem(sys.modules, "fedbound_probe")
 
 
 @needs_proc
 def test_ctrl_c_while_a_command_imports_the_simulator_ends_in_one_line_and_130(tmp_path):
-    """The commands that simulate import torch and the papers' adapters first,
-    uninterruptibly: the Ctrl-C of the stand-in above is the command's one line and 130
-    (it was an abort, or the line and then status -2), and a command that does not
-    simulate never imports torch."""
+    """A command imports torch and the papers' adapters uninterruptibly, when it first
+    needs them: the Ctrl-C of the stand-in above is the command's one line and 130 (it was
+    an abort, or the line and then status -2); a command that does not simulate never
+    imports torch, and once imported, torch has its own loader."""
     env = _stand_in_torch(tmp_path)
     out = subprocess.run([sys.executable, "-m", "verify.cli", "check", "mllsgd.theorem1"],
                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)

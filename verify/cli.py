@@ -407,7 +407,7 @@ def cmd_sweep(args):
     output.check_file(args.db, "--db")
     if Path(args.db).exists():
         sweep.inspect_store(args.db)
-    jobs = _sweep_jobs(args)
+    jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
     with sweep.executor(jobs=jobs, scheduler=args.scheduler, dask_local=args.dask_local,
                         connect_timeout=args.connect_timeout) as ex:
         store = sweep.Store(args.db)
@@ -428,10 +428,6 @@ def cmd_sweep(args):
     print(f"{spec.key}: {res.total} scenarios, {res.skipped} already stored, {res.ran} run "
           f"({res.errors} errors){others} -> {args.db}")
     return Exit(None, status)
-
-
-def _sweep_jobs(args) -> int:
-    return (os.cpu_count() or 1) if args.jobs is None else args.jobs
 
 
 def cmd_report(args):
@@ -804,20 +800,6 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt("terminated (SIGTERM)")
 
 
-#: the commands that run the simulator in the driver's own process (a sweep: see below)
-SIMULATING = frozenset({"check", "search", "rate", "choose-sync-time", "choose-q-eta",
-                        "reproduce"})
-
-
-def _simulates_here(args) -> bool:
-    """Whether the command imports torch in this process: every command that checks,
-    searches or chooses, and a sweep with one local job (with a pool or a Dask cluster
-    only the workers do)."""
-    if args.command == "sweep":
-        return _sweep_jobs(args) == 1 and args.scheduler is None and args.dask_local is None
-    return args.command in SIMULATING
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
@@ -827,21 +809,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser().parse_args(argv)
         from . import limits
+        from .interrupts import uninterrupted_imports
         from .plugins import load_plugins
 
         with limits.configured(memory=getattr(args, "max_memory", None),
                                steps=getattr(args, "max_steps", None),
                                scenarios=getattr(args, "max_scenarios", None)):
-            if _simulates_here(args):  # first (plugins may import them), uninterrupted
-                from .interrupts import import_uninterrupted
+            with uninterrupted_imports("torch", "verify.papers"):  # plugins' imports too
+                for message in load_plugins(args.plugin):
+                    print(f"fedbound: warning: {message}", file=sys.stderr)
+                import numpy as np
 
-                import_uninterrupted("torch", "verify.papers")
-            for message in load_plugins(args.plugin):
-                print(f"fedbound: warning: {message}", file=sys.stderr)
-            import numpy as np
-
-            with np.errstate(all="ignore"):  # every result is checked for finiteness instead
-                out = args.fn(args)
+                with np.errstate(all="ignore"):  # every result is checked for finiteness
+                    out = args.fn(args)
             status = 0
             if isinstance(out, Exit):
                 out, status = out.payload, out.status

@@ -17,8 +17,9 @@ main thread, its Python handler is replaced by one that only records it.
 
 from __future__ import annotations
 
-import importlib
+import importlib.abc
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,10 +38,12 @@ def sigint_blocked() -> Iterator[None]:
         yield
 
 
-def import_uninterrupted(*modules: str) -> None:
-    """Import ``modules`` with SIGINT and SIGTERM held back (fedbound's commands stop on
-    either); a signal that arrives meanwhile is raised when the imports end. Two things go
-    wrong when a Ctrl-C lands in the middle of importing the simulator:
+@contextmanager
+def uninterrupted_imports(*modules: str) -> Iterator[None]:
+    """For the duration of the block, each of ``modules`` is imported (wherever and whenever
+    it is first imported, lazily included) with SIGINT and SIGTERM held back: fedbound's
+    commands stop on either, and a signal that arrives meanwhile is raised when the import
+    ends. Two things go wrong when a Ctrl-C lands in the middle of importing the simulator:
 
     * torch's C++ extension, while it initialises, turns the KeyboardInterrupt into an
       exception thrown out of a static initialiser, and the process aborts ("terminate
@@ -49,10 +52,52 @@ def import_uninterrupted(*modules: str) -> None:
       (dataclasses, named tuples and SciPy's array-API layer run such code while they are
       imported) marks the interpreter as interrupted by an unhandled Ctrl-C even when the
       exception is then handled (CPython 3.11): the command says it was interrupted and
-      exits 130, and the interpreter then ends itself by SIGINT (status -2)."""
-    with _held([signal.SIGTERM, signal.SIGINT]):
-        for module in modules:
-            importlib.import_module(module)
+      exits 130, and the interpreter then ends itself by SIGINT (status -2).
+
+    The modules are found as usual (the finders after this one on ``sys.meta_path``); only
+    their loaders' ``exec_module`` runs inside the hold, and the submodules they import
+    meanwhile with it."""
+    finder = _Uninterrupted(frozenset(modules))
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+
+
+class _Uninterrupted(importlib.abc.MetaPathFinder):
+    def __init__(self, modules: frozenset[str]):
+        self.modules = modules
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self.modules:
+            return None
+        for finder in sys.meta_path[sys.meta_path.index(self) + 1:]:
+            spec = getattr(finder, "find_spec", lambda *a: None)(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _HeldLoader(spec.loader)
+                return spec
+        return None
+
+
+class _HeldLoader(importlib.abc.Loader):
+    """A module's loader, its ``exec_module`` run with the signals held back; everything
+    else is the loader's own (as ``importlib.util.LazyLoader`` wraps a loader)."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def __getattr__(self, name):
+        return getattr(self.loader, name)
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        module.__loader__ = module.__spec__.loader = self.loader  # no trace once imported
+        with _held([signal.SIGTERM, signal.SIGINT]):
+            self.loader.exec_module(module)
 
 
 @contextmanager
