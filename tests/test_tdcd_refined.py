@@ -340,3 +340,65 @@ def test_bad_input_names_the_parameter(change, message):
     args = dict(epsilon=0.1, Q=2, L=1.0, L_max=1.0, sigma=[0.1, 0.2], K=[1, 2], Delta=1.0)
     with pytest.raises(ValueError, match=message):
         T.refined_rounds_needed(**{**args, **change})
+
+
+# ------------------------------------------------------------------ the step at Q = 1 (section 9.1)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.floats(1e-3, 50), st.lists(st.tuples(st.floats(0, 3), st.integers(1, 40)), min_size=1,
+                                     max_size=4), st.floats(1e-6, 10), st.floats(1e-6, 50))
+def test_at_q1_the_chosen_step_is_the_closed_form(L, silos, eps, Delta):
+    """Section 9.1: at Q = 1, h(eta) = eps eta (1 - L eta/2) - (L/2) eta^2 Sbar is maximised at
+    eta* = min(eps / (L (eps + Sbar)), 1/L), whatever Delta; R = ceil(Delta / h(eta*))."""
+    sigma = np.array([s for s, _ in silos])
+    K = np.array([k for _, k in silos], dtype=float)
+    out = T.refined_rounds_needed(eps, Q=1, L=L, L_max=1.0, sigma=sigma, K=K, Delta=Delta)
+    Sbar = float(np.sum(sigma**2 / K))
+    eta = min(eps / (L * (eps + Sbar)), 1 / L)
+    assert out["eta"] == pytest.approx(eta, rel=1e-9)
+    h = eps * eta * (1 - L * eta / 2) - L / 2 * eta**2 * Sbar
+    need = Delta / h   # R = ceil(need), up to round-off
+    assert max(1.0, need * (1 - 1e-9)) <= out["R"] <= max(1.0, need * (1 + 1e-9) + 1)
+
+
+def _constant_feature_instance(N, clients, n, batch, xbar):
+    """Instance I of section 6.2 (constant features xbar, squared loss, label noise)."""
+    lay = Layout((1,) * N, clients, n, batch)
+    y = torch.randn(n, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+    return BlockLinear(torch.full((n, N), xbar, dtype=torch.float64), y, lay, loss="squared"), y
+
+
+def test_no_valid_bound_certifies_epsilon_above_the_noise_cap():
+    """Section 9.1: on instance I (two silos, K = (2, 3)), started at its stationary level,
+    Q = 1 at step p keeps E ||grad L||^2 at floor(p) = p L N V / (2 - p L) in every round
+    (Monte Carlo against the closed form), so no valid bound can certify an epsilon below
+    floor(p) at p: every step above p_cap = 2 eps / (L (N V + eps)) is out of reach. The
+    refined bound's limit as R grows is exactly floor(p) there, and its chosen step for
+    epsilon = floor(p)/2 lies below p_cap."""
+    N, clients, xbar = 2, (2, 3), 0.5
+    model, y = _constant_feature_instance(N, clients, 12, 12, xbar)
+    L = model.L
+    assert L == pytest.approx(N * xbar**2, rel=1e-12)
+    V = model.sigma2_at(model.split(torch.zeros(N, dtype=torch.float64))[None])[0] / torch.tensor(clients, dtype=torch.float64)
+    assert torch.allclose(V, V[0].expand(N), rtol=1e-12)      # equal sigma_j^2 / K_j
+    V = float(V[0])
+    p = 0.8 / L
+    floor = p * L * N * V / (2 - p * L)
+    eps = floor / 2
+    cap = 2 * eps / (L * (N * V + eps))
+    assert cap < p
+    # start where ||grad L||^2 = N xbar^2 (xbar sum theta - mean y)^2 equals the floor
+    total = (float(y.mean()) + math.sqrt(floor / (N * xbar**2))) / xbar
+    reps, rounds = 4000, 30
+    tr = run_tdcd(model, eta=p, Q=1, rounds=rounds, theta0=torch.full((N,), total / N, dtype=torch.float64),
+                  replicas=reps, generator=torch.Generator().manual_seed(21))
+    assert float(tr.grad_sq_norm[:, 0].mean()) == pytest.approx(floor, rel=1e-12)
+    per_round = tr.grad_sq_norm.mean(0).numpy()
+    assert np.allclose(per_round, floor, rtol=0.1) and per_round.mean() == pytest.approx(floor, rel=0.03)
+    assert (tr.running_lhs.mean(0).numpy() > eps).all()
+    const = dict(L=L, L_max=model.L_max, sigma=np.sqrt(V * np.array(clients, dtype=float)),
+                 K=np.array(clients, dtype=float))
+    assert REFINED.evaluate(**const, Delta=1.0, eta=p, Q=1, R=1e300) == pytest.approx(floor, rel=1e-9)
+    chosen = T.refined_rounds_needed(eps, Q=1, Delta=1.0, **const)["eta"]
+    assert chosen <= cap
