@@ -229,11 +229,13 @@ def _check_drawn(task: Task):
 
 
 def png(fig) -> bytes:
-    """A matplotlib figure laid out and saved as PNG bytes (no timestamp: the same figure
-    gives the same bytes)."""
+    """A check's figure (one axes) laid out by :func:`verify.plots.fixed_layout` and saved
+    as PNG bytes (no timestamp: the same figure gives the same bytes)."""
     import io
 
-    fig.tight_layout()
+    from .plots import fixed_layout
+
+    fixed_layout(fig)
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=100, metadata={"Software": None})
     return out.getvalue()
