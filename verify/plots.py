@@ -1,15 +1,9 @@
 """Figures: bounds against measurements along a swept field, sweeps, and the choosers'
 figures (matplotlib; without a display it uses Agg). The figure of one check is the
-adapter's (``Adapter.plot``).
+adapter's (``Adapter.plot``); :func:`fixed_layout` lays it out for the report.
 
-Axis labels name a quantity and then its unit in brackets, ``"round t [count]"``. The
-objectives of fedbound's scenarios are abstract, so the units are the scenario's own
-(:data:`UNITS`): ``loss`` for a value of the objective, ``param`` for a model coordinate, so
-``loss²/param²`` for a squared gradient norm, ``param²`` for a squared distance between
-models and ``param²/loss`` for a step size; ``time units`` for time in the scenario's delay
-model; ``count`` for iterations, rounds and steps, ``index`` for a cell's position and
-``dimensionless`` for ratios and probabilities. A field whose unit fedbound does not know
-says ``scenario units``.
+Axis labels name a quantity and then its unit in brackets, ``"round t [count]"``
+(:func:`verify.units.label`, re-exported here with the units; see :mod:`verify.units`).
 """
 
 from __future__ import annotations
@@ -25,13 +19,22 @@ from matplotlib.transforms import ScaledTranslation
 
 from .adapter import adapter_for, default_scenario
 from .check import check
+from .units import (  # noqa: F401 - re-exported: plots.label, plots.UNITS, the units
+    COUNT,
+    GRAD2,
+    INDEX,
+    LOSS,
+    PARAM2,
+    RATIO,
+    SCENARIO,
+    STEP,
+    TIME,
+    UNITS,
+    label,
+)
 
 # ---------------------------------------------------------------- axis labels
 
-LOSS, GRAD2, PARAM2, STEP = "loss", "loss²/param²", "param²", "param²/loss"
-TIME, COUNT, INDEX, RATIO, SCENARIO = "time units", "count", "index", "dimensionless", "scenario units"
-#: every unit an axis of fedbound states (module docstring)
-UNITS = frozenset((LOSS, GRAD2, PARAM2, STEP, TIME, COUNT, INDEX, RATIO, SCENARIO))
 #: the unit of a scenario field put on an axis; per paper where a name means another thing
 #: there (HFL's T is a time, Ali & Arafa 2025; AFL's server step eta multiplies eta_L, Yang
 #: et al. 2022, Algorithms 2 and 3, so it has no unit)
@@ -41,13 +44,6 @@ FIELD_UNITS = {**dict.fromkeys(("K", "q", "tau", "Q", "R", "T", "M", "m", "hubs"
                **dict.fromkeys(("eta", "eta_L", "alpha"), STEP),
                **dict.fromkeys(("p", "zeta", "beta"), RATIO)}
 PAPER_FIELD_UNITS = {"hfl": {"T": TIME}, "afl": {"eta": RATIO}}
-
-
-def label(quantity: str, unit: str) -> str:
-    """An axis label: ``quantity`` and its ``unit`` (one of :data:`UNITS`) in brackets."""
-    if unit not in UNITS:
-        raise ValueError(f"unit={unit!r} must be one of {sorted(UNITS)}")
-    return f"{quantity} [{unit}]"
 
 
 def field_label(field: str, key: str = "") -> str:
