@@ -273,7 +273,8 @@ class Adapter:
         running = m.series is not None and bound.ndim == 0
         if running:
             k = np.arange(1, m.series.size + 1)
-            ax.loglog(k, np.cumsum(m.series) / k, label=f"measured running mean ({how})")
+            ax.loglog(k, np.cumsum(m.series) / k, "o-" if k.size < FEW_POINTS else "-", ms=3,
+                      label=f"measured running mean ({how})")  # a point of a short run shows
             along = self._bound_series(scenario, thm, params, m.series.size)
             if along is None:
                 ax.axhline(float(bound), color="C1", ls="--", label=label)
@@ -294,6 +295,11 @@ class Adapter:
             ax.legend()
         else:  # bars fill the axes to their top: no place inside is free
             legend_below(ax)
+
+
+#: a measured series shorter than this is drawn with a marker at each point (one point alone
+#: is no line)
+FEW_POINTS = 20
 
 
 def _outcome_text(v: Verdict) -> str:
