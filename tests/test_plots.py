@@ -210,3 +210,17 @@ def test_a_log_tick_label_reads_back_as_its_value(coeff, exponent):
     digits = power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
     assert "$" not in text and power and not power.isascii()
     assert int(mantissa.rstrip("×") or 1) == coeff and int(digits) == exponent
+
+
+def test_a_figure_of_several_axes_is_laid_out_too():
+    """A plugin's figure with a twin axis: tight_layout, and still a PNG."""
+    from matplotlib.figure import Figure
+
+    from verify import suite
+
+    fig = Figure(figsize=(7, 4.6))
+    ax = fig.add_subplot()
+    ax.plot([1, 2], [1, 2])
+    ax.twinx().plot([1, 2], [2, 1])
+    assert suite.png(fig).startswith(b"\x89PNG")
+    assert fig.subplotpars.left != pytest.approx(plots.MARGIN_LEFT / 7)
