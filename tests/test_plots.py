@@ -145,8 +145,9 @@ def _overlap(a, b) -> bool:
 
 @pytest.fixture(scope="module")
 def report_figures():
-    with pytest.MonkeyPatch.context() as mp:
-        yield _drawn_figures(mp, ["hfl.lemma1", "afl.theorem3", "tdcd.lemma2"])
+    with pytest.MonkeyPatch.context() as mp:  # undone before the other tests run
+        figures = _drawn_figures(mp, ["hfl.lemma1", "afl.theorem3", "tdcd.lemma2"])
+    return figures
 
 
 def test_report_figures_are_laid_out_without_measuring_and_without_mathtext(report_figures):
