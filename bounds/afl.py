@@ -406,16 +406,19 @@ _STATUS = {
     ("theorem4", "printed"): "refuted", ("theorem4", "proof"): "refuted",
 }
 _NOTES = {
-    "theorem2": "Searched, no violation found (verify.search); the printed variant drops the "
-                "drift-gradient term at tau = 0 (its C2b is vacuous there), hence unverified.",
-    "theorem3": "Refuted by its stored witnesses, verify.witnesses('afl.theorem3') (x_0 = x*, "
-                "sigma_L = 0, K = 1, m < M: the sampling variance ~ s (M-m)/(m(M-1)) sigma_G^2 "
-                "exceeds the bound), and by a family along which measured/bound grows like "
-                "1/(eta eta_L) without limit; the failing step of the proof is an erratum.",
-    "theorem4": "Refuted by its stored witnesses, verify.witnesses('afl.theorem4') (sigma_G = 0, "
-                "m << M, round-robin: the noise floor ~ L s sigma_L^2 / (2m) exceeds "
-                "4 L s sigma_L^2 / M), and by a family along which measured/bound grows like M "
+    "theorem2": "Searched, no violation found (``verify.search``); the printed variant drops "
+                r"the drift-gradient term at $\tau = 0$ (its C2b is vacuous there), hence "
+                "unverified.",
+    "theorem3": "Refuted by its stored witnesses, ``verify.witnesses('afl.theorem3')`` "
+                r"($x_0 = x^*$, $\sigma_L = 0$, $K = 1$, $m < M$: the sampling variance "
+                r"$\sim s \frac{M-m}{m(M-1)} \sigma_G^2$ exceeds the bound), and by a family "
+                r"along which the ratio of measured to bound grows like $1/(\eta \eta_L)$ "
                 "without limit; the failing step of the proof is an erratum.",
+    "theorem4": "Refuted by its stored witnesses, ``verify.witnesses('afl.theorem4')`` "
+                r"($\sigma_G = 0$, $m \ll M$, round-robin arrivals: the noise floor "
+                r"$\sim L s \sigma_L^2/(2m)$ exceeds $4 L s \sigma_L^2/M$), and by a family "
+                "along which the ratio of measured to bound grows like $M$ without limit; the "
+                "failing step of the proof is an erratum.",
 }
 
 
@@ -486,7 +489,7 @@ def theorem1(variant: str = "proof") -> AFLTheorem:
     """Theorem 1: E||grad f(x_hat)||^2 >= sigma_G^2 on the construction of
     :func:`lower_bound_instance`, for every convergent algorithm and every step. Written
     as -E||grad f(x_hat)||^2 <= -sigma_G^2 (the exact constant 1, by Jensen)."""
-    return _theorem("theorem1", variant, "lower bound Omega(sigma_G^2), general arrivals",
+    return _theorem("theorem1", variant, r"lower bound $\Omega(\sigma_G^2)$, general arrivals",
                     f"{PAPER}, Theorem 1 and its proof (Appendix B.1)",
                     {"lower bound": -sigma_G**2}, [], None,
                     lhs=r"-\mathbb{E}\|\nabla f(\hat x)\|^2", step=None)
@@ -546,16 +549,17 @@ def _corollary(key: str, variant: str, theorem_terms, theorem_conditions, n, tit
             "steps)", citation)]
         + ([ERRATUM_TAU_PLUS_ONE] if variant == "proof" else []) + inherited.get(key, []),
         aggregates=[], step=None, status=status, rate=RATES[key],
-        notes={"corollary1": "Explicit constants of Corollary 1 [derived]; speedup only before "
-                             "the 6 sigma_G^2 floor.",
+        notes={"corollary1": "Explicit constants of Corollary 1 (derived by fedbound, not "
+                             r"published); speedup only before the $6 \sigma_G^2$ floor.",
                "corollary2": "Explicit form refuted with Theorem 3 (stored witnesses "
-                             "verify.witnesses('afl.corollary2'), and a family along T whose "
-                             "ratio grows like sqrt(T)); rate refuted: no linear speedup in K "
-                             "for m < M and sigma_G > 0 (fedbound rate afl.corollary2 --over K).",
+                             "``verify.witnesses('afl.corollary2')``, and a family along $T$ "
+                             r"whose ratio grows like $\sqrt{T}$); rate refuted: no linear "
+                             r"speedup in $K$ for $m < M$ and $\sigma_G > 0$ "
+                             "(``fedbound rate afl.corollary2 --over K``).",
                "corollary3": "Explicit form refuted with Theorem 4 (stored witnesses "
-                             "verify.witnesses('afl.corollary3'), and a family along M whose "
-                             "ratio grows like M); rate refuted: no speedup in M at fixed m "
-                             "(fedbound rate afl.corollary3 --over M)."
+                             "``verify.witnesses('afl.corollary3')``, and a family along $M$ "
+                             "whose ratio grows like $M$); rate refuted: no speedup in $M$ at "
+                             "fixed $m$ (``fedbound rate afl.corollary3 --over M``)."
                }[key])
     return thm
 
@@ -585,20 +589,22 @@ def corollary1(variant: str = "proof") -> AFLTheorem:
     eta = sqrt(mK): (4 Delta + 4 L sigma_L^2)/sqrt(mKT) + 12 tau^2 L^2 sigma_L^2/T
     + 30 L^2 K sigma_L^2/T + 180 L^2 K^2 sigma_G^2/T + 6 sigma_G^2."""
     return _corollary("corollary1", variant, terms2, conditions2(variant), m,
-                      "AFA-CD rate at eta_L = 1/sqrt(T), eta = sqrt(mK)", f"{PAPER}, Corollary 1")
+                      r"AFA-CD rate at $\eta_L = 1/\sqrt{T}$, $\eta = \sqrt{mK}$", f"{PAPER}, Corollary 1")
 
 
 def corollary2(variant: str = "proof") -> AFLTheorem:
     """Corollary 2 (proof: Appendix B.3): Theorem 3 at eta_L = 1/sqrt(T), eta = sqrt(mK)."""
     return _corollary("corollary2", variant, terms3, conditions3(variant), m,
-                      "AFA-CD uniform rate at eta_L = 1/sqrt(T), eta = sqrt(mK)", f"{PAPER}, Corollary 2")
+                      r"AFA-CD uniform rate at $\eta_L = 1/\sqrt{T}$, $\eta = \sqrt{mK}$",
+                      f"{PAPER}, Corollary 2")
 
 
 def corollary3(variant: str = "proof") -> AFLTheorem:
     """Corollary 3 (proof: Appendix C): Theorem 4 at eta_L = 1/sqrt(T), eta = sqrt(MK);
     printed: averages (O(K/(MT)) terms), proof: sums (O(K/T))."""
     return _corollary("corollary3", variant, lambda s, e: terms4(variant, s, e), conditions4(variant),
-                      M, "AFA-CS rate at eta_L = 1/sqrt(T), eta = sqrt(MK)", f"{PAPER}, Corollary 3")
+                      M, r"AFA-CS rate at $\eta_L = 1/\sqrt{T}$, $\eta = \sqrt{MK}$",
+                      f"{PAPER}, Corollary 3")
 
 
 def corollary_steps(key: str, *, T: int, K: float, m: int = 1, M: int = 1) -> tuple[float, float]:

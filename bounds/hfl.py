@@ -270,8 +270,8 @@ def lemma1(variant: str = "proof") -> Theorem:
                 if n != "L" or conditions},
         {"own group": 2 * alpha**2 * t2 * G**2, "all groups": 2 * alpha**2 * kappa * G**2},
         [t2_agg, kap], conditions, errata, "holds",
-        "Holds pathwise when ||g~|| <= G a.s.: every step of the proof (Appendix B) then "
-        "holds without expectation (derived by fedbound).",
+        r"Holds pathwise when $\|\tilde{g}\| \le G$ almost surely: every step of the proof "
+        "(Appendix B) then holds without expectation (derived by fedbound, not published).",
         step="alpha" if conditions else None)
 
 
@@ -298,9 +298,9 @@ def theorem1(variant: str = "proof") -> Theorem:
     return _theorem(
         "hfl.theorem1", variant, "HFL per-group bound (19)", f"{PAPER}, Theorem 1, eq. (19)",
         _LHS1, THEOREM1_PARAMS, terms, aggs, [CONDITION_STEP], [ERRATUM_J233],
-        "holds-with-erratum", "Vacuous (>= G^2) whenever U >= 2 with balanced t (derived by "
-        "fedbound, not published); informative only for isolated groups (U = 1, S >= T), "
-        "Remark 4.")
+        "holds-with-erratum", r"Vacuous ($\ge G^2$) whenever $U \ge 2$ with balanced $t$ "
+        "(derived by fedbound, not published); informative only for isolated groups "
+        r"($U = 1$, $S \ge T$), Remark 4.")
 
 
 REFINED_LABEL = " [derived by fedbound, not published]"
@@ -341,17 +341,18 @@ _T2_ERRATA = {
 _T2_STATUS = {"printed": "holds-with-erratum", "arxiv": "holds-with-erratum",
               "proof": "holds-with-erratum", "tight": "holds-with-erratum",
               "refined": "holds"}
-IMPLIED_BY_TIGHT = ("Holds as printed: it is >= the tight variant term by term (tight follows from "
-                    "(37)-(38), derived by fedbound), although its proof drops G^2 in (39).")
+IMPLIED_BY_TIGHT = (r"Holds as printed: it is $\ge$ the tight variant term by term (tight "
+                    "follows from (37)-(38), derived by fedbound, not published), although its "
+                    "proof drops $G^2$ in (39).")
 
 
 REFINED_T2_NOTE = (
-    REFINED_NOTE + "Conditional on the delay path (t, U), on which the SGD noise does not "
-    "depend. Same hypotheses as Theorem 2 (Assumption 1 read as an L-Lipschitz gradient, as "
-    "(37) does; alpha <= 1/L). Keeps the variance reduction of averaging a round's "
-    "t_i^u |N_i| gradients: at S = 0 (t = 1) it is the minibatch-SGD bound "
-    "2 Delta/(alpha U) + alpha L sigma^2/N, and its expectation over delay paths can have an "
-    "interior minimum in S.")
+    REFINED_NOTE + "Conditional on the delay path $(t, U)$, on which the SGD noise does not "
+    "depend. Same hypotheses as Theorem 2 (Assumption 1 read as an $L$-Lipschitz gradient, as "
+    r"(37) does; $\alpha \le 1/L$). Keeps the variance reduction of averaging a round's "
+    r"$t_i^u |N_i|$ gradients: at $S = 0$ ($t = 1$) it is the minibatch-SGD bound "
+    r"$2 \Delta/(\alpha U) + \alpha L \sigma^2/N$, and its expectation over delay paths can "
+    "have an interior minimum in $S$.")
 
 
 def theorem2(variant: str = "proof") -> Theorem:
@@ -365,7 +366,7 @@ def theorem2(variant: str = "proof") -> Theorem:
         f"{PAPER}, Theorem 2, eq. (20)", _LHS2, BASE_PARAMS, _theorem2_terms(variant),
         aggs, [CONDITION_STEP], _T2_ERRATA[variant], _T2_STATUS[variant],
         REFINED_T2_NOTE if variant == "refined" else
-        "Conditional on the delay path (t, U); t_i^0 := 0. " + {
+        "Conditional on the delay path $(t, U)$; $t_i^0 := 0$. " + {
             "tight": "Derived by fedbound from (37)-(38), not published.",
             "printed": IMPLIED_BY_TIGHT, "arxiv": IMPLIED_BY_TIGHT}.get(variant, ""))
 
@@ -392,12 +393,12 @@ def corollary1(variant: str = "proof") -> Theorem:
                  "within-round drift": a**2 * L**2 * G**2 * M_r,
                  "noise-drift coupling": a**2 * L**2 * G * sigma * C_m / 3}
         return _theorem(
-            "hfl.corollary1", variant, "HFL rate at alpha = min(1/sqrt(U), 1/L), refined"
+            "hfl.corollary1", variant, r"HFL rate at $\alpha = \min(1/\sqrt{U}, 1/L)$, refined"
             + REFINED_LABEL, f"{PAPER}, Corollary 1 and its proof (Appendix E)", _LHS2, params, terms,
             [_AGG_U, _AGG_N, _AGG_MR, _AGG_CM], [], [ERRATUM_TMAX, ERRATUM_COR_STEP,
                                                      ERRATUM_REFINED_COROLLARY],
-            "holds", REFINED_NOTE + "alpha = min(1/sqrt(U), 1/L) needs U, known only at "
-            "the end (as in the published Corollary 1).", step=None)
+            "holds", REFINED_NOTE + r"$\alpha = \min(1/\sqrt{U}, 1/L)$ needs $U$, known only "
+            "at the end (as in the published Corollary 1).", step=None)
     g4 = G**2 if variant == "proof" else 1
     terms = {
         "transient": 2 * Delta / (a * U),
@@ -408,12 +409,13 @@ def corollary1(variant: str = "proof") -> Theorem:
     }
     errata = [ERRATUM_TMAX, ERRATUM_COR_STEP] + ([ERRATUM_G2] if variant == "proof" else [])
     thm = _theorem(
-        "hfl.corollary1", variant, "HFL rate at alpha = min(1/sqrt(U), 1/L)",
+        "hfl.corollary1", variant, r"HFL rate at $\alpha = \min(1/\sqrt{U}, 1/L)$",
         f"{PAPER}, Corollary 1 and its proof (Appendix E)", _LHS2, params, terms,
         [_AGG_U, _AGG_KAPPA, _AGG_M], [], errata, "holds-with-erratum",
-        "alpha = min(1/sqrt(U), 1/L) needs U, known only at the end. The printed "
-        "form (no G^2 on the fourth term) still holds: its (4/3) a^2 L^2 G^2 M term alone is >= "
-        "the drift term of the tight Theorem 2, since (t-1)(2t-1)/6 <= t^2/3.", step=None)
+        r"$\alpha = \min(1/\sqrt{U}, 1/L)$ needs $U$, known only at the end. The printed "
+        r"form (no $G^2$ on the fourth term) still holds: its $\frac{4}{3} \alpha^2 L^2 G^2 M$ "
+        "term alone is $\\ge$ the drift term of the tight Theorem 2 (derived by fedbound, not "
+        r"published), since $(t-1)(2t-1)/6 \le t^2/3$.", step=None)
     thm.rate = RATE_COROLLARY1
     return thm
 

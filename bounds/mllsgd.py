@@ -238,7 +238,7 @@ def theorem1(variant: str = "proof") -> Theorem:
         "mllsgd.theorem1", "MLL-SGD convergence bound (13)", f"{PAPER}, Theorem 1, (12)-(13)",
         _LHS, variant,
         terms(variant), [condition12(variant), CONDITION_PERIODS], _errata(variant), "eta",
-        "Assumes all workers start at the same x_1 (Lemma 4, Appendix C.2).",
+        "Assumes all workers start at the same $x_1$ (Lemma 4, Appendix C.2).",
     )
 
 
@@ -248,9 +248,9 @@ def theorem1_limit(variant: str = "proof") -> Theorem:
     lim = {n: sp.limit(e, K, sp.oo) for n, e in terms(variant).items()}
     lim = {n: e for n, e in lim.items() if e != 0}
     return _theorem(
-        "mllsgd.theorem1_limit", "MLL-SGD error floor (14), K -> infinity", f"{PAPER}, Theorem 1, (14)",
+        "mllsgd.theorem1_limit", r"MLL-SGD error floor (14), $K \to \infty$", f"{PAPER}, Theorem 1, (14)",
         r"\limsup_{K\to\infty}" + _LHS, variant, lim, [condition12(variant)],
-        _errata(variant), "eta", "The limit of the right-hand side of (13) as K grows.",
+        _errata(variant), "eta", "The limit of the right-hand side of (13) as $K$ grows.",
     )
 
 
@@ -277,9 +277,10 @@ def corollary1(variant: str = "proof") -> Theorem:
         CONDITION_PERIODS,
     ]
     thm = _theorem(
-        "mllsgd.corollary1", "MLL-SGD rate at eta = 1/(L sqrt K), (15)", f"{PAPER}, Corollary 1, (15)",
+        "mllsgd.corollary1", r"MLL-SGD rate at $\eta = 1/(L\sqrt{K})$, (15)", f"{PAPER}, Corollary 1, (15)",
         _LHS, variant, term_exprs, conditions, [ERRATUM_COROLLARY, *_errata(variant)], None,
-        "Explicit constants for the O(.) of (15); the step is fixed at 1/(L sqrt K).",
+        r"Explicit constants for the $O(\cdot)$ of (15); the step is fixed at "
+        r"$1/(L\sqrt{K})$.",
     )
     thm.rate = RATE_COROLLARY1
     return thm

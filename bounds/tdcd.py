@@ -347,11 +347,12 @@ def _theorem1_refined() -> Theorem:
         f"{PAPER}, Theorem 1, (15); refined: {DERIVED}", _LHS["proof"], "refined",
         theorem1_terms("refined"), [CONDITION_R1, CONDITION_R2], _theorem1_errata("refined"),
         "eta",
-        f"{DERIVED}. Assumptions 1-3 of {PAPER} with L_max the own-block constant of (7), plus "
-        "(A4) independent client batches (noise sigma_j^2/K_j of the silo average). At Q = 1 "
-        "it is the mini-batch SGD bound (Delta/R + (L/2) eta^2 Sbar)/(eta (1 - L eta/2)); for "
-        "fixed eta Q it increases with Q, so its wall-clock optimum is Q = 1 (section 6 of the "
-        "derivation: no bound of this shape can certify fewer rounds for Q > 1 than for Q = 1).",
+        f"{DERIVED}. Assumptions 1-3 of {PAPER} with $L_{{max}}$ the own-block constant of (7), "
+        r"plus (A4) independent client batches (noise $\sigma_j^2/K_j$ of the silo average). At "
+        r"$Q = 1$ it is the mini-batch SGD bound "
+        r"$(\Delta/R + (L/2) \eta^2 \bar{S})/(\eta (1 - L \eta/2))$; for fixed $\eta Q$ it "
+        "increases with $Q$, so its wall-clock optimum is $Q = 1$ (section 6 of the derivation: "
+        "no bound of this shape can certify fewer rounds for $Q > 1$ than for $Q = 1$).",
         params=PARAMS_REFINED, aggregates=AGGREGATES_REFINED,
     )
 
@@ -366,8 +367,8 @@ def theorem1(variant: str = "proof") -> Theorem:
         "tdcd.theorem1", "TDCD convergence bound (15)", f"{PAPER}, Theorem 1, (14)-(15)",
         _LHS["printed" if variant == "printed" else "proof"], variant, theorem1_terms(variant),
         [CONDITION14], _theorem1_errata(variant), "eta",
-        "Depends on K_j not at all and on N only through S = sum_j sigma_j^2; on eta and Q "
-        "only through eta Q (printed/proof).",
+        r"Depends on $K_j$ not at all and on $N$ only through $S = \sum_j \sigma_j^2$; on "
+        r"$\eta$ and $Q$ only through $\eta Q$ (printed and proof variants).",
     )
 
 
@@ -400,10 +401,10 @@ def remark5(variant: str = "proof") -> Theorem:
         "noise: staleness x L": 32 * c**3 * L * L_max**2 * S / R ** sp.Rational(3, 2),
     }
     thm = _theorem(
-        "tdcd.remark5", "TDCD rate at eta = c/(Q sqrt R)", f"{PAPER}, Remark 5", _LHS["proof"],
+        "tdcd.remark5", r"TDCD rate at $\eta = c/(Q\sqrt{R})$", f"{PAPER}, Remark 5", _LHS["proof"],
         variant, term_exprs, [CONDITION_REMARK5], [ERRATUM_REMARK5, *_theorem1_errata("proof")],
-        "c", "The step constant c plays the role of the step; the best leading constant is at "
-        "c = sqrt(Delta/(L S)).",
+        "c", "The step constant $c$ plays the role of the step; the best leading constant is "
+        r"at $c = \sqrt{\Delta/(L S)}$.",
     )
     thm.rate = RATE_REMARK5
     return thm

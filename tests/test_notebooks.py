@@ -296,3 +296,30 @@ def test_differences_report_text_images_and_skip_tagged_cells():
         "cell 0: stored outputs ['stream stdout', 'image/png', 'text/plain'], now ['stream stdout']"]
     assert differences(stored, _notebook("figure", "a second cell")) == [
         "the notebooks' cells differ: compare one notebook with itself, executed again"]
+
+
+#: an axis label a notebook's code writes as a literal: ``set_xlabel("...")``, ``ylabel="..."``
+LITERAL_LABEL = re.compile(r"""(?:set_[xy]label\(|\b[xy]label=)\s*r?f?r?(["'])(.*?)\1""")
+#: axes of categories (one tick per result or configuration), which have no unit
+CATEGORY_AXES = {"registered result (default variant)", "configuration"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_axis_a_notebook_labels_states_its_unit(path):
+    """Each axis label written in a notebook's code ends with a unit of ``verify.plots.UNITS``
+    in brackets (``"iteration k [count]"``), as the report's figures do; an axis of
+    categories is the exception."""
+    from verify.plots import UNITS
+
+    code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells
+                     if c.cell_type == "code")
+    labels = [m[2] for m in LITERAL_LABEL.finditer(code)]
+    bad = [text for text in labels if text not in CATEGORY_AXES
+           and (re.search(r"\[([^\[\]]+)\]$", text) or [None, None])[1] not in UNITS]
+    assert bad == [], path.name
+
+
+def test_the_label_finder_sees_a_label_without_unit():
+    found = [m[2] for m in LITERAL_LABEL.finditer(
+        'ax.set_xlabel("step"); ax.set(ylabel=r"$x$ [loss]"); ax.set_ylabel(f"n [count]")')]
+    assert found == ["step", "$x$ [loss]", "n [count]"]

@@ -6,6 +6,9 @@ import re
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from matplotlib.transforms import Bbox
 
 import bounds
 from verify import adapter_for, check, default_scenario, plots
@@ -93,3 +96,132 @@ def test_an_axis_states_a_known_unit():
     assert plots.field_label("T", "hfl.theorem2") == "T [time units]"
     assert plots.field_label("T", "afl.theorem2") == "T [count]"
     assert plots.field_label("problem.mystery") == "problem.mystery [scenario units]"
+
+
+# ---------------------------------------------------------------- the report's figures, laid out
+
+
+def _drawn_figures(monkeypatch, keys) -> dict[str, object]:
+    """The figures ``check --all`` draws for ``keys`` (each as its PNG is saved, so drawn), by
+    the scenario they draw; tight_layout made to fail, so a figure that used it is seen."""
+    from matplotlib.figure import Figure
+
+    from verify import suite
+
+    def no_tight_layout(self, *args, **kwargs):
+        raise AssertionError("a check's figure measured its layout (tight_layout)")
+
+    monkeypatch.setattr(Figure, "tight_layout", no_tight_layout)
+    drawn, png = {}, suite.png
+    todo = [t for t in suite.tasks(keys, battery=0, figures=True) if t.figure is not None]
+    for task in todo:
+        monkeypatch.setattr(suite, "png", lambda fig, t=task: (drawn.__setitem__(
+            f"{t.key} {t.figure.label}", fig), png(fig))[1])
+        assert isinstance(suite.run_task(task).figure, bytes), task
+    return drawn
+
+
+def _shown(axis):
+    """The non-empty tick labels of ``axis`` inside its view (the ones drawn)."""
+    lo, hi = sorted(axis.get_view_interval())
+    return [t for locs, labels in ((axis.get_majorticklocs(), axis.get_majorticklabels()),
+                                   (axis.get_minorticklocs(), axis.get_minorticklabels()))
+            for x, t in zip(locs, labels, strict=True)
+            if lo <= x <= hi and t.get_visible() and t.get_text()]
+
+
+def _texts(fig):
+    """Every text a reader sees on ``fig``'s one axes: title, axis labels, the labels of its
+    ticks (major and minor, non-empty), and the legend's entries."""
+    (ax,) = fig.axes
+    ticks = [t for axis in (ax.xaxis, ax.yaxis) for t in _shown(axis)]
+    legend = ax.get_legend().get_texts() if ax.get_legend() else []
+    return [ax.title, ax.xaxis.label, ax.yaxis.label], ticks, legend
+
+
+def _overlap(a, b) -> bool:
+    return a.x0 < b.x1 - 0.5 and b.x0 < a.x1 - 0.5 and a.y0 < b.y1 - 0.5 and b.y0 < a.y1 - 0.5
+
+
+@pytest.fixture(scope="module")
+def report_figures():
+    with pytest.MonkeyPatch.context() as mp:  # undone before the other tests run
+        figures = _drawn_figures(mp, ["hfl.lemma1", "afl.theorem3", "tdcd.lemma2"])
+    return figures
+
+
+def test_report_figures_are_laid_out_without_measuring_and_without_mathtext(report_figures):
+    """Fixed margins (no layout engine, tight_layout never called), and log tick labels in
+    plain text: 10⁻² and 3×10⁻², no ``$...$`` for mathtext to parse."""
+    assert len(report_figures) >= 4
+    for name, fig in report_figures.items():
+        (ax,) = fig.axes
+        assert fig.get_layout_engine() is None, name
+        ticks = _texts(fig)[1]
+        assert ticks and not [t.get_text() for t in ticks if "$" in t.get_text()], name
+        assert any("10" in t.get_text() for t in ticks), name
+        width, height = fig.get_size_inches()
+        params = fig.subplotpars
+        assert params.left == pytest.approx(plots.MARGIN_LEFT / width), name
+        assert params.right == pytest.approx(1 - plots.MARGIN_RIGHT / width), name
+
+
+def test_report_figures_clip_and_overlap_nothing(report_figures):
+    """As drawn: every text lies inside the figure; the title stays above the axes; tick
+    labels of one axis do not overlap; the legend covers no bar and no axis text."""
+    for name, fig in report_figures.items():
+        (ax,) = fig.axes
+        labels, ticks, _ = _texts(fig)
+        boxes = {t.get_text(): t.get_window_extent() for t in [*labels, *ticks]}
+        inside = fig.bbox.padded(0.5)
+        assert not [s for s, b in boxes.items() if not inside.containsx(b.x0)
+                    or not inside.containsx(b.x1) or not inside.containsy(b.y0)
+                    or not inside.containsy(b.y1)], name
+        assert ax.title.get_window_extent().y0 >= ax.bbox.y1, name
+        for axis in (ax.xaxis, ax.yaxis):
+            own = [t.get_window_extent() for t in _shown(axis)]
+            assert not [(a, b) for i, a in enumerate(own) for b in own[i + 1:]
+                        if _overlap(a, b)], (name, axis.axis_name)
+        legend = ax.get_legend().get_window_extent()
+        assert fig.bbox.padded(0.5).contains(legend.x0, legend.y0), name
+        assert fig.bbox.padded(0.5).contains(legend.x1, legend.y1), name
+        bars = [Bbox.intersection(p.get_window_extent(), ax.bbox) for p in ax.patches]
+        covered = [b for b in bars if b is not None and _overlap(b, legend)]  # as clipped
+        covered += [t.get_text() for t in [ax.xaxis.label, *ticks]
+                    if _overlap(t.get_window_extent(), legend)]
+        assert covered == [], name
+
+
+def test_a_bar_figures_legend_sits_below_its_axes(report_figures):
+    """hfl.lemma1 draws bars that reach the top of its axes: its legend is below them, and
+    its cells are ticked at whole numbers."""
+    fig = report_figures["hfl.lemma1 the default scenario"]
+    (ax,) = fig.axes
+    assert len(ax.patches) >= 4
+    assert ax.get_legend().get_window_extent().y1 < ax.xaxis.label.get_window_extent().y0
+    assert all(float(x).is_integer() for x in ax.get_xticks())
+
+
+@given(coeff=st.integers(1, 9), exponent=st.integers(-30, 30))
+def test_a_log_tick_label_reads_back_as_its_value(coeff, exponent):
+    """PowerFormatter's label, read as a reader does (superscript digits, ×), is the tick."""
+    value = coeff * 10.0 ** exponent
+    text = plots.PowerFormatter()._num_to_string(value, value / 10, value * 10)
+    mantissa, _, power = text.rpartition("10")
+    digits = power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
+    assert "$" not in text and power and not power.isascii()
+    assert int(mantissa.rstrip("×") or 1) == coeff and int(digits) == exponent
+
+
+def test_a_figure_of_several_axes_is_laid_out_too():
+    """A plugin's figure with a twin axis: tight_layout, and still a PNG."""
+    from matplotlib.figure import Figure
+
+    from verify import suite
+
+    fig = Figure(figsize=(7, 4.6))
+    ax = fig.add_subplot()
+    ax.plot([1, 2], [1, 2])
+    ax.twinx().plot([1, 2], [2, 1])
+    assert suite.png(fig).startswith(b"\x89PNG")
+    assert fig.subplotpars.left != pytest.approx(plots.MARGIN_LEFT / 7)

@@ -115,6 +115,85 @@ def test_every_erratum_writes_its_formulas_as_latex_math_not_code():
                 assert "\\" not in mathml.of_latex(tex), (where, tex)  # no unknown command
 
 
+#: code shown as code in prose (a command, a call): ``...``
+CODE_SPAN = re.compile(r"``.+?``")
+
+
+@pytest.mark.parametrize("key, variant", PUBLISHED)
+def test_every_note_and_title_writes_its_math_as_latex_not_code(key, variant):
+    """A theorem's notes and title, like its errata: each formula a ``$...$`` span of LaTeX
+    that latex2mathml lays out as MathML alone, the prose between them free of code-like
+    formulas (commands and calls are marked as code, ````...````)."""
+    thm = bounds.get(key, variant)
+    for name in ("notes", "title"):
+        parts = mathml.prose_parts(getattr(thm, name))
+        left = [c for is_math, p in parts if not is_math
+                for c in _code_left_in(CODE_SPAN.sub("", p))]
+        assert not left, (name, left, getattr(thm, name))
+        for tex in (p for is_math, p in parts if is_math):
+            assert "\\" not in mathml.of_latex(tex) and "<mtext>" not in mathml.of_latex(tex), tex
+
+
+def test_term_names_read_as_math():
+    """A term's name (ASCII, as ``Theorem.terms`` keys it) with its symbols as math."""
+    assert report.term_prose("sigma_G floor") == r"$\sigma_{G}$ floor"
+    assert report.term_prose("noise: eta L Q") == r"noise: $\eta L Q$"
+    assert report.term_prose("kappa^2") == r"$\kappa^{2}$"
+    assert report.term_prose("noise: staleness x L") == "noise: staleness \u00d7 $L$"
+    assert report.term_prose("previous-round drift") == "previous-round drift"
+    assert report.term_prose("sub-network consensus") == "sub-network consensus"
+
+
+class _MathIn(HTMLParser):
+    """Of the elements of class ``css``: the text outside ``<math>``, and how many ``<math>``
+    elements they hold."""
+
+    def __init__(self, tag: str, css: str | None = None):
+        super().__init__(convert_charrefs=True)
+        self.tag, self.css, self.depth, self.maths, self.text, self._math = tag, css, 0, 0, [], 0
+
+    def handle_starttag(self, tag, attrs):
+        if self.depth:
+            self.depth += tag == self.tag
+        elif tag == self.tag and (self.css is None or ("class", self.css) in attrs):
+            self.depth = 1
+        if self.depth and tag == "math":
+            self.maths += 1
+            self._math += 1
+
+    def handle_endtag(self, tag):
+        if self.depth and tag == "math":
+            self._math -= 1
+        elif self.depth and tag == self.tag:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self.depth and not self._math:
+            self.text.append(data)
+
+
+@pytest.mark.parametrize("key", ["hfl.theorem2", "afl.theorem3", "tdcd.remark5"])
+def test_notes_and_term_names_are_mathml_on_the_page(tmp_path, key):
+    """A result page as a reader sees it: one ``<math>`` per ``$...$`` span of each variant's
+    notes (and of its title in the heading), the names of the terms with their symbols as
+    MathML, and no dollar sign left in the text."""
+    out = report.write(_rows(key), tmp_path / "r", seed=0, battery=0)
+    html = (out / report.page_name(key)).read_text()
+    notes = _MathIn("p", "notes")
+    notes.feed(html)
+    spans = sum(is_math for v in bounds.variants(key)
+                for is_math, _ in mathml.prose_parts(bounds.get(key, v).notes))
+    assert notes.maths == spans > 0 and "$" not in "".join(notes.text)
+    heading = _MathIn("h1")
+    heading.feed(html)
+    assert heading.maths == sum(is_math for is_math, _ in mathml.prose_parts(bounds.get(key).title))
+    terms = _MathIn("td", "note")
+    terms.feed(html)
+    symbols = sum(is_math for v in bounds.variants(key) for name in bounds.get(key, v).term_exprs
+                  for is_math, _ in mathml.prose_parts(report.term_prose(name)))
+    assert terms.maths >= symbols > 0 and "$" not in "".join(terms.text)
+
+
 class _ErratumText(HTMLParser):
     """The text of the page's errata outside ``<math>`` and the LaTeX ``<details>``, and
     each erratum's ``<math>`` elements as markup."""

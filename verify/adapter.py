@@ -263,14 +263,18 @@ class Adapter:
 
     def _plot(self, ax, scenario: Scenario, thm: bounds.Theorem, params: Mapping[str, Any],
               m: Measurement) -> None:
+        from .plots import integer_ticks, legend_below
+
         how = "exact" if m.exact is not None else "Monte Carlo mean"
         label = f"bound {self.key} [{thm.variant}]"
         bound = np.asarray(thm.evaluate(**params), dtype=float)
         if m.paired:
             bound = bound.mean(axis=0)
-        if m.series is not None and bound.ndim == 0:
+        running = m.series is not None and bound.ndim == 0
+        if running:
             k = np.arange(1, m.series.size + 1)
-            ax.loglog(k, np.cumsum(m.series) / k, label=f"measured running mean ({how})")
+            ax.loglog(k, np.cumsum(m.series) / k, "o-" if k.size < FEW_POINTS else "-", ms=3,
+                      label=f"measured running mean ({how})")  # a point of a short run shows
             along = self._bound_series(scenario, thm, params, m.series.size)
             if along is None:
                 ax.axhline(float(bound), color="C1", ls="--", label=label)
@@ -284,9 +288,18 @@ class Adapter:
             ax.bar(cells + 0.2, measured.ravel(), 0.4, label=f"measured ({how})")
             ax.set_yscale("log")
             ax.set_xlabel("cell: the round, group or worker the bound is stated for [index]")
+            integer_ticks(ax.xaxis)
         ax.set_ylabel(self.lhs_label)
         ax.set_title(f"{self.key} [{thm.variant}]: bound vs measurement")
-        ax.legend()
+        if running:
+            ax.legend()
+        else:  # bars fill the axes to their top: no place inside is free
+            legend_below(ax)
+
+
+#: a measured series shorter than this is drawn with a marker at each point (one point alone
+#: is no line)
+FEW_POINTS = 20
 
 
 def _outcome_text(v: Verdict) -> str:

@@ -42,10 +42,13 @@ from .scenario import (
     require_int,
     roundoff,
 )
+from .units import COUNT, GRAD2, INDEX, LOSS, PARAM2, RATIO, SCENARIO, STEP, TIME, UNITS, label
 from .verdict import Comparison, Measurement, Verdict, compare
 from .witnesses import Witness, register_witness_dir, unregister_witness_dir, witnesses
 
 __all__ = [
+    "COUNT", "GRAD2", "INDEX", "LOSS", "PARAM2", "RATIO", "SCENARIO", "STEP", "TIME", "UNITS",
+    "label",
     "FEATURE_NORM_RANGE", "LOOP_OVERHEAD", "Adapter", "Comparison", "Draw", "EstimationSettings",
     "Family", "Footprint", "Measurement", "Parts", "ResourceError", "RngDraw", "Scenario", "Tags",
     "Verdict", "Witness", "adapter_for", "adapter_keys", "check", "check_estimated", "compare",

@@ -1,33 +1,40 @@
 """Figures: bounds against measurements along a swept field, sweeps, and the choosers'
 figures (matplotlib; without a display it uses Agg). The figure of one check is the
-adapter's (``Adapter.plot``).
+adapter's (``Adapter.plot``); :func:`fixed_layout` lays it out for the report.
 
-Axis labels name a quantity and then its unit in brackets, ``"round t [count]"``. The
-objectives of fedbound's scenarios are abstract, so the units are the scenario's own
-(:data:`UNITS`): ``loss`` for a value of the objective, ``param`` for a model coordinate, so
-``loss²/param²`` for a squared gradient norm, ``param²`` for a squared distance between
-models and ``param²/loss`` for a step size; ``time units`` for time in the scenario's delay
-model; ``count`` for iterations, rounds and steps, ``index`` for a cell's position and
-``dimensionless`` for ratios and probabilities. A field whose unit fedbound does not know
-says ``scenario units``.
+Axis labels name a quantity and then its unit in brackets, ``"round t [count]"``
+(:func:`verify.units.label`, re-exported here with the units; see :mod:`verify.units`).
 """
 
 from __future__ import annotations
 
+import math
+import textwrap
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import LogFormatter, MaxNLocator
+from matplotlib.transforms import ScaledTranslation
 
 from .adapter import adapter_for, default_scenario
 from .check import check
+from .units import (  # noqa: F401 - re-exported: plots.label, plots.UNITS, the units
+    COUNT,
+    GRAD2,
+    INDEX,
+    LOSS,
+    PARAM2,
+    RATIO,
+    SCENARIO,
+    STEP,
+    TIME,
+    UNITS,
+    label,
+)
 
 # ---------------------------------------------------------------- axis labels
 
-LOSS, GRAD2, PARAM2, STEP = "loss", "loss²/param²", "param²", "param²/loss"
-TIME, COUNT, INDEX, RATIO, SCENARIO = "time units", "count", "index", "dimensionless", "scenario units"
-#: every unit an axis of fedbound states (module docstring)
-UNITS = frozenset((LOSS, GRAD2, PARAM2, STEP, TIME, COUNT, INDEX, RATIO, SCENARIO))
 #: the unit of a scenario field put on an axis; per paper where a name means another thing
 #: there (HFL's T is a time, Ali & Arafa 2025; AFL's server step eta multiplies eta_L, Yang
 #: et al. 2022, Algorithms 2 and 3, so it has no unit)
@@ -37,13 +44,6 @@ FIELD_UNITS = {**dict.fromkeys(("K", "q", "tau", "Q", "R", "T", "M", "m", "hubs"
                **dict.fromkeys(("eta", "eta_L", "alpha"), STEP),
                **dict.fromkeys(("p", "zeta", "beta"), RATIO)}
 PAPER_FIELD_UNITS = {"hfl": {"T": TIME}, "afl": {"eta": RATIO}}
-
-
-def label(quantity: str, unit: str) -> str:
-    """An axis label: ``quantity`` and its ``unit`` (one of :data:`UNITS`) in brackets."""
-    if unit not in UNITS:
-        raise ValueError(f"unit={unit!r} must be one of {sorted(UNITS)}")
-    return f"{quantity} [{unit}]"
 
 
 def field_label(field: str, key: str = "") -> str:
@@ -85,6 +85,84 @@ def against(key: str, field: str, values: Sequence, scenario=None, *,
     ax.set_title(f"{key} against {x or field}")
     ax.legend()
     return ax
+
+
+# ---------------------------------------------------------------- a check's figure, laid out
+
+#: margins of a one-axes figure in inches, wide enough for log tick labels (``4×10⁻¹``), a
+#: two-line label of the vertical axis (a fraction) and one line of the horizontal axis
+MARGIN_LEFT, MARGIN_RIGHT, MARGIN_BOTTOM = 1.1, 0.3, 0.62
+#: a title line (1.2 times the title's font size) and the room above and below the title
+TITLE_LINE, TITLE_ROOM = 1.2 / 72, 0.2
+#: how far below the axes a legend put there by :func:`legend_below` starts, and its height
+LEGEND_DROP, LEGEND_ROW = 0.52, 0.38
+#: the width of a character, in font sizes, that a title wraps at (wider than DejaVu Sans'
+#: average, so that a wrapped line always fits)
+CHAR_WIDTH = 0.62
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+class PowerFormatter(LogFormatter):
+    """Tick labels of a base-10 log axis as plain text, ``10⁻²`` and ``3×10⁻²``: the labels
+    matplotlib writes by default, without going through mathtext (which parses every label
+    and made most of a figure's cost). Which minor ticks get a label is
+    :class:`~matplotlib.ticker.LogFormatter`'s choice."""
+
+    def _num_to_string(self, x, vmin, vmax):
+        exponent = math.floor(math.log10(x) + 1e-9)
+        coeff = round(x / 10.0 ** exponent)
+        power = "10" + str(exponent).translate(_SUPERSCRIPT)
+        return power if coeff == 1 else f"{coeff}×{power}"
+
+
+def plain_log_ticks(ax) -> None:
+    """Every log axis of ``ax`` labelled by :class:`PowerFormatter` (major and minor ticks)."""
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "log":
+            axis.set_major_formatter(PowerFormatter())
+            axis.set_minor_formatter(PowerFormatter(labelOnlyBase=False))
+
+
+def integer_ticks(axis) -> None:
+    """Ticks only at whole numbers on ``axis`` (an index: a cell, a round)."""
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
+def legend_below(ax, ncol: int = 2):
+    """The legend of ``ax`` in one row below its horizontal axis label, where it cannot
+    cover what the axes draw (:func:`fixed_layout` leaves room for it)."""
+    below = ax.transAxes + ScaledTranslation(0, -LEGEND_DROP, ax.figure.dpi_scale_trans)
+    return ax.legend(loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below,
+                     ncol=ncol)
+
+
+def wrapped_title(ax) -> int:
+    """Wrap each line of the title of ``ax`` to the width of its figure, at the top of the
+    axes (not moved above tick labels at the top, which a check's figure does not have:
+    finding them measures every tick label); the number of lines."""
+    size = ax.title.get_fontsize()
+    chars = int(ax.figure.get_figwidth() * 72 / (CHAR_WIDTH * size))
+    lines = [w for line in ax.get_title().split("\n") for w in textwrap.wrap(line, chars) or [""]]
+    ax.set_title("\n".join(lines), fontsize=size, y=1.0)
+    return len(lines) if ax.get_title() else 0
+
+
+def fixed_layout(fig) -> None:
+    """Lay out a figure of one axes (a check's figure) with margins computed from what it
+    holds, not measured: tight_layout measures every tick label's text and made about half
+    of a figure's cost. The title is wrapped to the figure's width, log axes get
+    :class:`PowerFormatter` labels, and a legend below the axes (:func:`legend_below`) gets
+    its row."""
+    (ax,) = fig.axes
+    width, height = fig.get_size_inches()
+    lines = wrapped_title(ax)
+    plain_log_ticks(ax)
+    legend = ax.get_legend()
+    below = legend is not None and legend.get_bbox_to_anchor().y1 < ax.bbox.y0
+    bottom = LEGEND_DROP + LEGEND_ROW if below else MARGIN_BOTTOM
+    top = lines * TITLE_LINE * ax.title.get_fontsize() + TITLE_ROOM
+    fig.subplots_adjust(left=MARGIN_LEFT / width, right=1 - MARGIN_RIGHT / width,
+                        bottom=bottom / height, top=1 - top / height)
 
 
 def save(ax, path: str) -> str:

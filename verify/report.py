@@ -271,6 +271,31 @@ def render(template: str, **context) -> str:
     return environment().get_template(template).render(**context)
 
 
+#: a symbol in a term's name ("sigma_G floor", "noise: eta L Q", "kappa^2"): a Greek letter's
+#: name or a capital letter, with a subscript and a power, written in ASCII as the
+#: parameters are
+_GREEK_NAMES = "|".join(sorted((g for g in mathml._GREEK if g.isalpha()), key=len, reverse=True))
+_TERM_SYMBOL = rf"(?:(?:{_GREEK_NAMES})|[A-Z])(?:_[A-Za-z0-9]+)?(?:\^[0-9]+)?"
+#: a run of such symbols, alone between spaces or punctuation ("eta L Q")
+_TERM_MATH = re.compile(rf"(?<![\w$\\^-])({_TERM_SYMBOL}(?: {_TERM_SYMBOL})*)(?![\w$^-])")
+
+
+def _symbol_latex(symbol: str) -> str:
+    """One ASCII symbol of a term's name as LaTeX: ``sigma_G^2`` -> ``\\sigma_{G}^{2}``."""
+    name, _, power = symbol.partition("^")
+    base, _, sub = name.partition("_")
+    tex = f"\\{base}" if base in mathml._GREEK else base
+    return tex + (f"_{{{sub}}}" if sub else "") + (f"^{{{power}}}" if power else "")
+
+
+def term_prose(name: str) -> str:
+    """A term's name (a key of ``Theorem.terms``, ASCII as the parameters are) as prose with
+    its symbols in ``$...$`` (:func:`prose` renders them as MathML) and " x " as a times
+    sign: "noise: staleness x L" -> "noise: staleness × $L$"."""
+    name = re.sub(r"(?<=\w) x (?=\w)", " \u00d7 ", name)
+    return _TERM_MATH.sub(lambda m: "$" + " ".join(map(_symbol_latex, m[1].split())) + "$", name)
+
+
 def statement(thm: bounds.Theorem) -> dict:
     """The statement of ``thm`` for the page: the left-hand side followed by "<=", then each
     named term (aggregates written out, as ``thm.aggregates`` display them)."""
@@ -279,7 +304,7 @@ def statement(thm: bounds.Theorem) -> dict:
     for i, (name, e) in enumerate(thm.term_exprs.items()):
         e = e.subs(subs)
         plus = "<mo>+</mo>" if i else ""
-        terms.append({"name": name, "formula": Formula(
+        terms.append({"name": term_prose(name), "formula": Formula(
             Markup(mathml.block(plus + mathml.of_expr(e))), ("+ " if i else "") + sp.latex(e))})
     return {"lhs": latex_formula(thm.lhs, "<mo>\u2264</mo>", r" \le"), "terms": terms}
 

@@ -229,11 +229,17 @@ def _check_drawn(task: Task):
 
 
 def png(fig) -> bytes:
-    """A matplotlib figure laid out and saved as PNG bytes (no timestamp: the same figure
-    gives the same bytes)."""
+    """A check's figure laid out and saved as PNG bytes (no timestamp: the same figure gives
+    the same bytes): one axes (every built-in figure) by :func:`verify.plots.fixed_layout`,
+    more (a plugin's twin axes or colour bar) by matplotlib's tight_layout."""
     import io
 
-    fig.tight_layout()
+    from .plots import fixed_layout
+
+    if len(fig.axes) == 1:
+        fixed_layout(fig)
+    else:
+        fig.tight_layout()
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=100, metadata={"Software": None})
     return out.getvalue()

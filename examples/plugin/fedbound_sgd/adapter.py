@@ -31,11 +31,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from verify.api import (
+    COUNT,
+    GRAD2,
     Adapter,
     Draw,
     Measurement,
     Scenario,
     Tags,
+    label,
     register_adapter,
     require_float,
     require_int,
@@ -135,8 +138,8 @@ class Nonconvex(Adapter):
     scenario_type = SGDScenario
     default = SGDScenario()
     tags = Tags(exact=True)
-    series_label = "K (iterations)"
-    lhs_label = r"$\frac{1}{K}\sum_{k<K}\|\nabla f(x_k)\|^2$"
+    series_label = label("iterations K", COUNT)
+    lhs_label = label(r"$\frac{1}{K}\sum_{k<K}\|\nabla f(x_k)\|^2$", GRAD2)
 
     def _derive(self, s: SGDScenario, thm) -> dict:
         problem, x0, _ = build(s)

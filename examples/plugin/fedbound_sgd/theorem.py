@@ -50,7 +50,7 @@ import sympy as sp
 from bounds import Condition, Erratum, Param, Theorem, register
 
 KEY = "sgd.nonconvex"
-TITLE = "SGD on an L-smooth nonconvex f, constant step eta <= 1/L"
+TITLE = r"SGD on an $L$-smooth nonconvex $f$, constant step $\eta \le 1/L$"
 PAPER = "Ghadimi & Lan 2013"
 CITATION = f"{PAPER}, SIAM J. Optim. 23(4), Theorem 2.1(a) with constant steps (proof of Corollary 2.2)"
 VARIANTS = ("printed", "proof")
@@ -70,12 +70,12 @@ LHS = r"\frac{1}{K}\sum_{k=0}^{K-1}\mathbb{E}\|\nabla f(x_k)\|^2"
 STEP_CONDITION = Condition("eta <= 1/L", sp.LessThan(L * eta, 1),
                            f"{PAPER}, Corollary 2.2 (steps at most 1/L)")
 
-ERRATUM_PLANTED = Erratum(
+ERRATUM_PLANTED = Erratum(  # prose with its formulas in $...$ (LaTeX), as every erratum
     "first term of the bound",
-    "(f(x_0) - f_inf)/(eta K): D_f^2 misread as (f(x_1) - f^*)/L (planted by the fedbound "
-    "example plugin; the paper prints the 2)",
-    "2 (f(x_0) - f_inf)/(eta K)",
-    f"{PAPER}, Theorem 2.1(a), where D_f = [2 (f(x_1) - f^*)/L]^(1/2)",
+    r"$(f(x_0) - f_{inf})/(\eta K)$: $D_f^2$ misread as $(f(x_1) - f^*)/L$ (planted by the "
+    "fedbound example plugin; the paper prints the 2)",
+    r"$2 (f(x_0) - f_{inf})/(\eta K)$",
+    f"{PAPER}, Theorem 2.1(a), where " + r"$D_f = [2 (f(x_1) - f^*)/L]^{1/2}$",
 )
 
 
@@ -92,8 +92,10 @@ def theorem(variant: str = "proof") -> Theorem:
         step="eta",
         status="refuted" if planted else "holds",
         notes=("A misreading planted by the example plugin; refuted by its stored witness "
-               "(sigma = 0, K = 1: ||grad f(x_0)||^2 exceeds (f(x_0) - f_inf)/eta)." if planted
-               else "The left-hand side is the average over the K iterates x_0..x_{K-1}."),
+               r"($\sigma = 0$, $K = 1$: $\|\nabla f(x_0)\|^2$ exceeds "
+               r"$(f(x_0) - f_{inf})/\eta$)." if planted
+               else r"The left-hand side is the average over the $K$ iterates "
+                    r"$x_0, \dots, x_{K-1}$."),
     )
 
 
