@@ -336,9 +336,11 @@ class BlockLinear:
         """What the Q local steps of a round need, at the hub models theta [R, N, d] on the
         batch ``rows`` [R, B]: Phi_{-j} [R, N, B, 1] (:func:`other_silos` of :meth:`embed`)
         and :meth:`client_gradients`, the same numbers from one gather of the batch's
-        features."""
+        features (the embeddings as the one ``bmm`` that :meth:`embed`'s ``einsum``
+        computes, with less dispatch)."""
         xb = self._batch_features(rows)
-        own = torch.einsum("rnbd,rnd->rnb", xb, theta)[..., None]
+        R, N, B, d = xb.shape
+        own = torch.bmm(xb.view(R * N, B, d), theta.reshape(R * N, d, 1)).view(R, N, B, 1)
         return other_silos(own), self._client_gradients(rows, xb)
 
     def client_gradients(self, rows: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor],
@@ -422,8 +424,12 @@ class BlockLinear:
         return loss.mean(-1), self._grad(slope).square().sum(dim=(-2, -1)), self._sigma2(slope)
 
     def _grad(self, slope: torch.Tensor) -> torch.Tensor:
-        """grad L by blocks from the loss slopes [R, n] at the scores: [R, N, d]."""
-        return torch.einsum("rp,pnd->rnd", slope, self.Xp) / self.layout.n
+        """grad L by blocks from the loss slopes [R, n] at the scores: [R, N, d]. One
+        ``bmm``, the product ``torch.einsum("rp,pnd->rnd", slope, Xp)`` computes (the same
+        numbers, less dispatch)."""
+        n, N, d = self.Xp.shape
+        product = torch.bmm(slope[None], self.Xp.view(1, n, N * d))[0]
+        return product.view(-1, N, d) / n
 
     def _sigma2(self, slope: torch.Tensor) -> torch.Tensor:
         """:meth:`sigma2_at` from the loss slopes [R, n] at the scores: [R, N]."""
