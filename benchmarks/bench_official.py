@@ -15,13 +15,26 @@ The hand-fused reference (benchmarks/fused_mllsgd.py, recording as little) runs 
 same rounds: official / hand-fused is the ceiling of official / fedbound on the machine
 and load of the run.
 One intra-op thread; the runs alternate and the figure is the median ratio over the
-rounds. Goal: the official loop at least 25x slower at N = 1000. Writes the figures to
-benchmarks/results.json.
+rounds. Goal: the official loop at least 25x slower at N = 1000. Also recorded, without a
+goal: each side's median cost per worker-step (microseconds; N times the iterations), which
+says which side a change in the ratio from one N to the next comes from. The machine's load
+average is printed before and after. Writes the figures to benchmarks/results.json.
+
+Why the ratio depends on the machine's load at N = 1000 and hardly at N = 100: the data set
+grows with N (32 N rows of 50 float64 features: 1.2 MiB at N = 100, 12.2 MiB at N = 1000),
+and fedbound's (and the hand-fused reference's) cost per worker-step is mostly the gather of
+32 random rows per worker and step. From a table that fits a core's L2 cache a row costs a
+few nanoseconds; from one that lives in the L3 cache shared with every other process of the
+host it costs several times that, and more when those processes evict it. The official
+loop's cost per worker-step grows too (it shuffles all 32 N rows once per worker and round)
+but it is interpreter-bound and suffers less from a crowded cache.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import statistics
 import sys
 from pathlib import Path
 
@@ -41,8 +54,8 @@ GOAL, LOSS_GAP = 25.0, 0.02
 
 def compare(N: int, hub_rounds: int, repeats: int, device: str = "cpu") -> dict[str, float]:
     """Median time ratios official / fedbound and official / hand-fused (the hand-fused
-    reference recording as little as fedbound), the relative gap of the final losses and
-    the best times."""
+    reference recording as little as fedbound), the relative gap of the final losses, the
+    best times and each side's median microseconds per worker-step."""
     problem, kw = workload(N, hub_rounds * Q * TAU)
     x, y = problem.features.numpy(), problem.labels.numpy()
     hubs = kw["H"].shape[0]
@@ -65,10 +78,18 @@ def compare(N: int, hub_rounds: int, repeats: int, device: str = "cpu") -> dict[
     times = interleaved({"official": official, "fedbound": fedbound, "fused": fused}, repeats,
                         warm_up=N < 1000)
     ours = float(results["fedbound"].loss[0, -1])
+    worker_steps = N * kw["K"]
     return {"ratio": median_ratio(times, "official", "fedbound"),
             "fused_ratio": median_ratio(times, "official", "fused"),
             "gap": abs(results["official"][-1] - ours) / ours,
-            "official": min(times["official"]), "fedbound": min(times["fedbound"])}
+            "official": min(times["official"]), "fedbound": min(times["fedbound"]),
+            **{f"{side}_us": statistics.median(times[side]) / worker_steps * 1e6
+               for side in ("official", "fedbound")}}
+
+
+def load() -> str:
+    """The 1-, 5- and 15-minute load averages (how crowded the machine was)."""
+    return ", ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -79,15 +100,16 @@ def main(argv: list[str] | None = None) -> None:
     device = checked_device(parser, args.device)
     torch.set_num_threads(1)
     plan = {10: (64, 3), 100: (16, 3)} if args.quick else {10: (64, 7), 100: (32, 5),
-                                                           1000: (16, 3)}
+                                                           1000: (16, 5)}
     print("MLL-SGD logistic regression: official loop vs fedbound (and vs the hand-fused "
-          "reference, recording as little)")
-    print(f"{'N':>5} | {'official s':>10} | {'fedbound s':>10} | {'ratio':>7} | "
-          f"{'vs fused':>8} | final-loss gap")
+          f"reference, recording as little); load average {load()} on {os.cpu_count()} cores")
+    print(f"{'N':>5} | {'official s':>10} | {'fedbound s':>10} | {'us/worker-step':>16} | "
+          f"{'ratio':>7} | {'vs fused':>8} | final-loss gap")
     entries = []
     for N, (hub_rounds, repeats) in plan.items():
         row = compare(N, hub_rounds, repeats, device)
         print(f"{N:>5} | {row['official']:>10.3f} | {row['fedbound']:>10.4f} | "
+              f"{row['official_us']:>7.2f} {row['fedbound_us']:>8.3f} | "
               f"{row['ratio']:>6.1f}x | {row['fused_ratio']:>7.1f}x | {row['gap']:.2%}")
         name = f"mllsgd{suffix(device)}"
         entries.append(figure(f"{name}.official_over_fedbound.N{N}", row["ratio"], "ratio",
@@ -95,6 +117,10 @@ def main(argv: list[str] | None = None) -> None:
         entries.append(figure(f"{name}.official_over_fused.N{N}", row["fused_ratio"], "ratio"))
         entries.append(figure(f"{name}.official_final_loss_gap.N{N}", row["gap"], "relative",
                               at_most=LOSS_GAP))
+        for side in ("official", "fedbound"):
+            entries.append(figure(f"{name}.{side}_us_per_worker_step.N{N}",
+                                  row[f"{side}_us"], "microseconds"))
+    print(f"load average after: {load()}")
     record(entries)
 
 

@@ -272,14 +272,18 @@ class LocalUpdate:
 
 
 def local_update(clients, x_start: torch.Tensor, K: torch.Tensor, eta_L: float,
-                 generator: torch.Generator, diagnostics: bool = False) -> LocalUpdate:
+                 generator: torch.Generator, diagnostics: bool = False, *,
+                 sample=None) -> LocalUpdate:
     """K_{t,i} local SGD steps of every worker from x_start [R, M, d] (Yang et al. 2022,
     Algorithm 2, worker side), masked by ``j < K_{t,i}``; one stochastic-gradient draw per
     step. The iterate and the sum of gradients are updated in place, and a step that every
-    worker takes needs no mask."""
-    sample = clients.worker_gradient_sampler(x_start.shape, generator)
+    worker takes needs no mask. ``sample``: a ``clients.worker_gradient_sampler`` of
+    x_start's shape on ``generator`` to reuse (a run loop makes one for all its rounds);
+    None makes one."""
+    if sample is None:
+        sample = clients.worker_gradient_sampler(x_start.shape, generator)
     x, gsum = x_start.clone(), torch.zeros_like(x_start)
-    dsum, drift = torch.zeros_like(x_start), []
+    dsum, drift = (torch.zeros_like(x_start), []) if diagnostics else (None, None)
     steps, everyone = int(K.max()), int(K.min())
     taken = (torch.arange(steps, device=K.device) < K[..., None])[..., None, :]  # [R, M, 1, steps]
     for j in range(steps):
@@ -418,6 +422,16 @@ def _checked_schedule(M, m, T, tau, K, delays, arrivals, probs, replicas):
             raise ValueError(f"arrival events must be non-empty lists of worker indices in [0, {M})")
 
 
+def _start_rows(delays: torch.Tensor, ring: int) -> torch.Tensor:
+    """[T, R M]: for every round t, the row of x_{t - tau_{t,i}} of every worker of every
+    replica in a ring buffer of the last ``ring`` global models [ring, R, d] flattened to
+    [ring R, d] (x_s lives at s mod ring), from the delays [R, T, M]."""
+    R, T, M = delays.shape
+    rounds = torch.arange(T, device=delays.device)[:, None, None]
+    replica = torch.arange(R, device=delays.device)[:, None]
+    return (((rounds - delays.transpose(0, 1)) % ring) * R + replica).reshape(T, R * M)
+
+
 def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L: float,
             x0, replicas: int, generator: torch.Generator, K=1, tau: int = 0,
             delays: str = "uniform", arrivals="uniform", probs: Sequence[float] | None = None,
@@ -450,17 +464,18 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
     history = x.expand(ring, R, d).clone()
     step = eta * eta_L if server_step == "proof" else eta
     accept = Acceptance(R, device)
-    rows = torch.arange(R, device=device)[:, None]
+    sample = clients.worker_gradient_sampler((R, M, d), generator)
+    starts_of = _start_rows(delays_all, ring)
     grad_sq, losses = [], []
     if algorithm == "cs":
         memory = local_update(clients, x[:, None].expand(R, M, d), schedule.K0.to(device), eta_L,
-                              generator).G
+                              generator, sample=sample).G
     for t in range(T):
         grad_sq.append(clients.grad(x).square().sum(-1))
         losses.append(clients.loss(x))
         arr = arrivals_all[:, t]
-        starts = history[(t - delays_all[:, t]) % ring, rows]  # [R, M, d]: x_{t - tau_{t,i}}
-        G = local_update(clients, starts, K_all[:, t], eta_L, generator).G
+        starts = history.view(ring * R, d).index_select(0, starts_of[t]).view(R, M, d)
+        G = local_update(clients, starts, K_all[:, t], eta_L, generator, sample=sample).G
         if algorithm == "cd":
             Gt = (G * arr[..., None]).sum(1) / arr.sum(1, keepdim=True)
         else:

@@ -176,6 +176,23 @@ def slope_at(kind: str, y: torch.Tensor) -> Callable[[torch.Tensor], torch.Tenso
     return lambda z: torch.sigmoid(negative * z).mul_(negative)
 
 
+def loss_and_slope(kind: str, z: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(:func:`loss_value`, :func:`loss_slope`) at z (the same numbers) from one computation
+    of the shared z - y or -y z."""
+    if kind == "squared":
+        residual = z - y
+        return 0.5 * residual ** 2, residual
+    negative = -y
+    margin = negative * z
+    return softplus(margin), negative * torch.sigmoid(margin)
+
+
+def other_silos(own: torch.Tensor) -> torch.Tensor:
+    """Phi_{-j} = sum_{l != j} Phi_l from the embeddings ``own`` [R, N, B, E] of every
+    silo j (Das et al. 2022, Algorithm 1, lines 17-22)."""
+    return own.sum(dim=1, keepdim=True) - own
+
+
 def _check_loss(kind) -> str:
     if kind not in LOSSES:
         raise ValueError(f"loss={kind!r} must be one of {LOSSES}")
@@ -261,6 +278,7 @@ class BlockLinear:
         self.layout = layout
         self.X, self.y = _validated_data(X, y, layout, loss, device)
         self.Xp = padded_blocks(self.X, layout)
+        self._factor = layout.sampling_factor().to(self.X.device)
         self.dims = layout.blocks
         self.d = max(layout.blocks)
         n = layout.n
@@ -313,6 +331,18 @@ class BlockLinear:
         one-hot weights, are implied by it). One call of :meth:`client_gradients`."""
         return self.client_gradients(rows)(theta, other)
 
+    def round_problem(self, theta: torch.Tensor, rows: torch.Tensor) -> tuple[
+            torch.Tensor, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]:
+        """What the Q local steps of a round need, at the hub models theta [R, N, d] on the
+        batch ``rows`` [R, B]: Phi_{-j} [R, N, B, 1] (:func:`other_silos` of :meth:`embed`)
+        and :meth:`client_gradients`, the same numbers from one gather of the batch's
+        features (the embeddings as the one ``bmm`` that :meth:`embed`'s ``einsum``
+        computes, with less dispatch)."""
+        xb = self._batch_features(rows)
+        R, N, B, d = xb.shape
+        own = torch.bmm(xb.view(R * N, B, d), theta.reshape(R * N, d, 1)).view(R, N, B, 1)
+        return other_silos(own), self._client_gradients(rows, xb)
+
     def client_gradients(self, rows: torch.Tensor) -> Callable[[torch.Tensor, torch.Tensor],
                                                                  torch.Tensor]:
         """``(theta, other) -> g_kj`` (as :meth:`client_grads`) for the Q local steps of a
@@ -320,10 +350,17 @@ class BlockLinear:
         margins and each client's sum over its slots are batched products (equal silos)
         or a product per slot and a scatter-add over the slots (linear in the batch), into
         buffers reused from call to call (the result is valid until the next call)."""
+        return self._client_gradients(rows, self._batch_features(rows))
+
+    def _batch_features(self, rows: torch.Tensor) -> torch.Tensor:
+        """The batch's padded features by silo, [R, N, B, d] (contiguous)."""
+        return self.Xp[rows].transpose(1, 2).contiguous()
+
+    def _client_gradients(self, rows: torch.Tensor, xb: torch.Tensor):
+        """:meth:`client_gradients` with the batch's features ``xb`` (:meth:`_batch_features`)."""
         R, B = rows.shape
         N, K, d = self.layout.N, max(self.layout.clients), self.d
         owner, mine, per_client = self._slots
-        xb = self.Xp[rows].transpose(1, 2).contiguous()                    # [R, N, B, d]
         slope_of = slope_at(self.loss_kind, self.y[rows][:, None, :])       # labels [R, 1, B]
         z = torch.empty(R, N, B, dtype=DTYPE, device=rows.device)
         out = torch.empty(R, N, K, d, dtype=DTYPE, device=rows.device)
@@ -383,21 +420,23 @@ class BlockLinear:
     def statistics(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(L(theta) [R], ||grad L(theta)||^2 [R], :meth:`sigma2_at` [R, N]) from one
         computation of the scores: what run_tdcd records every round (the same numbers)."""
-        scores = self.scores(theta)
-        slope = loss_slope(self.loss_kind, scores, self.y)
-        loss = loss_value(self.loss_kind, scores, self.y).mean(-1)
-        return loss, self._grad(slope).square().sum(dim=(-2, -1)), self._sigma2(slope)
+        loss, slope = loss_and_slope(self.loss_kind, self.scores(theta), self.y)
+        return loss.mean(-1), self._grad(slope).square().sum(dim=(-2, -1)), self._sigma2(slope)
 
     def _grad(self, slope: torch.Tensor) -> torch.Tensor:
-        """grad L by blocks from the loss slopes [R, n] at the scores: [R, N, d]."""
-        return torch.einsum("rp,pnd->rnd", slope, self.Xp) / self.layout.n
+        """grad L by blocks from the loss slopes [R, n] at the scores: [R, N, d]. One
+        ``bmm``, the product ``torch.einsum("rp,pnd->rnd", slope, Xp)`` computes (the same
+        numbers, less dispatch)."""
+        n, N, d = self.Xp.shape
+        product = torch.bmm(slope[None], self.Xp.view(1, n, N * d))[0]
+        return product.view(-1, N, d) / n
 
     def _sigma2(self, slope: torch.Tensor) -> torch.Tensor:
         """:meth:`sigma2_at` from the loss slopes [R, n] at the scores: [R, N]."""
         per_sample = slope[..., None, None] * self.Xp                           # [R, n, N, d]
         mean = per_sample.mean(1)
-        V = per_sample.square().sum(-1).mean(1) - mean.square().sum(-1)
-        return V.clamp(min=0) * self.layout.sampling_factor().to(slope.device)
+        V = per_sample.square_().sum(-1).mean(1) - mean.square().sum(-1)
+        return V.clamp(min=0) * self._factor
 
 
 class ModuleModel:
@@ -490,6 +529,12 @@ class ModuleModel:
                                                                  torch.Tensor]:
         """``(theta, other) -> g_kj``: :meth:`client_grads` on the round's batch ``rows``."""
         return lambda theta, other: self.client_grads(theta, rows, other)
+
+    def round_problem(self, theta: torch.Tensor, rows: torch.Tensor) -> tuple[
+            torch.Tensor, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]:
+        """(Phi_{-j} [R, N, B, E], :meth:`client_gradients`) for the round at the hub models
+        theta [R, N, d] on the batch ``rows`` (as :meth:`BlockLinear.round_problem`)."""
+        return other_silos(self.embed(theta, rows)), self.client_gradients(rows)
 
     def statistics(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
         """(L(theta), ||grad L(theta)||^2, None): what run_tdcd records every round (no exact
@@ -606,9 +651,7 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
         grad_sq.append(grad_sq_norm)
         sigma2.append(variance)
         rows = draw_batch(lay, R, generator, device)
-        own = model.embed(hub, rows)                                   # [R, N, B, E]
-        other = own.sum(dim=1, keepdim=True) - own                     # Phi_{-j}, frozen
-        client_grads = model.client_gradients(rows)
+        other, client_grads = model.round_problem(hub, rows)          # Phi_{-j}, frozen
         clients = hub[:, :, None].expand(R, N, K, d).clone()
         round_drift = torch.zeros(R, dtype=DTYPE, device=device)
         for q in range(Q):
@@ -631,7 +674,7 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
         if record_iterates:
             hubs.append(hub)
             batches.append(rows)
-    losses.append(model.statistics(hub)[0])
+    losses.append(model.loss(hub))
 
     recorded = {}
     if record_iterates:

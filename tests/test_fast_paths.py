@@ -163,6 +163,26 @@ def test_tdcd_client_gradients_are_the_dense_contraction(clients, loss):
                                                                              other))
 
 
+@pytest.mark.parametrize("clients, loss", [((3, 3), "logistic"), ((2, 3, 1), "squared")])
+def test_tdcd_round_problem_is_the_literal_embedding_and_the_dense_contraction(clients, loss):
+    """Phi_{-j} of the round: sum over the other silos l of x_pl^T theta_l, one sample at a
+    time in numpy; the client gradients: the dense one-hot contraction of (4)."""
+    layout = Layout((2, 1, 3)[:len(clients)], clients, 15, 2 * math.lcm(*clients))
+    X, y = synthetic_data(15, layout.D, loss=loss, generator=gen(4))
+    model = BlockLinear(X, y, layout, loss=loss)
+    R, K = 2, max(clients)
+    rows = draw_batch(layout, R, gen(5), "cpu")
+    hub = torch.randn(R, layout.N, model.d, generator=gen(6), dtype=F64)
+    other, grads = model.round_problem(hub, rows)
+    Xp, h = model.Xp.numpy(), hub.numpy()
+    own = np.array([[[Xp[p, j] @ h[r, j] for p in rows[r].tolist()] for j in range(layout.N)]
+                    for r in range(R)])
+    assert np.allclose(other[..., 0].numpy(), own.sum(1, keepdims=True) - own, rtol=1e-12,
+                       atol=1e-12)
+    theta = torch.randn(R, layout.N, K, model.d, generator=gen(7), dtype=F64)
+    assert close(grads(theta, other), dense_client_grads(model, theta, rows, other))
+
+
 # ---------------------------------------------------------------- bound evaluation
 
 DOMAINS = ["positive", "nonnegative", "unit", "probability", "positive_integer"]
