@@ -109,7 +109,8 @@ def test_full_participation_without_noise_is_gradient_descent(lam, eta, periods,
     # absolute floor: squared round-off of the initial gradient (at eta lam = 1 the descent is
     # 0 but the moments keep terms of (eps |grad|)^2)
     floor = (1e-14) ** 2 * (1 + ((lam * y1) ** 2).sum())
-    np.testing.assert_allclose(got, ((lam * descent) ** 2).sum(axis=1), rtol=1e-12, atol=floor)
+    # rtol: the two recursions round differently over up to 27 steps (1.9e-12 was seen)
+    np.testing.assert_allclose(got, ((lam * descent) ** 2).sum(axis=1), rtol=1e-11, atol=floor)
     np.testing.assert_allclose(mean, descent, rtol=1e-12, atol=1e-15)
 
 
