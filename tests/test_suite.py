@@ -145,6 +145,7 @@ def test_shares_hold_the_tasks_in_task_order():
     for jobs in (1, 2, 8):
         cut = suite.shares(SHARED, battery=2, seed=5, jobs=jobs)
         assert [t for s in cut for t in s.tasks()] == todo
+        assert sum(map(len, cut)) == len(todo)
         assert [s.key for s in cut] == sorted(s.key for s in cut)
         assert len(cut) == len(SHARED) if jobs == 1 else len(cut) > len(SHARED)
     with pytest.raises(ValueError, match="jobs=0 must be an integer >= 1"):

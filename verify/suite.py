@@ -24,7 +24,6 @@ battery rows show.
 from __future__ import annotations
 
 import itertools
-import math
 import os
 import signal
 import threading
@@ -379,31 +378,39 @@ def shares(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0
            replay: bool = True, figures: bool = False, jobs: int = 1,
            executor: Executor | None = None) -> list[Share]:
     """The tasks of :func:`tasks` (the same arguments) as shares for ``jobs`` workers, in
-    task order, without drawing a scenario or building a theorem. With one job, one share
-    per result; with more, a result's tasks are cut into contiguous shares of about equal
-    estimated work, each at most a :data:`GRAIN`-th of a worker's part (the whole work
-    over ``jobs``) or of one task. The work of a task is the adapter's estimate for its scenario
-    (``Adapter.footprint``, elementary operations; a battery task, whose scenario is not
-    drawn here, counts as its result's default scenario), estimated through ``executor``
-    if given: reading a scenario may import the simulator (torch), which the workers have
-    imported already and the driver need not."""
+    task order. With one job, one share per result, nothing planned yet. With more, each
+    result's tasks are planned and their work estimated (``Adapter.footprint``, elementary
+    operations) through ``executor`` if given, i.e. by the workers, which import the
+    simulator (torch) anyway and keep the plan for the shares they get; the driver then
+    draws no scenario and imports no torch. Each result is cut into contiguous shares of at
+    most a :data:`GRAIN`-th of a worker's part (the whole work over ``jobs``) or of one
+    task."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs={jobs!r} must be an integer >= 1")
     keys = _checked(keys, battery)
-    n = len(keys)
-    estimated = (executor.map if executor else map)(_costs, keys, [battery] * n, [replay] * n)
+    if jobs == 1:
+        return [Share(key, 0, _count(key, battery, replay), battery, seed, replay, figures)
+                for key in keys]
+    plan = {"battery": battery, "seed": seed, "replay": replay, "figures": figures}
+    estimated = (executor.map if executor else map)(_costs, keys, [plan] * len(keys))
     costs = dict(zip(keys, estimated, strict=True))
-    piece = math.inf if jobs == 1 else sum(map(sum, costs.values())) / (jobs * GRAIN)
+    piece = sum(map(sum, costs.values())) / (jobs * GRAIN)
     return [Share(key, start, stop, battery, seed, replay, figures, sum(costs[key][start:stop]))
             for key in keys for start, stop in _split(costs[key], piece)]
 
 
-def _costs(key: str, battery: int, replay: bool) -> list[float]:
-    """The estimated work of each task of ``key``, in task order (:func:`key_tasks`)."""
+def _count(key: str, battery: int, replay: bool) -> int:
+    """The number of tasks of ``key`` (:func:`key_tasks`), without planning them."""
+    return (len(bounds.variants(key)) + battery * len(_stressed(key, bounds.registry.default(key)))
+            + (len(witnesses(key)) if replay else 0))
+
+
+def _costs(key: str, plan: dict) -> list[float]:
+    """The estimated work of each task of ``key`` under ``plan`` (:func:`key_tasks`' keyword
+    arguments), in task order; the tasks are planned as :func:`run_share` plans them (once
+    per process)."""
     ad = adapter_for(key)
-    default = _work(ad, ad.default_scenario().to_dict(), exact=False)
-    n = len(bounds.variants(key)) + battery * len(_stressed(key, bounds.registry.default(key)))
-    return [default] * n + [_work(ad, w.scenario, w.exact) for w in (witnesses(key) if replay else [])]
+    return [_work(ad, t.scenario, t.exact) for t in _planned(key, **plan)]
 
 
 def _work(ad, scenario: dict, exact: bool) -> float:
