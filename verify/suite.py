@@ -368,9 +368,9 @@ def _planned(key: str, **plan) -> tuple[Task, ...]:
     return tuple(key_tasks(key, **plan))
 
 
-#: a result whose work is more than a worker's part is split into shares of at most a
-#: GRAIN-th of that part (a long result does not run alone at the end, and the progress
-#: bar moves), each planned by the worker that gets it
+#: with several jobs, a result is cut into shares of at most a GRAIN-th of a worker's part
+#: of the work (so that the shares can be balanced, no long result runs alone at the end,
+#: and the progress bar moves)
 GRAIN = 4
 
 
