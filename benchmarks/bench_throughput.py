@@ -14,13 +14,17 @@ also fills the cache of generated functions), ``--repeats`` rounds; a figure is 
 
 With one job a check still uses torch's intra-op threads (both cores of a 2-core machine
 on its larger tensors); with two jobs each worker runs one thread, so the ratio measures
-what processes add over threads. Writes the figures to benchmarks/results.json.
+what processes add over threads. Beside the wall times, the CPU seconds of each command
+(its own and its workers', from ``getrusage``: the cores' work, which depends far less on
+what else the machine runs) and the load average before and after (on a shared machine,
+read the wall times with it). Writes the figures to benchmarks/results.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,16 +39,22 @@ from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import interleaved, median_ratio  # noqa: E402
 
 
-def _runner(argv: tuple[str, ...], cwd: Path):
+def _runner(argv: tuple[str, ...], cwd: Path, cpu: list[float]):
+    """A call of the command; each call appends to ``cpu`` the CPU seconds (user and
+    system) of the command and the processes it waited for (its workers)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
     def run():
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([sys.executable, "-m", "verify.cli", *argv], check=True, env=env,
                        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     return run
 
 
 CPU_ONLY = "it times whole fedbound commands, which run on the CPU"
+NAMES = ("check --all, 1 job", "check --all, 2 jobs", "search")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -55,21 +65,29 @@ def main(argv: list[str] | None = None) -> None:
     checked_device(ap, args.device, cpu_only=CPU_ONLY)
     if args.repeats < 1:
         ap.error("--repeats must be at least 1")
+    cpu: dict[str, list[float]] = {name: [] for name in NAMES}
+    load = os.getloadavg()
     with tempfile.TemporaryDirectory() as d:
         commands = {
-            f"check --all, {jobs} job{'s' * (jobs > 1)}": _runner(
-                ("check", "--all", "--no-figures", "--jobs", str(jobs), "--force", "--report",
-                 f"report{jobs}"), Path(d))
+            NAMES[jobs - 1]: _runner(("check", "--all", "--no-figures", "--jobs", str(jobs),
+                                      "--force", "--report", f"report{jobs}"), Path(d),
+                                     cpu[NAMES[jobs - 1]])
             for jobs in (1, 2)}
         commands["search"] = _runner(("search", "mllsgd.theorem1", "--budget", "400", "--seed", "1"),
-                                     Path(d))
+                                     Path(d), cpu["search"])
         times = interleaved(commands, args.repeats)
-    one, two = "check --all, 1 job", "check --all, 2 jobs"
-    print({name: [round(t, 2) for t in ts] for name, ts in times.items()})
+    cpu = {name: ts[1:] for name, ts in cpu.items()}  # not the untimed warm-up round
+    one, two = NAMES[:2]
+    print("wall s", {name: [round(t, 2) for t in ts] for name, ts in times.items()})
+    print("CPU s ", {name: [round(t, 2) for t in ts] for name, ts in cpu.items()})
+    print("load average (1, 5, 15 min) before:", load, "after:", os.getloadavg(),
+          f"on {os.cpu_count()} cores")
     record([
         figure("throughput.check_all_no_figures.jobs1_s", statistics.median(times[one]), "s",
                at_most=15),
         figure("throughput.check_all_no_figures.jobs2_s", statistics.median(times[two]), "s"),
+        figure("throughput.check_all_no_figures.jobs1_cpu_s", statistics.median(cpu[one]), "s"),
+        figure("throughput.check_all_no_figures.jobs2_cpu_s", statistics.median(cpu[two]), "s"),
         figure("throughput.check_all_no_figures.jobs1_over_jobs2", median_ratio(times, one, two),
                "x", at_least=1.6),
         figure("throughput.search_mllsgd_theorem1_budget400_s", statistics.median(times["search"]),

@@ -7,6 +7,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from markupsafe import escape
 
 import bounds
@@ -131,6 +133,50 @@ def test_parallel_jobs_give_the_same_rows(tmp_path):
     with executor(jobs=2) as pool:
         parallel = [r.as_dict() for r in suite.run(todo, executor=pool)]
     assert json.dumps(serial, sort_keys=True) == json.dumps(parallel, sort_keys=True)
+
+
+SHARED = ["afl.theorem3", "hfl.theorem2", "mllsgd.theorem1"]
+
+
+def test_shares_hold_the_tasks_in_task_order():
+    """The shares of any number of jobs, each planned by itself, are the suite's tasks in
+    order; with more jobs than one a result is cut into several shares."""
+    todo = suite.tasks(SHARED, battery=2, seed=5)
+    for jobs in (1, 2, 8):
+        cut = suite.shares(SHARED, battery=2, seed=5, jobs=jobs)
+        assert [t for s in cut for t in s.tasks()] == todo
+        assert sum(map(len, cut)) == len(todo)
+        assert [s.key for s in cut] == sorted(s.key for s in cut)
+        assert len(cut) == len(SHARED) if jobs == 1 else len(cut) > len(SHARED)
+    with pytest.raises(ValueError, match="jobs=0 must be an integer >= 1"):
+        suite.shares(SHARED, jobs=0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(1.0, 1e6), min_size=1, max_size=30), st.floats(1.0, 1e7))
+def test_a_split_is_contiguous_and_its_pieces_about_the_size_asked(costs, piece):
+    cuts = suite._split(costs, piece)
+    assert cuts[0][0] == 0 and cuts[-1][1] == len(costs)
+    assert all(a < b for a, b in cuts)
+    assert [b for _, b in cuts[:-1]] == [a for a, _ in cuts[1:]]  # contiguous
+    assert all(sum(costs[a:b]) <= piece or b == a + 1 for a, b in cuts)
+    assert all(sum(costs[a:b + 1]) > piece for a, b in cuts[:-1])  # none could take the next
+
+
+def test_two_jobs_write_the_report_of_one_job(tmp_path):
+    """check --all through a pool (shares planned by the workers, submitted longest first)
+    writes the summary and the figures of the same run in one process, byte for byte."""
+    argv = ["check", "--all", "--only", ",".join(SHARED), "--battery", "2", "--seed", "3",
+            "--json", "--report"]
+    for jobs in ("1", "2"):
+        assert main([*argv, str(tmp_path / jobs), "--jobs", jobs]) == 0
+    one, two = (sorted(p for p in (tmp_path / j).rglob("*") if p.is_file()) for j in "12")
+    assert [p.relative_to(tmp_path / "1") for p in one] == \
+        [p.relative_to(tmp_path / "2") for p in two]
+    for a, b in zip(one, two, strict=True):
+        if a.suffix in (".json", ".png"):
+            assert a.read_bytes() == b.read_bytes(), a.name
+    assert len([p for p in one if p.suffix == ".png"]) > len(SHARED)  # a refutation drawn too
 
 
 def test_check_all_usage_errors(capsys):

@@ -23,6 +23,7 @@ battery rows show.
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import threading
@@ -31,12 +32,14 @@ import traceback
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, as_completed
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
 import bounds
 
+from . import limits
 from .adapter import adapter_for, adapter_keys, default_scenario
 from .check import check
 from .plugins import load_plugins
@@ -153,33 +156,48 @@ def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,
     selected results. ``figures``: the default check of each result's default variant, and
     the replay of each refutation of a refuted result in that variant, also draw their
     figure (:data:`Row.figure`)."""
+    keys = _checked(keys, battery)
+    return [t for key in keys for t in key_tasks(key, battery=battery, seed=seed, replay=replay,
+                                                 figures=figures)]
+
+
+def _checked(keys: Sequence[str] | None, battery: int) -> list[str]:
+    """``keys`` (default: every key with an adapter), each known, and ``battery`` valid."""
     if isinstance(battery, bool) or not isinstance(battery, int) or battery < 0:
         raise ValueError(f"battery={battery!r} must be an integer >= 0")
     known = adapter_keys()
     keys = known if keys is None else list(keys)
-    out: list[Task] = []
     for key in keys:
         if key not in known:
             raise ValueError(f"unknown result {key!r}; registered: {', '.join(known)}")
-        base = default_scenario(key).to_dict()
-        thm = bounds.get(key)
-        stored = witnesses(key) if replay else []
-        drawn = refutations(thm, stored) if figures else []
-        note = "refuted: the stored witness (figure beside) violates the bound" if drawn else ""
-        out += [Task(key, v, "default", "default", base,
-                     figure=Figure("the default scenario", note)
-                     if figures and v == thm.variant else None)
-                for v in bounds.variants(key)]
-        rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
-        ad = adapter_for(key)
-        battery_scenarios = [ad.random_scenario(rng).to_dict() for _ in range(battery)]
-        stressed = [thm.variant] + [v for v in bounds.variants(key) if v in STRESSED]
-        out += [Task(key, v, "battery", f"random {j + 1}", s)
-                for j, s in enumerate(battery_scenarios) for v in stressed]
-        out += [Task(key, w.variant, "witness", w.label, w.scenario, w.exact, w.expect, w.ratio,
-                     figure=Figure(f"{w.label} (a refutation)") if w in drawn else None)
-                for w in stored]
+    return keys
+
+
+def key_tasks(key: str, *, battery: int, seed: int, replay: bool, figures: bool) -> list[Task]:
+    """The tasks of one result, in :func:`tasks`' order (the same for any selection)."""
+    base = default_scenario(key).to_dict()
+    thm = bounds.get(key)
+    stored = witnesses(key) if replay else []
+    drawn = refutations(thm, stored) if figures else []
+    note = "refuted: the stored witness (figure beside) violates the bound" if drawn else ""
+    out = [Task(key, v, "default", "default", base,
+                figure=Figure("the default scenario", note)
+                if figures and v == thm.variant else None)
+           for v in bounds.variants(key)]
+    rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
+    ad = adapter_for(key)
+    battery_scenarios = [ad.random_scenario(rng).to_dict() for _ in range(battery)]
+    out += [Task(key, v, "battery", f"random {j + 1}", s)
+            for j, s in enumerate(battery_scenarios) for v in _stressed(key, thm.variant)]
+    out += [Task(key, w.variant, "witness", w.label, w.scenario, w.exact, w.expect, w.ratio,
+                 figure=Figure(f"{w.label} (a refutation)") if w in drawn else None)
+            for w in stored]
     return out
+
+
+def _stressed(key: str, default: str) -> list[str]:
+    """The variants of ``key`` checked on its battery: ``default`` and the :data:`STRESSED`."""
+    return [default] + [v for v in bounds.variants(key) if v in STRESSED]
 
 
 def refutations(thm: bounds.Theorem, stored) -> list:
@@ -298,22 +316,168 @@ def run(todo: Iterable[Task], *, executor: Executor | None = None,
     """Run the tasks (in this process, or through ``executor``); rows in task order. An
     interruption raises :class:`Interrupted` with the rows finished so far."""
     todo = list(todo)
+    if executor is not None:
+        return _gathered(executor, [(i, run_tasks, [t]) for i, t in enumerate(todo)], len(todo),
+                         progress)
+    done: list[Row] = []
+    try:
+        for t in todo:
+            done.append(run_task(t))
+            if progress:
+                progress(done[-1])
+    except KeyboardInterrupt:
+        raise Interrupted(done, len(todo)) from None
+    return done
+
+
+def run_tasks(todo: Sequence[Task]) -> list[Row]:
+    """:func:`run_task` of each task, in order (what a worker runs for one submission)."""
+    return [run_task(t) for t in todo]
+
+
+@dataclass(frozen=True)
+class Share:
+    """Tasks ``start`` to ``stop`` of one result (:func:`key_tasks` with the plan's
+    ``battery``, ``seed``, ``replay`` and ``figures``), planned by the worker that runs the
+    share (:func:`run_share`): the driver draws no scenario and builds no theorem.
+    ``cost``: the estimated work of its tasks (:func:`shares`)."""
+
+    key: str
+    start: int
+    stop: int
+    battery: int
+    seed: int
+    replay: bool
+    figures: bool
+    cost: float = field(default=0.0, compare=False)
+
+    def __len__(self) -> int:
+        return self.stop - self.start
+
+    def tasks(self) -> list[Task]:
+        return key_tasks(self.key, **self._plan())[self.start:self.stop]
+
+    def _plan(self) -> dict:
+        return {"battery": self.battery, "seed": self.seed, "replay": self.replay,
+                "figures": self.figures}
+
+
+def run_share(share: Share) -> list[Row]:
+    """Plan and run one share (in a worker process). A worker plans each result once
+    (:func:`_planned`), however many of its shares it gets."""
+    return run_tasks(_planned(share.key, **share._plan())[share.start:share.stop])
+
+
+@cache
+def _planned(key: str, **plan) -> tuple[Task, ...]:
+    """:func:`key_tasks`, once per worker process and plan."""
+    return tuple(key_tasks(key, **plan))
+
+
+#: with several jobs, a result is cut into shares of at most a GRAIN-th of a worker's part
+#: of the work (so that the shares can be balanced, no long result runs alone at the end,
+#: and the progress bar moves)
+GRAIN = 4
+
+
+def shares(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,
+           replay: bool = True, figures: bool = False, jobs: int = 1,
+           executor: Executor | None = None) -> list[Share]:
+    """The tasks of :func:`tasks` (the same arguments) as shares for ``jobs`` workers, in
+    task order. With one job, one share per result, nothing planned yet. With more, each
+    result's tasks are planned and their work estimated (``Adapter.footprint``, elementary
+    operations) through ``executor`` if given, i.e. by the workers, which import the
+    simulator (torch) anyway and keep the plan for the shares they get; the driver then
+    draws no scenario and imports no torch. Each result is cut into contiguous shares of at
+    most a :data:`GRAIN`-th of a worker's part (the whole work over ``jobs``) or of one
+    task."""
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs={jobs!r} must be an integer >= 1")
+    keys = _checked(keys, battery)
+    if jobs == 1:
+        return [Share(key, 0, _count(key, battery, replay), battery, seed, replay, figures)
+                for key in keys]
+    plan = {"battery": battery, "seed": seed, "replay": replay, "figures": figures}
+    estimated = (executor.map if executor else map)(_costs, keys, [plan] * len(keys))
+    costs = dict(zip(keys, estimated, strict=True))
+    piece = sum(map(sum, costs.values())) / (jobs * GRAIN)
+    return [Share(key, start, stop, battery, seed, replay, figures, sum(costs[key][start:stop]))
+            for key in keys for start, stop in _split(costs[key], piece)]
+
+
+def _count(key: str, battery: int, replay: bool) -> int:
+    """The number of tasks of ``key`` (:func:`key_tasks`), without planning them."""
+    return (len(bounds.variants(key)) + battery * len(_stressed(key, bounds.registry.default(key)))
+            + (len(witnesses(key)) if replay else 0))
+
+
+def _costs(key: str, plan: dict) -> list[float]:
+    """The estimated work of each task of ``key`` under ``plan`` (:func:`key_tasks`' keyword
+    arguments), in task order; the tasks are planned as :func:`run_share` plans them (once
+    per process)."""
+    ad = adapter_for(key)
+    return [_work(ad, t.scenario, t.exact) for t in _planned(key, **plan)]
+
+
+def _work(ad, scenario: dict, exact: bool) -> float:
+    """The adapter's estimate of the work of checking ``scenario``; the least a check costs
+    (``limits.LOOP_OVERHEAD``) where the adapter gives none or the scenario is invalid (its
+    check will say why)."""
+    try:
+        fp = ad.footprint(ad.load(scenario), exact=exact)
+    except ValueError:
+        fp = None
+    return float(max(fp.steps, limits.LOOP_OVERHEAD)) if fp else float(limits.LOOP_OVERHEAD)
+
+
+def _split(costs: Sequence[float], piece: float) -> list[tuple[int, int]]:
+    """(start, stop) of contiguous runs of ``costs``, each at most ``piece`` or of one
+    task: a run ends before the task that would take it over ``piece``."""
+    edges, run = [0], 0.0
+    for i, c in enumerate(costs):
+        if run and run + c > piece:
+            edges.append(i)
+            run = 0.0
+        run += c
+    return list(itertools.pairwise([*edges, len(costs)]))
+
+
+def run_shares(todo: Sequence[Share], *, executor: Executor | None = None,
+               progress: Callable[[Row], None] | None = None,
+               meanwhile: Callable[[], object] | None = None) -> list[Row]:
+    """The rows of the shares' tasks in task order, as :func:`run` gives them for
+    :func:`tasks`. Through ``executor``, the shares are submitted by decreasing estimated
+    work (the longest first, so that no long share starts last and runs alone), and this
+    process calls ``meanwhile`` (what it would do later anyway, while it has nothing else
+    to do) before it waits for them. An interruption raises :class:`Interrupted` with the
+    rows finished so far."""
+    todo = list(todo)
+    if executor is None:
+        return run([t for s in todo for t in s.tasks()], progress=progress)
+    starts = list(itertools.accumulate((len(s) for s in todo), initial=0))
+    order = sorted(range(len(todo)), key=lambda i: -todo[i].cost)
+    return _gathered(executor, [(starts[i], run_share, todo[i]) for i in order], starts[-1],
+                     progress, meanwhile)
+
+
+def _gathered(executor: Executor, calls, total: int, progress: Callable[[Row], None] | None,
+              meanwhile: Callable[[], object] | None = None) -> list[Row]:
+    """Submit ``calls`` (position of the first row, function, its argument; each function
+    returns consecutive rows) in their order, call ``meanwhile``, and gather the rows by
+    position. An interruption raises :class:`Interrupted` with the rows finished so far."""
     done: dict[int, Row] = {}
     try:
-        if executor is None:
-            for i, t in enumerate(todo):
-                done[i] = run_task(t)
+        futures = {executor.submit(fn, arg): start for start, fn, arg in calls}
+        if meanwhile:
+            meanwhile()
+        for f in as_completed(futures):
+            for j, row in enumerate(f.result()):
+                done[futures[f] + j] = row
                 if progress:
-                    progress(done[i])
-        else:
-            futures = {executor.submit(run_task, t): i for i, t in enumerate(todo)}
-            for f in as_completed(futures):
-                done[futures[f]] = f.result()
-                if progress:
-                    progress(done[futures[f]])
+                    progress(row)
     except KeyboardInterrupt:
-        raise Interrupted([done[i] for i in sorted(done)], len(todo)) from None
-    return [done[i] for i in range(len(todo))]
+        raise Interrupted([done[i] for i in sorted(done)], total) from None
+    return [done[i] for i in range(total)]
 
 
 def summary(rows: Sequence[Row]) -> dict:
