@@ -98,6 +98,16 @@ def test_an_axis_states_a_known_unit():
     assert plots.field_label("problem.mystery") == "problem.mystery [scenario units]"
 
 
+def test_every_family_sweeps_a_field_of_known_unit():
+    from verify.families import families
+
+    found = families()
+    assert found
+    for key, family in found.items():
+        unit = plots.field_label(family.parameter, key).rsplit("[", 1)[1]
+        assert unit in {f"{u}]" for u in plots.UNITS - {plots.SCENARIO}}, (key, unit)
+
+
 # ---------------------------------------------------------------- the report's figures, laid out
 
 

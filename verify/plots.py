@@ -43,7 +43,7 @@ FIELD_UNITS = {**dict.fromkeys(("K", "q", "tau", "Q", "R", "T", "M", "m", "hubs"
                **dict.fromkeys(("S", "t_comm", "t_comp", "delays"), TIME),
                **dict.fromkeys(("eta", "eta_L", "alpha"), STEP),
                **dict.fromkeys(("p", "zeta", "beta"), RATIO)}
-PAPER_FIELD_UNITS = {"hfl": {"T": TIME}, "afl": {"eta": RATIO}}
+PAPER_FIELD_UNITS = {"hfl": {"T": TIME}, "afl": {"eta": RATIO, "s = eta eta_L": STEP}}
 
 
 def field_label(field: str, key: str = "") -> str:

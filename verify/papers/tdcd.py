@@ -315,7 +315,7 @@ class Lemma2(TDCD):
         ax.loglog(lim, lim, "k--", lw=1, label="drift = bound")
         ax.set_xlabel(f"bound of {self.key} ({thm.variant}) [loss²/param²]")
         ax.set_ylabel("drift, the left side of (30) [loss²/param²]")
-        ax.set_title("Lemma 2, pathwise")
+        ax.set_title(f"{self.key} [{thm.variant}]: the drift of every round, pathwise")
         ax.legend()
 
 
