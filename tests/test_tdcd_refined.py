@@ -380,7 +380,8 @@ def test_no_valid_bound_certifies_epsilon_above_the_noise_cap():
     model, y = _constant_feature_instance(N, clients, 12, 12, xbar)
     L = model.L
     assert L == pytest.approx(N * xbar**2, rel=1e-12)
-    V = model.sigma2_at(model.split(torch.zeros(N, dtype=torch.float64))[None])[0] / torch.tensor(clients, dtype=torch.float64)
+    sigma2 = model.sigma2_at(model.split(torch.zeros(N, dtype=torch.float64))[None])[0]
+    V = sigma2 / torch.tensor(clients, dtype=torch.float64)
     assert torch.allclose(V, V[0].expand(N), rtol=1e-12)      # equal sigma_j^2 / K_j
     V = float(V[0])
     p = 0.8 / L
