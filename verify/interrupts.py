@@ -88,7 +88,9 @@ class _HeldLoader(importlib.abc.Loader):
     def __init__(self, loader):
         self.loader = loader
 
-    def __getattr__(self, name):
+    def __getattr__(self, name):  # only what the class does not define
+        if name == "loader":  # not set yet (a copy being made): no recursion
+            raise AttributeError(name)
         return getattr(self.loader, name)
 
     def create_module(self, spec):
@@ -110,7 +112,7 @@ def _held(signals: list[signal.Signals]) -> Iterator[None]:
     previous = {}
     if threading.current_thread() is threading.main_thread():
         previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum))
-                    for s in signals}
+                    for s in signals if signal.getsignal(s) is not None}  # None: not Python's
     masked = hasattr(signal, "pthread_sigmask")
     if masked:
         signal.pthread_sigmask(signal.SIG_BLOCK, signals)
