@@ -352,6 +352,24 @@ def test_a_signal_during_an_uninterrupted_import_is_raised_when_it_ends(signum, 
     assert (out.returncode, out.stdout, out.stderr) == (130, "finished\n", "")
 
 
+@pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="no signal masks")
+def test_a_hold_inside_a_hold_keeps_the_outer_one():
+    """The end of an inner hold (a held import inside a held import, a submission inside
+    one) leaves the signal blocked for the rest of the outer hold, and the outer hold's
+    end unblocks it."""
+    from verify.interrupts import sigint_blocked
+
+    def blocked() -> bool:
+        return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    assert not blocked()
+    with sigint_blocked():
+        with sigint_blocked():
+            assert blocked()
+        assert blocked()
+    assert not blocked()
+
+
 def test_an_uninterrupted_import_leaves_no_trace(tmp_path, monkeypatch):
     """Outside the block the import system is as it was, and inside it a module is found
     and loaded as usual: its loader is its own, not the hook's."""

@@ -113,15 +113,15 @@ def _held(signals: list[signal.Signals]) -> Iterator[None]:
     if threading.current_thread() is threading.main_thread():
         previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum))
                     for s in signals if signal.getsignal(s) is not None}  # None: not Python's
-    masked = hasattr(signal, "pthread_sigmask")
-    if masked:
-        signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    # the mask before is restored after (a hold inside another leaves the outer's blocked)
+    mask = (signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+            if hasattr(signal, "pthread_sigmask") else None)
     try:
         yield
     finally:
         try:
-            if masked:
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+            if mask is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
