@@ -89,6 +89,8 @@ def independent_points(thm: bounds.Theorem, names: list[str], n: int,
         if param.domain == "weights":
             w = rng.uniform(0.5, 1.5, shape)
             out[name] = w / w.sum(axis=-1, keepdims=True)
+        elif name == "M":  # at least every m and m' (Yang et al. 2022, Section 4.2)
+            out[name] = rng.integers(9, 17, shape).astype(float)
         elif param.domain == "positive_integer":
             out[name] = rng.integers(1, 9, shape).astype(float) * (8 if name == "K" else 1)
         elif name == "tau":  # a delay in rounds (AFL) is a whole number

@@ -4,33 +4,18 @@ arrays, for every registered result."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import bounds
 from bounds import numeric as nm
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/ is not installed
 
-def _points(thm, names, n, rng, workers=3):
-    """``n`` independent points with every parameter inside its domain."""
-    out = {}
-    for name in names:
-        param = thm.params[name]
-        shape = (n, workers) if param.vector else (n,)
-        if param.domain == "weights":
-            w = rng.uniform(0.5, 1.5, shape)
-            out[name] = w / w.sum(axis=-1, keepdims=True)
-        elif name == "M":  # at least every m and m' (Yang et al. 2022, Section 4.2)
-            out[name] = rng.integers(9, 17, shape).astype(float)
-        elif param.domain == "positive_integer" or name == "tau":  # AFL's delay: whole rounds
-            out[name] = rng.integers(1, 9, shape).astype(float)
-        elif param.domain == "unit":
-            out[name] = rng.uniform(0.0, 0.9, shape)
-        elif param.domain == "probability":
-            out[name] = rng.uniform(0.6, 1.0, shape)
-        else:
-            out[name] = rng.uniform(0.01, 2.0, shape)
-    return out
+from benchmarks.bench_bounds import independent_points  # noqa: E402
 
 
 def _whole(f, args):
@@ -59,7 +44,7 @@ def test_blocked_call_equals_whole_call(key):
     thm = bounds.get(key)
     names = thm._needed([thm.expr])
     n = 4 * nm._CALL_BLOCK + 123  # several blocks and a short last one
-    vals = thm._values(names, _points(thm, names, n, np.random.default_rng(7)))
+    vals = thm._values(names, independent_points(thm, names, n, np.random.default_rng(7), workers=3))
     args = thm._scalar_args(vals)
     exprs = [thm.expr, *thm.term_exprs.values()]
     for e in exprs:
