@@ -9,8 +9,9 @@ tau = 4, q = 2, D = min(10, N) equal hubs of contiguous workers on a complete hu
 
 :func:`fused_mllsgd` keeps the N workers in one [N, d] tensor, draws exactly what
 run_mllsgd draws (per iteration the coin uniforms [1, N], then the batch indices
-[1, N, 32]), gathers the batch with ``index_select`` into buffers it reuses, takes two
-``bmm`` per iteration (the margins as x^T [a_1 .. a_b], the faster orientation),
+[1, N, 32]), gathers the batch with ``index_select`` into buffers it reuses, a block of
+workers at a time (``sim.problems.GATHER_BLOCK_BYTES`` of rows, used while in cache), takes
+two ``bmm`` per block (the margins as x^T [a_1 .. a_b], the faster orientation),
 averages hubs as a reshape-mean, and records F(u_k) and ||grad F(u_k)||^2 from one
 computation of the margins. No validation, no divergence check, no
 generality: the practical limit of this update in eager torch, against which
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from sim.problems import LogisticRegression
+from sim.problems import GATHER_BLOCK_BYTES, LogisticRegression
 
 F64 = torch.float64
 FEATURES, BATCH, TAU, Q, ETA = 50, 32, 4, 2, 0.2
@@ -50,13 +51,18 @@ def fused_mllsgd(problem: LogisticRegression, *, hubs: int, workers: int, eta: f
     X = x1.expand(N, d).clone()
     uniforms = torch.empty(1, N, dtype=F64)
     idx = torch.empty(1, N, B, dtype=torch.int64)
-    rows = torch.empty(N, B, d, dtype=F64)
+    block = max(1, GATHER_BLOCK_BYTES // (B * d * 8))                     # workers at a time
+    rows = torch.empty(min(block, N), B, d, dtype=F64)
     labels = torch.empty(N, 1, B, dtype=F64)
     weights = torch.empty(N, 1, B, dtype=F64)
     G = torch.empty(N, 1, d, dtype=F64)
     margins = torch.empty(n, dtype=F64)
     grad_sq = torch.empty(K if record_every == 1 else 0, dtype=F64)
     loss = torch.empty(K // record_every, dtype=F64)
+    flat = idx.view(-1)
+    blocks = [(flat[s * B:e * B], rows[:e - s], rows[:e - s].view(-1, d), rows[:e - s].transpose(1, 2),
+               X[s:e].view(-1, 1, d), labels[s:e], weights[s:e], G[s:e])       # views made once
+              for s, e in ((s, min(s + block, N)) for s in range(0, N, block))]
     for k in range(1, K + 1):
         if (k - 1) % record_every == 0:
             u = X.mean(0)
@@ -67,12 +73,13 @@ def fused_mllsgd(problem: LogisticRegression, *, hubs: int, workers: int, eta: f
                 grad = torch.mv(A.T, torch.sigmoid(margins).mul_(y)).div_(-n)
                 grad_sq[k - 1] = grad.dot(grad)
         uniforms.uniform_(generator=generator)                            # coins: all land
-        flat = torch.randint(n, idx.shape, generator=generator, out=idx).view(-1)
-        torch.index_select(A, 0, flat, out=rows.view(N * B, d))
+        torch.randint(n, idx.shape, generator=generator, out=idx)
         torch.index_select(y, 0, flat, out=labels.view(N * B))
-        torch.bmm(X.view(N, 1, d), rows.transpose(1, 2), out=weights)
-        torch.sigmoid(weights.mul_(labels).neg_(), out=weights).mul_(labels).div_(-B)
-        torch.bmm(weights, rows, out=G)
+        for picked, r, r_flat, r_t, x, lab, w, g in blocks:                # gathered in cache
+            torch.index_select(A, 0, picked, out=r_flat)
+            torch.bmm(x, r_t, out=w)
+            torch.sigmoid(w.mul_(lab).neg_(), out=w).mul_(lab).div_(-B)
+            torch.bmm(w, r, out=g)
         X.sub_(G.view(N, d), alpha=eta)
         if k % (q * tau) == 0:
             X.copy_(X.mean(0).expand(N, d))

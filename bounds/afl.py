@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 
 import sympy as sp
 
@@ -515,7 +515,13 @@ def minimum_T(key: str, variant: str = "proof") -> sp.Expr:
     """The smallest T at which a corollary's steps satisfy its theorem's conditions
     (derived by fedbound): max of the local bound 6(2K^2-3K+1)L^2, the delay bound
     c K^2 L^2 (tau or tau + 1) and the server bound n K L^2 (root)^2."""
-    key = key.split(".")[-1]
+    return _minimum_T(key.split(".")[-1], variant)
+
+
+@cache
+def _minimum_T(key: str, variant: str) -> sp.Expr:
+    """:func:`minimum_T`, built once per corollary and variant (sympy's ``Max`` compares its
+    arguments pairwise as it is built: a fifth of a second for the three corollaries)."""
     d = _delay_factor(variant)
     local = 6 * (2 * K**2 - 3 * K + 1) * L**2
     if key == "corollary1":

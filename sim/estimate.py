@@ -94,9 +94,9 @@ def _count(name: str, value, minimum: int = 1) -> int:
 
 def _t_quantile(level: float, dof: int) -> float:
     """The upper ``level`` quantile of Student's t with ``dof`` degrees of freedom."""
-    from scipy.stats import t  # only where an interval is formed
+    from scipy.special import stdtrit  # only where an interval is formed
 
-    return float(t.ppf(level, dof))
+    return float(stdtrit(dof, level))
 
 
 def _level(level) -> float:

@@ -49,6 +49,29 @@ def test_logistic_sampler_gives_stochastic_grad(seed, lam, batch, expanded):
         assert close(sample(x), problem.stochastic_grad(x, fresh))
 
 
+@pytest.mark.parametrize(("batch", "block_bytes"), [(3, 1), (3, 3 * 6 * 8 * 16), (5, 5 * 6 * 8 * 40),
+                                                 (8, 8 * 6 * 8 * 2), (32, 32 * 6 * 8 * 5)])
+def test_logistic_sampler_in_blocks_is_the_sampler_in_one_block_bit_for_bit(
+        monkeypatch, batch, block_bytes):
+    """Gathered a block of models at a time (several blocks, the last one partial), the
+    gradients are those of one block holding every model, bit for bit, and those of
+    ``stochastic_grad``; an expanded x takes the unblocked path."""
+    import sim.problems
+
+    problem = LogisticRegression.random(200, 6, 2.0, gen(0), batch=batch)
+    x = torch.randn(3, 37, 6, generator=gen(1), dtype=F64)
+    monkeypatch.setattr(sim.problems, "GATHER_BLOCK_BYTES", block_bytes)
+    blocked, fresh = problem.gradient_sampler(x.shape, gen(2)), gen(2)
+    monkeypatch.setattr(sim.problems, "GATHER_BLOCK_BYTES", 1 << 40)
+    whole = problem.gradient_sampler(x.shape, gen(2))
+    for _ in range(3):
+        got = blocked(x).clone()
+        assert torch.equal(got, whole(x))
+        assert close(got, problem.stochastic_grad(x, fresh))
+    expanded = x[:, :1].expand(3, 37, 6)
+    assert torch.equal(blocked(expanded), whole(expanded))
+
+
 def test_quadratic_and_afl_samplers_are_bit_for_bit():
     problem = Quadratic.random(4, 2.0, 0.1, 1.5, gen(0), rotate=True)
     x = torch.randn(3, 6, 4, generator=gen(1), dtype=F64)

@@ -91,12 +91,16 @@ def alive(pid: int) -> bool:
 
 
 def children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid``."""
-    out = []
+    """The descendants of ``pid``: its children (the pool's fork server, the resource
+    tracker), theirs (the workers the fork server forked), and so on."""
+    parents = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError, IndexError, ValueError):
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                out.append(int(stat.parent.name))
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+    out, frontier = [], [pid]
+    while frontier:
+        frontier = [p for p, parent in parents.items() if parent in frontier]
+        out += frontier
     return out
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -133,6 +135,24 @@ def test_parallel_jobs_give_the_same_rows(tmp_path):
     with executor(jobs=2) as pool:
         parallel = [r.as_dict() for r in suite.run(todo, executor=pool)]
     assert json.dumps(serial, sort_keys=True) == json.dumps(parallel, sort_keys=True)
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_pool_workers_are_forked_by_a_server_that_imported_torch_and_the_papers():
+    """The local pool's workers start with torch and the papers imported (a worker of its
+    own imports them in about two seconds): their parent is a fork server, started by this
+    process, whose preload names them."""
+    from verify.sweep import PRELOAD, executor, worker_context
+
+    if worker_context().get_start_method() != "forkserver":
+        pytest.skip("no fork server on this platform")
+    with executor(jobs=2) as pool:
+        parent = pool.submit(os.getppid).result()
+    assert parent != os.getpid()
+    server = Path(f"/proc/{parent}/cmdline").read_bytes().decode().replace("\0", " ")
+    assert "multiprocessing.forkserver" in server
+    assert all(repr(module) in server for module in PRELOAD)
+    assert {"torch", "verify.papers"} <= set(PRELOAD)
 
 
 SHARED = ["afl.theorem3", "hfl.theorem2", "mllsgd.theorem1"]

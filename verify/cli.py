@@ -16,7 +16,6 @@ Exit status, the same for every command:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import os
@@ -355,17 +354,6 @@ def _suite_jobs(jobs: int | None, keys) -> int:
                else os.cpu_count() or 1, POOL_MAX_JOBS)
 
 
-def _theorems(keys) -> None:
-    """Build every variant of the results ``keys`` in this process: check --all's driver
-    does it while its workers run the checks, for the report it writes after them."""
-    import bounds
-
-    for key in keys:
-        for variant in bounds.variants(key):
-            with contextlib.suppress(Exception):  # the report builds it again and meets the same error
-                bounds.get(key, variant)
-
-
 def _check_all(args) -> Exit:
     """Every result on its defaults, a random battery and its witnesses; table, report."""
     if (args.key or args.scenario or args.witness or args.exact or args.plot or args.variant
@@ -389,12 +377,12 @@ def _check_all(args) -> Exit:
             # the driver cuts the checks into shares (their work estimated by the workers,
             # which have imported the simulator), and each worker plans its shares itself
             with sweep.executor(jobs=jobs) as pool:
+                report.prepare(keys)  # while the workers start
                 todo = suite.shares(keys, battery=args.battery, seed=args.seed,
                                     replay=not args.no_witnesses, figures=not args.no_figures,
                                     jobs=jobs, executor=pool)
                 bar.reset(total=sum(map(len, todo)))
-                rows = suite.run_shares(todo, executor=pool, progress=progress,
-                                        meanwhile=lambda: _theorems(keys))
+                rows = suite.run_shares(todo, executor=pool, progress=progress)
                 if pool is not None:  # the workers exit while the report is written
                     pool.shutdown(wait=False)
                 out = report.write(rows, args.report, seed=args.seed, battery=args.battery,

@@ -261,9 +261,9 @@ def fit_exponent(x, y, log_se: Sequence[float] | None = None) -> tuple[float, tu
     var = float(resid @ resid) / (n - 2) / sxx
     if log_se is not None:
         var += float(np.sum((w * np.asarray(log_se, dtype=float)) ** 2))
-    from scipy.stats import t
+    from scipy.special import stdtrit  # t's quantile, as scipy.stats.t.ppf (0.4 s to import)
 
-    half = float(t.ppf(0.5 + LEVEL / 2, n - 2)) * math.sqrt(var)
+    half = float(stdtrit(n - 2, 0.5 + LEVEL / 2)) * math.sqrt(var)
     return slope, (slope - half, slope + half)
 
 

@@ -22,6 +22,7 @@ import shutil
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -309,14 +310,36 @@ def statement(thm: bounds.Theorem) -> dict:
     return {"lhs": latex_formula(thm.lhs, "<mo>\u2264</mo>", r" \le"), "terms": terms}
 
 
-def variant_context(thm: bounds.Theorem, root: str) -> dict:
-    """What a result page shows of one variant."""
-    return {"variant": thm.variant, "status": thm.status, "notes": thm.notes,
+#: :func:`variant_context` by theorem object (a Theorem is frozen but unhashable: keyed by
+#: its id, the object kept beside it so that the id is not reused)
+_CONTEXTS: dict[int, tuple[bounds.Theorem, dict]] = {}
+
+
+def variant_context(thm: bounds.Theorem) -> dict:
+    """What a result page shows of one variant, built once per theorem object (its MathML
+    takes tens of milliseconds)."""
+    hit = _CONTEXTS.get(id(thm))
+    if hit is None:
+        hit = _CONTEXTS[id(thm)] = thm, {
+            "variant": thm.variant, "status": thm.status, "notes": thm.notes,
             "rate": rate_text(thm.rate) if thm.rate else "", **statement(thm),
             "conditions": [{"name": c.name, "formula": formula(c.relation),
                             "per_worker": c.per_worker, "citation": c.citation}
                            for c in thm.conditions],
             "errata": thm.errata}
+    return hit[1]
+
+
+def prepare(keys: Sequence[str]) -> None:
+    """Build what the pages of the results ``keys`` show that no check changes: every
+    variant's theorem, its statement and its conditions (:func:`variant_context`).
+    ``check --all``'s driver does it while its workers start, so that :func:`write`, after
+    the checks, renders only their rows. A variant that fails to build is left to
+    :func:`write`, which meets the same error."""
+    for key in keys:
+        for variant in bounds.variants(key):
+            with suppress(Exception):
+                variant_context(bounds.get(key, variant))
 
 
 def _number(x, spec: str = ".4g") -> str:
@@ -557,7 +580,7 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
         report.write_text(page_name(key), render(
             "result.html", root="../", pages=PAGES, here="", key=key, title=thm.title,
             citation=thm.citation, tightness=_tightness_lines(key), siblings=siblings,
-            variants=[variant_context(bounds.get(key, v), "../")
+            variants=[variant_context(bounds.get(key, v))
                       for v in dict.fromkeys(r.variant for r in krows)],
             parameters=_parameters(krows), checks=checks, no_slack=NO_SLACK,
             figures=drawn.get(key, [])))

@@ -24,6 +24,8 @@ battery rows show.
 from __future__ import annotations
 
 import itertools
+import multiprocessing
+import multiprocessing.connection
 import os
 import signal
 import threading
@@ -263,38 +265,37 @@ def png(fig) -> bytes:
     return out.getvalue()
 
 
-def worker_init(plugins: Sequence[str] = (), parent: int | None = None) -> None:
+def worker_init(plugins: Sequence[str] = (), local: bool = False) -> None:
     """Initializer of worker processes: one torch thread each (no oversubscription), and
     the plugins the driver loaded explicitly (entry points and FEDBOUND_PLUGINS are found
-    again by the worker itself). With ``parent`` (the driver's pid, for the local process
-    pools fedbound starts; not for Dask workers, whose lifetime Dask manages): the worker
-    ignores SIGINT (the driver, which gets the terminal's Ctrl-C too, stops its workers
-    itself, without a traceback from each; ``verify.sweep.executor`` starts its workers with
-    SIGINT blocked, so that not even a Ctrl-C during their start-up, before this
-    initializer runs, reaches them) and exits as soon as its driver is gone
-    (:func:`watch_parent`)."""
-    if parent is not None:  # first: importing torch takes seconds
+    again by the worker itself). With ``local`` (the local process pools fedbound starts;
+    not Dask workers, whose lifetime Dask manages): the worker ignores SIGINT (the driver,
+    which gets the terminal's Ctrl-C too, stops its workers itself, without a traceback
+    from each; ``verify.sweep.executor`` starts its workers with SIGINT blocked, so that not
+    even a Ctrl-C during their start-up, before this initializer runs, reaches them) and
+    exits as soon as its driver is gone (:func:`watch_parent`)."""
+    if local:  # first: importing torch takes seconds
         signal.signal(signal.SIGINT, signal.SIG_IGN)
-        watch_parent(parent)
+        watch_parent()
     import torch
 
     torch.set_num_threads(1)
     load_plugins(plugins)
 
 
-#: seconds between two looks of a worker at its driver
-WATCH_INTERVAL = 0.5
+def watch_parent() -> threading.Thread:
+    """Make this process, started by ``multiprocessing``, exit when the process that
+    started it dies, whatever kills it (SIGKILL included): a daemon thread waits on the
+    parent's sentinel (``multiprocessing.parent_process().sentinel``: a pipe whose other
+    end only the parent holds, at end of file when it is gone, also when a fork server
+    forked this process) and ends the process with ``os._exit``. (Watching ``os.getppid()``
+    would follow the fork server, which outlives the driver as long as its workers do;
+    Linux's ``prctl(PR_SET_PDEATHSIG)`` fires when the *thread* that started the worker
+    ends, which for a process pool may be any thread of the driver.)"""
+    sentinel = multiprocessing.parent_process().sentinel
 
-
-def watch_parent(parent: int) -> threading.Thread:
-    """Make this process exit when ``parent`` dies, whatever kills it (SIGKILL included): a
-    daemon thread compares ``os.getppid()`` with ``parent`` every ``WATCH_INTERVAL`` seconds
-    (an orphan is re-parented) and ends the process with ``os._exit``. (Linux's
-    ``prctl(PR_SET_PDEATHSIG)`` is not used: it fires when the *thread* that started the
-    worker ends, which for a process pool may be any thread of the driver.)"""
     def watch():
-        while os.getppid() == parent:
-            time.sleep(WATCH_INTERVAL)
+        multiprocessing.connection.wait([sentinel])
         os._exit(1)
 
     t = threading.Thread(target=watch, name="fedbound-watch-parent", daemon=True)
@@ -443,33 +444,28 @@ def _split(costs: Sequence[float], piece: float) -> list[tuple[int, int]]:
 
 
 def run_shares(todo: Sequence[Share], *, executor: Executor | None = None,
-               progress: Callable[[Row], None] | None = None,
-               meanwhile: Callable[[], object] | None = None) -> list[Row]:
+               progress: Callable[[Row], None] | None = None) -> list[Row]:
     """The rows of the shares' tasks in task order, as :func:`run` gives them for
     :func:`tasks`. Through ``executor``, the shares are submitted by decreasing estimated
-    work (the longest first, so that no long share starts last and runs alone), and this
-    process calls ``meanwhile`` (what it would do later anyway, while it has nothing else
-    to do) before it waits for them. An interruption raises :class:`Interrupted` with the
-    rows finished so far."""
+    work (the longest first, so that no long share starts last and runs alone). An
+    interruption raises :class:`Interrupted` with the rows finished so far."""
     todo = list(todo)
     if executor is None:
         return run([t for s in todo for t in s.tasks()], progress=progress)
     starts = list(itertools.accumulate((len(s) for s in todo), initial=0))
     order = sorted(range(len(todo)), key=lambda i: -todo[i].cost)
     return _gathered(executor, [(starts[i], run_share, todo[i]) for i in order], starts[-1],
-                     progress, meanwhile)
+                     progress)
 
 
-def _gathered(executor: Executor, calls, total: int, progress: Callable[[Row], None] | None,
-              meanwhile: Callable[[], object] | None = None) -> list[Row]:
+def _gathered(executor: Executor, calls, total: int,
+              progress: Callable[[Row], None] | None) -> list[Row]:
     """Submit ``calls`` (position of the first row, function, its argument; each function
-    returns consecutive rows) in their order, call ``meanwhile``, and gather the rows by
-    position. An interruption raises :class:`Interrupted` with the rows finished so far."""
+    returns consecutive rows) in their order and gather the rows by position. An
+    interruption raises :class:`Interrupted` with the rows finished so far."""
     done: dict[int, Row] = {}
     try:
         futures = {executor.submit(fn, arg): start for start, fn, arg in calls}
-        if meanwhile:
-            meanwhile()
         for f in as_completed(futures):
             for j, row in enumerate(f.result()):
                 done[futures[f] + j] = row

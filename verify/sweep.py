@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from multiprocessing import get_context
+from multiprocessing import forkserver, get_all_start_methods, get_context
 from pathlib import Path
 from typing import Any
 
@@ -638,7 +638,8 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
     ``connect_timeout`` seconds; a ``tls://`` address uses the TLS settings of Dask's own
     configuration, ``distributed.comm.tls``), a new Dask LocalCluster of ``dask_local``
     workers, or (default) ``jobs`` local processes (default: every core; ``jobs=1``: None,
-    i.e. this process). Local worker processes die with their driver; when the block ends
+    i.e. this process). Local workers are forked by a fork server that has imported torch
+    and the papers (:func:`worker_context`) and die with their driver; when the block ends
     by an exception (an interruption), the workers are stopped at once."""
     if scheduler is not None and dask_local is not None:
         raise ValueError("give --scheduler or --dask-local, not both")
@@ -651,16 +652,41 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
     if jobs == 1:  # this process
         yield None
         return
-    pool = Pool(jobs, mp_context=get_context("spawn"), initializer=worker_init,
-                initargs=(explicit(), os.getpid()))
+    context = worker_context()
+    pool = Pool(jobs, mp_context=context, initializer=worker_init, initargs=(explicit(), True))
     try:
-        for _ in range(jobs):  # start every worker now (the pool starts one per submission), so
-            pool.submit(os.getpid)  # their start-up overlaps whatever the driver does first
+        if context.get_start_method() == "forkserver":
+            # the server imports while the driver goes on; the first submission, which waits
+            # for it, forks the workers. Started with SIGINT blocked, as a worker is (Pool),
+            # and so are the workers it forks
+            with sigint_blocked():
+                forkserver.ensure_running()
+        else:
+            for _ in range(jobs):  # start every worker now (the pool starts one per
+                pool.submit(os.getpid)  # submission), so that their start-up overlaps the driver's
         yield pool
         pool.shutdown(wait=True)
     except BaseException:
         stop(pool)
         raise
+
+
+#: what the fork server imports once, before it forks the workers (their own imports of
+#: these took two seconds of CPU each)
+PRELOAD = ("torch", "sim", "verify.suite", "verify.papers")
+
+
+def worker_context():
+    """The multiprocessing context of the local pools: a fork server that has imported
+    :data:`PRELOAD` (a worker forked from it starts with them loaded, where a spawned one
+    imports them anew) where the platform has one, else spawn. The fork server is a child
+    of this process and exits when it does; it forks each worker from its single thread,
+    before torch has started any."""
+    if "forkserver" not in get_all_start_methods():
+        return get_context("spawn")
+    context = get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOAD))
+    return context
 
 
 class Pool(ProcessPoolExecutor):

@@ -87,9 +87,9 @@ def t_multiplier(n: int) -> float:
     values (inf for n < 2)."""
     if n < 2:
         return math.inf
-    from scipy.stats import t  # scipy.stats only where a verdict is computed
+    from scipy.special import stdtrit  # t's quantile, as scipy.stats.t.ppf (0.4 s to import)
 
-    return float(t.ppf(0.5 + LEVEL / 2, n - 1))
+    return float(stdtrit(n - 1, 0.5 + LEVEL / 2))
 
 
 def _pick(status: np.ndarray, margin: np.ndarray) -> int:
