@@ -13,7 +13,9 @@ render in parallel with ``--jobs`` or are skipped with ``--no-figures``. So:
   (``Adapter._plot``) and the layout and PNG (``suite.png``); the checks' own time is the
   run less the figures; writing the pages is ``report.write``;
 * the default ``--jobs`` of ``check --all`` (``verify.cli``: every core, up to 8), with
-  figures and with ``--no-figures``: the checks in a pool, then the report;
+  figures and with ``--no-figures``: the checks in a pool as the command runs them (the
+  driver builds the report's formulas, ``report.prepare``, while the pool's fork server
+  starts: that time counts with the checks'), then the report;
 * ``--jobs 2`` with figures (the same run where the default is 2 jobs).
 
 Recorded in benchmarks/results.json: the share of the checks' time that writing the pages
@@ -72,9 +74,14 @@ def serial(keys, battery: int, tmp: Path) -> dict[str, float]:
 
 
 def pooled(keys, battery: int, tmp: Path, jobs: int, *, figures: bool) -> dict[str, float]:
+    """As ``check --all`` runs a pool (``verify.cli``): the fork server imports matplotlib
+    too where the workers draw figures, the driver builds the report's formulas while it
+    starts, the workers plan shares of the checks; then the report is written."""
     t0 = time.perf_counter()
-    with executor(jobs=jobs) as pool:
-        rows = suite.run(suite.tasks(keys, battery=battery, figures=figures), executor=pool)
+    with executor(jobs=jobs, preload=("verify.plots",) if figures else ()) as pool:
+        report.prepare(keys)
+        todo = suite.shares(keys, battery=battery, figures=figures, jobs=jobs, executor=pool)
+        rows = suite.run_shares(todo, executor=pool)
     t1 = time.perf_counter()
     report.write(rows, tmp / f"pooled{jobs}{'' if figures else '_no_figures'}", seed=0,
                  battery=battery)

@@ -106,6 +106,14 @@ class Param:
 _BLOCK = 1 << 15  #: entries per block of Param._fits (256 KiB of float64)
 
 
+def integral(x: np.ndarray) -> bool:
+    """Whether every entry of ``x`` is a whole number (NaN is not), decided block by block
+    as :meth:`Param._fits` decides, without temporaries of the input's size."""
+    flat = np.asarray(x, dtype=float).reshape(-1)
+    return all(bool((np.floor(b) == b).all())
+               for b in (flat[i:i + _BLOCK] for i in range(0, flat.size, _BLOCK)))
+
+
 def _weights_fit(rows: np.ndarray) -> bool:
     """Every entry > 0 (so no NaN) and every row summing to 1 (so finite), to 1e-9."""
     return bool(rows.min() > 0) and bool(  # einsum sums a short last axis fastest

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .numeric import integral
 from .references import cite
 
 Values = Mapping[str, np.ndarray]
@@ -300,13 +301,14 @@ def afl_counts(params: Mapping, given: Mapping[str, object], vals: Values) -> Va
     """``vals`` once the AFL parameters are checked against each other: m <= M and m' <= M
     (among all given values) and tau an integer (Yang et al. 2022, Algorithm 1, Section 4.2
     and Theorem 2); ValueError otherwise."""
-    counts = {n: params[n].check(v) for n, v in given.items() if n in ("m", "m_prime", "M")}
+    counts = {n: vals[n] if n in vals else params[n].check(v)  # vals: checked already
+              for n, v in given.items() if n in ("m", "m_prime", "M")}
     for small in ("m", "m_prime"):
         if small in counts and "M" in counts and np.any(counts[small] > counts["M"]):
             raise ValueError(f"{small}={np.max(counts[small]):g} exceeds "
                              f"M={np.min(counts['M']):g}: at most M workers can report "
                              f"({AFL}, Algorithm 1 and Section 4.2)")
-    if "tau" in vals and np.any(vals["tau"] != np.floor(vals["tau"])):
+    if "tau" in vals and not integral(vals["tau"]):
         raise ValueError(f"tau={vals['tau']} must be an integer number of rounds >= 0 "
                          f"({AFL}, Theorem 2)")
     return vals

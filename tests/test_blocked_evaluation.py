@@ -68,3 +68,24 @@ def test_blocked_call_broadcasts_rows_columns_and_constants():
     assert np.array_equal(blocked, _whole(f, [rows, columns, scalar]))
     constant = nm.call(lambda x, y: 2.0, [rows, columns])
     assert constant.shape == (rows.shape[0], 64) and (constant == 2.0).all()
+
+
+@pytest.mark.parametrize("where", [0, nm._BLOCK - 1, nm._BLOCK, 3 * nm._BLOCK + 6])
+def test_integral_finds_one_fraction_or_nan_in_any_block(where):
+    x = np.arange(3 * nm._BLOCK + 7, dtype=float).reshape(-1, 1)
+    assert nm.integral(x)
+    for bad in (0.5, np.nan):
+        y = x.copy()
+        y.flat[where] = bad
+        assert not nm.integral(y)
+
+
+def test_afl_tau_in_the_last_block_must_be_an_integer():
+    """An AFL bound refuses a fractional tau wherever it sits in a long array (the check
+    runs block by block)."""
+    thm = bounds.get("afl.corollary1")
+    values = independent_points(thm, thm._needed([thm.expr]), 3 * nm._BLOCK, np.random.default_rng(1))
+    thm.evaluate(**values)
+    values["tau"][-1] += 0.5
+    with pytest.raises(ValueError, match="tau=.* must be an integer"):
+        thm.evaluate(**values)

@@ -376,7 +376,9 @@ def _check_all(args) -> Exit:
         try:
             # the driver cuts the checks into shares (their work estimated by the workers,
             # which have imported the simulator), and each worker plans its shares itself
-            with sweep.executor(jobs=jobs) as pool:
+            # the workers draw the figures: their fork server imports matplotlib too
+            with sweep.executor(jobs=jobs, preload=() if args.no_figures else ("verify.plots",)
+                                ) as pool:
                 report.prepare(keys)  # while the workers start
                 todo = suite.shares(keys, battery=args.battery, seed=args.seed,
                                     replay=not args.no_witnesses, figures=not args.no_figures,

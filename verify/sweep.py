@@ -633,14 +633,16 @@ def run_sweep(spec: SweepSpec, store: Store, executor: Executor | None = None,
 
 @contextmanager
 def executor(*, jobs: int | None = None, scheduler: str | None = None,
-             dask_local: int | None = None, connect_timeout: float = 10.0) -> Iterator[Executor | None]:
+             dask_local: int | None = None, connect_timeout: float = 10.0,
+             preload: tuple[str, ...] = ()) -> Iterator[Executor | None]:
     """The executor of a sweep: a Dask cluster at ``scheduler`` (reached within
     ``connect_timeout`` seconds; a ``tls://`` address uses the TLS settings of Dask's own
     configuration, ``distributed.comm.tls``), a new Dask LocalCluster of ``dask_local``
     workers, or (default) ``jobs`` local processes (default: every core; ``jobs=1``: None,
     i.e. this process). Local workers are forked by a fork server that has imported torch
-    and the papers (:func:`worker_context`) and die with their driver; when the block ends
-    by an exception (an interruption), the workers are stopped at once."""
+    and the papers, and the modules ``preload`` names (:func:`worker_context`), and die
+    with their driver; when the block ends by an exception (an interruption), the workers
+    are stopped at once."""
     if scheduler is not None and dask_local is not None:
         raise ValueError("give --scheduler or --dask-local, not both")
     if scheduler is not None or dask_local is not None:
@@ -652,7 +654,7 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
     if jobs == 1:  # this process
         yield None
         return
-    context = worker_context()
+    context = worker_context(preload)
     pool = Pool(jobs, mp_context=context, initializer=worker_init, initargs=(explicit(), True))
     try:
         if context.get_start_method() == "forkserver":
@@ -676,16 +678,17 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
 PRELOAD = ("torch", "sim", "verify.suite", "verify.papers")
 
 
-def worker_context():
+def worker_context(preload: tuple[str, ...] = ()):
     """The multiprocessing context of the local pools: a fork server that has imported
-    :data:`PRELOAD` (a worker forked from it starts with them loaded, where a spawned one
-    imports them anew) where the platform has one, else spawn. The fork server is a child
-    of this process and exits when it does; it forks each worker from its single thread,
-    before torch has started any."""
+    :data:`PRELOAD` and ``preload`` (a worker forked from it starts with them loaded, where
+    a spawned one imports them anew) where the platform has one, else spawn. The fork
+    server is a child of this process, one for its lifetime (the modules are those of the
+    call that starts it), and exits when it does; it forks each worker from its single
+    thread, before torch has started any."""
     if "forkserver" not in get_all_start_methods():
         return get_context("spawn")
     context = get_context("forkserver")
-    context.set_forkserver_preload(list(PRELOAD))
+    context.set_forkserver_preload([*PRELOAD, *preload])
     return context
 
 
