@@ -381,3 +381,19 @@ def test_reproduce_without_scikit_learn_is_one_line_naming_the_extra(capsys, mon
     monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
     code, _, err = run(capsys, "reproduce", "afl", "--quick")
     assert code == 2 and "fedbound[data]" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(("argv", "ahead"), [
+    (["check", "--all", "--jobs", "2"], True),
+    (["check", "--all", "--jobs", "2", "--only", "mllsgd"], True),
+    (["check", "--all", "--jobs", "1"], False),
+    (["check", "--all", "--only", "mllsgd"], False),  # may be too few results for a pool
+    (["check", "mllsgd.theorem1"], False),
+    (["sweep", "spec.json", "--jobs", "2"], False),
+])
+def test_the_fork_server_starts_ahead_only_for_check_all_with_a_pool(argv, ahead):
+    from verify import cli
+
+    assert cli._pool_ahead(cli.parser().parse_args(argv)) is ahead
+    default = cli.parser().parse_args(["check", "--all"])
+    assert cli._pool_ahead(default) is (cli._cores() > 1)

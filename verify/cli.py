@@ -343,6 +343,22 @@ POOL_MIN_RESULTS = 4
 POOL_MAX_JOBS = 8
 
 
+def _pool_ahead(args) -> bool:
+    """Whether the command is ``check --all`` with a local pool: ``--jobs`` above 1, or by
+    default on a machine of several cores (unless ``--only``, which may select too few
+    results for one, POOL_MIN_RESULTS). :func:`main` then starts the pool's fork server
+    before it loads plugins and modules, so that the server imports torch and the papers
+    meanwhile (a third of a second earlier on two cores)."""
+    if getattr(args, "fn", None) is not cmd_check or not args.all:
+        return False
+    return args.jobs > 1 if args.jobs is not None else args.only is None and _cores() > 1
+
+
+def _cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def _suite_jobs(jobs: int | None, keys) -> int:
     """--jobs of check --all: as given, else one below POOL_MIN_RESULTS results, else every
     core this process may run on, at most POOL_MAX_JOBS."""
@@ -350,8 +366,7 @@ def _suite_jobs(jobs: int | None, keys) -> int:
         return jobs
     if len(keys) < POOL_MIN_RESULTS:
         return 1
-    return min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-               else os.cpu_count() or 1, POOL_MAX_JOBS)
+    return min(_cores(), POOL_MAX_JOBS)
 
 
 def _check_all(args) -> Exit:
@@ -816,6 +831,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         previous = None
     try:
         args = parser().parse_args(argv)
+        if _pool_ahead(args):
+            from .sweep import start_fork_server
+
+            start_fork_server(() if args.no_figures else ("verify.plots",))
         from . import limits
         from .interrupts import uninterrupted_imports
         from .plugins import load_plugins

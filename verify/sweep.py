@@ -658,11 +658,7 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
     pool = Pool(jobs, mp_context=context, initializer=worker_init, initargs=(explicit(), True))
     try:
         if context.get_start_method() == "forkserver":
-            # the server imports while the driver goes on; the first submission, which waits
-            # for it, forks the workers. Started with SIGINT blocked, as a worker is (Pool),
-            # and so are the workers it forks
-            with sigint_blocked():
-                forkserver.ensure_running()
+            start_fork_server(preload)  # the first submission waits for it
         else:
             for _ in range(jobs):  # start every worker now (the pool starts one per
                 pool.submit(os.getpid)  # submission), so that their start-up overlaps the driver's
@@ -690,6 +686,17 @@ def worker_context(preload: tuple[str, ...] = ()):
     context = get_context("forkserver")
     context.set_forkserver_preload([*PRELOAD, *preload])
     return context
+
+
+def start_fork_server(preload: tuple[str, ...] = ()) -> None:
+    """Start the fork server of the local pools (:func:`worker_context`) now, where the
+    platform has one, so that it imports while this process goes on: a pool forks its
+    workers from it at its first submission. Started with SIGINT blocked, as the pool's
+    workers are (:class:`Pool`), and so are the workers it forks. Nothing happens when it
+    runs already."""
+    if worker_context(preload).get_start_method() == "forkserver":
+        with sigint_blocked():
+            forkserver.ensure_running()
 
 
 class Pool(ProcessPoolExecutor):
