@@ -155,6 +155,23 @@ def test_pool_workers_are_forked_by_a_server_that_imported_torch_and_the_papers(
     assert {"torch", "verify.papers"} <= set(PRELOAD)
 
 
+def test_pool_workers_have_the_environment_of_their_driver_not_of_their_fork_server():
+    """The fork server may start before the command sets its limits in the environment
+    (``check --all`` starts it first thing) and serves every pool of the process; a
+    worker still has the environment, and so the limits, in force where its pool was
+    made, as a spawned worker would."""
+    from verify import limits
+    from verify.sweep import executor, start_fork_server
+
+    start_fork_server()
+    for steps in ("12345", "678"):
+        with limits.configured(steps=steps), executor(jobs=2) as pool:
+            seen = {pool.submit(os.getenv, limits.ENV["steps"]).result() for _ in range(4)}
+        assert seen == {steps}
+    with executor(jobs=2) as pool:
+        assert pool.submit(os.getenv, limits.ENV["steps"]).result() is None
+
+
 SHARED = ["afl.theorem3", "hfl.theorem2", "mllsgd.theorem1"]
 
 

@@ -265,10 +265,14 @@ def png(fig) -> bytes:
     return out.getvalue()
 
 
-def worker_init(plugins: Sequence[str] = (), local: bool = False) -> None:
-    """Initializer of worker processes: one torch thread each (no oversubscription), and
-    the plugins the driver loaded explicitly (entry points and FEDBOUND_PLUGINS are found
-    again by the worker itself). With ``local`` (the local process pools fedbound starts;
+def worker_init(plugins: Sequence[str] = (), local: bool = False,
+                environ: dict[str, str] | None = None) -> None:
+    """Initializer of worker processes: one torch thread each (no oversubscription), the
+    plugins the driver loaded explicitly (entry points and FEDBOUND_PLUGINS are found
+    again by the worker itself) and, with ``environ``, the driver's environment as it was
+    when the pool was made, its resource limits (``verify.limits.configured``) among it: a
+    worker forked by a fork server starts with the server's environment, which may be
+    older. With ``local`` (the local process pools fedbound starts;
     not Dask workers, whose lifetime Dask manages): the worker ignores SIGINT (the driver,
     which gets the terminal's Ctrl-C too, stops its workers itself, without a traceback
     from each; ``verify.sweep.executor`` starts its workers with SIGINT blocked, so that not
@@ -277,6 +281,9 @@ def worker_init(plugins: Sequence[str] = (), local: bool = False) -> None:
     if local:  # first: importing torch takes seconds
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         watch_parent()
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
     import torch
 
     torch.set_num_threads(1)

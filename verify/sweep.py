@@ -655,7 +655,8 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
         yield None
         return
     context = worker_context(preload)
-    pool = Pool(jobs, mp_context=context, initializer=worker_init, initargs=(explicit(), True))
+    pool = Pool(jobs, mp_context=context, initializer=worker_init,
+                initargs=(explicit(), True, dict(os.environ)))
     try:
         if context.get_start_method() == "forkserver":
             start_fork_server(preload)  # the first submission waits for it
