@@ -272,12 +272,12 @@ def worker_init(plugins: Sequence[str] = (), local: bool = False,
     again by the worker itself) and, with ``environ``, the driver's environment as it was
     when the pool was made, its resource limits (``verify.limits.configured``) among it: a
     worker forked by a fork server starts with the server's environment, which may be
-    older. With ``local`` (the local process pools fedbound starts;
-    not Dask workers, whose lifetime Dask manages): the worker ignores SIGINT (the driver,
-    which gets the terminal's Ctrl-C too, stops its workers itself, without a traceback
-    from each; ``verify.sweep.executor`` starts its workers with SIGINT blocked, so that not
-    even a Ctrl-C during their start-up, before this initializer runs, reaches them) and
-    exits as soon as its driver is gone (:func:`watch_parent`)."""
+    older. With ``local`` (the local process pools fedbound starts; not Dask workers,
+    whose lifetime Dask manages): the worker ignores SIGINT (the driver, which gets the
+    terminal's Ctrl-C too, stops its workers itself, without a traceback from each;
+    ``verify.sweep.executor`` starts its workers with SIGINT blocked, so that not even a
+    Ctrl-C during their start-up, before this initializer runs, reaches them) and exits as
+    soon as its driver is gone (:func:`watch_parent`)."""
     if local:  # first: importing torch takes seconds
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         watch_parent()
