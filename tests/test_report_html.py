@@ -326,3 +326,21 @@ def test_the_dashboard_shows_a_lower_bounds_slack_as_a_number_never_inf(tmp_path
     assert f'<td class="num">{expected:.3g}x</td>' in cells
     for page in (index, (out / "results" / "afl_theorem1.html").read_text()):
         assert not re.search(r"\binf", page), re.search(r".{80}\binf.{20}", page)[0]
+
+
+def test_a_variant_context_is_built_once_per_theorem_and_dropped_with_it():
+    """``report.prepare`` builds the formulas before the checks end; ``write`` reuses them
+    for the same theorem object, builds them anew for another and keeps no collected
+    theorem's (its id may be reused)."""
+    import gc
+
+    thm = bounds.get("mllsgd.theorem1")
+    report.prepare(["mllsgd.theorem1"])
+    first = report.variant_context(thm)
+    assert report.variant_context(bounds.get("mllsgd.theorem1")) is first
+    other = dataclasses.replace(thm, title="another")
+    assert report.variant_context(other) is not first
+    held = id(other)
+    del other
+    gc.collect()
+    assert held not in report._CONTEXTS and id(thm) in report._CONTEXTS

@@ -20,6 +20,7 @@ import itertools
 import re
 import shutil
 import sys
+import weakref
 from collections import Counter
 from collections.abc import Sequence
 from contextlib import suppress
@@ -311,23 +312,23 @@ def statement(thm: bounds.Theorem) -> dict:
 
 
 #: :func:`variant_context` by theorem object (a Theorem is frozen but unhashable: keyed by
-#: its id, the object kept beside it so that the id is not reused)
-_CONTEXTS: dict[int, tuple[bounds.Theorem, dict]] = {}
+#: its id, the entry dropped when the object is collected, so that the id is not reused)
+_CONTEXTS: dict[int, dict] = {}
 
 
 def variant_context(thm: bounds.Theorem) -> dict:
     """What a result page shows of one variant, built once per theorem object (its MathML
     takes tens of milliseconds)."""
-    hit = _CONTEXTS.get(id(thm))
-    if hit is None:
-        hit = _CONTEXTS[id(thm)] = thm, {
+    if id(thm) not in _CONTEXTS:
+        _CONTEXTS[id(thm)] = {
             "variant": thm.variant, "status": thm.status, "notes": thm.notes,
             "rate": rate_text(thm.rate) if thm.rate else "", **statement(thm),
             "conditions": [{"name": c.name, "formula": formula(c.relation),
                             "per_worker": c.per_worker, "citation": c.citation}
                            for c in thm.conditions],
             "errata": thm.errata}
-    return hit[1]
+        weakref.finalize(thm, _CONTEXTS.pop, id(thm), None)
+    return _CONTEXTS[id(thm)]
 
 
 def prepare(keys: Sequence[str]) -> None:
