@@ -14,7 +14,8 @@ scenario's fields:
    numeric fields (top-level numbers and the numbers of nested objects, except ``seed``
    and ``replicas``; coordinates in a random order): each float is tried at a tenth,
    double and zero, each integer at half and double; a move is kept when the scenario
-   stays admissible and the objective's score grows. A field moves at most to ``SPAN``
+   stays admissible and the objective's score grows by more than round-off (``TIE``: a
+   tie keeps the earlier scenario, on every machine). A field moves at most to ``SPAN``
    times the largest value the random phase drew for it (an integer also to ``SPAN``,
    and never beyond ``MAX_INT``), so the search stays near the ranges the adapter declares
    and a check never grows without bound (a batch, a horizon). A tightest search then
@@ -100,6 +101,9 @@ FINE = (1.25, 1.05)
 #: fraction of the ratio, with at most MAX_CONFIRM times its replicas
 NARROW = 0.05
 MAX_CONFIRM = 16
+#: scores within this relative difference are equal (:func:`better`): far above the
+#: round-off of a check (about 1e-13 relative), far below any difference that matters
+TIE = 1e-9
 
 
 @dataclass
@@ -285,7 +289,7 @@ class _Searcher:
     def record(self, e: _Eval) -> None:
         """Count an admissible evaluation; keep the best and the trajectory."""
         self.tried += 1
-        if self.best is None or e.score > self.best.score:
+        if self.best is None or better(e.score, self.best.score):
             self.best = e
         self.trajectory.append(self.best.ratio)
         if self.progress is not None:
@@ -406,7 +410,7 @@ def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int 
                 if e is None:
                     continue
                 s.record(e)
-                if (violate and e.verdict.verdict == "violated") or e.score > current.score:
+                if (violate and e.verdict.verdict == "violated") or better(e.score, current.score):
                     improved = e  # first improvement: move on from there
                     break
         if violate and improved is not None and improved.verdict.verdict == "violated":
@@ -424,6 +428,14 @@ def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int 
                             s.best.verdict, s.tried, s.best.excess, objective,
                             s.best.ratio, s.best.verdict.ratio_ci, s.trajectory)
     return _tightest(s)
+
+
+def better(score: float, than: float) -> bool:
+    """Whether ``score`` improves on ``than`` by more than round-off (``TIE`` relative).
+    Scores equal up to round-off are a tie, which the serial order breaks (the first one
+    stays): the last bits of a score depend on the processor's vector kernels and the
+    BLAS, and a search that followed them would take another path on another machine."""
+    return score - than > TIE * max(abs(score), abs(than)) if math.isfinite(than) else score > than
 
 
 def _excess(v: Verdict) -> float:
