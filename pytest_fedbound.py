@@ -32,7 +32,7 @@ def pytest_configure(config):
                    "checks on these results (the test takes the fedbound_case argument)")
     modules = config.getoption("--fedbound-plugin")
     if modules:
-        from verify.plugins import load_plugins
+        from fedbound.verify.plugins import load_plugins
 
         errors = load_plugins(modules)
         if errors:
@@ -46,7 +46,7 @@ def pytest_generate_tests(metafunc):
     if "fedbound_case" not in metafunc.fixturenames:
         raise pytest.UsageError(f"{metafunc.definition.nodeid}: a test marked fedbound(...) must "
                                 "take the fedbound_case argument")
-    from verify.testing import cases
+    from fedbound.verify.testing import cases
 
     found = cases(marker.args, checks=marker.kwargs.get("checks"),
                   expected_failures=marker.kwargs.get("expected_failures"))
@@ -58,6 +58,7 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture
 def fedbound():
     """``verify.testing``: assert_holds, assert_violated, check_adapter, registered."""
-    import verify.testing
+    import fedbound.verify.testing
 
+    from fedbound import verify
     return verify.testing

@@ -28,7 +28,7 @@ fedbound list > /dev/null
 fedbound bound mllsgd.theorem1 --params '{"L": 1, "beta": 0, "sigma": 1, "Delta": 1,
   "eta": 0.001, "K": 64, "q": 2, "tau": 4, "zeta": 0.5, "a": [0.5, 0.5], "p": [1, 0.9]}'
 fedbound check mllsgd.theorem1 --exact --strict
-witness="$("$py" -c "import verify; print(next(w.source for w in verify.witnesses('afl.theorem3') if w.variant == 'proof'))")"
+witness="$("$py" -c "from fedbound import verify; print(next(w.source for w in verify.witnesses('afl.theorem3') if w.variant == 'proof'))")"
 case "$witness" in "$clone"/*) echo "witness read from the clone: $witness"; exit 1 ;; esac
 status=0; fedbound check afl.theorem3 --scenario "$witness" --exact || status=$?
 test "$status" -eq 1   # the stored refutation still violates the bound
@@ -37,7 +37,8 @@ test "$status" -eq 1
 "$py" - <<'PY'  # every file of the package that its sources name (derivations, ...) is installed
 import importlib.util, pathlib, re
 pattern = re.compile(r"\b(bounds|sim|verify)/([\w/.-]+\.(?:md|json|html|txt|css))\b")
-roots = {p: pathlib.Path(importlib.util.find_spec(p).origin).parent for p in ("bounds", "sim", "verify")}
+roots = {p: pathlib.Path(importlib.util.find_spec(f"fedbound.{p}").origin).parent
+         for p in ("bounds", "sim", "verify")}
 named = {m.groups() for root in roots.values() for src in root.rglob("*.py")
          for m in pattern.finditer(src.read_text())}
 missing = sorted(f"{pkg}/{rel}" for pkg, rel in named if not (roots[pkg] / rel).is_file())

@@ -29,13 +29,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import bounds  # noqa: E402
+from fedbound import bounds  # noqa: E402
 from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import best_time  # noqa: E402
-from bounds import delays as D  # noqa: E402
-from sim.hfl import run_hfl  # noqa: E402
-from sim.problems import Quadratic, randn  # noqa: E402
+from fedbound.bounds import delays as D  # noqa: E402
+from fedbound.sim.hfl import run_hfl  # noqa: E402
+from fedbound.sim.problems import Quadratic, randn  # noqa: E402
 
 FIG7A = [0.01, 0.85, 1e-3, 0.085, 4, 2, 0.4, 0.2]
 

@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import interleaved  # noqa: E402
-from sim.data import load_digits  # noqa: E402
-from sim.neural import NeuralProblem, mlp, small_cnn  # noqa: E402
+from fedbound.sim.data import load_digits  # noqa: E402
+from fedbound.sim.neural import NeuralProblem, mlp, small_cnn  # noqa: E402
 
 BATCH = 16
 GOAL = 5.0

@@ -47,7 +47,7 @@ from benchmarks.fused_mllsgd import TAU, Q, fused_mllsgd, workload  # noqa: E402
 from benchmarks.official_mllsgd import official_mllsgd  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import interleaved, median_ratio  # noqa: E402
-from sim.mllsgd import run_mllsgd  # noqa: E402
+from fedbound.sim.mllsgd import run_mllsgd  # noqa: E402
 
 GOAL, LOSS_GAP = 25.0, 0.02
 

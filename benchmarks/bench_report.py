@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
-from verify import adapter_for, report, suite  # noqa: E402
-from verify.cli import _suite_jobs  # noqa: E402
-from verify.sweep import executor  # noqa: E402
+from fedbound.verify import adapter_for, report, suite  # noqa: E402
+from fedbound.verify.cli import _suite_jobs  # noqa: E402
+from fedbound.verify.sweep import executor  # noqa: E402
 
 
 def timed(fn):
@@ -78,7 +78,7 @@ def pooled(keys, battery: int, tmp: Path, jobs: int, *, figures: bool) -> dict[s
     too where the workers draw figures, the driver builds the report's formulas while it
     starts, the workers plan shares of the checks; then the report is written."""
     t0 = time.perf_counter()
-    with executor(jobs=jobs, preload=("verify.plots",) if figures else ()) as pool:
+    with executor(jobs=jobs, preload=("fedbound.verify.plots",) if figures else ()) as pool:
         report.prepare(keys)
         todo = suite.shares(keys, battery=battery, figures=figures, jobs=jobs, executor=pool)
         rows = suite.run_shares(todo, executor=pool)

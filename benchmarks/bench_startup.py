@@ -6,7 +6,7 @@ Each command runs as a subprocess of the same Python (``sys.executable``), the r
 commands interleaved (one round runs each once, in turn; one untimed round first, which also
 fills the cache of generated functions, ``bounds.compiled``), ``--repeats`` rounds (default
 7, at least 5). A figure is the median over rounds of the command's wall time over that
-round's ``python -c "import numpy"``. Goals (issue 15): ``import bounds`` within 2x,
+round's ``python -c "import numpy"``. Goals (issue 15): ``from fedbound import bounds`` within 2x,
 ``fedbound list`` and ``fedbound bound mllsgd.theorem1 --params ...`` within 3x; ``step``
 and ``scenario`` are reported beside them without a goal.
 
@@ -31,11 +31,11 @@ from benchmarks.timing import interleaved, median_ratio  # noqa: E402
 
 PARAMS = json.dumps({"L": 1, "beta": 0, "sigma": 1, "Delta": 1, "eta": 0.001, "K": 64, "q": 2,
                      "tau": 4, "zeta": 0.5, "a": [0.5, 0.5], "p": [1, 0.9]})
-CLI = ("-m", "verify.cli")
+CLI = ("-m", "fedbound.verify.cli")
 #: name -> (python arguments, goal: at most this many times import numpy, or None)
 COMMANDS = {
     "import numpy": (("-c", "import numpy"), None),
-    "import bounds": (("-c", "import bounds"), 2.0),
+    "from fedbound import bounds": (("-c", "from fedbound import bounds"), 2.0),
     "fedbound list": ((*CLI, "list"), 3.0),
     "fedbound bound": ((*CLI, "bound", "mllsgd.theorem1", "--params", PARAMS), 3.0),
     "fedbound step": ((*CLI, "step", "mllsgd.theorem1", "--params", json.dumps(

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import best_time  # noqa: E402
-from sim.tdcd import BlockLinear, Layout, draw_batch, run_tdcd, synthetic_data  # noqa: E402
+from fedbound.sim.tdcd import BlockLinear, Layout, draw_batch, run_tdcd, synthetic_data  # noqa: E402
 
 F64 = torch.float64
 

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_throughput.py [--repeats 3] [--device cpu]
 
-Each command runs as a subprocess of the same Python (``sys.executable -m verify.cli``),
+Each command runs as a subprocess of the same Python (``sys.executable -m fedbound.verify.cli``),
 the commands interleaved (``benchmarks.timing.interleaved``: one untimed round first, which
 also fills the cache of generated functions), ``--repeats`` rounds; a figure is the median:
 
@@ -78,7 +78,7 @@ def _runner(argv: tuple[str, ...], cwd: Path, wall: list[float], cpu: list[float
     def run():
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "verify.cli", *argv], check=True, env=env,
+        subprocess.run([sys.executable, "-m", "fedbound.verify.cli", *argv], check=True, env=env,
                        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wall.append(time.perf_counter() - start)
         _reap()

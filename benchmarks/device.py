@@ -28,7 +28,7 @@ def checked_device(parser: argparse.ArgumentParser, device: str, *, cpu_only: st
         return device
     if cpu_only:
         parser.error(f"--device {device}: this benchmark measures on the CPU only ({cpu_only})")
-    from sim.problems import checked_device as torch_device
+    from fedbound.sim.problems import checked_device as torch_device
 
     try:
         kind = torch_device(device).type

@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from sim.afl import HeterogeneousQuadratic, draw_schedule
+from fedbound.sim.afl import HeterogeneousQuadratic, draw_schedule
 
 F64 = torch.float64
 DIM, ROUNDS, TAU, ETA_L = 10, 16, 3, 0.02

@@ -20,7 +20,7 @@ import math
 
 import torch
 
-from sim.problems import Quadratic
+from fedbound.sim.problems import Quadratic
 
 F64 = torch.float64
 DIM, ROUNDS, ALPHA = 10, 16, 0.05

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from sim.problems import GATHER_BLOCK_BYTES, LogisticRegression
+from fedbound.sim.problems import GATHER_BLOCK_BYTES, LogisticRegression
 
 F64 = torch.float64
 FEATURES, BATCH, TAU, Q, ETA = 50, 32, 4, 2, 0.2

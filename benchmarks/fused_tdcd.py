@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from sim.tdcd import BlockLinear, Layout, draw_batch, synthetic_data
+from fedbound.sim.tdcd import BlockLinear, Layout, draw_batch, synthetic_data
 
 F64 = torch.float64
 SILOS, FEATURES, BASE, PER_CLIENT, Q, ROUNDS = 5, 2, 100, 2, 5, 8

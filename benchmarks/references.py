@@ -20,10 +20,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import fused_afl, fused_hfl, fused_mllsgd, fused_tdcd  # noqa: E402
-from sim.afl import run_afl  # noqa: E402
-from sim.hfl import run_hfl  # noqa: E402
-from sim.mllsgd import run_mllsgd  # noqa: E402
-from sim.tdcd import run_tdcd  # noqa: E402
+from fedbound.sim.afl import run_afl  # noqa: E402
+from fedbound.sim.hfl import run_hfl  # noqa: E402
+from fedbound.sim.mllsgd import run_mllsgd  # noqa: E402
+from fedbound.sim.tdcd import run_tdcd  # noqa: E402
 
 SIMULATORS = ("mllsgd", "hfl", "tdcd", "afl")
 

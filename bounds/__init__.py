@@ -6,7 +6,7 @@ paper's module (and sympy) is imported on the first :func:`get` of one of its re
 on first use of a name below that needs it (``bounds.Theorem``, ``bounds.choose_step``,
 ``bounds.mllsgd``, ...).
 
->>> import bounds
+>>> from fedbound import bounds
 >>> thm = bounds.get("mllsgd.theorem1")          # default variant: "proof"
 >>> thm.variant, thm.step
 ('proof', 'eta')

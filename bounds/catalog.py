@@ -55,7 +55,7 @@ def builder(key: str) -> Callable:
     module, function = key.split(".")
 
     def build(variant: str):
-        return getattr(importlib.import_module(f"bounds.{module}"), function)(variant)
+        return getattr(importlib.import_module(f"fedbound.bounds.{module}"), function)(variant)
 
     build.__qualname__ = build.__name__ = function
     return build

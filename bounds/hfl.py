@@ -64,7 +64,7 @@ PAPER = cite("hfl")
 THEOREM2_VARIANTS = ("printed", "arxiv", "proof", "tight")
 #: fedbound's own refined variant (derived by fedbound, not published), of Theorem 2 and
 #: Corollary 1; derived in REFINED_DERIVATION, a file of the package (in the wheel too:
-#: ``importlib.resources.files("bounds") / "derivations" / "hfl_refined.md"``)
+#: ``importlib.resources.files("fedbound.bounds") / "derivations" / "hfl_refined.md"``)
 REFINED = "refined"
 REFINED_DERIVATION = "bounds/derivations/hfl_refined.md"
 KEYS = ("hfl.lemma1", "hfl.theorem1", "hfl.theorem2", "hfl.corollary1")

@@ -41,7 +41,7 @@ from . import compiled, registry
 from . import numeric as nm
 
 FORMAT = 2  #: the manifest's layout; a change of it makes every stored manifest stale
-REDUCERS = "bounds.reduce"  #: the only module a manifest's aggregates may name
+REDUCERS = "fedbound.bounds.reduce"  #: the only module a manifest's aggregates may name
 
 
 @cache

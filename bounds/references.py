@@ -3,7 +3,7 @@
 Every citation in the package names one of these papers by its short cite and a place any
 reader of the published paper can find (theorem, lemma, equation, section, appendix):
 
->>> from bounds.references import cite
+>>> from fedbound.bounds.references import cite
 >>> cite("hfl", "Theorem 2, eq. (20)")
 'Ali & Arafa 2025, Theorem 2, eq. (20)'
 >>> cite("mllsgd", "proof of Theorem 1, (180)")

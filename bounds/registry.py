@@ -94,7 +94,7 @@ def default(key: str) -> str:
 def builtin(key: str) -> bool:
     """Whether ``key`` is registered by :mod:`bounds.catalog` (a result of the four papers,
     not a plugin's)."""
-    return getattr(_entry(key).build, "__module__", None) == "bounds.catalog"
+    return getattr(_entry(key).build, "__module__", None) == "fedbound.bounds.catalog"
 
 
 def keys() -> list[str]:

@@ -50,7 +50,7 @@ from .references import cite
 PAPER = cite("tdcd")
 VARIANTS = ("printed", "proof", "tight", "refined")
 #: the label of fedbound's own result; its derivation is a file of the package (in the wheel
-#: too: ``importlib.resources.files("bounds") / "derivations" / "tdcd_refined.md"``)
+#: too: ``importlib.resources.files("fedbound.bounds") / "derivations" / "tdcd_refined.md"``)
 DERIVED = "derived by fedbound, not published; see bounds/derivations/tdcd_refined.md"
 
 # ---------------------------------------------------------------------- symbols

@@ -3,9 +3,9 @@
 Never imports sympy, ``bounds`` or ``verify`` (see DESIGN.md, section "sim").
 """
 
-from sim.afl import AFLTrace, run_afl
-from sim.hfl import HFLTrace, run_hfl
-from sim.mllsgd import (
+from fedbound.sim.afl import AFLTrace, run_afl
+from fedbound.sim.hfl import HFLTrace, run_hfl
+from fedbound.sim.mllsgd import (
     HubWeights,
     apply_operator,
     hub_period_slots,
@@ -14,9 +14,9 @@ from sim.mllsgd import (
     operator_at,
     run_mllsgd,
 )
-from sim.problems import LogisticRegression, Problem, Quadratic
-from sim.tdcd import TDCDTrace, run_tdcd
-from sim.trace import DIVERGENCE_THRESHOLD, Trace, freeze_diverged
+from fedbound.sim.problems import LogisticRegression, Problem, Quadratic
+from fedbound.sim.tdcd import TDCDTrace, run_tdcd
+from fedbound.sim.trace import DIVERGENCE_THRESHOLD, Trace, freeze_diverged
 
 __all__ = [
     "AFLTrace",

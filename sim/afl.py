@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.problems import DTYPE, rand, randint, randn, randn_
-from sim.trace import Acceptance
+from fedbound.sim.problems import DTYPE, rand, randint, randn, randn_
+from fedbound.sim.trace import Acceptance
 
 ARRIVALS = ("uniform", "biased", "round_robin", "single")
 DELAYS = ("uniform", "max", "zero")

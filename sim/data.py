@@ -58,7 +58,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from sim.problems import DTYPE, randint
+from fedbound.sim.problems import DTYPE, randint
 
 INSTALL_HINT = "scikit-learn is needed for fedbound's bundled data sets: pip install fedbound[data]"
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.problems import DTYPE, Problem, randn
+from fedbound.sim.problems import DTYPE, Problem, randn
 
 #: two-sided confidence level of the sampled intervals
 LEVEL = 0.95

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import torch
 
-from sim.problems import DTYPE, Problem, rand
-from sim.trace import Acceptance
+from fedbound.sim.problems import DTYPE, Problem, rand
+from fedbound.sim.trace import Acceptance
 
 
 @dataclass(frozen=True)

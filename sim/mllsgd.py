@@ -31,8 +31,8 @@ from typing import NamedTuple
 
 import torch
 
-from sim.problems import DTYPE, Problem, rand, rand_
-from sim.trace import Acceptance, Trace
+from fedbound.sim.problems import DTYPE, Problem, rand, rand_
+from fedbound.sim.trace import Acceptance, Trace
 
 
 class HubWeights(NamedTuple):

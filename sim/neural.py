@@ -35,8 +35,8 @@ from collections.abc import Callable, Sequence
 import torch
 from torch.func import functional_call, grad, grad_and_value, vmap
 
-from sim.data import Partition
-from sim.problems import DTYPE, Problem, rand, randint
+from fedbound.sim.data import Partition
+from fedbound.sim.problems import DTYPE, Problem, rand, randint
 
 
 def mlp(in_features: int = 64, hidden: Sequence[int] = (32,), classes: int = 10) -> torch.nn.Module:

@@ -42,8 +42,8 @@ from functools import cached_property
 import torch
 from torch.func import functional_call, grad, vmap
 
-from sim.problems import DTYPE, rand, randn, softplus
-from sim.trace import Acceptance
+from fedbound.sim.problems import DTYPE, rand, randn, softplus
+from fedbound.sim.trace import Acceptance
 
 LOSSES = ("squared", "logistic")
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import bounds
-import verify
-import verify.api as api
-from bounds.core import Param, Theorem
-from verify.testing import (
+from fedbound import bounds
+from fedbound import verify
+import fedbound.verify.api as api
+from fedbound.bounds.core import Param, Theorem
+from fedbound.verify.testing import (
     CHECKS,
     assert_holds,
     assert_violated,
@@ -33,9 +33,9 @@ def test_papers_use_only_the_public_api(path):
         if isinstance(node, ast.ImportFrom):
             module = "." * node.level + (node.module or "")
             assert not module.startswith("."), f"{path.name}: relative import {module}"
-            assert module == "verify.api" or not module.startswith("verify"), f"{path.name}: {module}"
+            assert module == "fedbound.verify.api" or not module.startswith("fedbound.verify"), f"{path.name}: {module}"
         elif isinstance(node, ast.Import):
-            assert all(a.name == "verify.api" or not a.name.startswith("verify")
+            assert all(a.name == "fedbound.verify.api" or not a.name.startswith("fedbound.verify")
                        for a in node.names), path.name
 
 

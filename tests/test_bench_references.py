@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/ i
 from benchmarks import official_mllsgd as official  # noqa: E402
 from benchmarks import references, results  # noqa: E402
 from benchmarks.fused_mllsgd import workload  # noqa: E402
-from sim.mllsgd import run_mllsgd  # noqa: E402
+from fedbound.sim.mllsgd import run_mllsgd  # noqa: E402
 
 torch.set_num_threads(1)  # as the benchmarks run: small products, no thread-pool waits
 
@@ -142,7 +142,7 @@ def test_simulators_on_cuda_give_the_references_recordings(name):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_logistic_buffers_on_cuda():
-    from sim.problems import LogisticRegression, empty_large
+    from fedbound.sim.problems import LogisticRegression, empty_large
 
     assert empty_large((1 << 21,), torch.float64, "cuda").device.type == "cuda"
     problem = LogisticRegression.random(300, 4, 2.0, torch.Generator().manual_seed(0), lam=0.1,

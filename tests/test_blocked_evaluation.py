@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import bounds
-from bounds import numeric as nm
+from fedbound import bounds
+from fedbound.bounds import numeric as nm
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # benchmarks/ is not installed
 

@@ -8,9 +8,9 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bounds
-from bounds import delays as D
-from bounds import hfl as H
+from fedbound import bounds
+from fedbound.bounds import delays as D
+from fedbound.bounds import hfl as H
 
 FAST = settings(max_examples=30, deadline=None)
 FIG7A = [0.01, 0.85, 1e-3, 0.085, 4, 2, 0.4, 0.2]

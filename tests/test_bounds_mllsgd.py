@@ -10,8 +10,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bounds
-from bounds import mllsgd as M
+from fedbound import bounds
+from fedbound.bounds import mllsgd as M
 
 zeta_s = M.zeta
 VARIANTS = M.VARIANTS

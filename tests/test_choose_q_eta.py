@@ -15,11 +15,11 @@ import torch
 from scipy.stats import t as student_t
 from tdcd_reference import refined_bound
 
-import bounds
-from sim.tdcd import run_tdcd
-from verify.choose import QEta, choose
-from verify.cli import main
-from verify.papers import tdcd as V
+from fedbound import bounds
+from fedbound.sim.tdcd import run_tdcd
+from fedbound.verify.choose import QEta, choose
+from fedbound.verify.cli import main
+from fedbound.verify.papers import tdcd as V
 
 torch.set_num_threads(1)
 SCENARIO = V.Theorem1.default

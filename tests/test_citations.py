@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import bounds
-from bounds.references import PAPERS
+from fedbound import bounds
+from fedbound.bounds.references import PAPERS
 
 ROOT = Path(__file__).resolve().parents[1]
 

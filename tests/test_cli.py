@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import bounds
-from verify.cli import main
+from fedbound import bounds
+from fedbound.verify.cli import main
 
 PARAMS = {"L": 1, "beta": 0, "sigma": 1, "Delta": 1, "eta": 0.001, "K": 64, "q": 2, "tau": 4,
           "zeta": 0.5, "a": [0.25] * 4, "p": [1, 1, 0.9, 0.9]}
@@ -126,7 +126,7 @@ def test_console_script_reads_scenario_from_stdin():
 
 
 def test_choose_q_eta_from_the_bound(capsys):
-    from verify.choose import QEta, choose
+    from fedbound.verify.choose import QEta, choose
 
     code, out, _ = run(capsys, "choose-q-eta", "--epsilon", "0.05", "--t-comm", "100",
                        "--t-comp", "1", "--method", "bound", "--Q", "1,4", "--variant", "proof",
@@ -157,7 +157,7 @@ FIG7A = "0.01,0.85,0.001,0.085,4.0,2.0,0.4,0.2"
 
 
 def test_choose_sync_time_from_the_bound(capsys):
-    from bounds import delays
+    from fedbound.bounds import delays
 
     argv = ["choose-sync-time", "--sizes", "15,15", "--delays", FIG7A, "--T", "2000",
             "--alpha", "0.05", "--L", "1", "--G", "10", "--sigma", "1", "--Delta", "10",
@@ -230,7 +230,7 @@ def test_search_json_and_its_witness_reproduces_through_check(capsys, tmp_path):
 
 
 def test_check_a_shipped_witness_exits_1_and_the_default_exits_0(capsys):
-    from verify import witnesses
+    from fedbound.verify import witnesses
 
     (w,) = [w for w in witnesses("afl.theorem3") if w.source.endswith("afl.theorem3.proof.json")]
     code, out, _ = run(capsys, "check", "afl.theorem3", "--scenario", w.source, "--exact")
@@ -243,7 +243,7 @@ def test_check_a_shipped_witness_exits_1_and_the_default_exits_0(capsys):
 
 def test_check_witness_names_a_stored_witness_from_any_directory(capsys, monkeypatch, tmp_path):
     """``check KEY --witness NAME`` gives the same verdict as ``--scenario`` of that file."""
-    from verify import witnesses
+    from fedbound.verify import witnesses
 
     monkeypatch.chdir(tmp_path)
     (w,) = [w for w in witnesses("afl.theorem3") if w.source.endswith("afl.theorem3.proof.json")]
@@ -269,9 +269,9 @@ def test_strict_makes_an_inconclusive_verdict_exit_3(capsys, tmp_path):
 
     import sympy as sp
 
-    from bounds.core import Param, Theorem
-    from verify.api import Adapter, Measurement, Scenario, require_int
-    from verify.testing import registered
+    from fedbound.bounds.core import Param, Theorem
+    from fedbound.verify.api import Adapter, Measurement, Scenario, require_int
+    from fedbound.verify.testing import registered
 
     @dataclass
     class Coin(Scenario):
@@ -305,8 +305,9 @@ def test_strict_makes_an_inconclusive_verdict_exit_3(capsys, tmp_path):
 
 
 def test_an_internal_error_exits_70_with_one_line_and_a_log(capsys, monkeypatch):
-    import verify.adapter
+    import fedbound.verify.adapter
 
+    from fedbound import verify
     def boom(*a, **k):
         raise RuntimeError("kaboom")
     monkeypatch.setattr(verify.adapter.Adapter, "check", boom)
@@ -341,8 +342,8 @@ def test_check_plot_works_for_every_paper(capsys, tmp_path, key):
 def test_bound_as_text_prints_every_entry_of_a_bound_stated_per_group(key, capsys):
     """A bound stated per round and group (Lemma 1) or per group (Theorem 1) is an array:
     the text output shows each entry, the same numbers as --json (it crashed, exit 70)."""
-    from verify.adapter import adapter_for
-    from verify.scenario import jsonable
+    from fedbound.verify.adapter import adapter_for
+    from fedbound.verify.scenario import jsonable
 
     ad = adapter_for(key)
     params = json.dumps(jsonable(ad.parameters(ad.default_scenario(), ad.theorem())))
@@ -358,7 +359,7 @@ def test_bound_as_text_prints_every_entry_of_a_bound_stated_per_group(key, capsy
 def test_check_estimated_gives_the_library_verdict_and_refuses_what_it_cannot(capsys, tmp_path):
     """--estimated is verify.check_estimated on the scenario's problem: same numbers, same
     status; it refuses a result it does not cover and flags it cannot honour, exit 2."""
-    from verify.estimated import check_estimated
+    from fedbound.verify.estimated import check_estimated
 
     scenario = tmp_path / "s.json"
     scenario.write_text(json.dumps({"K": 16, "replicas": 16}))
@@ -392,7 +393,7 @@ def test_reproduce_without_scikit_learn_is_one_line_naming_the_extra(capsys, mon
     (["sweep", "spec.json", "--jobs", "2"], False),
 ])
 def test_the_fork_server_starts_ahead_only_for_check_all_with_a_pool(argv, ahead):
-    from verify import cli
+    from fedbound.verify import cli
 
     assert cli._pool_ahead(cli.parser().parse_args(argv)) is ahead
     default = cli.parser().parse_args(["check", "--all"])

@@ -2,8 +2,8 @@
 ``parametrize_with_checks`` a user runs on their own results. A refuted result's checks
 on random scenarios are expected failures (non-strict xfail) with the result's notes."""
 
-import bounds
-from verify.testing import parametrize_with_checks
+from fedbound import bounds
+from fedbound.verify.testing import parametrize_with_checks
 
 
 @parametrize_with_checks(bounds.keys())

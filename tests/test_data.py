@@ -1,4 +1,4 @@
-"""sim.data: the bundled data sets and the partitions across workers and silos."""
+"""fedbound.sim.data: the bundled data sets and the partitions across workers and silos."""
 
 import gzip
 import math
@@ -12,7 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.data import (
+from fedbound.sim.data import (
     INSTALL_HINT,
     dirichlet_partition,
     iid_partition,
@@ -23,7 +23,7 @@ from sim.data import (
     load_mnist,
     vertical_split,
 )
-from sim.tdcd import Layout
+from fedbound.sim.tdcd import Layout
 
 SETTINGS = settings(max_examples=25, deadline=None)
 

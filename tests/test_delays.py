@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bounds import delays as D
+from fedbound.bounds import delays as D
 
 FIG7A = [0.01, 0.85, 1e-3, 0.085, 4, 2, 0.4, 0.2]
 FIG9 = [0.1, 1.4, 0.01, 0.14, 0.5, 5, 0.05, 0.5]

@@ -20,13 +20,13 @@ import sys
 
 import pytest
 
-from verify.search import TIE, better, search
+from fedbound.verify.search import TIE, better, search
 
 SEARCH = dict(key="mllsgd.theorem1", budget=60, seed=1, objective="tightest")
 PROBE = f"""
 import json, torch
 torch.set_num_threads(1)
-from verify.search import search
+from fedbound.verify.search import search
 r = search(**{SEARCH!r})
 print(json.dumps({{"witness": r.witness, "ratio": r.ratio}}))
 """
@@ -70,7 +70,7 @@ def test_the_search_does_not_depend_on_the_cores(reference):
 
 
 def test_the_search_does_not_depend_on_a_process_pool(reference):
-    from verify.sweep import executor
+    from fedbound.verify.sweep import executor
 
     with executor(jobs=2) as pool:  # the pool of ``fedbound search --jobs 2``
         r = search(**SEARCH, executor=pool, width=2)

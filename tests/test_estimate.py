@@ -1,4 +1,4 @@
-"""sim.estimate against problems whose constants are known exactly, and on the digits MLP.
+"""fedbound.sim.estimate against problems whose constants are known exactly, and on the digits MLP.
 
 Every truth here is computed independently of the estimators: the quadratic's L and sigma
 by construction, logistic regression's Hessian, gradient variance and gradient norms by a
@@ -15,9 +15,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim import estimate
-from sim.afl import HeterogeneousQuadratic
-from sim.problems import LogisticRegression, Quadratic
+from fedbound.sim import estimate
+from fedbound.sim.afl import HeterogeneousQuadratic
+from fedbound.sim.problems import LogisticRegression, Quadratic
 
 FAST = settings(max_examples=8, deadline=None, derandomize=True)
 
@@ -179,14 +179,14 @@ def test_an_estimate_is_ordered_and_finite():
 @pytest.fixture(scope="module")
 def digits():
     pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
-    from sim.data import load_digits
+    from fedbound.sim.data import load_digits
 
     return load_digits()
 
 
 def _mlp_estimates(digits, seed: int):
-    from sim.data import iid_partition
-    from sim.neural import NeuralClients, NeuralProblem, mlp
+    from fedbound.sim.data import iid_partition
+    from fedbound.sim.neural import NeuralClients, NeuralProblem, mlp
 
     torch.manual_seed(0)
     module = mlp(hidden=(16,))
@@ -211,8 +211,8 @@ def test_estimates_on_the_digits_mlp_are_finite_positive_and_reproducible(digits
 
 
 def test_dissimilarity_on_network_clients_matches_worker_by_worker(digits):
-    from sim.data import label_partition
-    from sim.neural import NeuralClients, NeuralProblem, mlp
+    from fedbound.sim.data import label_partition
+    from fedbound.sim.neural import NeuralClients, NeuralProblem, mlp
 
     torch.manual_seed(1)
     module = mlp(hidden=(8,))

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bounds.topology import hub_graph, hub_matrix, hub_weights, worker_matrices
-from verify.papers.mllsgd import expected_averaged_model, expected_grad_sq_norms, expected_lhs
+from fedbound.bounds.topology import hub_graph, hub_matrix, hub_weights, worker_matrices
+from fedbound.verify.papers.mllsgd import expected_averaged_model, expected_grad_sq_norms, expected_lhs
 
 HUB_OF = np.array([0, 0, 1, 2])
 W = np.array([1.0, 3.0, 2.0, 2.0])

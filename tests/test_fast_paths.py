@@ -13,13 +13,13 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bounds
-from bounds.core import Param, _bound_value, _Printer
-from sim.afl import HeterogeneousQuadratic
-from sim.mllsgd import run_mllsgd
-from sim.problems import LogisticRegression, Problem, Quadratic
-from sim.tdcd import BlockLinear, Layout, draw_batch, synthetic_data
-from sim.trace import DIVERGENCE_THRESHOLD, Acceptance, freeze_diverged
+from fedbound import bounds
+from fedbound.bounds.core import Param, _bound_value, _Printer
+from fedbound.sim.afl import HeterogeneousQuadratic
+from fedbound.sim.mllsgd import run_mllsgd
+from fedbound.sim.problems import LogisticRegression, Problem, Quadratic
+from fedbound.sim.tdcd import BlockLinear, Layout, draw_batch, synthetic_data
+from fedbound.sim.trace import DIVERGENCE_THRESHOLD, Acceptance, freeze_diverged
 
 F64 = torch.float64
 FAST = settings(max_examples=30, deadline=None)
@@ -56,8 +56,9 @@ def test_logistic_sampler_in_blocks_is_the_sampler_in_one_block_bit_for_bit(
     """Gathered a block of models at a time (several blocks, the last one partial), the
     gradients are those of one block holding every model, bit for bit, and those of
     ``stochastic_grad``; an expanded x takes the unblocked path."""
-    import sim.problems
+    import fedbound.sim.problems
 
+    from fedbound import sim
     problem = LogisticRegression.random(200, 6, 2.0, gen(0), batch=batch)
     x = torch.randn(3, 37, 6, generator=gen(1), dtype=F64)
     monkeypatch.setattr(sim.problems, "GATHER_BLOCK_BYTES", block_bytes)

@@ -15,11 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import bounds
-from bounds.core import Param
-from sim.trace import DIVERGENCE_THRESHOLD
-from verify import check, default_scenario, load_scenario
-from verify.cli import main
+from fedbound import bounds
+from fedbound.bounds.core import Param
+from fedbound.sim.trace import DIVERGENCE_THRESHOLD
+from fedbound.verify import check, default_scenario, load_scenario
+from fedbound.verify.cli import main
 
 RESULTS = [(row["key"], v) for row in bounds.list() for v in row["variants"]]
 KEYS = sorted({k for k, _ in RESULTS})
@@ -227,7 +227,7 @@ JSON_VALUES = st.recursive(
                                                              st.lists(JSON_VALUES, max_size=2), max_size=2)),
               "random": JSON_VALUES}))
 def test_malformed_sweep_specs_are_rejected_with_a_clear_error(spec):
-    from verify.sweep import SweepSpec
+    from fedbound.verify.sweep import SweepSpec
 
     try:
         SweepSpec.from_dict(spec).scenarios()

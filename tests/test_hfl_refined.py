@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bounds
-import verify
-from bounds import delays as D
-from bounds import hfl as H
-from bounds.tuning import choose_sync_time
+from fedbound import bounds
+from fedbound import verify
+from fedbound.bounds import delays as D
+from fedbound.bounds import hfl as H
+from fedbound.bounds.tuning import choose_sync_time
 
 FAST = settings(max_examples=30, deadline=None)
 FIG7A = [0.01, 0.85, 1e-3, 0.085, 4, 2, 0.4, 0.2]
@@ -289,7 +289,7 @@ def test_simulated_left_side_at_alpha_005_is_the_exact_expectation():
     = 0.05) is the exact expectation over the SGD noise on the same delay paths, computed
     without the simulator (exact_quadratic): S = 0 is noisy minibatch SGD, not a divergence,
     and S = 10 is several times lower."""
-    from verify.choose import SyncTime, one_thread, synthetic_quadratic
+    from fedbound.verify.choose import SyncTime, one_thread, synthetic_quadratic
 
     model, p = _fig7a(20.0)
     p["alpha"] = 0.05

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from verify import limits
-from verify.adapter import adapter_for, adapter_keys
-from verify.cli import main
-from verify.limits import Footprint, ResourceError
-from verify.sweep import SweepSpec
+from fedbound.verify import limits
+from fedbound.verify.adapter import adapter_for, adapter_keys
+from fedbound.verify.cli import main
+from fedbound.verify.limits import Footprint, ResourceError
+from fedbound.verify.sweep import SweepSpec
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -215,7 +215,7 @@ MEASURED = [
 
 PEAK = textwrap.dedent("""
     import json, sys
-    from verify.adapter import adapter_for
+    from fedbound.verify.adapter import adapter_for
 
     def status(name):
         for line in open("/proc/self/status"):
@@ -304,9 +304,9 @@ def one_line(err: str) -> str:
 
 SEARCH_PEAK = textwrap.dedent("""
     import json, sys
-    from verify import limits
-    from verify.adapter import adapter_for
-    from verify.search import search
+    from fedbound.verify import limits
+    from fedbound.verify.adapter import adapter_for
+    from fedbound.verify.search import search
 
     def status(name):
         for line in open("/proc/self/status"):

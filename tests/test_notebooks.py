@@ -320,7 +320,7 @@ def test_every_axis_a_notebook_labels_states_its_unit(path):
     """Each axis label written in a notebook's code ends with a unit of ``verify.plots.UNITS``
     in brackets (``"iteration k [count]"``), as the report's figures do; an axis of
     categories is the exception."""
-    from verify.plots import UNITS
+    from fedbound.verify.plots import UNITS
 
     code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells
                      if c.cell_type == "code")

@@ -20,12 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bounds
-from bounds import compiled, manifest
-from bounds import reduce as reduce_module
-from verify.adapter import adapter_for
-from verify.cli import main
-from verify.scenario import jsonable
+from fedbound import bounds
+from fedbound.bounds import compiled, manifest
+from fedbound.bounds import reduce as reduce_module
+from fedbound.verify.adapter import adapter_for
+from fedbound.verify.cli import main
+from fedbound.verify.scenario import jsonable
 
 ROOT = Path(__file__).resolve().parents[1]
 #: results whose aggregates reduce through bounds.reduce: each must get a manifest
@@ -38,7 +38,7 @@ BROKEN = {"hfl.": [{"t": [[1, 0], [1, 1]]}, {"t_max": [1.0, 1.0]}],
 
 RUN = """
 import contextlib, io, json, sys
-from verify.cli import main
+from fedbound.verify.cli import main
 out = []
 for argv in json.load(sys.stdin):
     o, e = io.StringIO(), io.StringIO()

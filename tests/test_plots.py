@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from matplotlib.transforms import Bbox
 
-import bounds
-from verify import adapter_for, check, default_scenario, plots
+from fedbound import bounds
+from fedbound.verify import adapter_for, check, default_scenario, plots
 
 
 def test_mllsgd_figure_draws_the_bound_at_every_whole_hub_period():
@@ -77,8 +77,8 @@ def test_every_result_has_a_report_figure(key):
 def test_check_all_labels_every_axis_of_its_figures_witnesses_too(tmp_path, monkeypatch):
     """The figures ``check --all`` draws (a refuted result: its default and each witness),
     caught as they are saved: every axis has a label with its unit."""
-    from verify import suite
-    from verify.cli import main
+    from fedbound.verify import suite
+    from fedbound.verify.cli import main
 
     drawn, png = [], suite.png
     monkeypatch.setattr(suite, "png", lambda fig: (drawn.append(_unlabelled_axes(fig)), png(fig))[1])
@@ -99,7 +99,7 @@ def test_an_axis_states_a_known_unit():
 
 
 def test_every_family_sweeps_a_field_of_known_unit():
-    from verify.families import families
+    from fedbound.verify.families import families
 
     found = families()
     assert found
@@ -116,7 +116,7 @@ def _drawn_figures(monkeypatch, keys) -> dict[str, object]:
     the scenario they draw; tight_layout made to fail, so a figure that used it is seen."""
     from matplotlib.figure import Figure
 
-    from verify import suite
+    from fedbound.verify import suite
 
     def no_tight_layout(self, *args, **kwargs):
         raise AssertionError("a check's figure measured its layout (tight_layout)")
@@ -227,7 +227,7 @@ def test_a_figure_of_several_axes_is_laid_out_too():
     """A plugin's figure with a twin axis: tight_layout, and still a PNG."""
     from matplotlib.figure import Figure
 
-    from verify import suite
+    from fedbound.verify import suite
 
     fig = Figure(figsize=(7, 4.6))
     ax = fig.add_subplot()

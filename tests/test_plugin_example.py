@@ -24,8 +24,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bounds
-from verify.api import unregister_adapter
+from fedbound import bounds
+from fedbound.verify.api import unregister_adapter
 
 ROOT = Path(__file__).resolve().parent.parent
 PLUGIN = ROOT / "examples" / "plugin"
@@ -39,10 +39,10 @@ TIMEOUT = 300
 UNRECORDED = '''
 import dataclasses
 
-import bounds
+from fedbound import bounds
 from fedbound_sgd.adapter import Nonconvex
 from fedbound_sgd.theorem import theorem
-from verify.api import register_adapter
+from fedbound.verify.api import register_adapter
 
 
 def build(variant):
@@ -65,8 +65,8 @@ USER_TESTS = '''
 import pytest
 from hypothesis import given, settings
 
-from verify.strategies import scenarios
-from verify.testing import assert_holds, assert_violated, parametrize_with_checks
+from fedbound.verify.strategies import scenarios
+from fedbound.verify.testing import assert_holds, assert_violated, parametrize_with_checks
 
 KEY = "sgd.nonconvex"
 
@@ -262,7 +262,7 @@ def test_check_all_replays_the_witness_as_a_reproduced_refutation(runs):
 
 
 def test_search_finds_the_planted_constant_and_exits_0_as_it_is_recorded(runs, plugin):
-    from verify.testing import assert_holds, assert_violated
+    from fedbound.verify.testing import assert_holds, assert_violated
 
     out = _ok(runs["search"])
     assert out["found"] and out["status"] == "refuted" and not out["new_violation"]
@@ -333,7 +333,7 @@ def test_the_code_blocks_of_the_extension_guide_run(runs):
 @pytest.fixture(scope="module")
 def plugin():
     """The plugin imported here (registered for this module's tests, removed after)."""
-    from verify.api import unregister_witness_dir
+    from fedbound.verify.api import unregister_witness_dir
 
     sys.path.insert(0, str(PLUGIN))
     try:
@@ -381,7 +381,7 @@ def test_exact_mode_is_the_closed_form(plugin, lam, fraction, sigma, K, seed):
 
 def test_the_first_term_is_tight(plugin):
     """f = (L/2) x^2, sigma = 0, eta = 1/L, K = 1: both sides are L^2 distance^2."""
-    from verify.api import check
+    from fedbound.verify.api import check
 
     v = check(KEY, {"dim": 1, "L": 2.5, "mu": 2.5, "sigma": 0.0, "distance": 1.5, "K": 1}, exact=True)
     assert v.verdict == "holds"
@@ -392,7 +392,7 @@ def test_the_first_term_is_tight(plugin):
 def test_the_noise_term_is_tight(plugin):
     """x_0 = x*, one coordinate, eta = 1/L: E||grad f(x_k)||^2 = sigma^2 for k >= 1, so the
     mean over K is sigma^2 (K-1)/K against the bound L eta sigma^2 = sigma^2."""
-    from verify.api import check
+    from fedbound.verify.api import check
 
     v = check(KEY, {"dim": 1, "L": 3.0, "mu": 3.0, "sigma": 0.7, "distance": 0.0, "K": 1000},
               exact=True)
@@ -401,14 +401,14 @@ def test_the_noise_term_is_tight(plugin):
 
 
 def test_the_contract_checks_pass(plugin):
-    from verify.testing import check_adapter
+    from fedbound.verify.testing import check_adapter
 
     results = check_adapter(KEY)
     assert [r for r in results if r.outcome != "passed"] == []
 
 
 def test_a_bad_scenario_names_the_field(plugin):
-    from verify.api import load_scenario
+    from fedbound.verify.api import load_scenario
 
     with pytest.raises(ValueError, match=r"mu=2 must be <= L=1"):
         load_scenario(KEY, {"mu": 2.0})

@@ -7,7 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.problems import LogisticRegression, Quadratic
+from fedbound.sim.problems import LogisticRegression, Quadratic
 
 F64 = torch.float64
 SETTINGS = settings(max_examples=25, deadline=None)

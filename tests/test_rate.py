@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bounds
-from bounds.core import Rate
-from verify import check
-from verify.api import adapter_for
-from verify.cli import main
-from verify.rate import SWEEPS, fit_exponent, rate
+from fedbound import bounds
+from fedbound.bounds.core import Rate
+from fedbound.verify import check
+from fedbound.verify.api import adapter_for
+from fedbound.verify.cli import main
+from fedbound.verify.rate import SWEEPS, fit_exponent, rate
 
 
 @settings(max_examples=50, deadline=None)

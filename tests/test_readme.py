@@ -109,7 +109,7 @@ def env(tmp_path_factory) -> dict:
     ``verify.cli``, this tree's unless another interpreter is named."""
     bindir = tmp_path_factory.mktemp("bin")
     shim = bindir / "fedbound"
-    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(PYTHON)} -m verify.cli "$@"\n')
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(PYTHON)} -m fedbound.verify.cli "$@"\n')
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
     path = os.pathsep.join([str(bindir), os.environ.get("PATH", "")])
     source = {"PYTHONPATH": str(ROOT)} if PYTHON == sys.executable else {}
@@ -151,7 +151,7 @@ def test_every_python_example_runs(code, env, tmp_path):
 
 @pytest.mark.parametrize("text", [b for lang, b in blocks() if lang == "json"])
 def test_every_json_block_is_a_sweep_spec_fedbound_accepts(text):
-    from verify.sweep import SweepSpec
+    from fedbound.verify.sweep import SweepSpec
 
     spec = SweepSpec.from_dict(json.loads(text))
     assert spec.size() == len(spec.entries()) > 0

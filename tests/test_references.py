@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-import bounds
-from bounds.references import PAPERS, cite, paper
+from fedbound import bounds
+from fedbound.bounds.references import PAPERS, cite, paper
 
 
 @pytest.mark.parametrize("key, short", [
@@ -65,6 +65,12 @@ def _files_named_in_the_package() -> set[tuple[str, str]]:
             for m in _PACKAGE_FILE.finditer(src.read_text())}
 
 
+def _package_of(folder: Path) -> str:
+    """The import name of a folder of the source tree (``verify/papers`` is
+    ``fedbound.verify.papers``)."""
+    return ".".join(["fedbound", *folder.relative_to(ROOT).parts])
+
+
 def test_every_file_the_package_names_is_package_data():
     """fedbound's derivations (derived by fedbound, not published), the shipped tightness
     table: a file that the package cites must exist and be package data (pyproject.toml), so
@@ -75,17 +81,22 @@ def test_every_file_the_package_names_is_package_data():
     assert ("bounds", "derivations/hfl_refined.md") in named
     assert ("bounds", "derivations/tdcd_refined.md") in named
     for pkg, rel in named:
-        assert (ROOT / pkg / rel).is_file(), f"{pkg}/{rel} is named but missing"
-        assert any(fnmatch(rel, g) for g in data["package-data"].get(pkg, [])), (
-            f"{pkg}/{rel} is not package data of {pkg} in pyproject.toml")
+        path = ROOT / pkg / rel
+        assert path.is_file(), f"{pkg}/{rel} is named but missing"
+        owner = _package_of(path.parent)
+        assert any(fnmatch(path.name, g) for g in data["package-data"].get(owner, [])), (
+            f"{pkg}/{rel} is not package data of {owner} in pyproject.toml")
 
 
 def test_every_package_of_the_source_tree_is_in_the_wheel():
-    """pyproject.toml lists the packages explicitly: a new subpackage left out of the list
-    is missing from the wheel (verify.reproduce once was), which only the wheel job saw."""
+    """pyproject.toml lists the packages explicitly, each folder of data too (a folder left
+    out of the list is missing from the wheel, as verify.reproduce once was, which only the
+    wheel job saw): every folder of bounds/, sim/ and verify/ that holds a file, by its
+    import name under fedbound."""
     import tomllib
 
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(ROOT).parts)
-             for top in ("bounds", "sim", "verify") for p in (ROOT / top).rglob("__init__.py")}
+    found = {"fedbound"} | {_package_of(f.parent) for top in ("bounds", "sim", "verify")
+                            for f in (ROOT / top).rglob("*")
+                            if f.is_file() and "__pycache__" not in f.parts}
     assert found == listed

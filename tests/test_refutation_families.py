@@ -9,10 +9,10 @@ import re
 import numpy as np
 import pytest
 
-import bounds
-import bounds.afl as A
-from verify import check
-from verify.api import families
+from fedbound import bounds
+import fedbound.bounds.afl as A
+from fedbound.verify import check
+from fedbound.verify.api import families
 
 REFUTED = ("afl.theorem3", "afl.theorem4", "afl.corollary2", "afl.corollary3")
 STEP = {"afl.theorem3": "proof of Theorem 3 (Appendix B.3)",

@@ -28,11 +28,11 @@ from pathlib import Path
 import markupsafe
 import pytest
 
-import bounds
-from verify import output, report, sweep
-from verify.cli import main
-from verify.interrupts import uninterrupted_imports
-from verify.verdict import OUTCOMES
+from fedbound import bounds
+from fedbound.verify import output, report, sweep
+from fedbound.verify.cli import main
+from fedbound.verify.interrupts import uninterrupted_imports
+from fedbound.verify.verdict import OUTCOMES
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -52,7 +52,7 @@ TINY = {"key": "mllsgd.theorem1", "base": {"replicas": 4, "K": 8, "q": 2, "tau":
 
 
 def fedbound(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "verify.cli", *args], env=ENV, cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "fedbound.verify.cli", *args], env=ENV, cwd=ROOT,
                             text=True, start_new_session=True, **kw)
 
 
@@ -282,7 +282,7 @@ INTERRUPTED_DRIVER = textwrap.dedent("""
 
         cfp._ThreadWakeup.wakeup = slow_wakeup
         manager.join_executor_internals = slow_join
-    from verify import sweep
+    from fedbound.verify import sweep
 
     try:
         with sweep.executor(jobs=2) as pool:
@@ -341,8 +341,8 @@ def test_a_signal_during_an_uninterrupted_import_is_raised_when_it_ends(signum, 
     ``exec`` would have marked it to end killed by SIGINT, status -2)."""
     code = textwrap.dedent("""
         import signal, sys
-        from verify.cli import _terminate
-        from verify.interrupts import uninterrupted_imports
+        from fedbound.verify.cli import _terminate
+        from fedbound.verify.interrupts import uninterrupted_imports
 
         signal.signal(signal.SIGTERM, _terminate)
         try:
@@ -361,7 +361,7 @@ def test_a_hold_inside_a_hold_keeps_the_outer_one():
     """The end of an inner hold (a held import inside a held import, a submission inside
     one) leaves the signal blocked for the rest of the outer hold, and the outer hold's
     end unblocks it."""
-    from verify.interrupts import sigint_blocked
+    from fedbound.verify.interrupts import sigint_blocked
 
     def blocked() -> bool:
         return signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])
@@ -395,12 +395,12 @@ def test_ctrl_c_while_a_command_imports_the_simulator_ends_in_one_line_and_130(t
     an abort, or the line and then status -2); a command that does not simulate never
     imports torch, and once imported, torch has its own loader."""
     env = _stand_in_torch(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "verify.cli", "check", "mllsgd.theorem1"],
+    out = subprocess.run([sys.executable, "-m", "fedbound.verify.cli", "check", "mllsgd.theorem1"],
                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (out.returncode, one_line(out.stderr)) == (130, "fedbound: interrupted")
     params = {"L": 1, "beta": 0, "sigma": 1, "Delta": 1, "eta": 0.001, "K": 64, "q": 2,
               "tau": 4, "zeta": 0.5, "a": [0.5, 0.5], "p": [1, 0.9]}
-    out = subprocess.run([sys.executable, "-m", "verify.cli", "bound", "mllsgd.theorem1",
+    out = subprocess.run([sys.executable, "-m", "fedbound.verify.cli", "bound", "mllsgd.theorem1",
                           "--json", "--params", json.dumps(params)],
                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (out.returncode, out.stderr) == (0, ""), out.stderr
@@ -647,7 +647,7 @@ def test_an_unreachable_scheduler_fails_within_the_connect_timeout(tmp_path, cap
 
 
 def test_an_internal_error_is_one_line_and_a_log(monkeypatch, capsys):
-    import verify.cli as cli
+    import fedbound.verify.cli as cli
 
     def broken(args):
         raise RuntimeError("a bug")

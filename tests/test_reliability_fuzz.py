@@ -28,11 +28,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import bounds
-from verify.adapter import adapter_for
-from verify.cli import main
-from verify.scenario import jsonable, parse_json
-from verify.verdict import OUTCOMES
+from fedbound import bounds
+from fedbound.verify.adapter import adapter_for
+from fedbound.verify.cli import main
+from fedbound.verify.scenario import jsonable, parse_json
+from fedbound.verify.verdict import OUTCOMES
 
 CORPUS = Path(__file__).with_name("corpus") / "reliability.json"
 #: FEDBOUND_FUZZ_SCALE=10 explores ten times as many inputs (locally; CI runs the default)

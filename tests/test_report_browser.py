@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-import bounds
-from verify import report, suite
+from fedbound import bounds
+from fedbound.verify import report, suite
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium on PATH (CI installs "

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import bounds
-from verify import mathml, report, suite
+from fedbound import bounds
+from fedbound.verify import mathml, report, suite
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANT = "<script>alert(1)</script>"
@@ -280,7 +280,7 @@ def test_without_notebooks_the_index_says_where_they_are(tmp_path, monkeypatch):
 def test_no_figures_imports_no_matplotlib(tmp_path):
     code = f"""
 import sys
-from verify.cli import main
+from fedbound.verify.cli import main
 code = main(["check", "--all", "--only", "mllsgd.theorem1", "--battery", "0", "--no-witnesses",
              "--no-figures", "--report", {str(tmp_path / 'r')!r}])
 assert code == 0, code
@@ -313,8 +313,8 @@ def test_the_dashboard_shows_a_lower_bounds_slack_as_a_number_never_inf(tmp_path
     """afl.theorem1 bounds a negative quantity from above (a lower bound): its verdict's
     bound / measured is infinite or negative, the dashboard shows the slack of the tightness
     table (1x: the bound is attained) and no page says "inf"."""
-    from verify.cli import main
-    from verify.tightness import by_variant, row
+    from fedbound.verify.cli import main
+    from fedbound.verify.tightness import by_variant, row
 
     out = tmp_path / "r"
     assert main(["check", "--all", "--only", "afl.theorem1", "--battery", "1", "--no-witnesses",

@@ -1,4 +1,4 @@
-"""verify.reproduce: the intervals over seeds and the agreement rules every paper's
+"""fedbound.verify.reproduce: the intervals over seeds and the agreement rules every paper's
 reproduction uses (the reproductions themselves are tested in test_reproduce_<paper>.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from verify.reproduce import Row, bound_order, order, reproduce, row
+from fedbound.verify.reproduce import Row, bound_order, order, reproduce, row
 
 
 def test_row_is_the_mean_with_scipys_t_interval():
@@ -63,7 +63,7 @@ def test_reproduce_refuses_bad_input(paper, seed, device, match):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the machine has CUDA")
 def test_reproduce_on_cuda_without_cuda_is_one_line_exit_2(capsys):
-    from verify.cli import main
+    from fedbound.verify.cli import main
 
     assert main(["reproduce", "afl", "--quick", "--device", "cuda"]) == 2
     err = capsys.readouterr().err
@@ -72,7 +72,7 @@ def test_reproduce_on_cuda_without_cuda_is_one_line_exit_2(capsys):
 
 @given(st.lists(st.tuples(st.floats(-5, 5), st.floats(0.01, 1)), min_size=2, max_size=6))
 def test_increasing_reads_every_neighbouring_pair(data):
-    from verify.reproduce import increasing
+    from fedbound.verify.reproduce import increasing
 
     rows = [_r(centre - half, centre + half) for centre, half in data]
     steps = [("up" if a.high < b.low else "down" if b.high < a.low else "?")

@@ -1,4 +1,4 @@
-"""verify.reproduce.afl: AFA-CD and AFA-CS under anarchic arrivals against FedAvg on digits.
+"""fedbound.verify.reproduce.afl: AFA-CD and AFA-CS under anarchic arrivals against FedAvg on digits.
 
 One quick reproduction (module fixture); its FedAvg row is recomputed from an independent
 evaluation of the loss at the final models, the agreement fields from order/bound_order on
@@ -15,9 +15,9 @@ import torch
 
 pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
 
-from bounds.references import cite  # noqa: E402
-from verify.reproduce import afl as ra  # noqa: E402
-from verify.reproduce import bound_order, order, reproduce  # noqa: E402
+from fedbound.bounds.references import cite  # noqa: E402
+from fedbound.verify.reproduce import afl as ra  # noqa: E402
+from fedbound.verify.reproduce import bound_order, order, reproduce  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +83,7 @@ def test_another_seed_gives_another_partition_and_network():
 
 
 def test_cli_repeats_the_numbers_bit_for_bit_and_exits_as_the_findings_imply(rep, capsys):
-    from verify.cli import main
+    from fedbound.verify.cli import main
 
     code = main(["reproduce", "afl", "--quick", "--json"])
     (out,) = json.loads(capsys.readouterr().out)

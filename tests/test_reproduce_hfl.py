@@ -1,4 +1,4 @@
-"""verify.reproduce.hfl: Ali & Arafa 2025's claims at small scale.
+"""fedbound.verify.reproduce.hfl: Ali & Arafa 2025's claims at small scale.
 
 One quick reproduction (module fixture); claim (a)'s S = 0 rows recomputed independently
 (the delay path drawn again with bounds.delays, the simulator rerun on it, the rounds
@@ -19,11 +19,11 @@ pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides th
 
 import torch  # noqa: E402
 
-import bounds  # noqa: E402
-from bounds import delays as dl  # noqa: E402
-from bounds.references import cite  # noqa: E402
-from verify.reproduce import bound_order, order, reproduce  # noqa: E402
-from verify.reproduce import hfl as rh  # noqa: E402
+from fedbound import bounds  # noqa: E402
+from fedbound.bounds import delays as dl  # noqa: E402
+from fedbound.bounds.references import cite  # noqa: E402
+from fedbound.verify.reproduce import bound_order, order, reproduce  # noqa: E402
+from fedbound.verify.reproduce import hfl as rh  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def result():
 @pytest.fixture(scope="module")
 def setting():
     """The network, its start, the estimates and the step, recomputed here."""
-    from verify.papers.hfl import estimated_parts
+    from fedbound.verify.papers.hfl import estimated_parts
 
     pr, x1 = rh.problem()
     s = rh.scenario([rh.CLIENTS_A] * 2, rh.FIG7A, 0.0, rh.T_QUICK, rh.REPLICAS_QUICK, 0)
@@ -45,7 +45,7 @@ def setting():
 
 
 def _one():
-    from verify.choose import one_thread
+    from fedbound.verify.choose import one_thread
 
     return one_thread()
 
@@ -77,7 +77,7 @@ def _path(s):
 
 
 def test_s0_rows_recomputed_on_a_path_drawn_here(result, setting):
-    from sim.hfl import run_hfl
+    from fedbound.sim.hfl import run_hfl
 
     pr, x1, s, _, alpha = setting
     t, end = _path(s)
@@ -105,7 +105,7 @@ def test_the_bound_column_is_theorem2_at_the_conservative_end(result, setting):
 
 
 def test_same_seed_same_numbers_other_seed_other_numbers(setting):
-    from sim.hfl import run_hfl
+    from fedbound.sim.hfl import run_hfl
 
     pr, x1, s, _, alpha = setting
     short = s.replace(T=40.0, replicas=2)
@@ -127,8 +127,9 @@ def test_citations_resolve(result):
 
 
 def test_cli_exit_status_follows_the_findings(result, monkeypatch, capsys):
-    import verify.reproduce
-    from verify.cli import main
+    import fedbound.verify.reproduce
+    from fedbound import verify
+    from fedbound.verify.cli import main
 
     monkeypatch.setattr(verify.reproduce, "reproduce", lambda paper, **kw: result)
     status = main(["reproduce", "hfl", "--quick", "--json"])

@@ -1,4 +1,4 @@
-"""verify.reproduce.mllsgd: Castiglia et al. 2021's claims at small scale.
+"""fedbound.verify.reproduce.mllsgd: Castiglia et al. 2021's claims at small scale.
 
 One quick reproduction (module fixture); its rows are recomputed independently (the
 simulator rerun with every iteration recorded, the loss evaluated directly with torch's
@@ -17,11 +17,11 @@ pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides th
 
 import torch  # noqa: E402
 
-import bounds  # noqa: E402
-from bounds.references import cite  # noqa: E402
-from verify.choose import one_thread  # noqa: E402
-from verify.reproduce import bound_order, order, reproduce  # noqa: E402
-from verify.reproduce import mllsgd as rm  # noqa: E402
+from fedbound import bounds  # noqa: E402
+from fedbound.bounds.references import cite  # noqa: E402
+from fedbound.verify.choose import one_thread  # noqa: E402
+from fedbound.verify.reproduce import bound_order, order, reproduce  # noqa: E402
+from fedbound.verify.reproduce import mllsgd as rm  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +61,8 @@ def test_a_row_recomputed_from_a_finer_record_and_a_direct_loss(result, claim_a)
     """Claim (a)'s first row: the run again recording every 16 iterations (the same
     draws), every other loss kept, the mean taken here; the first loss checked against
     torch.nn.functional.cross_entropy of the module itself."""
-    from sim.mllsgd import run_mllsgd
-    from verify.papers.mllsgd import build
+    from fedbound.sim.mllsgd import run_mllsgd
+    from fedbound.verify.papers.mllsgd import build
 
     _, pr, x1, configs, _, eta = claim_a
     s = configs[0][1]
@@ -116,8 +116,9 @@ def test_citations_resolve(result):
 
 
 def test_cli_exit_status_follows_the_findings(result, monkeypatch, capsys):
-    import verify.reproduce
-    from verify.cli import main
+    import fedbound.verify.reproduce
+    from fedbound import verify
+    from fedbound.verify.cli import main
 
     monkeypatch.setattr(verify.reproduce, "reproduce", lambda paper, **kw: result)
     status = main(["reproduce", "mllsgd", "--quick", "--json"])

@@ -1,4 +1,4 @@
-"""verify.reproduce.tdcd: Q against slow communication on per-silo MLPs over digits.
+"""fedbound.verify.reproduce.tdcd: Q against slow communication on per-silo MLPs over digits.
 
 One quick reproduction (module fixture); its rows are checked against an independent rerun
 of the simulator, its agreement fields against order/bound_order applied to its rows, its
@@ -15,9 +15,9 @@ import torch
 
 pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
 
-from bounds.references import cite  # noqa: E402
-from verify.reproduce import bound_order, order, reproduce  # noqa: E402
-from verify.reproduce import tdcd as rt  # noqa: E402
+from fedbound.bounds.references import cite  # noqa: E402
+from fedbound.verify.reproduce import bound_order, order, reproduce  # noqa: E402
+from fedbound.verify.reproduce import tdcd as rt  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,7 @@ def test_a_row_is_the_loss_of_an_independent_rerun_at_its_budget(rep):
     """Q = 4 at t_comm/t_comp = 10: rerun the simulator at the row's step alone (its own
     generator: the batches differ) and evaluate L(theta) at the rerun's round with the
     model's loss directly; the row's interval and the rerun's must overlap."""
-    from sim.tdcd import run_tdcd
+    from fedbound.sim.tdcd import run_tdcd
 
     r = rep.findings[0].rows[1]
     eta = float(r.config.split("eta = ")[1].rstrip(")"))
@@ -88,7 +88,7 @@ def test_the_published_bound_evaluated_here_is_minimal_at_q1():
     def published(a, R):
         return 4 * D / (a * R) + 4 * S * (a * L + 4 * a**2 * Lm**2 + 8 * a**3 * L * Lm**2)
 
-    import bounds
+    from fedbound import bounds
 
     thm = bounds.get("tdcd.theorem1")
     for Q in (1, 4, 16):
@@ -113,7 +113,7 @@ def test_citations_resolve(rep):
 
 
 def test_cli_repeats_the_numbers_bit_for_bit_and_exits_as_the_findings_imply(rep, capsys):
-    from verify.cli import main
+    from fedbound.verify.cli import main
 
     code = main(["reproduce", "tdcd", "--quick", "--json"])
     (out,) = json.loads(capsys.readouterr().out)

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import bounds
-from bounds.core import Condition, Param, Theorem
-from verify import check, load_scenario
-from verify.api import Adapter, Draw, Measurement, Scenario, Tags, require_float, require_int
-from verify.search import search
-from verify.testing import registered
+from fedbound import bounds
+from fedbound.bounds.core import Condition, Param, Theorem
+from fedbound.verify import check, load_scenario
+from fedbound.verify.api import Adapter, Draw, Measurement, Scenario, Tags, require_float, require_int
+from fedbound.verify.search import search
+from fedbound.verify.testing import registered
 
 a, n = sp.symbols("a n", positive=True)
 PARAMS = {"a": Param("a", "size", "nonnegative"), "n": Param("n", "count", "positive_integer")}

@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.afl import (
+from fedbound.sim.afl import (
     ARRIVALS,
     HeterogeneousQuadratic,
     LabelSkewedLogistic,

@@ -10,11 +10,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bounds
-from bounds import delays as D
-from bounds import hfl as H  # noqa: F401  (registers hfl.*)
-from sim.hfl import HFLDelays, draw_schedule, run_hfl, schedule_from_counts
-from sim.problems import LogisticRegression, Quadratic
+from fedbound import bounds
+from fedbound.bounds import delays as D
+from fedbound.bounds import hfl as H  # noqa: F401  (registers hfl.*)
+from fedbound.sim.hfl import HFLDelays, draw_schedule, run_hfl, schedule_from_counts
+from fedbound.sim.problems import LogisticRegression, Quadratic
 
 FAST = settings(max_examples=12, deadline=None)
 FIG7A_DELAYS = HFLDelays((1.0, 1.0), (0.1, 0.1), 10.0, 1.0)

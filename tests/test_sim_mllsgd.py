@@ -7,8 +7,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.mllsgd import hub_period_slots, hub_weights, mixing_matrices, operator_at, run_mllsgd
-from sim.problems import LogisticRegression, Quadratic
+from fedbound.sim.mllsgd import hub_period_slots, hub_weights, mixing_matrices, operator_at, run_mllsgd
+from fedbound.sim.problems import LogisticRegression, Quadratic
 
 F64 = torch.float64
 SETTINGS = settings(max_examples=30, deadline=None)
@@ -407,7 +407,7 @@ def test_logistic_recorder_gives_loss_and_grad_sq_exactly(seed, lam, rows):
 def test_huge_page_buffers_change_no_number(monkeypatch):
     """Every buffer on huge pages (threshold lowered to one byte) or none (threshold above
     every size): the same MLL-SGD trace bit for bit, and the buffers really are mappings."""
-    import sim.problems as problems
+    import fedbound.sim.problems as problems
 
     def run(threshold):
         monkeypatch.setattr(problems, "HUGE_PAGE_MIN_BYTES", threshold)
@@ -428,7 +428,7 @@ def test_huge_page_buffers_change_no_number(monkeypatch):
 
 
 def test_empty_large_shape_dtype_and_small_sizes():
-    from sim.problems import empty_large
+    from fedbound.sim.problems import empty_large
 
     big = empty_large((3, 1 << 20), torch.float64, "cpu")
     assert big.shape == (3, 1 << 20) and big.dtype == torch.float64 and big.is_contiguous()

@@ -1,4 +1,4 @@
-"""sim.neural: vmapped losses and gradients of flat network parameters, against per-model
+"""fedbound.sim.neural: vmapped losses and gradients of flat network parameters, against per-model
 autograd on nn.Module copies, finite differences, and the algorithms of sim run on them."""
 
 import copy
@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from sim import run_afl, run_hfl, run_mllsgd
-from sim.data import Partition, label_partition, load_digits
-from sim.neural import NeuralClients, NeuralProblem, mlp, small_cnn
-from sim.tdcd import Layout, ModuleModel, run_tdcd
+from fedbound.sim import run_afl, run_hfl, run_mllsgd
+from fedbound.sim.data import Partition, label_partition, load_digits
+from fedbound.sim.neural import NeuralClients, NeuralProblem, mlp, small_cnn
+from fedbound.sim.tdcd import Layout, ModuleModel, run_tdcd
 
 F64 = torch.float64
 
@@ -184,7 +184,7 @@ def test_run_afl_trains_on_a_label_partition(algorithm, digits):
 def test_run_tdcd_trains_per_silo_networks_on_a_vertical_split_of_digits(digits):
     """TDCD's own ModuleModel with sim.data's vertical split: two silos of 32 pixels."""
     X, y = digits
-    from sim.data import vertical_split
+    from fedbound.sim.data import vertical_split
     columns, blocks = vertical_split(64, 2)
     labels = torch.where(y % 2 == 0, 1.0, -1.0).to(F64)  # even digit or not
     layout = Layout(blocks, (1, 1), X.shape[0], 16)

@@ -10,7 +10,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sim.tdcd import BlockLinear, Layout, ModuleModel, draw_batch, run_tdcd, synthetic_data
+from fedbound.sim.tdcd import BlockLinear, Layout, ModuleModel, draw_batch, run_tdcd, synthetic_data
 
 torch.set_num_threads(1)
 

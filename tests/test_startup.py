@@ -13,8 +13,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bounds
-from bounds import catalog, compiled, registry
+from fedbound import bounds
+from fedbound.bounds import catalog, compiled, registry
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "matplotlib", "sympy", "scipy")
@@ -69,12 +69,12 @@ def _modules_after(code: str) -> set[str]:
 
 
 def _command(*argv: str) -> str:
-    return ("import contextlib, io\nfrom verify.cli import main\n"
+    return ("import contextlib, io\nfrom fedbound.verify.cli import main\n"
             f"with contextlib.redirect_stdout(io.StringIO()):\n    assert main({list(argv)!r}) == 0")
 
 
 def test_import_bounds_loads_no_heavy_package():
-    assert _modules_after("import bounds; bounds.list(); bounds.keys()") == set()
+    assert _modules_after("from fedbound import bounds; bounds.list(); bounds.keys()") == set()
 
 
 def test_list_loads_no_heavy_package():
@@ -97,7 +97,7 @@ def test_a_scenario_too_large_is_refused_before_torch_loads(tmp_path):
     refusal takes about a second, not the several that importing torch costs."""
     scenario = tmp_path / "big.json"
     scenario.write_text('{"workers_per_hub": 1000000000}')
-    code = ("import contextlib, io\nfrom verify.cli import main\n"
+    code = ("import contextlib, io\nfrom fedbound.verify.cli import main\n"
             "with contextlib.redirect_stderr(io.StringIO()) as err:\n"
             f"    assert main(['check', 'mllsgd.theorem1', '--scenario', {str(scenario)!r}]) == 2\n"
             "assert 'workers_per_hub' in err.getvalue()")

@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from markupsafe import escape
 
-import bounds
-from verify import adapter_for, report, suite, witnesses
-from verify.cli import main
-from verify.papers.mllsgd import Theorem1
-from verify.testing import registered
-from verify.witnesses import Witness
+from fedbound import bounds
+from fedbound.verify import adapter_for, report, suite, witnesses
+from fedbound.verify.cli import main
+from fedbound.verify.papers.mllsgd import Theorem1
+from fedbound.verify.testing import registered
+from fedbound.verify.witnesses import Witness
 
 VARIANTS = bounds.variants("mllsgd.theorem1")
 
@@ -131,7 +131,7 @@ def test_same_seed_same_summary_bit_for_bit(tmp_path):
 def test_parallel_jobs_give_the_same_rows(tmp_path):
     todo = suite.tasks(["mllsgd.theorem1"], battery=1, seed=3)
     serial = [r.as_dict() for r in suite.run(todo)]
-    from verify.sweep import executor
+    from fedbound.verify.sweep import executor
     with executor(jobs=2) as pool:
         parallel = [r.as_dict() for r in suite.run(todo, executor=pool)]
     assert json.dumps(serial, sort_keys=True) == json.dumps(parallel, sort_keys=True)
@@ -142,7 +142,7 @@ def test_pool_workers_are_forked_by_a_server_that_imported_torch_and_the_papers(
     """The local pool's workers start with torch and the papers imported (a worker of its
     own imports them in about two seconds): their parent is a fork server, started by this
     process, whose preload names them."""
-    from verify.sweep import PRELOAD, executor, worker_context
+    from fedbound.verify.sweep import PRELOAD, executor, worker_context
 
     if worker_context().get_start_method() != "forkserver":
         pytest.skip("no fork server on this platform")
@@ -152,7 +152,7 @@ def test_pool_workers_are_forked_by_a_server_that_imported_torch_and_the_papers(
     server = Path(f"/proc/{parent}/cmdline").read_bytes().decode().replace("\0", " ")
     assert "multiprocessing.forkserver" in server
     assert all(repr(module) in server for module in PRELOAD)
-    assert {"torch", "verify.papers"} <= set(PRELOAD)
+    assert {"torch", "fedbound.verify.papers"} <= set(PRELOAD)
 
 
 def test_pool_workers_have_the_environment_of_their_driver_not_of_their_fork_server():
@@ -160,8 +160,8 @@ def test_pool_workers_have_the_environment_of_their_driver_not_of_their_fork_ser
     (``check --all`` starts it first thing) and serves every pool of the process; a
     worker still has the environment, and so the limits, in force where its pool was
     made, as a spawned worker would."""
-    from verify import limits
-    from verify.sweep import executor, start_fork_server
+    from fedbound.verify import limits
+    from fedbound.verify.sweep import executor, start_fork_server
 
     start_fork_server()
     for steps in ("12345", "678"):
@@ -323,7 +323,7 @@ def test_a_stale_witness_fails_the_run(tmp_path, capsys):
     holding = {**stale.scenario, "problem": {**stale.scenario["problem"], "sigma_G": 0.0}}
     Witness(stale.key, stale.variant, stale.exact, "violated", "no longer violated",
             holding).write(d / "stale.json")
-    from verify.witnesses import register_witness_dir, unregister_witness_dir
+    from fedbound.verify.witnesses import register_witness_dir, unregister_witness_dir
 
     register_witness_dir(d)
     try:
@@ -338,7 +338,7 @@ def test_a_stale_witness_fails_the_run(tmp_path, capsys):
 def test_check_all_pools_every_core_by_default_but_not_for_a_few_results():
     import os
 
-    from verify.cli import POOL_MAX_JOBS, POOL_MIN_RESULTS, _suite_jobs
+    from fedbound.verify.cli import POOL_MAX_JOBS, POOL_MIN_RESULTS, _suite_jobs
 
     few, many = ["k"] * (POOL_MIN_RESULTS - 1), ["k"] * POOL_MIN_RESULTS
     assert _suite_jobs(None, few) == 1

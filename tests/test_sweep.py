@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from verify import sweep
-from verify.cli import main
+from fedbound.verify import sweep
+from fedbound.verify.cli import main
 
 SPEC = {"key": "mllsgd.theorem1", "base": {"replicas": 16, "K": 16, "q": 2, "tau": 2},
         "grid": {"tau": [1, 2], "p": [0.7, 0.9]},
@@ -124,7 +124,7 @@ def test_sweep_killed_mid_run_resumes_and_stores_each_scenario_once(tmp_path):
     with every scenario stored exactly once and the same verdicts as an unbroken run."""
     spec = {**SPEC, "base": {**SPEC["base"], "K": 128, "replicas": 32}}
     path, db = write(tmp_path, spec), tmp_path / "k.sqlite"
-    cmd = [sys.executable, "-m", "verify.cli", "sweep", str(path), "--db", str(db), "--jobs", "1"]
+    cmd = [sys.executable, "-m", "fedbound.verify.cli", "sweep", str(path), "--db", str(db), "--jobs", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:

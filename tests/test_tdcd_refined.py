@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tdcd_reference import refined_bound
 
-import bounds
-import bounds.tdcd as T
-from sim.tdcd import BlockLinear, Layout, run_tdcd
-from verify import check, load_scenario
+from fedbound import bounds
+import fedbound.bounds.tdcd as T
+from fedbound.sim.tdcd import BlockLinear, Layout, run_tdcd
+from fedbound.verify import check, load_scenario
 
 torch.set_num_threads(1)
 REFINED = bounds.get("tdcd.theorem1", "refined")

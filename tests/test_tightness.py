@@ -11,17 +11,17 @@ import numpy as np
 import pytest
 import sympy as sp
 
-import bounds
-from bounds.core import Condition, Param, Theorem
-from verify import check, sweep
-from verify.api import Adapter, Draw, Measurement, Scenario, Tags, Witness, require_float, require_int
-from verify.cli import main
-from verify.search import CONFIRM, MAX_CONFIRM, NARROW, search
-from verify.suite import Row
-from verify.testing import registered
-from verify.tightness import builtin_keys
-from verify.verdict import tightness
-from verify.witnesses import ratio_dropped
+from fedbound import bounds
+from fedbound.bounds.core import Condition, Param, Theorem
+from fedbound.verify import check, sweep
+from fedbound.verify.api import Adapter, Draw, Measurement, Scenario, Tags, Witness, require_float, require_int
+from fedbound.verify.cli import main
+from fedbound.verify.search import CONFIRM, MAX_CONFIRM, NARROW, search
+from fedbound.verify.suite import Row
+from fedbound.verify.testing import registered
+from fedbound.verify.tightness import builtin_keys
+from fedbound.verify.verdict import tightness
+from fedbound.verify.witnesses import ratio_dropped
 
 a, n = sp.symbols("a n", positive=True)
 PARAMS = {"a": Param("a", "size", "nonnegative"), "n": Param("n", "count", "positive_integer")}
@@ -198,7 +198,7 @@ def test_list_json_gives_every_result_its_default_slack_and_tightest_ratio(capsy
 
 
 def test_the_report_shows_the_tightness_of_each_result(tmp_path):
-    from verify import report, suite
+    from fedbound.verify import report, suite
 
     rows = suite.run(suite.tasks(["afl.theorem1"], battery=0, replay=False))
     out = report.write(rows, tmp_path, seed=0, battery=0)

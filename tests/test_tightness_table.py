@@ -1,15 +1,15 @@
 """The shipped tightness table (verify/tightness.json) is current: re-derived here from the
 default checks and the stored witnesses, whose recorded ratios a replay must reproduce. When
 this fails after a change of a bound, an adapter or a witness, regenerate the table with
-``python -c "import verify.tightness as t; t.write()"`` and say why in the commit."""
+``python -c "import fedbound.verify.tightness as t; t.write()"`` and say why in the commit."""
 
 import math
 
 import pytest
 
-import bounds
-from verify import witnesses
-from verify.tightness import builtin_keys, by_variant, derive, table
+from fedbound import bounds
+from fedbound.verify import witnesses
+from fedbound.verify.tightness import builtin_keys, by_variant, derive, table
 
 
 def test_every_result_of_the_papers_is_in_the_table():

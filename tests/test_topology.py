@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bounds.topology import (
+from fedbound.bounds.topology import (
     GRAPH_KINDS,
     diffusion_alpha_bound,
     hub_graph,

@@ -1,12 +1,12 @@
-"""bounds.tuning.choose_step against independent computations."""
+"""fedbound.bounds.tuning.choose_step against independent computations."""
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import bounds
-from bounds.tuning import choose_step
+from fedbound import bounds
+from fedbound.bounds.tuning import choose_step
 
 
 @st.composite

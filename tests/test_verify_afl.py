@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import bounds
-from verify import adapter_for, check, default_scenario, load_scenario, witnesses
-from verify.papers import afl as V
+from fedbound import bounds
+from fedbound.verify import adapter_for, check, default_scenario, load_scenario, witnesses
+from fedbound.verify.papers import afl as V
 
 matplotlib.use("Agg")
 KEYS = ("afl.theorem1", "afl.theorem2", "afl.theorem3", "afl.theorem4",

@@ -1,4 +1,4 @@
-"""verify.check_estimated: a bound checked with estimated constants.
+"""fedbound.verify.check_estimated: a bound checked with estimated constants.
 
 On the scenario's own quadratic the estimated-constant verdict must agree with the
 exact-constant one (verify.check); the conservative bound is the largest over the grid of
@@ -12,11 +12,11 @@ import itertools
 import numpy as np
 import pytest
 
-import bounds
-import verify
-from verify import estimated
-from verify.estimated import check_estimated
-from verify.verdict import Comparison
+from fedbound import bounds
+from fedbound import verify
+from fedbound.verify import estimated
+from fedbound.verify.estimated import check_estimated
+from fedbound.verify.verdict import Comparison
 
 SMALL = {"K": 32, "q": 2, "tau": 4, "replicas": 32}
 
@@ -43,7 +43,7 @@ def test_estimated_verdict_agrees_with_the_exact_constant_verdict(fields):
 
 
 def test_the_conservative_bound_is_the_largest_corner():
-    from sim.estimate import Estimate
+    from fedbound.sim.estimate import Estimate
 
     thm = bounds.get("mllsgd.theorem1")
     base = dict(beta=0.0, K=64, q=2, tau=4, zeta=0.5, a=np.full(4, 0.25), p=np.full(4, 0.9),
@@ -81,8 +81,8 @@ def test_on_the_digits_mlp_the_check_says_estimated():
     pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
     import torch
 
-    from sim.data import load_digits
-    from sim.neural import NeuralProblem, mlp
+    from fedbound.sim.data import load_digits
+    from fedbound.sim.neural import NeuralProblem, mlp
 
     digits = load_digits()
     torch.manual_seed(0)
@@ -128,8 +128,8 @@ def test_hfl_on_the_digits_mlp_the_check_says_estimated():
     pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
     import torch
 
-    from sim.data import load_digits
-    from sim.neural import NeuralProblem, mlp
+    from fedbound.sim.data import load_digits
+    from fedbound.sim.neural import NeuralProblem, mlp
 
     digits = load_digits()
     torch.manual_seed(0)
@@ -172,7 +172,7 @@ def test_tdcd_estimated_verdict_agrees_with_the_exact_constant_verdict(variant):
 
 def test_tdcd_on_per_silo_networks_the_check_says_estimated():
     pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
-    from verify.reproduce.tdcd import build_model
+    from fedbound.verify.reproduce.tdcd import build_model
 
     model, _ = build_model(0)
     fields = {"blocks": list(model.layout.blocks), "clients": list(model.layout.clients),
@@ -193,9 +193,9 @@ def test_tdcd_own_block_constant_is_the_block_hessian_of_a_client_batch():
     computed here with numpy."""
     import torch
 
-    from sim import estimate
-    from sim.tdcd import draw_batch
-    from verify.papers.tdcd import TDCDScenario, _OwnBlock, build
+    from fedbound.sim import estimate
+    from fedbound.sim.tdcd import draw_batch
+    from fedbound.verify.papers.tdcd import TDCDScenario, _OwnBlock, build
 
     st = build(TDCDScenario())
     model = st.model
@@ -232,7 +232,7 @@ def test_afl_estimated_verdict_agrees_with_the_exact_constant_verdict():
 
 def test_afl_on_the_digits_mlp_the_check_says_estimated():
     pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
-    from verify.reproduce.afl import M, build_clients
+    from fedbound.verify.reproduce.afl import M, build_clients
 
     clients, _ = build_clients(0)
     fields = {"M": M, "m": 5, "T": 6, "K": 2, "tau": 1, "replicas": 4, "arrivals": "biased"}

@@ -14,15 +14,15 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-import bounds  # noqa: E402
-from bounds import delays as D  # noqa: E402
-from bounds.tuning import choose_sync_time  # noqa: E402
-from verify import adapter_for, check  # noqa: E402
-from verify.choose import SyncTime, choose, loss_at_times  # noqa: E402
-from verify.papers.hfl import HFLScenario, lemma1_pathwise  # noqa: E402
-from verify.plots import plot_loss_vs_wallclock, plot_sync_time  # noqa: E402
-from verify.report import format_choice  # noqa: E402
-from verify.verdict import t_multiplier  # noqa: E402
+from fedbound import bounds  # noqa: E402
+from fedbound.bounds import delays as D  # noqa: E402
+from fedbound.bounds.tuning import choose_sync_time  # noqa: E402
+from fedbound.verify import adapter_for, check  # noqa: E402
+from fedbound.verify.choose import SyncTime, choose, loss_at_times  # noqa: E402
+from fedbound.verify.papers.hfl import HFLScenario, lemma1_pathwise  # noqa: E402
+from fedbound.verify.plots import plot_loss_vs_wallclock, plot_sync_time  # noqa: E402
+from fedbound.verify.report import format_choice  # noqa: E402
+from fedbound.verify.verdict import t_multiplier  # noqa: E402
 
 FIG7A = [0.01, 0.85, 1e-3, 0.085, 4, 2, 0.4, 0.2]
 KEYS = ("hfl.lemma1", "hfl.theorem1", "hfl.theorem2", "hfl.corollary1")

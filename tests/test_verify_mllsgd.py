@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-import bounds
-from verify import check, default_scenario, load_scenario
-from verify.papers.mllsgd import MLLSGDScenario, build
-from verify.strategies import scenarios
-from verify.verdict import t_multiplier
+from fedbound import bounds
+from fedbound.verify import check, default_scenario, load_scenario
+from fedbound.verify.papers.mllsgd import MLLSGDScenario, build
+from fedbound.verify.strategies import scenarios
+from fedbound.verify.verdict import t_multiplier
 
 KEYS = ("mllsgd.theorem1", "mllsgd.theorem1_limit", "mllsgd.corollary1")
 

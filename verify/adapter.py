@@ -48,7 +48,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-import bounds
+from fedbound import bounds
 
 from . import limits
 from .draw import Draw, RngDraw

@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 import torch
 
-import bounds
-import bounds.tdcd as btdcd
-from bounds import delays as dl
-from bounds.tuning import default_sync_grid
-from sim.hfl import run_hfl
-from sim.problems import Quadratic
-from sim.tdcd import run_tdcd
+from fedbound import bounds
+import fedbound.bounds.tdcd as btdcd
+from fedbound.bounds import delays as dl
+from fedbound.bounds.tuning import default_sync_grid
+from fedbound.sim.hfl import run_hfl
+from fedbound.sim.problems import Quadratic
+from fedbound.sim.tdcd import run_tdcd
 
 from .adapter import adapter_for
 from .papers.tdcd import TDCDScenario, build

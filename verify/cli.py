@@ -135,7 +135,7 @@ def _tightness_cells(t: dict | None) -> tuple[str, str]:
 
 
 def cmd_list(args):
-    import bounds
+    from fedbound import bounds
 
     from .tightness import by_variant, row
 
@@ -170,11 +170,11 @@ def _numeric_theorem(key: str, variant: str | None):
     """The result to evaluate for ``bound`` and ``step``: its numeric theorem, loaded without
     sympy, where a valid manifest exists (:mod:`bounds.manifest`); else the sympy theorem,
     whose manifest is then written for the next process."""
-    from bounds import manifest
+    from fedbound.bounds import manifest
 
     thm = manifest.load(key, variant)
     if thm is None:
-        import bounds
+        from fedbound import bounds
 
         thm = bounds.get(key, variant)
         manifest.save(thm)
@@ -220,7 +220,7 @@ def _values(x) -> str:
 
 
 def cmd_step(args):
-    import bounds
+    from fedbound import bounds
 
     from .adapter import nonfinite_bound, undefined_named
 
@@ -392,7 +392,7 @@ def _check_all(args) -> Exit:
             # the driver cuts the checks into shares (their work estimated by the workers,
             # which have imported the simulator), and each worker plans its shares itself
             # the workers draw the figures: their fork server imports matplotlib too
-            with sweep.executor(jobs=jobs, preload=() if args.no_figures else ("verify.plots",)
+            with sweep.executor(jobs=jobs, preload=() if args.no_figures else ("fedbound.verify.plots",)
                                 ) as pool:
                 report.prepare(keys)  # while the workers start
                 todo = suite.shares(keys, battery=args.battery, seed=args.seed,
@@ -531,7 +531,7 @@ def cmd_reproduce(args):
     try:  # the reproductions train on scikit-learn's bundled digits (the data extra)
         import sklearn.datasets  # noqa: F401
     except ImportError:
-        from sim.data import INSTALL_HINT
+        from fedbound.sim.data import INSTALL_HINT
 
         raise UsageError(f"fedbound reproduce trains on scikit-learn's digits; {INSTALL_HINT}") from None
     from .reproduce import reproduce
@@ -834,7 +834,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _pool_ahead(args):
             from .sweep import start_fork_server
 
-            start_fork_server(() if args.no_figures else ("verify.plots",))
+            start_fork_server(() if args.no_figures else ("fedbound.verify.plots",))
         from . import limits
         from .interrupts import uninterrupted_imports
         from .plugins import load_plugins
@@ -842,7 +842,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with limits.configured(memory=getattr(args, "max_memory", None),
                                steps=getattr(args, "max_steps", None),
                                scenarios=getattr(args, "max_scenarios", None)):
-            with uninterrupted_imports("torch", "verify.papers"):  # plugins' imports too
+            with uninterrupted_imports("torch", "fedbound.verify.papers"):  # plugins' imports too
                 for message in load_plugins(args.plugin):
                     print(f"fedbound: warning: {message}", file=sys.stderr)
                 import numpy as np

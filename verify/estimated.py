@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-import bounds
+from fedbound import bounds
 
 from .adapter import _slack, adapter_for, finite_bound
 from .scenario import jsonable
@@ -61,9 +61,9 @@ GRID = 5
 #: results :func:`check_estimated` can check, each with the module whose
 #: ``estimated_parts(scenario, theorem, *, problem, x1, settings) -> Parts`` supplies the
 #: paper's side: its constants, the parameters read from the scenario and the measurement
-KEYS = {"mllsgd.theorem1": "verify.papers.mllsgd",
-        "hfl.theorem2": "verify.papers.hfl", "tdcd.theorem1": "verify.papers.tdcd",
-        "afl.theorem2": "verify.papers.afl"}
+KEYS = {"mllsgd.theorem1": "fedbound.verify.papers.mllsgd",
+        "hfl.theorem2": "fedbound.verify.papers.hfl", "tdcd.theorem1": "fedbound.verify.papers.tdcd",
+        "afl.theorem2": "fedbound.verify.papers.afl"}
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def along_trajectory(problem, x1, generator, settings: EstimationSettings = Esti
     gradient-descent steps from ``x1`` (step 1 / the upper end of L at x_1), the points,
     and the lowest loss among them (attained: an upper bound on inf F). ``problem``: any
     object with the ``sim.estimate`` interface (``loss``, ``grad``, ``dim``, ``device``)."""
-    from sim import estimate
+    from fedbound.sim import estimate
 
     first = estimate.lipschitz(problem, x1, generator=generator, steps=settings.power_steps,
                                starts=settings.starts)
@@ -101,7 +101,7 @@ def estimate_constants(problem, x1, generator, settings: EstimationSettings = Es
     """{"L", "sigma", "Delta": sim.estimate.Estimate} for the theorems of Castiglia et al.
     2021 (beta = 0: sigma for the additive form of Assumption 1d), at points along a
     gradient-descent trajectory from ``x1`` (:func:`along_trajectory`)."""
-    from sim import estimate
+    from fedbound.sim import estimate
 
     L, points, f_ref = along_trajectory(problem, x1, generator, settings)
     return {

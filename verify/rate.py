@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-import bounds
+from fedbound import bounds
 
 from .adapter import adapter_for
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import sympy as sp
 from markupsafe import Markup, escape
 
-import bounds
+from fedbound import bounds
 
 from . import mathml
 from .output import ReportDir
@@ -249,7 +249,7 @@ def prose(text: str) -> Markup:
 
 def cite(text: str, root: str = "") -> Markup:
     """A citation (escaped) whose paper's short cite links to the bibliography page."""
-    from bounds.references import PAPERS
+    from fedbound.bounds.references import PAPERS
 
     out = str(prose(text))
     for p in PAPERS.values():
@@ -263,7 +263,7 @@ def environment():
     """The Jinja2 environment of the report templates (autoescaping on)."""
     from jinja2 import Environment, PackageLoader, StrictUndefined
 
-    env = Environment(loader=PackageLoader("verify", "templates"), autoescape=True,
+    env = Environment(loader=PackageLoader(__package__, "templates"), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(prose=prose, cite=cite)
     return env
@@ -434,7 +434,7 @@ def _slug(text: str) -> str:
 def _papers(by_key: dict[str, list[Row]], href) -> list[dict]:
     """The results grouped by paper (bibliography entry, or the key's prefix for a plugin
     outside the bibliography)."""
-    from bounds.references import PAPERS
+    from fedbound.bounds.references import PAPERS
 
     out: dict[str, dict] = {}
     for key, krows in by_key.items():
@@ -450,7 +450,7 @@ def _papers(by_key: dict[str, list[Row]], href) -> list[dict]:
 
 
 def _paper_title(prefix: str) -> str:
-    mod = sys.modules.get(f"bounds.{prefix}")
+    mod = sys.modules.get(f"fedbound.bounds.{prefix}")
     return (mod.__doc__ or prefix).strip().splitlines()[0] if mod else prefix
 
 
@@ -489,7 +489,7 @@ def rate_text(rate) -> str:
 
 def notebooks_dir() -> Path:
     """Where a source checkout keeps the rendered notebooks (absent from an installed wheel)."""
-    import verify
+    from fedbound import verify
 
     return Path(verify.__file__).resolve().parent.parent / "notebooks" / "html"
 
@@ -585,7 +585,7 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
                       for v in dict.fromkeys(r.variant for r in krows)],
             parameters=_parameters(krows), checks=checks, no_slack=NO_SLACK,
             figures=drawn.get(key, [])))
-    from bounds.references import PAPERS
+    from fedbound.bounds.references import PAPERS
 
     report.write_text("references.html", render(
         "references.html", root="", pages=PAGES, here="references.html",

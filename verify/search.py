@@ -70,7 +70,7 @@ from typing import Any
 
 import numpy as np
 
-import bounds
+from fedbound import bounds
 
 from . import limits
 from .adapter import adapter_for

@@ -1,7 +1,7 @@
 """Hypothesis strategies of fedbound scenarios, for any registered result.
 
 >>> from hypothesis import given, settings
->>> from verify.strategies import scenarios
+>>> from fedbound.verify.strategies import scenarios
 >>> @settings(max_examples=3, deadline=None)
 ... @given(scenarios("mllsgd.theorem1"))
 ... def test_bound_holds(s):
@@ -27,7 +27,7 @@ def _strategies():
     try:
         from hypothesis import strategies as st
     except ImportError:
-        raise ImportError("verify.strategies needs hypothesis: pip install 'fedbound[test]'") from None
+        raise ImportError("fedbound.verify.strategies needs hypothesis: pip install 'fedbound[test]'") from None
     return st
 
 
@@ -60,7 +60,7 @@ def scenarios(key: str, *, variant: str | None = None, admissible: bool = True):
     scenarios on which the hypotheses of ``variant`` (default: the default variant) hold;
     the adapter's declaration targets the default variant, so another variant's conditions
     may filter some out. Raises ValueError at once for an unknown key or variant."""
-    import bounds
+    from fedbound import bounds
 
     from .adapter import adapter_for
 

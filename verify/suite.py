@@ -39,7 +39,7 @@ from functools import cache
 
 import numpy as np
 
-import bounds
+from fedbound import bounds
 
 from . import limits
 from .adapter import adapter_for, adapter_keys, default_scenario

@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-import bounds
+from fedbound import bounds
 
 from . import limits
 from .adapter import adapter_for, default_scenario
@@ -672,7 +672,7 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
 
 #: what the fork server imports once, before it forks the workers (their own imports of
 #: these took two seconds of CPU each)
-PRELOAD = ("torch", "sim", "verify.suite", "verify.papers")
+PRELOAD = ("torch", "fedbound.sim", "fedbound.verify.suite", "fedbound.verify.papers")
 
 
 def worker_context(preload: tuple[str, ...] = ()):

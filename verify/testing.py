@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import bounds
+from fedbound import bounds
 
 from .adapter import Adapter, adapter_for, register_adapter, unregister_adapter
 from .check import check

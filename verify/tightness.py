@@ -25,14 +25,14 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-import bounds
+from fedbound import bounds
 
 from .adapter import adapter_for, adapter_keys
 from .families import families
 from .scenario import json_text
 from .witnesses import witnesses
 
-PATH = resources.files("verify") / "tightness.json"
+PATH = resources.files(__package__) / "tightness.json"
 
 
 @cache
@@ -83,7 +83,7 @@ def tightest(key: str, variant: str | None = None) -> dict | None:
 def builtin_keys() -> list[str]:
     """The results of fedbound's own papers (whose adapters live in ``verify.papers``)."""
     return [k for k in adapter_keys()
-            if type(adapter_for(k)).__module__.startswith("verify.papers.")]
+            if type(adapter_for(k)).__module__.startswith("fedbound.verify.papers.")]
 
 
 def tracked_variants(key: str) -> list[str]:
@@ -133,5 +133,5 @@ def record(key: str, *, budget: int, seed: int, variant: str | None = None, jobs
                      executor=pool, width=jobs)
     note = (f"tightest scenario found by fedbound search --objective tightest --budget {budget} "
             f"--seed {seed} ({res.tried} admissible scenarios)")
-    directory = Path(str(resources.files("verify") / "witnesses") if directory is None else directory)
+    directory = Path(str(resources.files(__package__) / "witnesses") if directory is None else directory)
     return res.as_witness(note).write(directory / f"{key}.{res.variant}.tightest.json")

@@ -37,7 +37,7 @@ FIELDS = ("key", "variant", "exact", "expect", "note", "scenario")
 OPTIONAL = ("ratio",)
 #: a recorded exact ratio may drop by this relative amount (round-off across platforms)
 RATIO_RTOL = 1e-6
-_DIRS: list = [resources.files("verify") / "witnesses"]
+_DIRS: list = [resources.files(__package__) / "witnesses"]
 
 
 @dataclass(frozen=True)

@@ -32,9 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import bounds.afl as B
-from bounds.references import cite
-from verify.api import (
+import fedbound.bounds.afl as B
+from fedbound.bounds.references import cite
+from fedbound.verify.api import (
     LOOP_OVERHEAD,
     Adapter,
     Draw,
@@ -52,12 +52,12 @@ from verify.api import (
     require_int,
     roundoff,
 )
-from verify.api import count_text as _n
+from fedbound.verify.api import count_text as _n
 
 if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
     import torch
 
-    from sim.afl import HeterogeneousQuadratic, LabelSkewedLogistic
+    from fedbound.sim.afl import HeterogeneousQuadratic, LabelSkewedLogistic
 
 PAPER = cite("afl")
 PROBLEM_KINDS = {
@@ -101,7 +101,7 @@ class AFLScenario(Scenario):
     seed: int = 0
 
     def validate(self) -> None:
-        from sim.afl import ARRIVALS, DELAYS  # sim (and torch) on first use
+        from fedbound.sim.afl import ARRIVALS, DELAYS  # sim (and torch) on first use
 
         if self.algorithm not in ("cd", "cs"):
             raise ValueError(f"algorithm={self.algorithm!r} must be 'cd' (AFA-CD) or 'cs' (AFA-CS)")
@@ -193,7 +193,7 @@ def build(s: AFLScenario) -> Setup:
     """Clients, x_0 and the schedule from the seed (one generator; the run continues it)."""
     import torch
 
-    from sim.afl import HeterogeneousQuadratic, LabelSkewedLogistic
+    from fedbound.sim.afl import HeterogeneousQuadratic, LabelSkewedLogistic
 
     gen = torch.Generator().manual_seed(s.seed)
     spec = s.problem_spec()
@@ -219,7 +219,7 @@ def build(s: AFLScenario) -> Setup:
 
 
 def _schedule(s: AFLScenario, gen, probs):
-    from sim.afl import draw_schedule
+    from fedbound.sim.afl import draw_schedule
 
     K = s.K if s.K_high is None else (s.K, s.K_high)
     return draw_schedule(M=s.M, m=s.m, T=s.T, replicas=s.replicas, generator=gen, K=K, tau=s.tau,
@@ -318,7 +318,7 @@ class AFL(Adapter):
         return params["eta"], params["eta_L"]
 
     def _measure(self, s: AFLScenario, params, exact: bool) -> Measurement:
-        from sim.afl import run_afl
+        from fedbound.sim.afl import run_afl
 
         self._check_scenario(s)
         st = build(s)
@@ -376,7 +376,7 @@ class AFL(Adapter):
         outside the corollaries); steps a random fraction (log scale) of the largest
         admissible; long horizons where exact mode applies; for a corollary, T large enough
         that its steps satisfy the theorem's conditions."""
-        from sim.afl import ARRIVALS, DELAYS
+        from fedbound.sim.afl import ARRIVALS, DELAYS
 
         cs = self.algorithm == "cs"
         M = round(draw.log_uniform(4, 40)) if cs else draw.integer(2, 8)
@@ -557,7 +557,7 @@ class Corollary3(Theorem4):
 def exact_series(s: AFLScenario, st: Setup, eta: float, eta_L: float) -> np.ndarray:
     """[T] E||grad f(x_t)||^2 exactly (module docstring) for AFA-CD or AFA-CS on a quadratic
     with zero delays and constant K (callers check the scenario is supported)."""
-    from sim.trace import DIVERGENCE_THRESHOLD
+    from fedbound.sim.trace import DIVERGENCE_THRESHOLD
 
     cl = st.clients
     lam = cl.a.numpy()
@@ -728,7 +728,7 @@ def estimate_afl_constants(clients, x0, generator, settings) -> dict[str, Any]:
     (Assumptions 1 and 3; Delta of Theorem 2) at points along a gradient-descent trajectory
     of f from ``x0`` (``verify.estimated.EstimationSettings``). L is estimated on f (the
     Lipschitz constant of each f_i can be larger)."""
-    from sim import estimate
+    from fedbound.sim import estimate
 
     f = _Objective(clients)
     L, points, f_ref = along_trajectory(f, x0, generator, settings)
@@ -755,8 +755,8 @@ def estimated_parts(s: AFLScenario, thm, *, problem, x1, settings):
     from the scenario's schedule; eta_L the scenario's, else ``local_fraction`` of the
     largest the conditions allow at the upper end of L. Measured with ``sim.afl.run_afl``."""
 
-    from sim.afl import run_afl
-    from verify.api import Parts, estimated_start
+    from fedbound.sim.afl import run_afl
+    from fedbound.verify.api import Parts, estimated_start
 
     if problem is None:
         s.check_eta_L()

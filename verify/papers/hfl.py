@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import bounds
-from bounds import delays as dl
-from bounds import hfl as bhfl
-from bounds.references import cite
-from verify.api import (
+from fedbound import bounds
+from fedbound.bounds import delays as dl
+from fedbound.bounds import hfl as bhfl
+from fedbound.bounds.references import cite
+from fedbound.verify.api import (
     LOOP_OVERHEAD,
     Adapter,
     Draw,
@@ -48,12 +48,12 @@ from verify.api import (
     require_int,
     roundoff,
 )
-from verify.api import count_text as _n
+from fedbound.verify.api import count_text as _n
 
 if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
     import torch
 
-    from sim.problems import LogisticRegression, Quadratic
+    from fedbound.sim.problems import LogisticRegression, Quadratic
 
 PAPER = cite("hfl")
 #: Fig. 7a of the paper: {d, b, e, f, d_g, b_g, e_g, f_g} (Section IV-B)
@@ -137,7 +137,7 @@ def build(s: HFLScenario) -> Setup:
     """Problem and x^1 from the seed; the delay model from its 8 parameters."""
     import torch
 
-    from sim.problems import LogisticRegression, Quadratic
+    from fedbound.sim.problems import LogisticRegression, Quadratic
 
     gen = torch.Generator().manual_seed(s.seed)
     spec = s.problem_spec()
@@ -201,9 +201,9 @@ def estimated_parts(s: HFLScenario, thm, *, problem, x1, settings):
     measures (20)."""
     import torch
 
-    from sim import estimate
-    from sim.hfl import run_hfl
-    from verify.api import Parts, estimate_constants, estimated_start
+    from fedbound.sim import estimate
+    from fedbound.sim.hfl import run_hfl
+    from fedbound.verify.api import Parts, estimate_constants, estimated_start
 
     if s.mode != "conditional":
         raise ValueError(f"mode={s.mode!r}: with estimated constants Theorem 2 is evaluated on "
@@ -265,7 +265,7 @@ class HFL(Adapter):
     def _measure(self, s: HFLScenario, params, exact: bool) -> Measurement:
         import torch
 
-        from sim.hfl import run_hfl
+        from fedbound.sim.hfl import run_hfl
 
         st = build(s)
         trace = run_hfl(st.problem, sizes=s.sizes, alpha=self._simulation_alpha(s, params, st.problem),
@@ -420,7 +420,7 @@ def lemma1_pathwise(scenario: HFLScenario | None = None) -> dict[str, Any]:
     kappa) G^2) over replicas, rounds and groups; it must be <= 1 for every alpha."""
     import torch
 
-    from sim.hfl import run_hfl
+    from fedbound.sim.hfl import run_hfl
 
     s = HFLScenario(mode="expected") if scenario is None else scenario
     st = build(s)

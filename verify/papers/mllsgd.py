@@ -38,9 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bounds import topology
-from bounds.references import cite
-from verify.api import (
+from fedbound.bounds import topology
+from fedbound.bounds.references import cite
+from fedbound.verify.api import (
     LOOP_OVERHEAD,
     Adapter,
     Draw,
@@ -55,12 +55,12 @@ from verify.api import (
     require_int,
     roundoff,
 )
-from verify.api import count_text as _n
+from fedbound.verify.api import count_text as _n
 
 if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
     import torch
 
-    from sim.problems import LogisticRegression, Quadratic
+    from fedbound.sim.problems import LogisticRegression, Quadratic
 
 PAPER = cite("mllsgd")
 #: the most workers a scenario may name: one float64 per worker must fit in a numpy array
@@ -175,7 +175,7 @@ def build(s: MLLSGDScenario) -> Setup:
     """Hub graph, H (validated against Assumption 2), problem and x_1 from the seed."""
     import torch
 
-    from sim.problems import LogisticRegression, Quadratic
+    from fedbound.sim.problems import LogisticRegression, Quadratic
 
     sizes = s.sizes()
     n = int(sizes.sum())
@@ -214,8 +214,8 @@ def estimated_parts(s: MLLSGDScenario, thm, *, problem, x1, settings):
     the scenario; measured with ``sim.mllsgd.run_mllsgd`` as the adapter measures (13)."""
     import torch
 
-    from sim.mllsgd import run_mllsgd
-    from verify.api import Parts, estimate_constants, estimated_start
+    from fedbound.sim.mllsgd import run_mllsgd
+    from fedbound.verify.api import Parts, estimate_constants, estimated_start
 
     st = build(s)
     problem, x1, own = estimated_start(problem, x1, st.problem, st.x1)
@@ -277,7 +277,7 @@ class MLLSGD(Adapter):
     def _measure(self, s: MLLSGDScenario, params, exact: bool) -> Measurement:
         import torch
 
-        from sim.mllsgd import run_mllsgd
+        from fedbound.sim.mllsgd import run_mllsgd
 
         st = build(s)
         atol = _roundoff(st)

@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bounds.references import cite
-from verify.api import (
+from fedbound.bounds.references import cite
+from fedbound.verify.api import (
     FEATURE_NORM_RANGE,
     LOOP_OVERHEAD,
     Adapter,
@@ -48,12 +48,12 @@ from verify.api import (
     require_int,
     roundoff,
 )
-from verify.api import count_text as _n
+from fedbound.verify.api import count_text as _n
 
 if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
     import torch
 
-    from sim.tdcd import BlockLinear, Layout, TDCDTrace
+    from fedbound.sim.tdcd import BlockLinear, Layout, TDCDTrace
 
 PAPER = cite("tdcd")
 
@@ -91,7 +91,7 @@ class TDCDScenario(Scenario):
     seed: int = 0
 
     def validate(self) -> None:
-        from sim.tdcd import LOSSES  # sim (and torch) on first use
+        from fedbound.sim.tdcd import LOSSES  # sim (and torch) on first use
 
         self.layout()
         if self.loss not in LOSSES:
@@ -110,7 +110,7 @@ class TDCDScenario(Scenario):
 
     def layout(self) -> Layout:
         """The sim layout; its ValueErrors name the field (blocks[j], clients[j], batch, n)."""
-        from sim.tdcd import Layout
+        from fedbound.sim.tdcd import Layout
 
         blocks, clients = _list_of_ints("blocks", self.blocks), _list_of_ints("clients", self.clients)
         return Layout(tuple(blocks), tuple(clients), require_int("n", self.n),
@@ -133,7 +133,7 @@ class Setup:
 def build(s: TDCDScenario) -> Setup:
     import torch
 
-    from sim.tdcd import BlockLinear, synthetic_data
+    from fedbound.sim.tdcd import BlockLinear, synthetic_data
 
     lay = s.layout()
     gen = torch.Generator().manual_seed(s.seed)
@@ -146,7 +146,7 @@ def build(s: TDCDScenario) -> Setup:
 
 @lru_cache(maxsize=16)
 def _run_cached(scenario_json: str, eta: float) -> TDCDTrace:
-    from sim.tdcd import run_tdcd
+    from fedbound.sim.tdcd import run_tdcd
 
     s = TDCDScenario.from_dict(json.loads(scenario_json))
     st = build(s)
@@ -262,7 +262,7 @@ class TDCD(Adapter):
     def _draw(self, draw: Draw) -> TDCDScenario:
         """N in 1..3 silos, feature splits, unequal K_j, a batch, the loss, Q in 1..8, 3 to 30
         rounds, and the step anywhere from 5% of the largest admissible one up to it."""
-        from sim.tdcd import LOSSES
+        from fedbound.sim.tdcd import LOSSES
 
         N = draw.integer(1, 3)
         clients = [draw.integer(1, 3) for _ in range(N)]
@@ -397,7 +397,7 @@ class _SiloNoise(_Flat):
             *x.shape[:-1], self.width)
 
     def stochastic_grad(self, x, generator):
-        from sim.tdcd import draw_batch
+        from fedbound.sim.tdcd import draw_batch
 
         hub = self._blocks(x)
         rows = draw_batch(self.model.layout, hub.shape[0], generator, self.device)
@@ -443,7 +443,7 @@ class _OwnBlock:
 def _loss_of(model):
     """l(z [..., E], y) -> [...] of a ``sim.tdcd`` model (its loss_fn, or the block-linear
     model's loss kind)."""
-    from sim.tdcd import loss_value
+    from fedbound.sim.tdcd import loss_value
 
     fn = getattr(model, "loss_fn", None)
     return fn if fn is not None else (lambda z, y: loss_value(model.loss_kind, z[..., 0], y))
@@ -462,8 +462,8 @@ def estimate_tdcd_constants(model, x1, generator, settings) -> tuple[dict[str, A
     f_inf, 0 for these nonnegative losses)."""
     from dataclasses import replace
 
-    from sim import estimate
-    from sim.tdcd import draw_batch
+    from fedbound.sim import estimate
+    from fedbound.sim.tdcd import draw_batch
 
     flat = _Flat(model)
     L, points, f_ref = along_trajectory(flat, x1, generator, settings)
@@ -491,8 +491,8 @@ def estimated_parts(s: TDCDScenario, thm, *, problem, x1, settings):
     conservative end exactly; the other constants go through the grid of
     ``verify.estimated``. Measured with ``sim.tdcd.run_tdcd`` as the adapter measures (15)."""
 
-    from sim.tdcd import run_tdcd
-    from verify.api import Parts, estimated_start
+    from fedbound.sim.tdcd import run_tdcd
+    from fedbound.verify.api import Parts, estimated_start
 
     st = build(s)
     model, x1, own = estimated_start(problem, x1, st.model, st.theta0)

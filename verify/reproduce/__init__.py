@@ -30,10 +30,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from verify.verdict import t_multiplier
+from fedbound.verify.verdict import t_multiplier
 
 #: the papers with a reproduction, each with its module
-PAPERS = {name: f"verify.reproduce.{name}" for name in ("mllsgd", "hfl", "tdcd", "afl")}
+PAPERS = {name: f"fedbound.verify.reproduce.{name}" for name in ("mllsgd", "hfl", "tdcd", "afl")}
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ class Reproduction:
 
     def text(self) -> str:
         """The reproduction as plain text: per claim, its table and its verdicts."""
-        from bounds.references import cite
+        from fedbound.bounds.references import cite
 
         lines = [f"{cite(self.paper)}: {len(self.findings)} claims "
                  f"({'quick' if self.quick else 'full'} run, seed {self.seed}, "
@@ -165,8 +165,8 @@ def reproduce(paper: str, *, quick: bool = False, seed: int = 0, device=None) ->
         raise ValueError(f"paper={paper!r}: reproductions exist for {', '.join(PAPERS)}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise ValueError(f"seed={seed!r} must be an integer in [0, 2^63)")
-    from sim.problems import checked_device
-    from verify.choose import one_thread
+    from fedbound.sim.problems import checked_device
+    from fedbound.verify.choose import one_thread
 
     if device is not None:
         checked_device(device)

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import bounds
-from bounds.references import cite
+from fedbound import bounds
+from fedbound.bounds.references import cite
 
 from . import Finding, Row, bound_order, order, row
 
@@ -87,8 +87,8 @@ def build_clients(seed: int, device=None):
     """The digits over M workers of 2 classes each and the MLP (module docstring)."""
     import torch
 
-    from sim.data import label_partition, load_digits
-    from sim.neural import NeuralClients, mlp
+    from fedbound.sim.data import label_partition, load_digits
+    from fedbound.sim.neural import NeuralClients, mlp
 
     digits = load_digits(device=device)
     generator = torch.Generator().manual_seed(seed)
@@ -103,7 +103,7 @@ def build_clients(seed: int, device=None):
 
 def run_config(clients, x0, c: Config, T: int, seeds: int, generator):
     """One vectorised run of ``c`` with ``seeds`` replicas: the AFLTrace."""
-    from sim.afl import run_afl
+    from fedbound.sim.afl import run_afl
 
     return run_afl(clients, algorithm=c.algorithm, m=m, T=T, eta=ETA, eta_L=ETA_L, x0=x0,
                    replicas=seeds, generator=generator, K=c.K, tau=c.tau, delays=c.delays,
@@ -133,7 +133,7 @@ def bound_at(c: Config, trace, T: int, estimates) -> tuple[float | None, float, 
     """The theorem (``c.key``, proof variant) at the run's parameters, at the conservative
     end of the estimates: (bound or None where a condition fails, its value anyway,
     the names of the conditions that fail somewhere on the grid of the estimates)."""
-    from verify.estimated import conservative_bound
+    from fedbound.verify.estimated import conservative_bound
 
     thm = bounds.get(c.key)
     params = {k: v for k, v in theorem_params(c, trace, T).items() if k in thm.params}
@@ -150,8 +150,8 @@ def scaled(r: Row, factor: float) -> Row:
 
 
 def _estimates(clients, x0, quick: bool, generator):
-    from verify.estimated import EstimationSettings
-    from verify.papers.afl import estimate_afl_constants
+    from fedbound.verify.estimated import EstimationSettings
+    from fedbound.verify.papers.afl import estimate_afl_constants
 
     settings = (EstimationSettings(points=2, steps=10, power_steps=10, starts=2, samples=16)
                 if quick else EstimationSettings(points=3, steps=30, power_steps=20, samples=64))

@@ -46,10 +46,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-import bounds
-from bounds.references import cite
-from verify.reproduce import Finding, Row, bound_order, order, row
-from verify.reproduce.mllsgd import settings
+from fedbound import bounds
+from fedbound.bounds.references import cite
+from fedbound.verify.reproduce import Finding, Row, bound_order, order, row
+from fedbound.verify.reproduce.mllsgd import settings
 
 PAPER = cite("hfl")
 BATCH = 4
@@ -72,15 +72,15 @@ REPLICAS_QUICK, REPLICAS_FULL = 6, 12
 def problem(device=None):
     """f: the mean cross-entropy of the MLP on all digits; x^1 its initial parameters
     (built after ``torch.manual_seed(0)``: the same start for every seed)."""
-    from sim.neural import NeuralProblem
-    from verify.reproduce.mllsgd import problem as digits_mlp
+    from fedbound.sim.neural import NeuralProblem
+    from fedbound.verify.reproduce.mllsgd import problem as digits_mlp
 
     pr, x1 = digits_mlp(device)
     return NeuralProblem(pr.module, pr.features, pr.labels, batch=BATCH, device=device), x1
 
 
 def scenario(sizes, delays, S: float, T: float, replicas: int, seed: int):
-    from verify.papers.hfl import HFLScenario
+    from fedbound.verify.papers.hfl import HFLScenario
 
     return HFLScenario(sizes=list(sizes), delays=list(delays), S=S, T=T, replicas=replicas,
                        seed=seed, mode="conditional")
@@ -94,7 +94,7 @@ def at_time(trace, end_time: np.ndarray, when: float) -> tuple[np.ndarray, int]:
 
 
 def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
-    from verify.papers.hfl import estimated_parts, paths
+    from fedbound.verify.papers.hfl import estimated_parts, paths
 
     T = T_QUICK if quick else T_FULL
     R = REPLICAS_QUICK if quick else REPLICAS_FULL
@@ -108,7 +108,7 @@ def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
 
     def measured(s, times):
         """Per time: (loss per replica, the path's t up to then) from one run on the path."""
-        from sim.hfl import run_hfl
+        from fedbound.sim.hfl import run_hfl
 
         sched = paths(s)
         t, end = sched.path(0), sched.end_time[0, : int(sched.U[0])]
@@ -146,7 +146,7 @@ def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
 
 def conservative(thm, params, estimates) -> float | None:
     """The bound at the conservative end of the estimates; None where inadmissible."""
-    from verify.estimated import conservative_bound
+    from fedbound.verify.estimated import conservative_bound
 
     value, _, violations = conservative_bound(thm, params, estimates)
     return None if violations else value

@@ -51,9 +51,9 @@ from __future__ import annotations
 
 import torch
 
-import bounds
-from bounds.references import cite
-from verify.reproduce import Finding, Row, bound_order, increasing, order, row
+from fedbound import bounds
+from fedbound.bounds.references import cite
+from fedbound.verify.reproduce import Finding, Row, bound_order, increasing, order, row
 
 PAPER = cite("mllsgd")
 BATCH = 8
@@ -68,7 +68,7 @@ REPLICAS_QUICK, REPLICAS_FULL = 6, 12
 
 
 def settings(quick: bool):
-    from verify.estimated import EstimationSettings
+    from fedbound.verify.estimated import EstimationSettings
 
     return (EstimationSettings(points=2, steps=20, power_steps=15, starts=2, samples=50)
             if quick else EstimationSettings())
@@ -78,8 +78,8 @@ def problem(device=None):
     """F: the mean cross-entropy of the MLP on all digits; x_1 its initial parameters
     (``torch.manual_seed(0)`` before the module is built: the same start for every seed,
     the seed drives the runs)."""
-    from sim.data import load_digits
-    from sim.neural import NeuralProblem, mlp
+    from fedbound.sim.data import load_digits
+    from fedbound.sim.neural import NeuralProblem, mlp
 
     data = load_digits(device=device)
     with torch.random.fork_rng(devices=[]):
@@ -91,7 +91,7 @@ def problem(device=None):
 
 def scenario(*, hubs: int, workers: int, graph: str, q: int, K: int, replicas: int, seed: int,
              weights=None):
-    from verify.papers.mllsgd import MLLSGDScenario
+    from fedbound.verify.papers.mllsgd import MLLSGDScenario
 
     return MLLSGDScenario(hubs=hubs, workers_per_hub=workers, graph=graph, weights=weights,
                           p=1.0, K=K, q=q, tau=PERIOD // q, replicas=replicas, seed=seed)
@@ -116,8 +116,8 @@ def measure(s, pr, x1, eta: float) -> torch.Tensor:
     """The metric per replica [R]: F(u_k) averaged over k = 1, 1 + 32, ..., K - 31 (the
     paper's evaluations every 32 iterations), from one run of ``sim.mllsgd.run_mllsgd``
     with the scenario's topology, weights, p and seed."""
-    from sim.mllsgd import run_mllsgd
-    from verify.papers.mllsgd import build
+    from fedbound.sim.mllsgd import run_mllsgd
+    from fedbound.verify.papers.mllsgd import build
 
     st = build(s)
     trace = run_mllsgd(pr, H=torch.as_tensor(st.H), hub_of=torch.as_tensor(st.hub_of),
@@ -130,7 +130,7 @@ def measure(s, pr, x1, eta: float) -> torch.Tensor:
 def step(thm, parts, labels) -> float:
     """The largest step at which (12) holds for every configuration ``labels`` at every
     point of the grid of its estimates."""
-    from verify.estimated import _grid
+    from fedbound.verify.estimated import _grid
 
     return min(float(thm.max_step(**{**parts[label].params, **point}))
                for label in labels for point in _grid(parts[label].estimates))
@@ -138,14 +138,14 @@ def step(thm, parts, labels) -> float:
 
 def estimated(thm, configs: dict[str, list], quick: bool, pr, x1) -> dict:
     """``verify.papers.mllsgd.estimated_parts`` of every configuration, by label."""
-    from verify.papers.mllsgd import estimated_parts
+    from fedbound.verify.papers.mllsgd import estimated_parts
 
     return {label: estimated_parts(s, thm, problem=pr, x1=x1, settings=settings(quick))
             for claim in configs.values() for label, s in claim}
 
 
 def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
-    from verify.estimated import conservative_bound
+    from fedbound.verify.estimated import conservative_bound
 
     thm = bounds.get("mllsgd.theorem1")
     pr, x1 = problem(device)
@@ -198,7 +198,7 @@ def finding_a(rows, refused, eta, parts) -> Finding:
 
 
 def finding_b(rows, refused, eta, parts, configs) -> Finding:
-    from verify.papers.mllsgd import build
+    from fedbound.verify.papers.mllsgd import build
 
     zetas = ", ".join(f"{label}: zeta = {build(s).zeta:.3f}" for label, s in configs)
     agrees = increasing(rows)

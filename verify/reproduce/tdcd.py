@@ -44,9 +44,9 @@ from contextlib import contextmanager
 
 import numpy as np
 
-import bounds
-from bounds.references import cite
-from bounds.tdcd import round_time
+from fedbound import bounds
+from fedbound.bounds.references import cite
+from fedbound.bounds.tdcd import round_time
 
 from . import Finding, Row, bound_order, increasing, order, row
 
@@ -78,9 +78,9 @@ def build_model(seed: int, device=None):
     """The two-silo ModuleModel on the digits (module docstring) and its start theta^0."""
     import torch
 
-    from sim.data import load_digits, vertical_split
-    from sim.neural import mlp
-    from sim.tdcd import Layout, ModuleModel
+    from fedbound.sim.data import load_digits, vertical_split
+    from fedbound.sim.neural import mlp
+    from fedbound.sim.tdcd import Layout, ModuleModel
 
     digits = load_digits(device=device)
     columns, blocks = vertical_split(digits.features.shape[1], len(CLIENTS))
@@ -104,7 +104,7 @@ def run_q(model, theta0, Q: int, rounds: int, seeds: int, generator):
     the losses [len(ETAS), seeds, rounds + 1] and which replicas diverged [len(ETAS), seeds]."""
     import torch
 
-    from sim.tdcd import run_tdcd
+    from fedbound.sim.tdcd import run_tdcd
 
     steps = torch.tensor(ETAS, dtype=torch.float64).repeat_interleave(seeds)
     trace = run_tdcd(model, eta=steps, Q=Q, rounds=rounds, theta0=theta0,
@@ -126,7 +126,7 @@ def selected(losses: np.ndarray, diverged: np.ndarray, r: int) -> tuple[int, np.
 def bound_at(thm, estimates, sigma, Q: int, R: int) -> tuple[float | None, float, list[str]]:
     """The bound at its own best admissible step for (Q, R) at the conservative end of the
     estimates: (bound or None where inadmissible, that step, the violated conditions)."""
-    from verify.estimated import _step, conservative_bound
+    from fedbound.verify.estimated import _step, conservative_bound
 
     params = {"Q": Q, "R": R, "sigma": sigma}
     if "K" in thm.params:
@@ -141,8 +141,8 @@ def bound_at(thm, estimates, sigma, Q: int, R: int) -> tuple[float | None, float
 
 
 def _estimates(model, theta0, quick: bool, generator):
-    from verify.estimated import EstimationSettings
-    from verify.papers.tdcd import estimate_tdcd_constants
+    from fedbound.verify.estimated import EstimationSettings
+    from fedbound.verify.papers.tdcd import estimate_tdcd_constants
 
     settings = (EstimationSettings(points=2, steps=10, power_steps=10, starts=2, samples=32)
                 if quick else EstimationSettings(points=3, steps=30, power_steps=20, samples=100))

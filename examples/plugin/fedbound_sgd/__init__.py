@@ -9,7 +9,7 @@ witnesses. fedbound imports it through the entry point declared in ``pyproject.t
 
 from importlib import resources
 
-from verify.api import register_witness_dir
+from fedbound.verify.api import register_witness_dir
 
 from . import adapter, theorem  # noqa: F401  (register the theorem, then its adapter)
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verify.api import (
+from fedbound.verify.api import (
     COUNT,
     GRAD2,
     Adapter,
@@ -87,7 +87,7 @@ def build(s: SGDScenario):
     """The quadratic, x_0 and the generator the run continues, all from the seed."""
     import torch  # imported on first use, so that `fedbound list` stays light
 
-    from sim import Quadratic
+    from fedbound.sim import Quadratic
 
     gen = torch.Generator().manual_seed(s.seed)
     problem = Quadratic.random(s.dim, s.L, s.mu, s.sigma, gen)
@@ -100,7 +100,7 @@ def simulate(problem, x0, eta: float, K: int, replicas: int, gen) -> tuple[np.nd
     [replicas] flags of the replicas that diverged (frozen from then on, ``sim.freeze_diverged``)."""
     import torch
 
-    from sim import freeze_diverged
+    from fedbound.sim import freeze_diverged
 
     x = x0.expand(replicas, -1).clone()
     diverged = torch.zeros(replicas, dtype=torch.bool)

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from bounds import Condition, Erratum, Param, Theorem, register
+from fedbound.bounds import Condition, Erratum, Param, Theorem, register
 
 KEY = "sgd.nonconvex"
 TITLE = r"SGD on an $L$-smooth nonconvex $f$, constant step $\eta \le 1/L$"

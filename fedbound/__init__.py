@@ -1,0 +1,37 @@
+"""fedbound: executable convergence theory for hierarchical, multi-level and anarchic
+federated learning.
+
+Three subpackages, imported on first use so that ``import fedbound`` stays light:
+
+- :mod:`fedbound.bounds`: the published results as symbolic objects (sympy, numpy);
+- :mod:`fedbound.sim`: the vectorised torch simulator of every algorithm;
+- :mod:`fedbound.verify`: checks, searches, choosers, reproductions, reports and the
+  public extension API (:mod:`fedbound.verify.api`).
+
+>>> from fedbound import bounds
+>>> bounds.get("mllsgd.theorem1").variant
+'proof'
+"""
+
+import importlib
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("fedbound")
+except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
+    __version__ = "0+unknown"
+
+_SUBPACKAGES = ("bounds", "sim", "verify")
+
+
+def __getattr__(name: str):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted({*globals(), *_SUBPACKAGES})
+
+
+__all__ = ["__version__", "bounds", "sim", "verify"]
