@@ -34,10 +34,10 @@ import sympy as sp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fedbound import bounds  # noqa: E402
 from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import interleaved, median_ratio  # noqa: E402
+from fedbound import bounds  # noqa: E402
 
 GOAL = 1.2
 CPU_ONLY = "bounds evaluate with numpy"

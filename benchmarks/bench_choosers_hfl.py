@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
-from fedbound.verify.choose import SyncTime, choose  # noqa: E402
+from fedbound.verify.api import choose  # noqa: E402
+from fedbound.verify.papers.hfl import SyncTime  # noqa: E402
 
 FIGS = {  # figure: (the 8 parameters of the linear delay model, sizes, T)
     "6": ([1e-3, 0.5, 1e-3, 0.05, 5, 10, 1e-3, 0.05], [500, 500], 1000),

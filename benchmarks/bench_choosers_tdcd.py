@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
-from fedbound.verify.choose import QEta, choose, q_eta_evidence  # noqa: E402
+from fedbound.verify.api import choose  # noqa: E402
+from fedbound.verify.papers.tdcd import QEta, q_eta_evidence  # noqa: E402
 
 RATIOS = (1.0, 10.0, 100.0)
 

@@ -29,10 +29,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fedbound import bounds  # noqa: E402
 from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from benchmarks.timing import best_time  # noqa: E402
+from fedbound import bounds  # noqa: E402
 from fedbound.bounds import delays as D  # noqa: E402
 from fedbound.sim.hfl import run_hfl  # noqa: E402
 from fedbound.sim.problems import Quadratic, randn  # noqa: E402

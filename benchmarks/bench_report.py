@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from fedbound.verify import adapter_for, report, suite  # noqa: E402
-from fedbound.verify.cli import _suite_jobs  # noqa: E402
-from fedbound.verify.sweep import executor  # noqa: E402
+from fedbound.verify.cli.check import suite_jobs as _suite_jobs  # noqa: E402
+from fedbound.verify.pool import executor  # noqa: E402
 
 
 def timed(fn):

@@ -31,7 +31,7 @@ from benchmarks.timing import interleaved, median_ratio  # noqa: E402
 
 PARAMS = json.dumps({"L": 1, "beta": 0, "sigma": 1, "Delta": 1, "eta": 0.001, "K": 64, "q": 2,
                      "tau": 4, "zeta": 0.5, "a": [0.5, 0.5], "p": [1, 0.9]})
-CLI = ("-m", "fedbound.verify.cli")
+CLI = ("-m", "fedbound")
 #: name -> (python arguments, goal: at most this many times import numpy, or None)
 COMMANDS = {
     "import numpy": (("-c", "import numpy"), None),

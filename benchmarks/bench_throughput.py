@@ -2,7 +2,7 @@
 
     python benchmarks/bench_throughput.py [--repeats 3] [--device cpu]
 
-Each command runs as a subprocess of the same Python (``sys.executable -m fedbound.verify.cli``),
+Each command runs as a subprocess of the same Python (``sys.executable -m fedbound``),
 the commands interleaved (``benchmarks.timing.interleaved``: one untimed round first, which
 also fills the cache of generated functions), ``--repeats`` rounds; a figure is the median:
 
@@ -15,7 +15,7 @@ also fills the cache of generated functions), ``--repeats`` rounds; a figure is 
 With one job a check still uses torch's intra-op threads (both cores of a 2-core machine
 on its larger tensors: they save about 6% of its wall time, for a quarter more CPU); with
 two jobs each worker runs one thread, forked from a fork server that has imported torch
-and the papers (``verify.sweep.worker_context``), and the driver builds the report's
+and the papers (``verify.pool.worker_context``), and the driver builds the report's
 formulas while the server imports. Beside the wall times (each command's own, up to its
 exit), the CPU seconds of each command and of every process it started, its fork server
 and workers included (this process adopts their orphans, Linux's
@@ -78,7 +78,7 @@ def _runner(argv: tuple[str, ...], cwd: Path, wall: list[float], cpu: list[float
     def run():
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "fedbound.verify.cli", *argv], check=True, env=env,
+        subprocess.run([sys.executable, "-m", "fedbound", *argv], check=True, env=env,
                        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wall.append(time.perf_counter() - start)
         _reap()

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .core import Theorem
+#: what a registered ``build(variant)`` returns: a :class:`bounds.core.Theorem` (the registry
+#: sits below the module that defines it, and names it only in words)
+Result = Any
 
 STATUSES = ("holds", "holds-with-erratum", "refuted", "rate-refuted", "unverified")
 #: statuses of a result known to fail: "refuted", the statement (with its explicit
@@ -28,18 +29,18 @@ REFUTED = ("refuted", "rate-refuted")
 class _Entry:
     key: str
     title: str
-    build: Callable[[str], Theorem]
+    build: Callable[[str], Result]
     variants: tuple[str, ...]
     default: str
     #: the status of each variant as registered (None: read from the built results)
     statuses: Mapping[str, str] | None = None
-    cache: dict[str, Theorem] = field(default_factory=dict)
+    cache: dict[str, Result] = field(default_factory=dict)
 
 
 _REGISTRY: dict[str, _Entry] = {}
 
 
-def register(key: str, title: str, build: Callable[[str], Theorem], variants, default: str,
+def register(key: str, title: str, build: Callable[[str], Result], variants, default: str,
              statuses: Mapping[str, str] | None = None):
     """Register a result; ``build(variant)`` constructs it on first use. ``statuses`` (the
     status of every variant) lets ``bounds.list()`` answer without building anything; a
@@ -71,7 +72,7 @@ def _entry(key: str) -> _Entry:
     return _REGISTRY[key]
 
 
-def get(key: str, variant: str | None = None) -> Theorem:
+def get(key: str, variant: str | None = None) -> Result:
     """The registered result ``key`` in ``variant`` (default: the entry's default)."""
     e = _entry(key)
     v = e.default if variant is None else variant

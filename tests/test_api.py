@@ -1,18 +1,18 @@
 """The public extension API: what the papers may import, registry hygiene, the adapter
 contract's validation, and verify.testing's assertions and registration."""
 
-import ast
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 import pytest
 import sympy as sp
+from hypothesis import given, settings
 
-from fedbound import bounds
-from fedbound import verify
 import fedbound.verify.api as api
+from fedbound import bounds, verify
 from fedbound.bounds.core import Param, Theorem
+from fedbound.verify.api import adapter_for
+from fedbound.verify.strategies import scenarios
 from fedbound.verify.testing import (
     CHECKS,
     assert_holds,
@@ -21,22 +21,6 @@ from fedbound.verify.testing import (
     expected_failures_of,
     registered,
 )
-
-PAPERS = sorted((Path(verify.__file__).parent / "papers").glob("[a-z]*.py"))
-
-
-@pytest.mark.parametrize("path", PAPERS, ids=lambda p: p.stem)
-def test_papers_use_only_the_public_api(path):
-    """verify/papers/*.py import nothing of verify but verify.api (bounds and sim freely)."""
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            module = "." * node.level + (node.module or "")
-            assert not module.startswith("."), f"{path.name}: relative import {module}"
-            assert module == "fedbound.verify.api" or not module.startswith("fedbound.verify"), f"{path.name}: {module}"
-        elif isinstance(node, ast.Import):
-            assert all(a.name == "fedbound.verify.api" or not a.name.startswith("fedbound.verify")
-                       for a in node.names), path.name
 
 
 def test_api_exports_resolve():
@@ -163,3 +147,18 @@ def test_inconclusive_asks_for_more_replicas():
 def test_refuted_results_expect_their_random_checks_to_fail():
     assert "holds_on_random" in expected_failures_of("afl.theorem3")
     assert expected_failures_of("mllsgd.theorem1") == {}
+
+
+@settings(max_examples=10, deadline=None)
+@given(scenarios("mllsgd.theorem1", exact=True))
+def test_exact_scenarios_are_those_exact_mode_supports(s):
+    """``scenarios(key, exact=True)`` draws only scenarios the exact mode takes (the
+    adapter draws logistic problems too, which it does not)."""
+    assert adapter_for("mllsgd.theorem1").supports_exact(s)
+
+
+def test_exact_scenarios_of_a_result_without_exact_mode_is_an_error_at_once():
+    with pytest.raises(ValueError, match="no exact-expectation mode"):
+        scenarios("hfl.theorem2", exact=True)
+    assert not adapter_for("mllsgd.theorem1").supports_exact(
+        adapter_for("mllsgd.theorem1").load({"problem": {"kind": "logistic"}}))

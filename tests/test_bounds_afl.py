@@ -9,8 +9,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedbound import bounds
 import fedbound.bounds.afl as A
+from fedbound import bounds
 
 KEYS = ("afl.theorem1", "afl.theorem2", "afl.theorem3", "afl.theorem4",
         "afl.corollary1", "afl.corollary2", "afl.corollary3")

@@ -10,8 +10,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedbound import bounds
 import fedbound.bounds.tdcd as T
+from fedbound import bounds
 
 KEYS = ("tdcd.theorem1", "tdcd.lemma2", "tdcd.remark5")
 

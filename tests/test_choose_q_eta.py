@@ -1,4 +1,4 @@
-"""The (Q, eta) chooser of TDCD (verify.choose.QEta, `fedbound choose-q-eta`), checked against
+"""The (Q, eta) chooser of TDCD (verify/papers/tdcd/choose.py QEta, `fedbound choose-q-eta`), checked against
 independent computations: the default target from a finite-difference gradient at theta^0,
 the refined variant's choice (derived by fedbound, not published) against a brute-force
 search over steps of an independent transcription of its bound with K_j from the scenario,
@@ -17,9 +17,10 @@ from tdcd_reference import refined_bound
 
 from fedbound import bounds
 from fedbound.sim.tdcd import run_tdcd
-from fedbound.verify.choose import QEta, choose
+from fedbound.verify.api import choose
 from fedbound.verify.cli import main
 from fedbound.verify.papers import tdcd as V
+from fedbound.verify.papers.tdcd.choose import QEta
 
 torch.set_num_threads(1)
 SCENARIO = V.Theorem1.default

@@ -126,7 +126,8 @@ def test_console_script_reads_scenario_from_stdin():
 
 
 def test_choose_q_eta_from_the_bound(capsys):
-    from fedbound.verify.choose import QEta, choose
+    from fedbound.verify.api import choose
+    from fedbound.verify.papers.tdcd import QEta
 
     code, out, _ = run(capsys, "choose-q-eta", "--epsilon", "0.05", "--t-comm", "100",
                        "--t-comp", "1", "--method", "bound", "--Q", "1,4", "--variant", "proof",
@@ -141,6 +142,23 @@ def test_choose_q_eta_from_the_bound(capsys):
     code, out, _ = run(capsys, "choose-q-eta", "--epsilon", "0.05", "--t-comm", "100",
                        "--t-comp", "1", "--method", "bound", "--variant", "proof")
     assert code == 0 and "proof chooses Q = 1" in out
+
+
+def test_choose_runs_a_registered_chooser_by_name_and_by_alias(capsys):
+    """``fedbound choose tdcd`` and its alias ``choose-q-eta`` are the same run; options
+    after the name (``--json`` among them) are the chooser's; ``choose`` alone lists the
+    registered choosers and an unknown name exits 2 listing them."""
+    argv = ["--epsilon", "0.05", "--t-comm", "100", "--t-comp", "1", "--method", "bound",
+            "--Q", "1,4", "--variant", "proof", "--json"]
+    by_name = run(capsys, "choose", "tdcd", *argv)
+    by_alias = run(capsys, "choose-q-eta", *argv)
+    assert by_name[0] == 0 and by_name[1] == by_alias[1] and json.loads(by_name[1])["chooser"] == "q-eta"
+    code, out, _ = run(capsys, "choose")
+    assert code == 0 and "hfl" in out and "tdcd" in out and "choose-sync-time" in out
+    code, _, err = run(capsys, "choose", "nope")
+    assert code == 2 and "no chooser 'nope'" in err and "hfl, tdcd" in err
+    code, _, err = run(capsys, "choose-nope")
+    assert code == 2 and "invalid choice: 'choose-nope'" in err
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -305,12 +323,10 @@ def test_strict_makes_an_inconclusive_verdict_exit_3(capsys, tmp_path):
 
 
 def test_an_internal_error_exits_70_with_one_line_and_a_log(capsys, monkeypatch):
-    import fedbound.verify.adapter
-
-    from fedbound import verify
+    from fedbound.verify import adapter
     def boom(*a, **k):
         raise RuntimeError("kaboom")
-    monkeypatch.setattr(verify.adapter.Adapter, "check", boom)
+    monkeypatch.setattr(adapter.Adapter, "check", boom)
     code, out, err = run(capsys, "check", "mllsgd.theorem1")
     assert code == 70 and err.count("\n") == 1 and "internal error: RuntimeError: kaboom" in err
     log = err.split("traceback in ")[1].split(";")[0]
@@ -370,7 +386,7 @@ def test_check_estimated_gives_the_library_verdict_and_refuses_what_it_cannot(ca
     assert got["mode"] == want.mode and got["mode"].startswith("estimated")
     assert (got["bound"], got["measured_mean"]) == (want.bound, want.measured_mean)
     assert code == {"holds": 0, "violated": 1}.get(want.verdict, 0)
-    for argv, match in ((["hfl.lemma1"], "covers mllsgd.theorem1"),
+    for argv, match in ((["hfl.lemma1"], "tdcd.theorem1; got hfl.lemma1"),
                         (["mllsgd.theorem1", "--exact"], "no --exact or --plot"),
                         (["--all"], "--estimated")):
         code, _, err = run(capsys, "check", *argv, "--estimated")
@@ -395,6 +411,6 @@ def test_reproduce_without_scikit_learn_is_one_line_naming_the_extra(capsys, mon
 def test_the_fork_server_starts_ahead_only_for_check_all_with_a_pool(argv, ahead):
     from fedbound.verify import cli
 
-    assert cli._pool_ahead(cli.parser().parse_args(argv)) is ahead
+    assert cli.check.pool_ahead(cli.parser().parse_args(argv)) is ahead
     default = cli.parser().parse_args(["check", "--all"])
-    assert cli._pool_ahead(default) is (cli._cores() > 1)
+    assert cli.check.pool_ahead(default) is (cli.check.cores() > 1)

@@ -70,7 +70,7 @@ def test_the_search_does_not_depend_on_the_cores(reference):
 
 
 def test_the_search_does_not_depend_on_a_process_pool(reference):
-    from fedbound.verify.sweep import executor
+    from fedbound.verify.pool import executor
 
     with executor(jobs=2) as pool:  # the pool of ``fedbound search --jobs 2``
         r = search(**SEARCH, executor=pool, width=2)

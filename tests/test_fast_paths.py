@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from fedbound import bounds
 from fedbound.bounds.core import Param, _bound_value, _Printer
+from fedbound.sim import problems
 from fedbound.sim.afl import HeterogeneousQuadratic
 from fedbound.sim.mllsgd import run_mllsgd
 from fedbound.sim.problems import LogisticRegression, Problem, Quadratic
@@ -56,14 +57,11 @@ def test_logistic_sampler_in_blocks_is_the_sampler_in_one_block_bit_for_bit(
     """Gathered a block of models at a time (several blocks, the last one partial), the
     gradients are those of one block holding every model, bit for bit, and those of
     ``stochastic_grad``; an expanded x takes the unblocked path."""
-    import fedbound.sim.problems
-
-    from fedbound import sim
     problem = LogisticRegression.random(200, 6, 2.0, gen(0), batch=batch)
     x = torch.randn(3, 37, 6, generator=gen(1), dtype=F64)
-    monkeypatch.setattr(sim.problems, "GATHER_BLOCK_BYTES", block_bytes)
+    monkeypatch.setattr(problems, "GATHER_BLOCK_BYTES", block_bytes)
     blocked, fresh = problem.gradient_sampler(x.shape, gen(2)), gen(2)
-    monkeypatch.setattr(sim.problems, "GATHER_BLOCK_BYTES", 1 << 40)
+    monkeypatch.setattr(problems, "GATHER_BLOCK_BYTES", 1 << 40)
     whole = problem.gradient_sampler(x.shape, gen(2))
     for _ in range(3):
         got = blocked(x).clone()

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fedbound import bounds
-from fedbound import verify
+from fedbound import bounds, verify
 from fedbound.bounds import delays as D
 from fedbound.bounds import hfl as H
 from fedbound.bounds.tuning import choose_sync_time
@@ -289,7 +288,8 @@ def test_simulated_left_side_at_alpha_005_is_the_exact_expectation():
     = 0.05) is the exact expectation over the SGD noise on the same delay paths, computed
     without the simulator (exact_quadratic): S = 0 is noisy minibatch SGD, not a divergence,
     and S = 10 is several times lower."""
-    from fedbound.verify.choose import SyncTime, one_thread, synthetic_quadratic
+    from fedbound.sim.problems import one_thread
+    from fedbound.verify.papers.hfl import SyncTime, synthetic_quadratic
 
     model, p = _fig7a(20.0)
     p["alpha"] = 0.05

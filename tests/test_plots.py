@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from matplotlib.transforms import Bbox
 
 from fedbound import bounds
-from fedbound.verify import adapter_for, check, default_scenario, plots
+from fedbound.verify import adapter_for, check, default_scenario, figures, plots
 
 
 def test_mllsgd_figure_draws_the_bound_at_every_whole_hub_period():
@@ -46,7 +46,7 @@ def test_against_draws_each_verdict(tmp_path, field, values, x):
     np.testing.assert_allclose(bound_line.get_xdata(), xs)
     if x == "zeta":   # more hubs on a path: larger zeta (Castiglia et al. 2021, Section 6)
         assert np.all(np.diff(bound_line.get_xdata()) > 0)
-    out = plots.save(ax, str(tmp_path / f"{field}.png"))
+    out = figures.save(ax, str(tmp_path / f"{field}.png"))
     assert (tmp_path / f"{field}.png").stat().st_size > 5_000 and out.endswith(".png")
 
 
@@ -172,8 +172,8 @@ def test_report_figures_are_laid_out_without_measuring_and_without_mathtext(repo
         assert any("10" in t.get_text() for t in ticks), name
         width, height = fig.get_size_inches()
         params = fig.subplotpars
-        assert params.left == pytest.approx(plots.MARGIN_LEFT / width), name
-        assert params.right == pytest.approx(1 - plots.MARGIN_RIGHT / width), name
+        assert params.left == pytest.approx(figures.MARGIN_LEFT / width), name
+        assert params.right == pytest.approx(1 - figures.MARGIN_RIGHT / width), name
 
 
 def test_report_figures_clip_and_overlap_nothing(report_figures):
@@ -216,7 +216,7 @@ def test_a_bar_figures_legend_sits_below_its_axes(report_figures):
 def test_a_log_tick_label_reads_back_as_its_value(coeff, exponent):
     """PowerFormatter's label, read as a reader does (superscript digits, ×), is the tick."""
     value = coeff * 10.0 ** exponent
-    text = plots.PowerFormatter()._num_to_string(value, value / 10, value * 10)
+    text = figures.PowerFormatter()._num_to_string(value, value / 10, value * 10)
     mantissa, _, power = text.rpartition("10")
     digits = power.translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789"))
     assert "$" not in text and power and not power.isascii()
@@ -234,4 +234,4 @@ def test_a_figure_of_several_axes_is_laid_out_too():
     ax.plot([1, 2], [1, 2])
     ax.twinx().plot([1, 2], [2, 1])
     assert suite.png(fig).startswith(b"\x89PNG")
-    assert fig.subplotpars.left != pytest.approx(plots.MARGIN_LEFT / 7)
+    assert fig.subplotpars.left != pytest.approx(figures.MARGIN_LEFT / 7)

@@ -2,15 +2,17 @@
 
 Through the real ``fedbound`` console script in subprocesses: every command with the plugin
 loaded by ``FEDBOUND_PLUGINS`` or ``--plugin``; the entry point of the installed package; a
-broken plugin; a user's test file under plain pytest; and the code blocks of
-``docs/extending.md``. The subprocesses start together (``runs``) so that their start-up
-overlaps. In this process: the exact mode against an independent closed form, the two tight
-corners of the bound, and the contract checks.
+broken plugin; a user's test file under plain pytest; the plugin's chooser and reproduced
+claim (``tests/test_docs.py`` runs the code blocks of ``docs/extending.md``). The
+subprocesses start together (``runs``) so that their start-up overlaps. In this process:
+the exact mode against an independent closed form, the two tight corners of the bound, and
+the contract checks.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sqlite3
@@ -99,18 +101,6 @@ def test_fixture(fedbound):
     assert fedbound.assert_holds(KEY, exact=True).holds
 '''
 
-#: runs the ```python blocks of docs/extending.md in order, in one namespace
-RUN_DOCS = '''
-import re, sys
-text = open(sys.argv[1]).read()
-blocks = re.findall(r"^```python\\n(.*?)^```", text, flags=re.S | re.M)
-ns = {"__name__": "extending"}
-for i, block in enumerate(blocks, 1):
-    exec(compile(block, f"docs/extending.md, python block {i}", "exec"), ns)
-print(f"ran {len(blocks)} blocks")
-'''
-
-
 def _env(*paths, plugins: str | None = None) -> dict:
     """This tree's sources first (as the suite runs), then ``paths``; FEDBOUND_PLUGINS only
     when given."""
@@ -164,6 +154,9 @@ def runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
                    "--witness", tmp / "found.json"],
         "sweep": [FEDBOUND, "sweep", tmp / "sweep.json", "--db", tmp / "sweep.sqlite",
                   "--jobs", "1", "--json"],
+        "choose": [FEDBOUND, "choose", "sgd", "--json"],
+        "choose-list": [FEDBOUND, "choose"],
+        "reproduce": [FEDBOUND, "reproduce", "sgd", "--quick", "--json"],
     }
     jobs = {name: (_run, argv, with_plugin, tmp) for name, argv in commands.items()}
     jobs["step"] = (_run, [FEDBOUND, "--plugin", "fedbound_sgd", "step", KEY, "--json", "--params",
@@ -177,8 +170,6 @@ def runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
     jobs["user-tests"] = (_run, [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
                                  "--fedbound-plugin", "fedbound_sgd", "test_user_sgd.py"],
                           _env(PLUGIN), tmp / "user")
-    jobs["docs"] = (_run, [sys.executable, "-c", RUN_DOCS, ROOT / "docs" / "extending.md"],
-                    _env(), tmp)
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {name: pool.submit(fn, *args) for name, (fn, *args) in jobs.items()}
         done = {name: f.result() for name, f in futures.items()}
@@ -212,6 +203,37 @@ def test_bound_evaluates_the_plugin_theorem(runs):
     assert out["admissible"] and out["violations"] == []
     assert out["value"] == pytest.approx(_bound(2.0, 0.5, 3.0, 0.25, 40), rel=1e-12)
     assert out["terms"]["noise"] == pytest.approx(2.0 * 0.25 * 0.5**2, rel=1e-12)
+
+
+def test_the_plugin_chooser_runs_under_fedbound_choose(runs):
+    """The plugin's chooser (``fedbound_sgd.chooser``) is listed and runs like the papers':
+    the proof variant's step minimises 2 Delta/(eta K) + L eta sigma^2 over eta <= 1/L, i.e.
+    eta* = min(sqrt(2 Delta/(K L sigma^2)), 1/L) to the resolution of its grid; the best
+    simulated step has the smallest simulated metric."""
+    assert "sgd " in _ok(runs["choose-list"]) and "step eta for K iterations" in runs["choose-list"].stdout
+    out = _ok(runs["choose"])
+    p = _ok(runs["check"])["params"]  # the default scenario's, as the chooser's
+    best = min(math.sqrt(2 * p["Delta"] / (p["K"] * p["L"] * p["sigma"] ** 2)), 1 / p["L"])
+    proof = next(c for c in out["bound"] if c["variant"] == "proof")
+    assert proof["settings"]["eta"] == pytest.approx(best, rel=0.03)
+    assert proof["value"] == pytest.approx(_bound(p["L"], p["sigma"], p["Delta"], best, p["K"]),
+                                           rel=1e-3)
+    simulated = out["simulation"] + [c["simulated"] for c in out["bound"]]  # every choice run
+    assert out["best"]["loss"] == min(o["loss"] for o in simulated)
+
+
+def test_the_plugin_claim_runs_under_fedbound_reproduce(runs):
+    """The plugin's reproduced claim (``fedbound_sgd.claims``): each row's bound is the
+    theorem at eta = 1/(L sqrt K), computed here from the default scenario's constants."""
+    (rep,) = _ok(runs["reproduce"])
+    (finding,) = rep["findings"]
+    assert rep["paper"] == "sgd" and finding["source"] == "Ghadimi & Lan 2013, Corollary 2.2"
+    p = _ok(runs["check"])["params"]
+    for r, K in zip(finding["rows"], (16, 64, 256), strict=True):
+        eta = 1 / (p["L"] * math.sqrt(K))
+        assert r["bound"] == pytest.approx(_bound(p["L"], p["sigma"], p["Delta"], eta, K), rel=1e-12)
+        assert r["low"] <= r["measured"] <= r["high"] <= r["bound"]
+    assert finding["agrees"] is True
 
 
 def test_step_loaded_by_the_plugin_option(runs):
@@ -321,10 +343,22 @@ def test_a_user_test_file_passes_under_plain_pytest(runs):
     assert "8 passed" in r.stdout, r.stdout
 
 
-def test_the_code_blocks_of_the_extension_guide_run(runs):
-    r = runs["docs"]
-    assert r.returncode == 0, r.stdout + r.stderr
-    assert int(r.stdout.rsplit("ran ", 1)[1].split()[0]) >= 10
+def _eigen(plugin, s):
+    problem, x0, _ = plugin.adapter.build(s)
+    return problem.eigenvalues.numpy(), (problem.eigvecs.T @ (x0 - problem.x_star)).numpy()
+
+
+def _closed_form(lam, y0, sigma, eta, K) -> np.ndarray:
+    """[K] E||grad f(x_k)||^2 from E y_k^2 = r^k y0^2 + s (1 - r^k)/(1 - r), r = (1 - eta lam)^2,
+    s = eta^2 sigma^2/dim (the geometric sum, not the recursion the plugin runs)."""
+    r = (1 - eta * lam) ** 2
+    k = np.arange(K)[:, None]
+    geometric = (1 - r**k) / (eta * lam * (2 - eta * lam))
+    return (lam**2 * (r**k * y0**2 + eta**2 * sigma**2 / lam.size * geometric)).sum(axis=1)
+
+
+def _closed_form_mean(lam, y0, sigma, eta, K) -> float:
+    return float(_closed_form(lam, y0, sigma, eta, K).mean())
 
 
 # ---------------------------------------------------------------------- in this process
@@ -347,24 +381,6 @@ def plugin():
         for name in [m for m in sys.modules if m.split(".")[0] == "fedbound_sgd"]:
             del sys.modules[name]
         sys.path.remove(str(PLUGIN))
-
-
-def _eigen(plugin, s):
-    problem, x0, _ = plugin.adapter.build(s)
-    return problem.eigenvalues.numpy(), (problem.eigvecs.T @ (x0 - problem.x_star)).numpy()
-
-
-def _closed_form(lam, y0, sigma, eta, K) -> np.ndarray:
-    """[K] E||grad f(x_k)||^2 from E y_k^2 = r^k y0^2 + s (1 - r^k)/(1 - r), r = (1 - eta lam)^2,
-    s = eta^2 sigma^2/dim (the geometric sum, not the recursion the plugin runs)."""
-    r = (1 - eta * lam) ** 2
-    k = np.arange(K)[:, None]
-    geometric = (1 - r**k) / (eta * lam * (2 - eta * lam))
-    return (lam**2 * (r**k * y0**2 + eta**2 * sigma**2 / lam.size * geometric)).sum(axis=1)
-
-
-def _closed_form_mean(lam, y0, sigma, eta, K) -> float:
-    return float(_closed_form(lam, y0, sigma, eta, K).mean())
 
 
 @settings(max_examples=40, deadline=None)

@@ -15,7 +15,7 @@ from fedbound.bounds.core import Rate
 from fedbound.verify import check
 from fedbound.verify.api import adapter_for
 from fedbound.verify.cli import main
-from fedbound.verify.rate import SWEEPS, fit_exponent, rate
+from fedbound.verify.rate import declared, fit_exponent, rate
 
 
 @settings(max_examples=50, deadline=None)
@@ -53,9 +53,9 @@ def test_the_published_exponent_along_a_sweep_is_the_largest_over_the_terms():
 
 def test_every_corollary_states_a_rate_and_declares_its_sweeps():
     with_rate = {k for k in bounds.keys() if bounds.get(k).rate is not None}
-    assert with_rate == set(SWEEPS) == {"mllsgd.corollary1", "hfl.corollary1", "tdcd.remark5",
+    assert with_rate == set(declared()) == {"mllsgd.corollary1", "hfl.corollary1", "tdcd.remark5",
                                         "afl.corollary1", "afl.corollary2", "afl.corollary3"}
-    assert set(SWEEPS["afl.corollary2"]) == {"T", "K", "m"} and "M" in SWEEPS["afl.corollary3"]
+    assert set(declared()["afl.corollary2"]) == {"T", "K", "m"} and "M" in declared()["afl.corollary3"]
 
 
 def run(capsys, *argv):
@@ -101,5 +101,5 @@ def test_rate_refuses_what_it_cannot_do(capsys):
     assert code == 2 and "exact mode is unavailable" in err
     code, _, err = run(capsys, "rate", "afl.corollary2", "--over", "K", "--values", "1,2,x")
     assert code == 2 and "--values" in err
-    sweep = SWEEPS["afl.corollary2"]["K"]
+    sweep = declared()["afl.corollary2"]["K"]
     assert sweep.scenario(adapter_for("afl.corollary2"), 2).T == round(256 * 2**5.5)

@@ -109,7 +109,7 @@ def env(tmp_path_factory) -> dict:
     ``verify.cli``, this tree's unless another interpreter is named."""
     bindir = tmp_path_factory.mktemp("bin")
     shim = bindir / "fedbound"
-    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(PYTHON)} -m fedbound.verify.cli "$@"\n')
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(PYTHON)} -m fedbound "$@"\n')
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
     path = os.pathsep.join([str(bindir), os.environ.get("PATH", "")])
     source = {"PYTHONPATH": str(ROOT)} if PYTHON == sys.executable else {}

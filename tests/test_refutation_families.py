@@ -9,8 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from fedbound import bounds
 import fedbound.bounds.afl as A
+from fedbound import bounds
 from fedbound.verify import check
 from fedbound.verify.api import families
 

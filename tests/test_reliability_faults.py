@@ -52,7 +52,7 @@ TINY = {"key": "mllsgd.theorem1", "base": {"replicas": 4, "K": 8, "q": 2, "tau":
 
 
 def fedbound(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "fedbound.verify.cli", *args], env=ENV, cwd=ROOT,
+    return subprocess.Popen([sys.executable, "-m", "fedbound", *args], env=ENV, cwd=ROOT,
                             text=True, start_new_session=True, **kw)
 
 
@@ -257,7 +257,7 @@ def test_a_spec_that_fails_validation_creates_no_file(tmp_path, capsys):
 # ---------------------------------------------------------------------- interrupted check --all
 
 
-#: a driver of a local pool (``verify.sweep.executor``) that submits short tasks until it
+#: a driver of a local pool (``verify.pool.executor``) that submits short tasks until it
 #: is interrupted, says so in one line and exits 130. The exit hook of ``concurrent.futures``
 #: has a race (it checks that a manager thread's wake-up pipe is open, then writes to it,
 #: without the lock under which the thread closes it); the driver widens it, where this
@@ -282,10 +282,10 @@ INTERRUPTED_DRIVER = textwrap.dedent("""
 
         cfp._ThreadWakeup.wakeup = slow_wakeup
         manager.join_executor_internals = slow_join
-    from fedbound.verify import sweep
+    from fedbound.verify import pool as sweep_pool
 
     try:
-        with sweep.executor(jobs=2) as pool:
+        with sweep_pool.executor(jobs=2) as pool:
             print("started", flush=True)
             for f in [pool.submit(time.sleep, 0.05) for _ in range(400)]:
                 f.result()
@@ -395,12 +395,12 @@ def test_ctrl_c_while_a_command_imports_the_simulator_ends_in_one_line_and_130(t
     an abort, or the line and then status -2); a command that does not simulate never
     imports torch, and once imported, torch has its own loader."""
     env = _stand_in_torch(tmp_path)
-    out = subprocess.run([sys.executable, "-m", "fedbound.verify.cli", "check", "mllsgd.theorem1"],
+    out = subprocess.run([sys.executable, "-m", "fedbound", "check", "mllsgd.theorem1"],
                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (out.returncode, one_line(out.stderr)) == (130, "fedbound: interrupted")
     params = {"L": 1, "beta": 0, "sigma": 1, "Delta": 1, "eta": 0.001, "K": 64, "q": 2,
               "tau": 4, "zeta": 0.5, "a": [0.5, 0.5], "p": [1, 0.9]}
-    out = subprocess.run([sys.executable, "-m", "fedbound.verify.cli", "bound", "mllsgd.theorem1",
+    out = subprocess.run([sys.executable, "-m", "fedbound", "bound", "mllsgd.theorem1",
                           "--json", "--params", json.dumps(params)],
                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert (out.returncode, out.stderr) == (0, ""), out.stderr
@@ -647,12 +647,14 @@ def test_an_unreachable_scheduler_fails_within_the_connect_timeout(tmp_path, cap
 
 
 def test_an_internal_error_is_one_line_and_a_log(monkeypatch, capsys):
+    import dataclasses
+
     import fedbound.verify.cli as cli
 
     def broken(args):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(cli, "cmd_list", broken)
+    monkeypatch.setitem(cli.COMMANDS, "list", dataclasses.replace(cli.COMMANDS["list"], run=broken))
     assert main(["list"]) == 70
     line = one_line(capsys.readouterr().err)
     m = re.fullmatch(r"fedbound: internal error: RuntimeError: a bug \(traceback in (\S+); run "

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from fedbound import bounds
-from fedbound.verify import report, suite
+from fedbound.verify import report
+from fedbound.verify import rows as rows_module
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium on PATH (CI installs "
@@ -55,7 +56,7 @@ def _rows() -> list:
     """Made-up default rows (the layout is under test, not the checks)."""
     verdict = {"verdict": "holds", "bound": 2.0, "measured_mean": 1.0, "measured_ci": [0.9, 1.1],
                "slack": 2.0, "admissible": True, "params": {"eta": 0.1}, "mode": "exact"}
-    return [suite.Row(k, v, "default", "default", bounds.get(k, v).status, None, verdict, None, 0.0)
+    return [rows_module.Row(k, v, "default", "default", bounds.get(k, v).status, None, verdict, None, 0.0)
             for k in KEYS for v in bounds.variants(k)]
 
 

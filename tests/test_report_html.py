@@ -17,7 +17,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fedbound import bounds
-from fedbound.verify import mathml, report, suite
+from fedbound.verify import mathml, report, text
+from fedbound.verify import rows as rows_module
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANT = "<script>alert(1)</script>"
@@ -28,7 +29,7 @@ def _rows(key="mllsgd.theorem1"):
     verdict = {"verdict": "holds", "bound": 2.0, "measured_mean": 1.0, "measured_ci": [0.9, 1.1],
                "slack": 2.0, "admissible": True, "params": {"eta": 0.1, "a": [0.5, 0.5]},
                "mode": "exact"}
-    return [suite.Row(key, v, "default", "default", bounds.get(key, v).status, None, verdict,
+    return [rows_module.Row(key, v, "default", "default", bounds.get(key, v).status, None, verdict,
                       None, 0.0) for v in bounds.variants(key)]
 
 
@@ -37,7 +38,7 @@ def test_planted_markup_in_a_title_and_a_row_is_escaped(tmp_path, monkeypatch):
     monkeypatch.setattr(bounds, "get", lambda *a, **k: dataclasses.replace(
         get(*a, **k), title=PLANT, notes=f"``{PLANT}``"))  # as a plugin may register it
     rows = _rows()
-    rows.append(suite.Row("mllsgd.theorem1", "proof", "witness", f"witness {PLANT}.json",
+    rows.append(rows_module.Row("mllsgd.theorem1", "proof", "witness", f"witness {PLANT}.json",
                           "holds", "holds", None, PLANT, 0.0))
     out = report.write(rows, tmp_path / "r", seed=0, battery=0)
     for page in ("index.html", "results/mllsgd_theorem1.html"):
@@ -304,9 +305,9 @@ def test_markup_in_a_plugins_latex_never_reaches_the_page():
 
 @given(st.floats(1e-6, 1e6), st.floats(1e-6, 1e6))
 def test_slack_is_bound_over_measured_for_an_upper_bound_and_the_inverse_for_a_lower_one(b, m):
-    assert report.slack_text(b, m) == f"{b / m:.3g}x"
-    assert report.slack_text(-b, -m) == f"{m / b:.3g}x"  # a lower bound: 1 tight, below violated
-    assert report.slack_text(b, 0.0) == report.slack_text(b, -m) == "-"
+    assert text.slack_text(b, m) == f"{b / m:.3g}x"
+    assert text.slack_text(-b, -m) == f"{m / b:.3g}x"  # a lower bound: 1 tight, below violated
+    assert text.slack_text(b, 0.0) == text.slack_text(b, -m) == "-"
 
 
 def test_the_dashboard_shows_a_lower_bounds_slack_as_a_number_never_inf(tmp_path):

@@ -1,4 +1,4 @@
-"""fedbound.verify.reproduce.afl: AFA-CD and AFA-CS under anarchic arrivals against FedAvg on digits.
+"""fedbound.verify.papers.afl.claims: AFA-CD and AFA-CS under anarchic arrivals against FedAvg on digits.
 
 One quick reproduction (module fixture); its FedAvg row is recomputed from an independent
 evaluation of the loss at the final models, the agreement fields from order/bound_order on
@@ -16,7 +16,7 @@ import torch
 pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
 
 from fedbound.bounds.references import cite  # noqa: E402
-from fedbound.verify.reproduce import afl as ra  # noqa: E402
+from fedbound.verify.papers.afl import claims as ra  # noqa: E402
 from fedbound.verify.reproduce import bound_order, order, reproduce  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""fedbound.verify.reproduce.hfl: Ali & Arafa 2025's claims at small scale.
+"""fedbound.verify.papers.hfl.claims: Ali & Arafa 2025's claims at small scale.
 
 One quick reproduction (module fixture); claim (a)'s S = 0 rows recomputed independently
 (the delay path drawn again with bounds.delays, the simulator rerun on it, the rounds
@@ -22,8 +22,8 @@ import torch  # noqa: E402
 from fedbound import bounds  # noqa: E402
 from fedbound.bounds import delays as dl  # noqa: E402
 from fedbound.bounds.references import cite  # noqa: E402
-from fedbound.verify.reproduce import bound_order, order, reproduce  # noqa: E402
-from fedbound.verify.reproduce import hfl as rh  # noqa: E402
+from fedbound.verify.papers.hfl import claims as rh  # noqa: E402
+from fedbound.verify.reproduce import bound_order, estimation_settings, order, reproduce  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +40,12 @@ def setting():
     s = rh.scenario([rh.CLIENTS_A] * 2, rh.FIG7A, 0.0, rh.T_QUICK, rh.REPLICAS_QUICK, 0)
     with _one():
         parts = estimated_parts(s, bounds.get("hfl.theorem2"), problem=pr, x1=x1,
-                                settings=rh.settings(True))
+                                settings=estimation_settings(True))
     return pr, x1, s, parts, 1.0 / parts.estimates["L"].upper
 
 
 def _one():
-    from fedbound.verify.choose import one_thread
+    from fedbound.sim.problems import one_thread
 
     return one_thread()
 
@@ -127,11 +127,10 @@ def test_citations_resolve(result):
 
 
 def test_cli_exit_status_follows_the_findings(result, monkeypatch, capsys):
-    import fedbound.verify.reproduce
-    from fedbound import verify
+    from fedbound.verify import reproduce as reproduce_module
     from fedbound.verify.cli import main
 
-    monkeypatch.setattr(verify.reproduce, "reproduce", lambda paper, **kw: result)
+    monkeypatch.setattr(reproduce_module, "reproduce", lambda paper, **kw: result)
     status = main(["reproduce", "hfl", "--quick", "--json"])
     payload = json.loads(capsys.readouterr().out)
     assert payload[0]["paper"] == "hfl"

@@ -1,4 +1,4 @@
-"""fedbound.verify.reproduce.mllsgd: Castiglia et al. 2021's claims at small scale.
+"""fedbound.verify.papers.mllsgd.claims: Castiglia et al. 2021's claims at small scale.
 
 One quick reproduction (module fixture); its rows are recomputed independently (the
 simulator rerun with every iteration recorded, the loss evaluated directly with torch's
@@ -19,9 +19,9 @@ import torch  # noqa: E402
 
 from fedbound import bounds  # noqa: E402
 from fedbound.bounds.references import cite  # noqa: E402
-from fedbound.verify.choose import one_thread  # noqa: E402
+from fedbound.sim.problems import one_thread  # noqa: E402
+from fedbound.verify.papers.mllsgd import claims as rm  # noqa: E402
 from fedbound.verify.reproduce import bound_order, order, reproduce  # noqa: E402
-from fedbound.verify.reproduce import mllsgd as rm  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -116,11 +116,10 @@ def test_citations_resolve(result):
 
 
 def test_cli_exit_status_follows_the_findings(result, monkeypatch, capsys):
-    import fedbound.verify.reproduce
-    from fedbound import verify
+    from fedbound.verify import reproduce as reproduce_module
     from fedbound.verify.cli import main
 
-    monkeypatch.setattr(verify.reproduce, "reproduce", lambda paper, **kw: result)
+    monkeypatch.setattr(reproduce_module, "reproduce", lambda paper, **kw: result)
     status = main(["reproduce", "mllsgd", "--quick", "--json"])
     payload = json.loads(capsys.readouterr().out)
     assert payload[0]["paper"] == "mllsgd"

@@ -1,4 +1,4 @@
-"""fedbound.verify.reproduce.tdcd: Q against slow communication on per-silo MLPs over digits.
+"""fedbound.verify.papers.tdcd.claims: Q against slow communication on per-silo MLPs over digits.
 
 One quick reproduction (module fixture); its rows are checked against an independent rerun
 of the simulator, its agreement fields against order/bound_order applied to its rows, its
@@ -16,8 +16,8 @@ import torch
 pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
 
 from fedbound.bounds.references import cite  # noqa: E402
+from fedbound.verify.papers.tdcd import claims as rt  # noqa: E402
 from fedbound.verify.reproduce import bound_order, order, reproduce  # noqa: E402
-from fedbound.verify.reproduce import tdcd as rt  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fedbound.verify import pool as sweep_pool
 from fedbound.verify import sweep
 from fedbound.verify.cli import main
 
@@ -94,7 +95,7 @@ def test_process_pool_and_dask_store_the_same_verdicts_bit_for_bit(tmp_path):
     spec = sweep.SweepSpec.from_dict(SPEC)
     serial = sweep.Store(tmp_path / "serial.sqlite")
     sweep.run_sweep(spec, serial)
-    with sweep.executor(jobs=2) as pool:
+    with sweep_pool.executor(jobs=2) as pool:
         procs = sweep.Store(tmp_path / "procs.sqlite")
         assert sweep.run_sweep(spec, procs, pool).ran == 8
     cluster = distributed.LocalCluster(n_workers=2, processes=False, threads_per_worker=1,
@@ -124,7 +125,7 @@ def test_sweep_killed_mid_run_resumes_and_stores_each_scenario_once(tmp_path):
     with every scenario stored exactly once and the same verdicts as an unbroken run."""
     spec = {**SPEC, "base": {**SPEC["base"], "K": 128, "replicas": 32}}
     path, db = write(tmp_path, spec), tmp_path / "k.sqlite"
-    cmd = [sys.executable, "-m", "fedbound.verify.cli", "sweep", str(path), "--db", str(db), "--jobs", "1"]
+    cmd = [sys.executable, "-m", "fedbound", "sweep", str(path), "--db", str(db), "--jobs", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tdcd_reference import refined_bound
 
-from fedbound import bounds
 import fedbound.bounds.tdcd as T
+from fedbound import bounds
 from fedbound.sim.tdcd import BlockLinear, Layout, run_tdcd
 from fedbound.verify import check, load_scenario
 

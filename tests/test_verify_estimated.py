@@ -12,8 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
-from fedbound import bounds
-from fedbound import verify
+from fedbound import bounds, verify
 from fedbound.verify import estimated
 from fedbound.verify.estimated import check_estimated
 from fedbound.verify.verdict import Comparison
@@ -172,7 +171,7 @@ def test_tdcd_estimated_verdict_agrees_with_the_exact_constant_verdict(variant):
 
 def test_tdcd_on_per_silo_networks_the_check_says_estimated():
     pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
-    from fedbound.verify.reproduce.tdcd import build_model
+    from fedbound.verify.papers.tdcd.claims import build_model
 
     model, _ = build_model(0)
     fields = {"blocks": list(model.layout.blocks), "clients": list(model.layout.clients),
@@ -195,7 +194,7 @@ def test_tdcd_own_block_constant_is_the_block_hessian_of_a_client_batch():
 
     from fedbound.sim import estimate
     from fedbound.sim.tdcd import draw_batch
-    from fedbound.verify.papers.tdcd import TDCDScenario, _OwnBlock, build
+    from fedbound.verify.papers.tdcd.adapters import TDCDScenario, _OwnBlock, build
 
     st = build(TDCDScenario())
     model = st.model
@@ -232,7 +231,7 @@ def test_afl_estimated_verdict_agrees_with_the_exact_constant_verdict():
 
 def test_afl_on_the_digits_mlp_the_check_says_estimated():
     pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
-    from fedbound.verify.reproduce.afl import M, build_clients
+    from fedbound.verify.papers.afl.claims import M, build_clients
 
     clients, _ = build_clients(0)
     fields = {"M": M, "m": 5, "T": 6, "K": 2, "tau": 1, "replicas": 4, "arrivals": "biased"}

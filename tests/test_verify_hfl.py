@@ -1,6 +1,6 @@
 """HFL adapters (verify.papers.hfl): default and random scenarios hold, conditional, per-cell
 and paired (expected) checks, Lemma 1 pathwise, bound >= measured on random scenarios,
-choosing S (verify.choose.SyncTime), scenario validation, plots."""
+choosing S (verify/papers/hfl/choose.py SyncTime), scenario validation, plots."""
 
 import json
 import math
@@ -18,10 +18,15 @@ from fedbound import bounds  # noqa: E402
 from fedbound.bounds import delays as D  # noqa: E402
 from fedbound.bounds.tuning import choose_sync_time  # noqa: E402
 from fedbound.verify import adapter_for, check  # noqa: E402
-from fedbound.verify.choose import SyncTime, choose, loss_at_times  # noqa: E402
+from fedbound.verify.api import choose  # noqa: E402
 from fedbound.verify.papers.hfl import HFLScenario, lemma1_pathwise  # noqa: E402
-from fedbound.verify.plots import plot_loss_vs_wallclock, plot_sync_time  # noqa: E402
-from fedbound.verify.report import format_choice  # noqa: E402
+from fedbound.verify.papers.hfl.choose import (  # noqa: E402
+    SyncTime,
+    loss_at_times,
+    plot_loss_vs_wallclock,
+    plot_sync_time,
+)
+from fedbound.verify.text import format_choice  # noqa: E402
 from fedbound.verify.verdict import t_multiplier  # noqa: E402
 
 FIG7A = [0.01, 0.85, 1e-3, 0.085, 4, 2, 0.4, 0.2]

@@ -16,14 +16,20 @@ import torch  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from fedbound import bounds  # noqa: E402
 import fedbound.bounds.tdcd as btdcd  # noqa: E402
+from fedbound import bounds  # noqa: E402
 from fedbound.verify import adapter_for, check, default_scenario, load_scenario  # noqa: E402
-from fedbound.verify.choose import QEta, choose, loss_vs_time, q_sweep  # noqa: E402
+from fedbound.verify.api import choose  # noqa: E402
 from fedbound.verify.papers import tdcd as V  # noqa: E402
-from fedbound.verify.plots import plot_against_q, plot_loss_vs_time  # noqa: E402
-from fedbound.verify.report import format_choice  # noqa: E402
+from fedbound.verify.papers.tdcd.choose import (  # noqa: E402
+    QEta,
+    loss_vs_time,
+    plot_against_q,
+    plot_loss_vs_time,
+    q_sweep,
+)
 from fedbound.verify.strategies import scenarios  # noqa: E402
+from fedbound.verify.text import format_choice  # noqa: E402
 
 KEYS = ("tdcd.theorem1", "tdcd.lemma2", "tdcd.remark5")
 

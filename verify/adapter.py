@@ -14,6 +14,8 @@ hook                     required  does
 ``_draw``                no        a random admissible scenario from a :class:`~verify.draw.Draw`
                                    (feeds the battery, the search and the hypothesis strategy)
 ``_exact_unsupported``   no        why exact mode is unavailable for a scenario ("" if it is)
+``_estimated_parts``     no        the paper's side of a check with estimated constants (a
+                                   :class:`~verify.estimated.Parts`; with ``Tags(estimated=True)``)
 ``_footprint``           no        the estimated peak memory and work of a scenario
                                    (a :class:`~verify.limits.Footprint`; default None: no
                                    estimate), from its sizes alone, without building anything;
@@ -53,6 +55,7 @@ from fedbound import bounds
 from . import limits
 from .draw import Draw, RngDraw
 from .limits import Footprint
+from .plugins import ensure_loaded
 from .scenario import Scenario, jsonable, parse_json
 from .verdict import Comparison, Measurement, Verdict, compare
 
@@ -64,11 +67,13 @@ class Tags:
     ``exact``: an exact-expectation mode exists (for the scenarios that
     ``_exact_unsupported`` accepts); ``cells``: the bound is one number per cell (round,
     group, ...), each checked; ``paired``: some scenarios are checked paired, one bound per
-    replica on its own random schedule."""
+    replica on its own random schedule; ``estimated``: the bound can be checked with
+    constants estimated on any problem (``_estimated_parts``, :func:`verify.check_estimated`)."""
 
     exact: bool = False
     cells: bool = False
     paired: bool = False
+    estimated: bool = False
 
 
 class Adapter:
@@ -86,6 +91,9 @@ class Adapter:
     #: axis labels of the default figure
     series_label: ClassVar[str] = "iteration [count]"
     lhs_label: ClassVar[str] = "left-hand side [scenario units]"
+    #: the unit of a scenario field whose name means something else here than in
+    #: ``verify.plots.FIELD_UNITS`` (a field or a family's parameter put on an axis)
+    field_units: ClassVar[dict[str, str]] = {}
 
     # ------------------------------------------------------------------ public
     def theorem(self, variant: str | None = None) -> bounds.Theorem:
@@ -135,6 +143,11 @@ class Adapter:
                 raise ValueError(f"{self.key}: the derived parameter {name} is not finite "
                                  f"({value!r}) on this scenario")
         return params
+
+    def estimated_parts(self, scenario: Scenario, thm: bounds.Theorem, *, problem, x1, settings):
+        """The paper's side of a check with estimated constants on ``problem`` (default the
+        scenario's own): its :class:`~verify.estimated.Parts` (``_estimated_parts``)."""
+        return self._estimated_parts(scenario, thm, problem=problem, x1=x1, settings=settings)
 
     def supports_exact(self, scenario: Scenario) -> bool:
         return not self._exact_unsupported(scenario)
@@ -243,6 +256,10 @@ class Adapter:
         raise NotImplementedError(f"adapter {self.key} declares no random scenarios (_draw): the "
                                   "random battery, the search and verify.strategies need one")
 
+    def _estimated_parts(self, scenario: Scenario, thm: bounds.Theorem, *, problem, x1, settings):
+        raise NotImplementedError(f"adapter {self.key} has no check with estimated constants "
+                                  "(Tags(estimated=True) and _estimated_parts)")
+
     def _exact_unsupported(self, scenario: Scenario) -> str:
         return "" if self.tags.exact else f"{self.key} has no exact-expectation mode"
 
@@ -263,7 +280,7 @@ class Adapter:
 
     def _plot(self, ax, scenario: Scenario, thm: bounds.Theorem, params: Mapping[str, Any],
               m: Measurement) -> None:
-        from .plots import integer_ticks, legend_below
+        from .figures import integer_ticks, legend_below
 
         how = "exact" if m.exact is not None else "Monte Carlo mean"
         label = f"bound {self.key} [{thm.variant}]"
@@ -385,7 +402,6 @@ def _slack(bound: float, mean: float) -> float:
 # ---------------------------------------------------------------------- the registry
 
 _ADAPTERS: dict[str, Adapter] = {}
-_BUILTIN = {"loaded": False}
 
 
 def register_adapter(adapter: Adapter | type[Adapter]):
@@ -418,23 +434,9 @@ def unregister_adapter(key: str) -> None:
     _ADAPTERS.pop(key, None)
 
 
-def _load_builtin() -> None:
-    """On first use, register the four papers' adapters (they import torch) and the
-    plugins named by entry points and FEDBOUND_PLUGINS (a failing plugin is a warning)."""
-    if not _BUILTIN["loaded"]:
-        _BUILTIN["loaded"] = True
-        import warnings
-
-        from . import papers  # noqa: F401  (registers the built-in adapters)
-        from .plugins import load_plugins
-
-        for message in load_plugins():
-            warnings.warn(message, stacklevel=3)
-
-
 def adapter_for(key: str) -> Adapter:
     """The adapter of the registered result ``key``."""
-    _load_builtin()
+    ensure_loaded()
     if key not in _ADAPTERS:
         if key in bounds.keys():
             raise ValueError(f"result {key!r} is registered but has no adapter "
@@ -445,7 +447,7 @@ def adapter_for(key: str) -> Adapter:
 
 def adapter_keys() -> list[str]:
     """The keys that have an adapter, sorted."""
-    _load_builtin()
+    ensure_loaded()
     return sorted(_ADAPTERS)
 
 

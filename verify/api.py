@@ -1,9 +1,13 @@
-"""The public extension API of fedbound: everything a result needs to be checked.
+"""The public extension API of fedbound: everything a plugin contributes goes through it.
 
-A result is a Theorem (``bounds.register``) and an :class:`Adapter` (this module). The
-four papers of ``verify/papers/`` use this module and nothing else of ``verify``; a
-plugin does the same from outside the package. See ``docs/extending.md`` for a walk
-through, and ``verify.testing`` for the contract checks to run on a new adapter.
+A result is a Theorem (``bounds.register``) and an :class:`Adapter` (this module). A plugin
+may also register its stored witnesses (:func:`register_witness_dir`), refutation
+families (:func:`register_family`), rate sweeps (:func:`register_sweep`), choosers
+(:func:`register_chooser`, with :class:`Chooser`) and reproduced experiments
+(:func:`register_reproduction`, with :class:`Finding` and :class:`Row`). The four papers of
+``verify/papers/`` use this module and nothing else of ``verify``, as a plugin does from
+outside the package. See ``docs/extending.md`` for a walk through, and ``verify.testing``
+for the contract checks to run on a new adapter.
 
 Everything not re-exported here is internal and may change.
 """
@@ -19,21 +23,53 @@ from .adapter import (
     unregister_adapter,
 )
 from .check import check
+from .choose import (
+    BoundChoice,
+    ChoiceReport,
+    Chooser,
+    Option,
+    choose,
+    choosers,
+    half_width,
+    register_chooser,
+    settings_text,
+    unregister_chooser,
+)
 from .draw import Draw, RngDraw
 from .estimated import (
     EstimationSettings,
     Parts,
     along_trajectory,
     check_estimated,
+    conservative_bound,
+    conservative_step,
     estimate_constants,
+    estimate_grid,
+    estimated_keys,
     estimated_start,
 )
 from .families import Family, families, register_family
 from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text
 from .plugins import load_plugins
+from .rate import Sweep, register_sweep, unregister_sweeps
+from .reproduce import (
+    Finding,
+    Row,
+    bound_order,
+    digits_mlp,
+    estimation_settings,
+    increasing,
+    order,
+    register_reproduction,
+    reproduce,
+    reproductions,
+    row,
+    unregister_reproduction,
+)
 from .scenario import (
     FEATURE_NORM_RANGE,
     Scenario,
+    comma_separated,
     json_text,
     jsonable,
     problem_spec,
@@ -47,14 +83,19 @@ from .verdict import Comparison, Measurement, Verdict, compare
 from .witnesses import Witness, register_witness_dir, unregister_witness_dir, witnesses
 
 __all__ = [
-    "COUNT", "GRAD2", "INDEX", "LOSS", "PARAM2", "RATIO", "SCENARIO", "STEP", "TIME", "UNITS",
-    "label",
-    "FEATURE_NORM_RANGE", "LOOP_OVERHEAD", "Adapter", "Comparison", "Draw", "EstimationSettings",
-    "Family", "Footprint", "Measurement", "Parts", "ResourceError", "RngDraw", "Scenario", "Tags",
-    "Verdict", "Witness", "adapter_for", "adapter_keys", "check", "check_estimated", "compare",
-    "along_trajectory", "count_text", "estimate_constants", "estimated_start",
-    "default_scenario", "families", "json_text", "jsonable", "load_plugins", "load_scenario",
-    "problem_spec", "register_adapter", "register_family", "register_witness_dir",
-    "require_float", "require_floats", "require_int", "roundoff", "unregister_adapter",
-    "unregister_witness_dir", "witnesses",
+    "COUNT", "FEATURE_NORM_RANGE", "GRAD2", "INDEX", "LOOP_OVERHEAD", "LOSS", "PARAM2", "RATIO",
+    "SCENARIO", "STEP", "TIME", "UNITS", "Adapter", "adapter_for", "adapter_keys",
+    "along_trajectory", "bound_order", "BoundChoice", "check", "check_estimated",
+    "ChoiceReport", "choose", "Chooser", "choosers", "comma_separated", "compare", "Comparison",
+    "conservative_bound", "conservative_step", "count_text", "default_scenario", "digits_mlp",
+    "Draw", "estimate_constants", "estimate_grid", "estimated_keys", "estimated_start",
+    "estimation_settings", "EstimationSettings", "families", "Family", "Finding", "Footprint",
+    "half_width", "increasing", "json_text", "jsonable", "label", "load_plugins",
+    "load_scenario", "Measurement", "Option", "order", "Parts", "problem_spec",
+    "register_adapter", "register_chooser", "register_family", "register_reproduction",
+    "register_sweep", "register_witness_dir", "reproduce", "reproductions", "require_float",
+    "require_floats", "require_int", "ResourceError", "RngDraw", "roundoff", "row", "Row",
+    "Scenario", "settings_text", "Sweep", "Tags", "unregister_adapter", "unregister_chooser",
+    "unregister_reproduction", "unregister_sweeps", "unregister_witness_dir", "Verdict",
+    "Witness", "witnesses",
 ]

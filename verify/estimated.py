@@ -21,18 +21,10 @@ holds at the estimates but not at the conservative end. The intervals only cover
 points where the constants were estimated (a trajectory of gradient descent from x_1):
 the assumptions ask for all x, so a verdict with estimated constants is never a proof.
 
-Results covered: :data:`KEYS`. The generic part is here (the grid, the step, the
-verdict); each paper's module supplies its constants, the parameters read from its
-scenario and the measurement (:class:`Parts`):
-
-- ``mllsgd.theorem1`` (Castiglia et al. 2021, Theorem 1, (13)): L, sigma, Delta; the
-  topology, K, q, tau, p, the replicas and the seed from an ``MLLSGDScenario``;
-- ``hfl.theorem2`` (Ali & Arafa 2025, Theorem 2, (20)): L, G, sigma, Delta, on one delay
-  path of the scenario;
-- ``tdcd.theorem1`` (Das et al. 2022, Theorem 1, (15)): L, the own-block L_max, sigma_j per
-  silo, Delta, on any ``sim.tdcd`` model;
-- ``afl.theorem2`` (Yang et al. 2022, Theorem 2): L, sigma_L, sigma_G, Delta, on any client
-  set.
+Results covered: those whose adapter declares ``Tags(estimated=True)`` and supplies its
+paper's side with the hook ``Adapter._estimated_parts`` (:class:`Parts`: its constants,
+the parameters read from its scenario and the measurement); :func:`estimated_keys` lists
+them. The generic part is here (the grid, the step, the verdict).
 
 The problem comes from the caller, or is the scenario's own, whose constants are then
 estimated instead of read, to compare with the exact-constant check.
@@ -40,7 +32,6 @@ estimated instead of read, to compare with the exact-constant check.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import math
 import time
@@ -52,18 +43,12 @@ import numpy as np
 
 from fedbound import bounds
 
-from .adapter import _slack, adapter_for, finite_bound
+from .adapter import _slack, adapter_for, adapter_keys, finite_bound
 from .scenario import jsonable
 from .verdict import Comparison, Measurement, Verdict, compare
 
 #: grid values per estimated constant when looking for the conservative end
 GRID = 5
-#: results :func:`check_estimated` can check, each with the module whose
-#: ``estimated_parts(scenario, theorem, *, problem, x1, settings) -> Parts`` supplies the
-#: paper's side: its constants, the parameters read from the scenario and the measurement
-KEYS = {"mllsgd.theorem1": "fedbound.verify.papers.mllsgd",
-        "hfl.theorem2": "fedbound.verify.papers.hfl", "tdcd.theorem1": "fedbound.verify.papers.tdcd",
-        "afl.theorem2": "fedbound.verify.papers.afl"}
 
 
 @dataclass(frozen=True)
@@ -127,7 +112,7 @@ def estimated_start(problem, x1, own_problem, own_x1):
 
 @dataclass(frozen=True)
 class Parts:
-    """A paper's side of a check with estimated constants (see :data:`KEYS`).
+    """A paper's side of a check with estimated constants (``Adapter._estimated_parts``).
 
     ``params``: the bound's parameters read from the scenario, none estimated and without
     the step; ``estimates``: name -> ``sim.estimate.Estimate``; ``step``: the scenario's
@@ -142,7 +127,7 @@ class Parts:
     notes: tuple[str, ...] = ()
 
 
-def _grid(estimates: dict[str, Any]) -> list[dict[str, float]]:
+def estimate_grid(estimates: dict[str, Any]) -> list[dict[str, float]]:
     """Every combination of ``GRID`` values per constant between its ends (one value where
     the ends coincide)."""
     axes = {name: np.unique(np.linspace(e.lower, e.upper, GRID)) for name, e in estimates.items()}
@@ -154,7 +139,7 @@ def conservative_bound(thm: bounds.Theorem, params: dict[str, Any], estimates: d
     """The largest bound over the grid of the estimates' intervals (module docstring), the
     constants where it is reached, and the conditions violated anywhere on the grid."""
     best, where, violations = -math.inf, {}, []
-    for point in _grid(estimates):
+    for point in estimate_grid(estimates):
         values = {**params, **point}
         violations += [str(v) for v in thm.violations(**values) if str(v) not in violations]
         value = float(finite_bound(thm, values, violations))
@@ -163,12 +148,12 @@ def conservative_bound(thm: bounds.Theorem, params: dict[str, Any], estimates: d
     return best, where, violations
 
 
-def _step(thm, params: dict[str, Any], estimates: dict[str, Any], eta: float | None) -> float:
+def conservative_step(thm, params: dict[str, Any], estimates: dict[str, Any], eta: float | None) -> float:
     """The scenario's step, else the largest that the conditions allow everywhere on the
     grid of the estimates (the smallest of the largest admissible steps)."""
     if eta is not None:
         return float(eta)
-    return min(float(thm.max_step(**{**params, **point})) for point in _grid(estimates))
+    return min(float(thm.max_step(**{**params, **point})) for point in estimate_grid(estimates))
 
 
 def _outcome(at_conservative: Comparison, at_estimate: Comparison) -> str:
@@ -179,9 +164,15 @@ def _outcome(at_conservative: Comparison, at_estimate: Comparison) -> str:
     return "inconclusive" if at_estimate.outcome != "diverged" else "diverged"
 
 
+def estimated_keys() -> list[str]:
+    """The results :func:`check_estimated` checks: those whose adapter declares
+    ``Tags(estimated=True)``."""
+    return [k for k in adapter_keys() if adapter_for(k).tags.estimated]
+
+
 def check_estimated(key: str, scenario=None, *, problem=None, x1=None, variant: str | None = None,
                     settings: EstimationSettings = EstimationSettings()) -> Verdict:
-    """The bound ``key`` (one of :data:`KEYS`) against the simulator with estimated
+    """The bound ``key`` (one of :func:`estimated_keys`) against the simulator with estimated
     constants (module docstring). ``scenario``: as :func:`verify.check` takes it (for
     ``mllsgd.theorem1``: topology, K, q, tau, p, eta or null, replicas, seed); ``problem``:
     a ``sim`` problem (e.g. a ``sim.neural.NeuralProblem``), default the scenario's own;
@@ -189,16 +180,16 @@ def check_estimated(key: str, scenario=None, *, problem=None, x1=None, variant: 
     scenario's. The returned Verdict has ``mode`` "estimated", ``bound`` the bound at the
     conservative end, ``params`` the constants there, and notes with every estimate, its
     interval and the bound at the estimates."""
-    if key not in KEYS:
-        raise ValueError(f"key={key!r}: checks with estimated constants cover {', '.join(KEYS)}")
-    t0 = time.perf_counter()
     adapter = adapter_for(key)
+    if not adapter.tags.estimated:
+        raise ValueError(f"key={key!r}: checks with estimated constants cover "
+                         f"{', '.join(estimated_keys())}")
+    t0 = time.perf_counter()
     s = adapter.load(scenario)
     thm = adapter.theorem(variant)
-    parts: Parts = importlib.import_module(KEYS[key]).estimated_parts(
-        s, thm, problem=problem, x1=x1, settings=settings)
+    parts: Parts = adapter.estimated_parts(s, thm, problem=problem, x1=x1, settings=settings)
     estimates, params = parts.estimates, dict(parts.params)
-    params[thm.step] = _step(thm, params, estimates, parts.step)
+    params[thm.step] = conservative_step(thm, params, estimates, parts.step)
     at_values = {**params, **{name: e.value for name, e in estimates.items()}}
     bound_values = float(finite_bound(thm, at_values))
     bound, where, violations = conservative_bound(thm, params, estimates)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .plugins import ensure_loaded
 from .scenario import Scenario
 
 
@@ -46,8 +47,6 @@ def register_family(family: Family) -> Family:
 
 
 def families() -> dict[str, Family]:
-    """The registered refutation families, by key (the built-in ones loaded)."""
-    from .adapter import adapter_keys
-
-    adapter_keys()  # loads the papers' adapters, which register their families
+    """The registered refutation families, by key (the plugins loaded)."""
+    ensure_loaded()
     return dict(_FAMILIES)

@@ -21,8 +21,8 @@ published exponent by more than ``TOL`` (the left-hand side decays more slowly t
 allows: along the sweep the ratio LHS/rate grows without limit), ``faster`` when it lies
 below by more than ``TOL``, else ``agrees``.
 
-Each built-in corollary declares its sweeps in :data:`SWEEPS` (a plugin adds its own with
-:func:`register_sweep`).
+Each corollary's plugin declares its sweeps with :func:`register_sweep` (fedbound's papers
+as a third party's plugin does).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from fedbound import bounds
 
 from .adapter import adapter_for
+from .plugins import ensure_loaded
 
 #: a fitted exponent this close to the published one agrees with it
 TOL = 0.05
@@ -79,66 +79,27 @@ def _as_field(current, value: float):
     return float(value)
 
 
-_AFL_QUADRATIC = {"kind": "quadratic", "dim": 2, "L": 0.5, "mu": 0.25, "sigma_L": 1.0,
-                  "sigma_G": 0.0, "distance": 2.0}
-_NO_DELAY = {"delays": "zero", "tau": 0}
-#: the sweeps of the built-in corollaries, by key and rate variable
-SWEEPS: dict[str, dict[str, Sweep]] = {
-    "mllsgd.corollary1": {
-        "K": Sweep("K", "K", (1024, 4096, 16384, 65536),
-                   {"problem": {"mu": 0.5}}, note="eta = 1/(L sqrt K), a well-conditioned quadratic"),
-    },
-    "hfl.corollary1": {
-        "U": Sweep("U", "T", (300.0, 1200.0, 4800.0, 19200.0), {"problem": {"R": 4.0}},
-                   note="U rounds in the system time T at a fixed sync time S; features of "
-                        "norm up to 4 (L about 1), so that alpha L is not tiny and the sweep "
-                        "reaches the asymptotic regime"),
-    },
-    "tdcd.remark5": {
-        "R": Sweep("R", "rounds", (25, 50, 100, 200, 400), note="eta = c/(Q sqrt R)"),
-    },
-    "afl.corollary1": {
-        "T": Sweep("T", "T", (1024, 4096, 16384, 65536), {**_NO_DELAY, "problem": _AFL_QUADRATIC}),
-        "K": Sweep("K", "K", (1, 2, 3), {**_NO_DELAY, "problem": _AFL_QUADRATIC},
-                   couple={"T": (256.0, 5.5)}, note="T = 256 K^5.5, where the first term leads"),
-        "m": Sweep("m", "m", (1, 2, 4, 8), {**_NO_DELAY, "M": 8, "problem": _AFL_QUADRATIC},
-                   couple={"T": (1024.0, 2.0)}, note="T = 1024 m^2, where the first term leads"),
-    },
-    "afl.corollary2": {
-        "T": Sweep("T", "T", (1024, 4096, 16384, 65536),
-                   {**_NO_DELAY, "M": 4, "m": 1,
-                    "problem": {**_AFL_QUADRATIC, "sigma_L": 0.0, "sigma_G": 0.5, "distance": 0.0}}),
-        "K": Sweep("K", "K", (1, 2, 3),
-                   {**_NO_DELAY, "M": 4, "m": 1,
-                    "problem": {**_AFL_QUADRATIC, "sigma_L": 0.0, "sigma_G": 0.5, "distance": 0.0}},
-                   couple={"T": (256.0, 5.5)},
-                   note="x_0 = x*, sigma_L = 0, m < M: the sampling variance alone; "
-                        "T = 256 K^5.5, where the first term leads (Remark 4)"),
-        "m": Sweep("m", "m", (1, 2, 4), {**_NO_DELAY, "M": 8,
-                                         "problem": {**_AFL_QUADRATIC, "sigma_L": 0.0,
-                                                     "sigma_G": 0.5, "distance": 0.0}},
-                   couple={"T": (1024.0, 2.0)}, note="T = 1024 m^2, where the first term leads"),
-    },
-    "afl.corollary3": {
-        "T": Sweep("T", "T", (1024, 4096, 16384, 65536),
-                   {**_NO_DELAY, "M": 8, "m": 1, "K": 1,
-                    "problem": {**_AFL_QUADRATIC, "distance": 0.0}}),
-        "K": Sweep("K", "K", (1, 2, 3), {**_NO_DELAY, "M": 4, "m": 1,
-                                         "problem": {**_AFL_QUADRATIC, "distance": 0.0}},
-                   couple={"T": (256.0, 5.5)}, note="T = 256 K^5.5, where the first term leads"),
-        "M": Sweep("M", "M", (2, 3, 4, 6),
-                   {**_NO_DELAY, "m": 1, "K": 1,
-                    "problem": {**_AFL_QUADRATIC, "dim": 1, "mu": 0.5, "distance": 0.0}},
-                   couple={"T": (2.0, 6.0)}, powers={"tau": 1.0, "M - m_prime": 1.0},
-                   note="m = 1, round-robin arrivals (staleness tau = M - 1, m' = 1): "
-                        "T = 2 M^6, where the first term leads"),
-    },
-}
+#: the declared sweeps, by key and rate variable (:func:`register_sweep`)
+_SWEEPS: dict[str, dict[str, Sweep]] = {}
 
 
 def register_sweep(key: str, sweep: Sweep) -> None:
-    """Declare how ``fedbound rate KEY --over VAR`` sweeps (a plugin's corollary)."""
-    SWEEPS.setdefault(key, {})[sweep.over] = sweep
+    """Declare how ``fedbound rate KEY --over VAR`` sweeps (a plugin's corollary); a
+    variable declared twice is an error."""
+    if sweep.over in _SWEEPS.get(key, {}):
+        raise ValueError(f"{key}: a rate sweep over {sweep.over} is already registered")
+    _SWEEPS.setdefault(key, {})[sweep.over] = sweep
+
+
+def unregister_sweeps(key: str) -> None:
+    """Remove the sweeps of ``key`` (for tests)."""
+    _SWEEPS.pop(key, None)
+
+
+def declared() -> dict[str, dict[str, Sweep]]:
+    """Every declared sweep, by key and rate variable (the plugins loaded)."""
+    ensure_loaded()
+    return {k: dict(v) for k, v in sorted(_SWEEPS.items())}
 
 
 @dataclass
@@ -179,9 +140,10 @@ def sweeps(key: str) -> dict[str, Sweep]:
     if thm.rate is None:
         raise ValueError(f"{key} states no rate (only corollaries do: "
                          f"{', '.join(k for k in bounds.keys() if bounds.get(k).rate)})")
-    if key not in SWEEPS:
+    table = declared()
+    if key not in table:
         raise ValueError(f"{key}: no rate sweep is declared (verify.rate.register_sweep)")
-    return SWEEPS[key]
+    return table[key]
 
 
 def rate(key: str, over: str | None = None, *, variant: str | None = None, exact: bool = False,
@@ -296,6 +258,8 @@ def _variables(thm: bounds.Theorem, params: Mapping[str, Any], names: Sequence[s
         if name in values:
             out[name] = values[name]
             continue
+        import sympy as sp  # a composite rate variable ("M - m_prime"): only here
+
         expr = sp.sympify(name, locals={k: sp.Symbol(k) for k in values})
         missing = sorted(str(s) for s in expr.free_symbols if str(s) not in values)
         if missing:

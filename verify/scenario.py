@@ -142,6 +142,17 @@ def parse_json(text: str, what: str):
 # ---------------------------------------------------------------- field validators
 
 
+def comma_separated(text: str | None, name: str, kind=float) -> list | None:
+    """A comma-separated list of numbers given as option ``name`` (None when not given);
+    ValueError naming the option otherwise."""
+    if text is None:
+        return None
+    try:
+        return [kind(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise ValueError(f"{name} must be comma-separated numbers, got {text!r}") from None
+
+
 def require_int(name: str, value, minimum: int = 1, maximum: int = INT_MAX) -> int:
     """``value`` as an int in [minimum, maximum]: a JSON integer, not a boolean, not a float
     (2.5 and 1e400 are refused, and so are 1e9 and 4.0, with the integer to write instead),

@@ -2,10 +2,12 @@
 
 >>> from hypothesis import given, settings
 >>> from fedbound.verify.strategies import scenarios
->>> @settings(max_examples=3, deadline=None)
-... @given(scenarios("mllsgd.theorem1"))
+>>> from fedbound.verify.testing import assert_holds
+>>> @settings(max_examples=3, deadline=None, derandomize=True)
+... @given(scenarios("mllsgd.theorem1", exact=True))
 ... def test_bound_holds(s):
-...     verify.testing.assert_holds("mllsgd.theorem1", s, exact=True)
+...     assert_holds("mllsgd.theorem1", s, exact=True)
+>>> test_bound_holds()
 
 The strategy runs the adapter's own declaration of admissible scenarios (its ``_draw``
 hook, see ``verify.draw``) with hypothesis as the source of randomness, so the scenarios
@@ -27,7 +29,8 @@ def _strategies():
     try:
         from hypothesis import strategies as st
     except ImportError:
-        raise ImportError("fedbound.verify.strategies needs hypothesis: pip install 'fedbound[test]'") from None
+        raise ImportError("fedbound.verify.strategies needs hypothesis: "
+                          "pip install 'fedbound[test]'") from None
     return st
 
 
@@ -55,11 +58,15 @@ class HypothesisDraw:
         return self.draw(self.st.booleans())
 
 
-def scenarios(key: str, *, variant: str | None = None, admissible: bool = True):
+def scenarios(key: str, *, variant: str | None = None, admissible: bool = True,
+              exact: bool = False):
     """The strategy of random scenarios of ``key`` (built-in or plugin). ``admissible``: only
     scenarios on which the hypotheses of ``variant`` (default: the default variant) hold;
     the adapter's declaration targets the default variant, so another variant's conditions
-    may filter some out. Raises ValueError at once for an unknown key or variant."""
+    may filter some out. ``exact``: only scenarios that the adapter's exact-expectation mode
+    supports (``Adapter.supports_exact``: a quadratic problem, for example), the ones
+    ``assert_holds(..., exact=True)`` takes. Raises ValueError at once for an unknown key or
+    variant, or ``exact`` for a result without an exact mode."""
     from fedbound import bounds
 
     from .adapter import adapter_for
@@ -67,12 +74,16 @@ def scenarios(key: str, *, variant: str | None = None, admissible: bool = True):
     st = _strategies()
     adapter = adapter_for(key)
     thm = bounds.get(key, variant)
+    if exact and not adapter.tags.exact:
+        raise ValueError(f"{key}: exact=True, but the result has no exact-expectation mode")
 
     @st.composite
     def draw_scenario(draw):
         return adapter.random_scenario(HypothesisDraw(draw))
 
     strategy = draw_scenario()
+    if exact:
+        strategy = strategy.filter(adapter.supports_exact)
     if admissible:
         strategy = strategy.filter(lambda s: bool(thm.admissible(**adapter.parameters(s, thm))))
     return strategy

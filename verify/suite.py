@@ -10,7 +10,7 @@ Three kinds of rows:
 * ``witness``: every stored witness (``verify.witnesses``) replayed in its variant and
   mode; it must still produce the outcome it records (``expect``, "violated" for a
   refutation) and, where it records a ratio measured/bound (a tightness witness, or a
-  refutation's), a ratio that did not drop below it (``verify.witnesses.ratio_dropped``).
+  refutation's), a ratio that did not drop below it (``verify.verdict.ratio_dropped``).
 
 A row is *unexpected* when a result registered as ``holds`` or ``holds-with-erratum`` is
 violated or diverges on a default or battery scenario where its hypotheses hold, or when
@@ -24,11 +24,6 @@ battery rows show.
 from __future__ import annotations
 
 import itertools
-import multiprocessing
-import multiprocessing.connection
-import os
-import signal
-import threading
 import time
 import traceback
 import zlib
@@ -44,88 +39,8 @@ from fedbound import bounds
 from . import limits
 from .adapter import adapter_for, adapter_keys, default_scenario
 from .check import check
-from .plugins import load_plugins
-from .witnesses import ratio_dropped, witnesses
-
-#: statuses under which a violation is unexpected
-TRUSTED = ("holds", "holds-with-erratum")
-#: outcomes that contradict a trusted result
-FAILURES = ("violated", "diverged")
-#: statuses whose report page draws the stored refutation beside the default scenario
-REFUTED = ("refuted", "rate-refuted")
-
-
-KINDS = ("default", "battery", "witness")
-
-
-@dataclass(frozen=True)
-class Figure:
-    """The figure a task draws from its own measurement (``Adapter.check`` with ``ax``):
-    its title names the scenario (``label``) and adds ``note`` on a line of its own."""
-
-    label: str
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class Task:
-    """One check to run: a result, a variant, a scenario (as JSON values) and, for a
-    witness, its mode and the outcome it must reproduce."""
-
-    key: str
-    variant: str
-    kind: str  # one of KINDS
-    label: str  # "default", "random 1", ..., "witness <file>"
-    scenario: dict
-    exact: bool = False
-    expect: str | None = None
-    ratio: float | None = None  # a witness's recorded ratio measured/bound
-    figure: Figure | None = None
-
-
-@dataclass
-class Row:
-    """The outcome of one task. ``verdict`` is ``Verdict.as_dict()``, or None with
-    ``error`` set when the check raised."""
-
-    key: str
-    variant: str
-    kind: str
-    label: str
-    status: str
-    expect: str | None
-    verdict: dict | None
-    error: str | None
-    seconds: float
-    ratio: float | None = None  # a witness's recorded ratio measured/bound
-    #: the PNG of the task's figure, drawn from this check's measurement, or why it could
-    #: not be drawn (None: the task draws no figure)
-    figure: bytes | str | None = None
-
-    @property
-    def outcome(self) -> str:
-        return "error" if self.verdict is None else self.verdict["verdict"]
-
-    @property
-    def unexpected(self) -> bool:
-        """A witness that no longer reproduces its outcome or whose ratio dropped, or a
-        trusted result violated (or diverged) where its hypotheses hold. A check that could
-        not run (an ``error`` row: a refused resource estimate, a crash of the simulator)
-        contradicts nothing: it is counted as an error (exit 4), never as a violation or a
-        stale refutation (exit 1)."""
-        if self.outcome == "error":
-            return False
-        if self.kind == "witness":
-            return self.outcome != self.expect or ratio_dropped(self.ratio, self.verdict)
-        admissible = self.verdict is None or self.verdict["admissible"]
-        return self.status in TRUSTED and self.outcome in FAILURES and admissible
-
-    def as_dict(self) -> dict:
-        """JSON values; the wall time is left out so that a seed fixes the output."""
-        return {"key": self.key, "variant": self.variant, "kind": self.kind,
-                "scenario_label": self.label, "status": self.status, "expect": self.expect,
-                "outcome": self.outcome, "unexpected": self.unexpected,
-                "verdict": self.verdict, "error": self.error, "recorded_ratio": self.ratio}
+from .rows import REFUTED, Figure, Row, Task
+from .witnesses import witnesses
 
 
 def select(only: str | None) -> list[str]:
@@ -250,11 +165,11 @@ def _check_drawn(task: Task):
 
 def png(fig) -> bytes:
     """A check's figure laid out and saved as PNG bytes (no timestamp: the same figure gives
-    the same bytes): one axes (every built-in figure) by :func:`verify.plots.fixed_layout`,
+    the same bytes): one axes (every built-in figure) by :func:`verify.figures.fixed_layout`,
     more (a plugin's twin axes or colour bar) by matplotlib's tight_layout."""
     import io
 
-    from .plots import fixed_layout
+    from .figures import fixed_layout
 
     if len(fig.axes) == 1:
         fixed_layout(fig)
@@ -263,51 +178,6 @@ def png(fig) -> bytes:
     out = io.BytesIO()
     fig.savefig(out, format="png", dpi=100, metadata={"Software": None})
     return out.getvalue()
-
-
-def worker_init(plugins: Sequence[str] = (), local: bool = False,
-                environ: dict[str, str] | None = None) -> None:
-    """Initializer of worker processes: one torch thread each (no oversubscription), the
-    plugins the driver loaded explicitly (entry points and FEDBOUND_PLUGINS are found
-    again by the worker itself) and, with ``environ``, the driver's environment as it was
-    when the pool was made, its resource limits (``verify.limits.configured``) among it: a
-    worker forked by a fork server starts with the server's environment, which may be
-    older. With ``local`` (the local process pools fedbound starts; not Dask workers,
-    whose lifetime Dask manages): the worker ignores SIGINT (the driver, which gets the
-    terminal's Ctrl-C too, stops its workers itself, without a traceback from each;
-    ``verify.sweep.executor`` starts its workers with SIGINT blocked, so that not even a
-    Ctrl-C during their start-up, before this initializer runs, reaches them) and exits as
-    soon as its driver is gone (:func:`watch_parent`)."""
-    if local:  # first: importing torch takes seconds
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        watch_parent()
-    if environ is not None:
-        os.environ.clear()
-        os.environ.update(environ)
-    import torch
-
-    torch.set_num_threads(1)
-    load_plugins(plugins)
-
-
-def watch_parent() -> threading.Thread:
-    """Make this process, started by ``multiprocessing``, exit when the process that
-    started it dies, whatever kills it (SIGKILL included): a daemon thread waits on the
-    parent's sentinel (``multiprocessing.parent_process().sentinel``: a pipe whose other
-    end only the parent holds, at end of file when it is gone, also when a fork server
-    forked this process) and ends the process with ``os._exit``. (Watching ``os.getppid()``
-    would follow the fork server, which outlives the driver as long as its workers do;
-    Linux's ``prctl(PR_SET_PDEATHSIG)`` fires when the *thread* that started the worker
-    ends, which for a process pool may be any thread of the driver.)"""
-    sentinel = multiprocessing.parent_process().sentinel
-
-    def watch():
-        multiprocessing.connection.wait([sentinel])
-        os._exit(1)
-
-    t = threading.Thread(target=watch, name="fedbound-watch-parent", daemon=True)
-    t.start()
-    return t
 
 
 class Interrupted(KeyboardInterrupt):
@@ -481,18 +351,3 @@ def _gathered(executor: Executor, calls, total: int,
     except KeyboardInterrupt:
         raise Interrupted([done[i] for i in sorted(done)], total) from None
     return [done[i] for i in range(total)]
-
-
-def summary(rows: Sequence[Row]) -> dict:
-    """Counts by kind of row and outcome, the errors and the unexpected rows."""
-    by_kind: dict[str, dict[str, int]] = {k: {} for k in KINDS}
-    for r in rows:
-        by_kind[r.kind][r.outcome] = by_kind[r.kind].get(r.outcome, 0) + 1
-    witness_rows = [r for r in rows if r.kind == "witness"]
-    return {"checks": len(rows), "results": len({r.key for r in rows}), "outcomes": by_kind,
-            "witnesses": {"replayed": len(witness_rows),
-                          "reproduced": sum(r.outcome != "error" and not r.unexpected
-                                            for r in witness_rows),
-                          "stale": sum(r.unexpected for r in witness_rows)},
-            "errors": sum(r.outcome == "error" for r in rows),
-            "unexpected": [r.as_dict() for r in rows if r.unexpected]}

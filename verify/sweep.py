@@ -28,7 +28,7 @@ What a sweep promises (``docs/reliability.md``):
   while it runs) before it is submitted, so two drivers on one database never run the same
   scenario while both are alive, and each reports only what it ran. The claims of a driver
   that died are taken over when their lease expires, at once when it ran on this machine.
-* Worker processes of the local pool die with their driver (``verify.suite.worker_init``);
+* Worker processes of the local pool die with their driver (``verify.pool.worker_init``);
   on an interruption the driver cancels what has not started, stops its workers, releases
   its claims and keeps every stored result.
 * The store is recognised by its SQLite ``application_id`` and ``user_version``; a file
@@ -50,10 +50,9 @@ import time
 import traceback
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, wait
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from multiprocessing import forkserver, get_all_start_methods, get_context
 from pathlib import Path
 from typing import Any
 
@@ -64,10 +63,7 @@ from fedbound import bounds
 from . import limits
 from .adapter import adapter_for, default_scenario
 from .check import check
-from .interrupts import sigint_blocked
-from .plugins import explicit
 from .scenario import INT_MAX, json_text, parse_json, require_float
-from .suite import worker_init
 
 SPEC_FIELDS = ("key", "variant", "exact", "base", "grid", "random")
 RANDOM_FIELDS = ("n", "seed", "fields")
@@ -629,142 +625,3 @@ def run_sweep(spec: SweepSpec, store: Store, executor: Executor | None = None,
         with suppress(sqlite3.Error):
             store.release(owner)
     return SweepResult(total=total, skipped=skipped, ran=ran, errors=errors, others=others)
-
-
-@contextmanager
-def executor(*, jobs: int | None = None, scheduler: str | None = None,
-             dask_local: int | None = None, connect_timeout: float = 10.0,
-             preload: tuple[str, ...] = ()) -> Iterator[Executor | None]:
-    """The executor of a sweep: a Dask cluster at ``scheduler`` (reached within
-    ``connect_timeout`` seconds; a ``tls://`` address uses the TLS settings of Dask's own
-    configuration, ``distributed.comm.tls``), a new Dask LocalCluster of ``dask_local``
-    workers, or (default) ``jobs`` local processes (default: every core; ``jobs=1``: None,
-    i.e. this process). Local workers are forked by a fork server that has imported torch
-    and the papers, and the modules ``preload`` names (:func:`worker_context`), and die
-    with their driver; when the block ends by an exception (an interruption), the workers
-    are stopped at once."""
-    if scheduler is not None and dask_local is not None:
-        raise ValueError("give --scheduler or --dask-local, not both")
-    if scheduler is not None or dask_local is not None:
-        yield from _dask(scheduler, dask_local, connect_timeout)
-        return
-    jobs = (os.cpu_count() or 1) if jobs is None else jobs
-    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"--jobs={jobs} must be an integer >= 1")
-    if jobs == 1:  # this process
-        yield None
-        return
-    context = worker_context(preload)
-    pool = Pool(jobs, mp_context=context, initializer=worker_init,
-                initargs=(explicit(), True, dict(os.environ)))
-    try:
-        if context.get_start_method() == "forkserver":
-            start_fork_server(preload)  # the first submission waits for it
-        else:
-            for _ in range(jobs):  # start every worker now (the pool starts one per
-                pool.submit(os.getpid)  # submission), so that their start-up overlaps the driver's
-        yield pool
-        pool.shutdown(wait=True)
-    except BaseException:
-        stop(pool)
-        raise
-
-
-#: what the fork server imports once, before it forks the workers (their own imports of
-#: these took two seconds of CPU each)
-PRELOAD = ("torch", "fedbound.sim", "fedbound.verify.suite", "fedbound.verify.papers")
-
-
-def worker_context(preload: tuple[str, ...] = ()):
-    """The multiprocessing context of the local pools: a fork server that has imported
-    :data:`PRELOAD` and ``preload`` (a worker forked from it starts with them loaded, where
-    a spawned one imports them anew) where the platform has one, else spawn. The fork
-    server is a child of this process, one for its lifetime (the modules are those of the
-    call that starts it), and exits when it does; it forks each worker from its single
-    thread, before torch has started any."""
-    if "forkserver" not in get_all_start_methods():
-        return get_context("spawn")
-    context = get_context("forkserver")
-    context.set_forkserver_preload([*PRELOAD, *preload])
-    return context
-
-
-def start_fork_server(preload: tuple[str, ...] = ()) -> None:
-    """Start the fork server of the local pools (:func:`worker_context`) now, where the
-    platform has one, so that it imports while this process goes on: a pool forks its
-    workers from it at its first submission. Started with SIGINT blocked, as the pool's
-    workers are (:class:`Pool`), and so are the workers it forks. Nothing happens when it
-    runs already."""
-    if worker_context(preload).get_start_method() == "forkserver":
-        with sigint_blocked():
-            forkserver.ensure_running()
-
-
-class Pool(ProcessPoolExecutor):
-    """The local process pool of fedbound's drivers: a submission runs with SIGINT blocked
-    (:func:`~verify.interrupts.sigint_blocked`). So the workers the pool starts while submitting inherit the
-    blocked signal, and a Ctrl-C cannot land in the middle of the standard library's
-    ``submit``: a KeyboardInterrupt raised there, between a lock's acquisition and its
-    release (at the start of ``threading.Condition.__exit__``, say), would leave the lock of
-    the pool's work queue held, and the pool's manager thread, and with it the exit of the
-    interpreter, waiting for it for ever."""
-
-    def submit(self, fn, /, *args, **kwargs):
-        """``ProcessPoolExecutor.submit`` with SIGINT blocked (see the class)."""
-        with sigint_blocked():
-            return super().submit(fn, *args, **kwargs)
-
-
-#: seconds :func:`stop` waits for a pool's manager thread to finish
-STOP_TIMEOUT = 10.0
-
-
-def stop(pool: ProcessPoolExecutor) -> None:
-    """Stop a process pool now: cancel what has not started, terminate its workers and wait
-    for the pool's manager thread to close its pipes (``shutdown`` alone waits for the
-    running tasks to finish; the workers and the thread are read from the pool's
-    ``_processes`` and ``_executor_manager_thread``, which the standard library has no
-    public accessor for). Waiting for the thread matters at interpreter exit: the exit hook
-    of ``concurrent.futures`` (``threading._register_atexit(_python_exit)``) writes to the
-    wake-up pipe of every manager thread still registered, without the lock under which
-    the thread closes that pipe; a thread still shutting down when the interpreter exits
-    closes it between the hook's check and its write, and the exit ends in "Exception
-    ignored ... OSError: [Errno 9] Bad file descriptor" after fedbound's own last line."""
-    procs = list((getattr(pool, "_processes", None) or {}).values())
-    manager = getattr(pool, "_executor_manager_thread", None)
-    pool.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        with suppress(Exception):
-            p.terminate()
-    for p in procs:
-        with suppress(Exception):
-            p.join(5)
-            if p.is_alive():
-                p.kill()
-    if manager is not None:
-        manager.join(STOP_TIMEOUT)
-
-
-def _dask(scheduler: str | None, dask_local: int | None, connect_timeout: float):
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise ValueError("Dask needs the 'dask' extra: pip install 'fedbound[dask]'") from None
-    if dask_local is not None and (isinstance(dask_local, bool) or dask_local < 1):
-        raise ValueError(f"--dask-local={dask_local} must be >= 1")
-    if not (isinstance(connect_timeout, (int, float)) and 0 < connect_timeout < math.inf):
-        raise ValueError(f"--connect-timeout={connect_timeout} must be a number of seconds > 0")
-    cluster = None if scheduler else LocalCluster(n_workers=dask_local, threads_per_worker=1,
-                                                  dashboard_address=None)
-    try:
-        try:
-            client = Client(scheduler or cluster, timeout=connect_timeout)
-        except (OSError, TimeoutError) as e:
-            raise ValueError(f"--scheduler {scheduler}: no Dask scheduler answered within "
-                             f"{connect_timeout:g} s ({type(e).__name__}: {e})") from None
-        with client:
-            client.run(worker_init, explicit())
-            yield client.get_executor()
-    finally:
-        if cluster is not None:
-            cluster.close()

@@ -38,7 +38,7 @@ __all__ = [
 
 
 def _explain(v: Verdict, headline: str) -> str:
-    from .report import format_verdict
+    from .text import format_verdict
 
     return f"{headline}\n{format_verdict(v)}\nscenario:\n{json_text(v.scenario)}"
 
@@ -191,7 +191,7 @@ def check_witnesses(adapter: Adapter) -> None:
     if not stored:
         raise SkipCheck("no stored witness")
     for w in stored:
-        v = w.replay()
+        v = check(w.key, w)
         assert v.verdict == w.expect, _explain(v, f"{w.source}: expected {w.expect}, got {v.verdict}")
 
 

@@ -29,6 +29,7 @@ from fedbound import bounds
 
 from .adapter import adapter_for, adapter_keys
 from .families import families
+from .plugins import builtin
 from .scenario import json_text
 from .witnesses import witnesses
 
@@ -81,9 +82,10 @@ def tightest(key: str, variant: str | None = None) -> dict | None:
 
 
 def builtin_keys() -> list[str]:
-    """The results of fedbound's own papers (whose adapters live in ``verify.papers``)."""
-    return [k for k in adapter_keys()
-            if type(adapter_for(k)).__module__.startswith("fedbound.verify.papers.")]
+    """The results of fedbound's own papers: those whose adapter comes from a plugin that
+    ships with fedbound (``verify.plugins.builtin``)."""
+    own = tuple(f"{m}." for m in builtin())
+    return [k for k in adapter_keys() if f"{type(adapter_for(k)).__module__}.".startswith(own)]
 
 
 def tracked_variants(key: str) -> list[str]:
@@ -118,20 +120,3 @@ def write(path: str | Path | None = None, keys=None) -> Path:
     path.write_text(json_text(derive(keys)) + "\n")
     table.cache_clear()
     return path
-
-
-def record(key: str, *, budget: int, seed: int, variant: str | None = None, jobs: int = 1,
-           directory=None) -> Path:
-    """Search ``variant`` of ``key`` (default: its default variant) for its tightest scenario
-    and store it as a witness (``<key>.<variant>.tightest.json`` in ``directory``, default
-    the shipped witnesses)."""
-    from . import sweep
-    from .search import search
-
-    with sweep.executor(jobs=jobs) as pool:
-        res = search(key, budget=budget, seed=seed, variant=variant, objective="tightest",
-                     executor=pool, width=jobs)
-    note = (f"tightest scenario found by fedbound search --objective tightest --budget {budget} "
-            f"--seed {seed} ({res.tried} admissible scenarios)")
-    directory = Path(str(resources.files(__package__) / "witnesses") if directory is None else directory)
-    return res.as_witness(note).write(directory / f"{key}.{res.variant}.tightest.json")

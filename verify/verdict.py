@@ -19,6 +19,7 @@ replicas (with 2 replicas the multiplier is 12.7, not 1.96).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -257,3 +258,23 @@ def _frame(rows: list[dict]):
     except ImportError:
         raise ImportError("to_frame() needs pandas: pip install pandas") from None
     return pd.json_normalize(rows)
+
+
+#: a recorded exact ratio may drop by this relative amount (round-off across platforms)
+RATIO_RTOL = 1e-6
+
+
+def ratio_dropped(recorded: float | None, verdict: Mapping[str, Any] | None) -> bool:
+    """Whether ``verdict`` (``Verdict.as_dict()``) shows a ratio measured/bound below the
+    ``recorded`` one by more than round-off (exact mode) or Monte-Carlo noise (the recorded
+    ratio lies above the verdict's 95% interval). False when nothing is recorded or the
+    check failed."""
+    if recorded is None or verdict is None:
+        return False
+    ratio, (_, hi) = tightness(verdict["bound"], verdict["measured_mean"],
+                               tuple(verdict["measured_ci"]))
+    if math.isnan(ratio):
+        return True
+    if verdict["mode"] == "exact":
+        return ratio < recorded * (1 - RATIO_RTOL)
+    return hi < recorded

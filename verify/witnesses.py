@@ -11,11 +11,12 @@ with an optional ``"ratio"``: the ratio measured/bound recorded at the scenario
 witness* (``fedbound search --objective tightest``) expects the outcome it had ("holds"
 for a true bound) and records the tightest ratio known for its result.
 
-fedbound's own witnesses live in ``verify/witnesses/`` (inside the wheel); a plugin adds
-its directory with :func:`register_witness_dir`. ``fedbound check --all`` replays every
-witness as its own row: the expected outcome observed (and, with a recorded ratio, a ratio
-that did not drop: :meth:`Witness.ratio_dropped`) reproduces it; anything else means the
-witness went stale (for example because the encoding changed) and fails the run.
+Each plugin adds its directory with :func:`register_witness_dir` (fedbound's papers ship
+theirs in ``verify/papers/<paper>/witnesses/``, inside the wheel). ``fedbound check --all``
+replays every witness as its own row (``verify.check(key, witness)`` replays one): the
+expected outcome observed (and, with a recorded ratio, a ratio that did not drop:
+:meth:`Witness.ratio_dropped`) reproduces it; anything else means the witness went stale
+(for example because the encoding changed) and fails the run.
 """
 
 from __future__ import annotations
@@ -24,20 +25,18 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .output import write_text
+from .plugins import ensure_loaded
 from .scenario import json_text
-from .verdict import OUTCOMES, Verdict, tightness
+from .verdict import OUTCOMES, ratio_dropped
 
 FIELDS = ("key", "variant", "exact", "expect", "note", "scenario")
 #: fields a witness may have besides FIELDS
 OPTIONAL = ("ratio",)
-#: a recorded exact ratio may drop by this relative amount (round-off across platforms)
-RATIO_RTOL = 1e-6
-_DIRS: list = [resources.files(__package__) / "witnesses"]
+_DIRS: list = []
 
 
 @dataclass(frozen=True)
@@ -98,12 +97,6 @@ class Witness:
         (``verify.output.write_text``)."""
         return write_text(path, json_text(self.as_dict()) + "\n")
 
-    def replay(self) -> Verdict:
-        """Check the stored scenario again (same variant and mode)."""
-        from .check import check
-
-        return check(self.key, self.scenario, variant=self.variant, exact=self.exact)
-
     def ratio_dropped(self, verdict: Mapping[str, Any]) -> bool:
         """Whether a replay's verdict (``Verdict.as_dict()``) fell below the recorded ratio by
         more than round-off (exact: ``RATIO_RTOL``) or Monte-Carlo noise (the recorded ratio
@@ -113,22 +106,6 @@ class Witness:
     @property
     def label(self) -> str:
         return f"witness {Path(self.source).name}" if self.source else "witness"
-
-
-def ratio_dropped(recorded: float | None, verdict: Mapping[str, Any] | None) -> bool:
-    """Whether ``verdict`` (``Verdict.as_dict()``) shows a ratio measured/bound below the
-    ``recorded`` one by more than round-off (exact mode) or Monte-Carlo noise (the recorded
-    ratio lies above the verdict's 95% interval). False when nothing is recorded or the
-    check failed."""
-    if recorded is None or verdict is None:
-        return False
-    ratio, (_, hi) = tightness(verdict["bound"], verdict["measured_mean"],
-                               tuple(verdict["measured_ci"]))
-    if math.isnan(ratio):
-        return True
-    if verdict["mode"] == "exact":
-        return ratio < recorded * (1 - RATIO_RTOL)
-    return hi < recorded
 
 
 def _is_witness_dict(data) -> bool:
@@ -162,12 +139,13 @@ def register_witness_dir(path) -> None:
 
 def unregister_witness_dir(path) -> None:
     """Remove a directory added by :func:`register_witness_dir`."""
-    if path in _DIRS[1:]:
+    if path in _DIRS:
         _DIRS.remove(path)
 
 
 def witnesses(key: str | None = None) -> list[Witness]:
     """Every stored witness (of ``key`` when given), sorted by key, variant and file name."""
+    ensure_loaded()
     found = []
     for d in _DIRS:
         if not d.is_dir():

@@ -1,9 +1,12 @@
-"""The four papers, each built on the public extension API (``verify.api``) and nothing else.
+"""The four papers, each a plugin of fedbound built on the public extension API
+(``verify.api``) and nothing else of ``verify``.
 
-One module per paper, in a fixed order: statement and citation, the scenario dataclass,
-parameter derivation, measurement (with its exact-expectation code, where the dynamics
-allow it), then one small adapter class per result key. ``docs/extending.md`` holds the
-template for a new paper or plugin.
+Each paper is a package (``mllsgd``, ``hfl``, ``tdcd``, ``afl``) loaded through the entry
+point group ``fedbound.plugins``, as a third party's plugin is; importing this package
+registers nothing. A paper's ``adapters`` module holds, in a fixed order, the statement and
+citation, the scenario dataclass, parameter derivation, measurement (with its
+exact-expectation code, where the dynamics allow it) and one small adapter class per result
+key; ``choose`` its chooser, where it has one; ``claims`` its reproduced experiments; and
+``witnesses/`` its stored witnesses. ``docs/extending.md`` holds the template for a new
+paper or plugin.
 """
-
-from . import afl, hfl, mllsgd, tdcd  # noqa: F401  (each registers its adapters)

@@ -11,6 +11,6 @@ from importlib import resources
 
 from fedbound.verify.api import register_witness_dir
 
-from . import adapter, theorem  # noqa: F401  (register the theorem, then its adapter)
+from . import adapter, chooser, claims, theorem  # noqa: F401  (each registers what it holds)
 
 register_witness_dir(resources.files(__name__) / "witnesses")

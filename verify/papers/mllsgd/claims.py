@@ -49,11 +49,28 @@ samples; the full run: ``K_FULL`` iterations and ``REPLICAS_FULL`` replicas.
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from fedbound import bounds
 from fedbound.bounds.references import cite
-from fedbound.verify.reproduce import Finding, Row, bound_order, increasing, order, row
+from fedbound.verify.api import (
+    Finding,
+    Row,
+    bound_order,
+    conservative_bound,
+    digits_mlp,
+    estimate_grid,
+    estimation_settings,
+    increasing,
+    order,
+    register_reproduction,
+    row,
+)
+
+from .adapters import MLLSGDScenario, build, estimated_parts
+
+if TYPE_CHECKING:  # annotations only: torch is imported where it is used
+    import torch
 
 PAPER = cite("mllsgd")
 BATCH = 8
@@ -67,32 +84,14 @@ K_QUICK, K_FULL = 384, 1024
 REPLICAS_QUICK, REPLICAS_FULL = 6, 12
 
 
-def settings(quick: bool):
-    from fedbound.verify.estimated import EstimationSettings
-
-    return (EstimationSettings(points=2, steps=20, power_steps=15, starts=2, samples=50)
-            if quick else EstimationSettings())
-
-
 def problem(device=None):
-    """F: the mean cross-entropy of the MLP on all digits; x_1 its initial parameters
-    (``torch.manual_seed(0)`` before the module is built: the same start for every seed,
-    the seed drives the runs)."""
-    from fedbound.sim.data import load_digits
-    from fedbound.sim.neural import NeuralProblem, mlp
-
-    data = load_digits(device=device)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        module = mlp()
-    pr = NeuralProblem(module, data.features, data.labels, batch=BATCH, device=device)
-    return pr, pr.initial()
+    """F: the mean cross-entropy of the MLP on all digits, x_1 its initial parameters
+    (``verify.api.digits_mlp``)."""
+    return digits_mlp(BATCH, device)
 
 
 def scenario(*, hubs: int, workers: int, graph: str, q: int, K: int, replicas: int, seed: int,
              weights=None):
-    from fedbound.verify.papers.mllsgd import MLLSGDScenario
-
     return MLLSGDScenario(hubs=hubs, workers_per_hub=workers, graph=graph, weights=weights,
                           p=1.0, K=K, q=q, tau=PERIOD // q, replicas=replicas, seed=seed)
 
@@ -116,8 +115,9 @@ def measure(s, pr, x1, eta: float) -> torch.Tensor:
     """The metric per replica [R]: F(u_k) averaged over k = 1, 1 + 32, ..., K - 31 (the
     paper's evaluations every 32 iterations), from one run of ``sim.mllsgd.run_mllsgd``
     with the scenario's topology, weights, p and seed."""
+    import torch
+
     from fedbound.sim.mllsgd import run_mllsgd
-    from fedbound.verify.papers.mllsgd import build
 
     st = build(s)
     trace = run_mllsgd(pr, H=torch.as_tensor(st.H), hub_of=torch.as_tensor(st.hub_of),
@@ -130,23 +130,17 @@ def measure(s, pr, x1, eta: float) -> torch.Tensor:
 def step(thm, parts, labels) -> float:
     """The largest step at which (12) holds for every configuration ``labels`` at every
     point of the grid of its estimates."""
-    from fedbound.verify.estimated import _grid
-
     return min(float(thm.max_step(**{**parts[label].params, **point}))
-               for label in labels for point in _grid(parts[label].estimates))
+               for label in labels for point in estimate_grid(parts[label].estimates))
 
 
 def estimated(thm, configs: dict[str, list], quick: bool, pr, x1) -> dict:
     """``verify.papers.mllsgd.estimated_parts`` of every configuration, by label."""
-    from fedbound.verify.papers.mllsgd import estimated_parts
-
-    return {label: estimated_parts(s, thm, problem=pr, x1=x1, settings=settings(quick))
+    return {label: estimated_parts(s, thm, problem=pr, x1=x1, settings=estimation_settings(quick))
             for claim in configs.values() for label, s in claim}
 
 
 def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
-    from fedbound.verify.estimated import conservative_bound
-
     thm = bounds.get("mllsgd.theorem1")
     pr, x1 = problem(device)
     configs = configurations(quick, seed)
@@ -198,8 +192,6 @@ def finding_a(rows, refused, eta, parts) -> Finding:
 
 
 def finding_b(rows, refused, eta, parts, configs) -> Finding:
-    from fedbound.verify.papers.mllsgd import build
-
     zetas = ", ".join(f"{label}: zeta = {build(s).zeta:.3f}" for label, s in configs)
     agrees = increasing(rows)
     said = {True: "the loss increases with the number of hubs (with zeta)",
@@ -219,3 +211,6 @@ def finding_b(rows, refused, eta, parts, configs) -> Finding:
                f"32 iterations ({WORKERS_B} workers, uniform weights, q = 4, tau = 8)",
         rows=rows, measured=said, agrees=agrees, prediction=prediction,
         bound_agrees=bound_order(rows))
+
+
+register_reproduction("mllsgd", run)

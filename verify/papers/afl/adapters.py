@@ -32,21 +32,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-import fedbound.bounds.afl as B
 from fedbound.bounds.references import cite
 from fedbound.verify.api import (
     LOOP_OVERHEAD,
+    RATIO,
+    STEP,
     Adapter,
     Draw,
     Family,
     Footprint,
     Measurement,
     Scenario,
+    Sweep,
     Tags,
     along_trajectory,
     problem_spec,
     register_adapter,
     register_family,
+    register_sweep,
     require_float,
     require_floats,
     require_int,
@@ -150,6 +153,8 @@ class AFLScenario(Scenario):
         logistic regression L comes from the data, so this runs when the check builds them
         (after the resource limits are checked), not when the scenario is loaded; Theorem 1's
         instance has no step hypothesis."""
+        import fedbound.bounds.afl as B
+
         if (self.problem_spec()["kind"] != "lower_bound"
                 and self.eta_L is not None and self.eta_L > B.eta_L_limit(self.L(), self.k_max())):
             raise ValueError(
@@ -193,6 +198,7 @@ def build(s: AFLScenario) -> Setup:
     """Clients, x_0 and the schedule from the seed (one generator; the run continues it)."""
     import torch
 
+    import fedbound.bounds.afl as B
     from fedbound.sim.afl import HeterogeneousQuadratic, LabelSkewedLogistic
 
     gen = torch.Generator().manual_seed(s.seed)
@@ -244,6 +250,9 @@ class AFL(Adapter):
     result assumes uniform arrivals, and whether it is a corollary (fixed steps)."""
 
     scenario_type = AFLScenario
+    #: the server step eta multiplies eta_L (Algorithms 2 and 3): no unit of its own; the
+    #: refutation families sweep the effective step s = eta eta_L
+    field_units = {"eta": RATIO, "s = eta eta_L": STEP}
     tags = Tags(exact=True)
     series_label = "round t [count]"
     lhs_label = r"$\frac{1}{t}\sum_{t'<t}\|\nabla f(x_{t'})\|^2$ [loss²/param²]"
@@ -267,6 +276,8 @@ class AFL(Adapter):
     def _derive(self, s: AFLScenario, thm) -> dict[str, Any]:
         """L, sigma_L, sigma_G from the clients, Delta = f(x_0) - f_*, the realised tau, m'
         and K arrays from the schedule, and the steps (module docstring)."""
+        import fedbound.bounds.afl as B
+
         self._check_scenario(s)
         s.check_eta_L()
         st = build(s)
@@ -376,6 +387,7 @@ class AFL(Adapter):
         outside the corollaries); steps a random fraction (log scale) of the largest
         admissible; long horizons where exact mode applies; for a corollary, T large enough
         that its steps satisfy the theorem's conditions."""
+        import fedbound.bounds.afl as B
         from fedbound.sim.afl import ARRIVALS, DELAYS
 
         cs = self.algorithm == "cs"
@@ -496,6 +508,10 @@ class Theorem1(AFL):
 class Theorem2(AFL):
     key = "afl.theorem2"
     default = AFLScenario(arrivals="biased")
+    tags = Tags(exact=True, estimated=True)
+
+    def _estimated_parts(self, scenario, thm, *, problem, x1, settings):
+        return estimated_parts(scenario, thm, problem=problem, x1=x1, settings=settings)
 
 
 @register_adapter
@@ -754,7 +770,7 @@ def estimated_parts(s: AFLScenario, thm, *, problem, x1, settings):
     workers; default the scenario's own clients); T, m, the realised tau and K statistics
     from the scenario's schedule; eta_L the scenario's, else ``local_fraction`` of the
     largest the conditions allow at the upper end of L. Measured with ``sim.afl.run_afl``."""
-
+    import fedbound.bounds.afl as B
     from fedbound.sim.afl import run_afl
     from fedbound.verify.api import Parts, estimated_start
 
@@ -787,3 +803,43 @@ def estimated_parts(s: AFLScenario, thm, *, problem, x1, settings):
                             f"{clients.M}) passed in; the scenario's problem field is not used",)
     return Parts(params={"T": s.T, "m": s.m, "M": s.M, "K": K, "tau": tau, "eta_L": eta_L},
                  estimates=estimates, step=s.eta, measure=measure, notes=notes)
+
+
+# ---------------------------------------------------------------------- rate sweeps
+
+_RATE_QUADRATIC = {"kind": "quadratic", "dim": 2, "L": 0.5, "mu": 0.25, "sigma_L": 1.0,
+                   "sigma_G": 0.0, "distance": 2.0}
+_NO_DELAY = {"delays": "zero", "tau": 0}
+#: x_0 = x*, sigma_L = 0: the sampling variance alone
+_SAMPLING_ONLY = {**_RATE_QUADRATIC, "sigma_L": 0.0, "sigma_G": 0.5, "distance": 0.0}
+_FIRST_TERM_K = "T = 256 K^5.5, where the first term leads"
+_FIRST_TERM_M = "T = 1024 m^2, where the first term leads"
+for _key, _sweep in (
+    ("afl.corollary1", Sweep("T", "T", (1024, 4096, 16384, 65536),
+                             {**_NO_DELAY, "problem": _RATE_QUADRATIC})),
+    ("afl.corollary1", Sweep("K", "K", (1, 2, 3), {**_NO_DELAY, "problem": _RATE_QUADRATIC},
+                             couple={"T": (256.0, 5.5)}, note=_FIRST_TERM_K)),
+    ("afl.corollary1", Sweep("m", "m", (1, 2, 4, 8), {**_NO_DELAY, "M": 8, "problem": _RATE_QUADRATIC},
+                             couple={"T": (1024.0, 2.0)}, note=_FIRST_TERM_M)),
+    ("afl.corollary2", Sweep("T", "T", (1024, 4096, 16384, 65536),
+                             {**_NO_DELAY, "M": 4, "m": 1, "problem": _SAMPLING_ONLY})),
+    ("afl.corollary2", Sweep("K", "K", (1, 2, 3), {**_NO_DELAY, "M": 4, "m": 1, "problem": _SAMPLING_ONLY},
+                             couple={"T": (256.0, 5.5)},
+                             note="x_0 = x*, sigma_L = 0, m < M: the sampling variance alone; "
+                                  "T = 256 K^5.5, where the first term leads (Remark 4)")),
+    ("afl.corollary2", Sweep("m", "m", (1, 2, 4), {**_NO_DELAY, "M": 8, "problem": _SAMPLING_ONLY},
+                             couple={"T": (1024.0, 2.0)}, note=_FIRST_TERM_M)),
+    ("afl.corollary3", Sweep("T", "T", (1024, 4096, 16384, 65536),
+                             {**_NO_DELAY, "M": 8, "m": 1, "K": 1,
+                              "problem": {**_RATE_QUADRATIC, "distance": 0.0}})),
+    ("afl.corollary3", Sweep("K", "K", (1, 2, 3), {**_NO_DELAY, "M": 4, "m": 1,
+                                                  "problem": {**_RATE_QUADRATIC, "distance": 0.0}},
+                             couple={"T": (256.0, 5.5)}, note=_FIRST_TERM_K)),
+    ("afl.corollary3", Sweep("M", "M", (2, 3, 4, 6),
+                             {**_NO_DELAY, "m": 1, "K": 1,
+                              "problem": {**_RATE_QUADRATIC, "dim": 1, "mu": 0.5, "distance": 0.0}},
+                             couple={"T": (2.0, 6.0)}, powers={"tau": 1.0, "M - m_prime": 1.0},
+                             note="m = 1, round-robin arrivals (staleness tau = M - 1, m' = 1): "
+                                  "T = 2 M^6, where the first term leads")),
+):
+    register_sweep(_key, _sweep)

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fedbound.bounds import topology
 from fedbound.bounds.references import cite
 from fedbound.verify.api import (
     LOOP_OVERHEAD,
@@ -47,9 +46,11 @@ from fedbound.verify.api import (
     Footprint,
     Measurement,
     Scenario,
+    Sweep,
     Tags,
     problem_spec,
     register_adapter,
+    register_sweep,
     require_float,
     require_floats,
     require_int,
@@ -60,6 +61,7 @@ from fedbound.verify.api import count_text as _n
 if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
     import torch
 
+    from fedbound.bounds import topology
     from fedbound.sim.problems import LogisticRegression, Quadratic
 
 PAPER = cite("mllsgd")
@@ -102,6 +104,8 @@ class MLLSGDScenario(Scenario):
     seed: int = 0
 
     def validate(self) -> None:
+        from fedbound.bounds import topology
+
         require_int("hubs", self.hubs)
         n = self.worker_count()
         if self.graph not in topology.GRAPH_KINDS:
@@ -175,6 +179,7 @@ def build(s: MLLSGDScenario) -> Setup:
     """Hub graph, H (validated against Assumption 2), problem and x_1 from the seed."""
     import torch
 
+    from fedbound.bounds import topology
     from fedbound.sim.problems import LogisticRegression, Quadratic
 
     sizes = s.sizes()
@@ -339,6 +344,8 @@ class MLLSGD(Adapter):
         (uniform half of the time), per-worker p in [0.6, 1] (above 2 - sqrt 2, where (12) can
         hold; proof of Theorem 1, (211)), q in 1..3, tau in 1..4, a quadratic (70%) or a
         logistic problem; ``limit``: a well-conditioned quadratic started near x*."""
+        from fedbound.bounds import topology
+
         hubs = draw.integer(1, 5)
         sizes = [draw.integer(1, 4) for _ in range(hubs)]
         n = sum(sizes)
@@ -374,6 +381,10 @@ class MLLSGD(Adapter):
 class Theorem1(MLLSGD):
     key = "mllsgd.theorem1"
     default = MLLSGDScenario()
+    tags = Tags(exact=True, estimated=True)
+
+    def _estimated_parts(self, scenario, thm, *, problem, x1, settings):
+        return estimated_parts(scenario, thm, problem=problem, x1=x1, settings=settings)
 
 
 @register_adapter
@@ -593,3 +604,10 @@ def _positive_int(name, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name}={value!r} must be a positive integer")
     return int(value)
+
+
+# ---------------------------------------------------------------------- rate sweeps
+
+register_sweep("mllsgd.corollary1", Sweep(
+    "K", "K", (1024, 4096, 16384, 65536), {"problem": {"mu": 0.5}},
+    note="eta = 1/(L sqrt K), a well-conditioned quadratic"))

@@ -42,8 +42,11 @@ from fedbound.verify.api import (
     Footprint,
     Measurement,
     Scenario,
+    Sweep,
+    Tags,
     along_trajectory,
     register_adapter,
+    register_sweep,
     require_float,
     require_int,
     roundoff,
@@ -282,6 +285,10 @@ class TDCD(Adapter):
 class Theorem1(TDCD):
     key = "tdcd.theorem1"
     default = TDCDScenario()
+    tags = Tags(estimated=True)
+
+    def _estimated_parts(self, scenario, thm, *, problem, x1, settings):
+        return estimated_parts(scenario, thm, problem=problem, x1=x1, settings=settings)
 
 
 @register_adapter
@@ -518,3 +525,9 @@ def estimated_parts(s: TDCDScenario, thm, *, problem, x1, settings):
                      "scenario's data fields are not used")
     return Parts(params=params, estimates=estimates, step=s.eta, measure=measure,
                  notes=tuple(notes))
+
+
+# ---------------------------------------------------------------------- rate sweeps
+
+register_sweep("tdcd.remark5", Sweep("R", "rounds", (25, 50, 100, 200, 400),
+                                     note="eta = c/(Q sqrt R)"))

@@ -44,12 +44,22 @@ it orders the rows as measured.
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from fedbound import bounds
 from fedbound.bounds.references import cite
-from fedbound.verify.reproduce import Finding, Row, bound_order, order, row
-from fedbound.verify.reproduce.mllsgd import settings
+from fedbound.verify.api import (
+    Finding,
+    Row,
+    bound_order,
+    conservative_bound,
+    digits_mlp,
+    estimation_settings,
+    order,
+    register_reproduction,
+    row,
+)
+
+from .adapters import HFLScenario, estimated_parts, paths
 
 PAPER = cite("hfl")
 BATCH = 4
@@ -72,16 +82,10 @@ REPLICAS_QUICK, REPLICAS_FULL = 6, 12
 def problem(device=None):
     """f: the mean cross-entropy of the MLP on all digits; x^1 its initial parameters
     (built after ``torch.manual_seed(0)``: the same start for every seed)."""
-    from fedbound.sim.neural import NeuralProblem
-    from fedbound.verify.reproduce.mllsgd import problem as digits_mlp
-
-    pr, x1 = digits_mlp(device)
-    return NeuralProblem(pr.module, pr.features, pr.labels, batch=BATCH, device=device), x1
+    return digits_mlp(BATCH, device)
 
 
 def scenario(sizes, delays, S: float, T: float, replicas: int, seed: int):
-    from fedbound.verify.papers.hfl import HFLScenario
-
     return HFLScenario(sizes=list(sizes), delays=list(delays), S=S, T=T, replicas=replicas,
                        seed=seed, mode="conditional")
 
@@ -94,7 +98,7 @@ def at_time(trace, end_time: np.ndarray, when: float) -> tuple[np.ndarray, int]:
 
 
 def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
-    from fedbound.verify.papers.hfl import estimated_parts, paths
+    import torch
 
     T = T_QUICK if quick else T_FULL
     R = REPLICAS_QUICK if quick else REPLICAS_FULL
@@ -103,7 +107,7 @@ def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
     refined = bounds.get("hfl.theorem2", "refined")
     a = [(S, scenario([CLIENTS_A] * 2, FIG7A, S, T, R, seed)) for S in S_A]
     b = [(G, scenario([CLIENTS_B // G] * G, FIG9, S_B, T, R, seed)) for G in GROUPS_B]
-    parts = estimated_parts(a[0][1], thm, problem=pr, x1=x1, settings=settings(quick))
+    parts = estimated_parts(a[0][1], thm, problem=pr, x1=x1, settings=estimation_settings(quick))
     alpha = 1.0 / parts.estimates["L"].upper
 
     def measured(s, times):
@@ -146,8 +150,6 @@ def run(*, quick: bool, seed: int, device=None) -> tuple[Finding, ...]:
 
 def conservative(thm, params, estimates) -> float | None:
     """The bound at the conservative end of the estimates; None where inadmissible."""
-    from fedbound.verify.estimated import conservative_bound
-
     value, _, violations = conservative_bound(thm, params, estimates)
     return None if violations else value
 
@@ -200,3 +202,6 @@ def finding_b(rows: tuple[Row, ...], refined_rows, alpha: float, T: float) -> Fi
                f"clients, S = {S_B:g}, Fig. 9's delays)",
         rows=rows, measured=said, agrees=agrees,
         prediction=_prediction(rows, refined_rows, alpha), bound_agrees=bound_order(rows))
+
+
+register_reproduction("hfl", run)

@@ -46,8 +46,18 @@ import numpy as np
 
 from fedbound import bounds
 from fedbound.bounds.references import cite
+from fedbound.verify.api import (
+    EstimationSettings,
+    Finding,
+    Row,
+    bound_order,
+    conservative_bound,
+    order,
+    register_reproduction,
+    row,
+)
 
-from . import Finding, Row, bound_order, order, row
+from .adapters import estimate_afl_constants
 
 PAPER = "afl"
 M, m, CLASSES_PER_WORKER, BATCH, HIDDEN = 10, 5, 2, 16, 16
@@ -133,8 +143,6 @@ def bound_at(c: Config, trace, T: int, estimates) -> tuple[float | None, float, 
     """The theorem (``c.key``, proof variant) at the run's parameters, at the conservative
     end of the estimates: (bound or None where a condition fails, its value anyway,
     the names of the conditions that fail somewhere on the grid of the estimates)."""
-    from fedbound.verify.estimated import conservative_bound
-
     thm = bounds.get(c.key)
     params = {k: v for k, v in theorem_params(c, trace, T).items() if k in thm.params}
     value, _, violations = conservative_bound(thm, params, estimates)
@@ -150,9 +158,6 @@ def scaled(r: Row, factor: float) -> Row:
 
 
 def _estimates(clients, x0, quick: bool, generator):
-    from fedbound.verify.estimated import EstimationSettings
-    from fedbound.verify.papers.afl import estimate_afl_constants
-
     settings = (EstimationSettings(points=2, steps=10, power_steps=10, starts=2, samples=16)
                 if quick else EstimationSettings(points=3, steps=30, power_steps=20, samples=64))
     return estimate_afl_constants(clients, x0, generator, settings)
@@ -213,3 +218,6 @@ def _prediction(fedavg: str, other: str, constants: str) -> str:
     return (f"bound on the average of ||grad f(x_t)||^2 (the theorems' left side) at each "
             f"run's steps, delays and K, constants at the conservative end: {fedavg}; {other}. "
             f"Constants estimated on the same network: {constants}")
+
+
+register_reproduction("afl", run)

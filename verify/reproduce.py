@@ -13,27 +13,27 @@ than B" agrees when A's interval lies below B's, disagrees when it lies above, a
 undecided (None) when they overlap (:func:`order`). The bound agrees when it orders every
 pair that the measurement separates the same way (:func:`bound_order`).
 
-Each paper's module (``verify.reproduce.mllsgd``, ``.hfl``, ``.tdcd``, ``.afl``) has
-``run(*, quick: bool, seed: int, device) -> tuple[Finding, ...]``, which
-:func:`reproduce` runs with torch on one thread. ``quick`` is the
-setting the tests and notebook 07 run (seconds); the default is the full run (more
+Each paper registers its reproduction with :func:`register_reproduction` (through
+``verify.api``, from its plugin): ``run(*, quick: bool, seed: int, device) ->
+tuple[Finding, ...]``, which :func:`reproduce` runs with torch on one thread. ``quick`` is
+the setting the tests and notebook 07 run (seconds); the default is the full run (more
 seeds, longer runs). The same seed gives the same numbers, bit for bit.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from fedbound.verify.verdict import t_multiplier
+from .plugins import ensure_loaded
+from .verdict import t_multiplier
 
-#: the papers with a reproduction, each with its module
-PAPERS = {name: f"fedbound.verify.reproduce.{name}" for name in ("mllsgd", "hfl", "tdcd", "afl")}
+#: the registered reproductions: paper -> run(quick=, seed=, device=) -> findings
+_RUNS: dict[str, Callable[..., Sequence]] = {}
 
 
 @dataclass(frozen=True)
@@ -93,9 +93,10 @@ class Reproduction:
 
     def text(self) -> str:
         """The reproduction as plain text: per claim, its table and its verdicts."""
-        from fedbound.bounds.references import cite
+        from fedbound.bounds.references import PAPERS, cite
 
-        lines = [f"{cite(self.paper)}: {len(self.findings)} claims "
+        title = cite(self.paper) if self.paper in PAPERS else self.paper  # a plugin's paper
+        lines = [f"{title}: {len(self.findings)} claims "
                  f"({'quick' if self.quick else 'full'} run, seed {self.seed}, "
                  f"{self.seconds:.1f} s)"]
         for f in self.findings:
@@ -157,20 +158,66 @@ def increasing(rows: Sequence[Row]) -> bool | None:
     return True if all(steps) else None
 
 
+def digits_mlp(batch: int, device=None):
+    """(problem, x_1): the mean cross-entropy of ``sim.neural.mlp`` on all the digits
+    (``sim.data.load_digits``) with mini-batches of ``batch``, and its initial parameters
+    (the module built after ``torch.manual_seed(0)``: the same start for every seed, the
+    seed drives the runs). The problem of the papers' reproductions on real data."""
+    import torch
+
+    from fedbound.sim.data import load_digits
+    from fedbound.sim.neural import NeuralProblem, mlp
+
+    data = load_digits(device=device)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        module = mlp()
+    pr = NeuralProblem(module, data.features, data.labels, batch=batch, device=device)
+    return pr, pr.initial()
+
+
+def estimation_settings(quick: bool):
+    """How a reproduction estimates its bound's constants (``verify.estimated``): fewer
+    points and samples in a quick run."""
+    from .estimated import EstimationSettings
+
+    return (EstimationSettings(points=2, steps=20, power_steps=15, starts=2, samples=50)
+            if quick else EstimationSettings())
+
+
+def register_reproduction(paper: str, run: Callable[..., Sequence]) -> None:
+    """Register the reproduction of ``paper`` (the key prefix of its results, e.g. "hfl"):
+    ``run(*, quick, seed, device)`` returns its :class:`Finding` s (module docstring).
+    Registering a paper twice is an error."""
+    if paper in _RUNS:
+        raise ValueError(f"a reproduction of {paper!r} is already registered")
+    _RUNS[paper] = run
+
+
+def unregister_reproduction(paper: str) -> None:
+    """Remove the reproduction of ``paper`` (for tests)."""
+    _RUNS.pop(paper, None)
+
+
+def reproductions() -> list[str]:
+    """The papers with a registered reproduction, sorted (the plugins loaded)."""
+    ensure_loaded()
+    return sorted(_RUNS)
+
+
 def reproduce(paper: str, *, quick: bool = False, seed: int = 0, device=None) -> Reproduction:
-    """Run ``paper``'s reproduction (one of :data:`PAPERS`; see the module docstring), with
-    torch on one thread (``verify.choose.one_thread``: the tensors are small, and extra
+    """Run ``paper``'s reproduction (one of :func:`reproductions`; see the module docstring),
+    with torch on one thread (``sim.problems.one_thread``: the tensors are small, and extra
     threads only slow them down, by up to ten times on a loaded machine)."""
-    if paper not in PAPERS:
-        raise ValueError(f"paper={paper!r}: reproductions exist for {', '.join(PAPERS)}")
+    if paper not in reproductions():
+        raise ValueError(f"paper={paper!r}: reproductions exist for {', '.join(reproductions())}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
         raise ValueError(f"seed={seed!r} must be an integer in [0, 2^63)")
-    from fedbound.sim.problems import checked_device
-    from fedbound.verify.choose import one_thread
+    from fedbound.sim.problems import checked_device, one_thread
 
     if device is not None:
         checked_device(device)
     t0 = time.perf_counter()
     with one_thread():
-        findings = importlib.import_module(PAPERS[paper]).run(quick=quick, seed=seed, device=device)
+        findings = _RUNS[paper](quick=quick, seed=seed, device=device)
     return Reproduction(paper, quick, seed, tuple(findings), time.perf_counter() - t0)

@@ -46,9 +46,20 @@ import numpy as np
 
 from fedbound import bounds
 from fedbound.bounds.references import cite
-from fedbound.bounds.tdcd import round_time
+from fedbound.verify.api import (
+    EstimationSettings,
+    Finding,
+    Row,
+    bound_order,
+    conservative_bound,
+    conservative_step,
+    increasing,
+    order,
+    register_reproduction,
+    row,
+)
 
-from . import Finding, Row, bound_order, increasing, order, row
+from .adapters import estimate_tdcd_constants
 
 PAPER = "tdcd"
 QS = (1, 4, 16)
@@ -96,6 +107,8 @@ def build_model(seed: int, device=None):
 def budget_rounds(Q: int, ratio: float, rounds: int) -> int:
     """The rounds of Q that fit in the time of ``rounds`` rounds of Q = 1 at t_comm/t_comp
     = ``ratio`` (t_comp = 1)."""
+    from fedbound.bounds.tdcd import round_time
+
     return int(math.floor(rounds * round_time(1, ratio, 1.0) / round_time(Q, ratio, 1.0) + 1e-9))
 
 
@@ -126,12 +139,10 @@ def selected(losses: np.ndarray, diverged: np.ndarray, r: int) -> tuple[int, np.
 def bound_at(thm, estimates, sigma, Q: int, R: int) -> tuple[float | None, float, list[str]]:
     """The bound at its own best admissible step for (Q, R) at the conservative end of the
     estimates: (bound or None where inadmissible, that step, the violated conditions)."""
-    from fedbound.verify.estimated import _step, conservative_bound
-
     params = {"Q": Q, "R": R, "sigma": sigma}
     if "K" in thm.params:
         params["K"] = np.asarray(CLIENTS, dtype=float)
-    top = _step(thm, params, estimates, None)
+    top = conservative_step(thm, params, estimates, None)
     upper = {name: e.upper for name, e in estimates.items()}
     etas = np.geomspace(top * 1e-3, top, 61)
     values = np.asarray(thm.evaluate(**params, **upper, eta=etas), dtype=float)
@@ -141,9 +152,6 @@ def bound_at(thm, estimates, sigma, Q: int, R: int) -> tuple[float | None, float
 
 
 def _estimates(model, theta0, quick: bool, generator):
-    from fedbound.verify.estimated import EstimationSettings
-    from fedbound.verify.papers.tdcd import estimate_tdcd_constants
-
     settings = (EstimationSettings(points=2, steps=10, power_steps=10, starts=2, samples=32)
                 if quick else EstimationSettings(points=3, steps=30, power_steps=20, samples=100))
     return estimate_tdcd_constants(model, theta0, generator, settings)
@@ -246,3 +254,6 @@ def _prediction(bound_of: dict, constants: str) -> str:
     return ("; ".join(parts) + ". The bound certifies no Q > 1 faster than Q = 1 (the published "
             "bound depends on eta and Q only through eta Q; bounds/derivations/tdcd_refined.md, "
             f"section 6). Constants estimated on the same networks: {constants}")
+
+
+register_reproduction("tdcd", run)

@@ -31,28 +31,30 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from fedbound import bounds
-from fedbound.bounds import delays as dl
-from fedbound.bounds import hfl as bhfl
 from fedbound.bounds.references import cite
 from fedbound.verify.api import (
     LOOP_OVERHEAD,
+    TIME,
     Adapter,
     Draw,
     Footprint,
     Measurement,
     Scenario,
+    Sweep,
     Tags,
     problem_spec,
     register_adapter,
+    register_sweep,
     require_float,
     require_int,
     roundoff,
 )
 from fedbound.verify.api import count_text as _n
 
-if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
+if TYPE_CHECKING:  # annotations only: torch, sim and bounds.delays are imported where used
     import torch
 
+    from fedbound.bounds import delays as dl
     from fedbound.sim.problems import LogisticRegression, Quadratic
 
 PAPER = cite("hfl")
@@ -109,6 +111,8 @@ class HFLScenario(Scenario):
         self.problem_spec()
 
     def model(self) -> dl.DelayModel:
+        from fedbound.bounds import delays as dl
+
         if not isinstance(self.delays, (list, tuple)):
             raise ValueError(f"delays={self.delays!r} must be the 8 parameters "
                              "{d, b, e, f, d_g, b_g, e_g, f_g}")
@@ -155,6 +159,8 @@ def build(s: HFLScenario) -> Setup:
 def paths(s: HFLScenario) -> dl.Schedules:
     """The delay paths of the scenario: one (conditional) or one per replica (expected),
     drawn by ``bounds.delays`` from ``seed``."""
+    from fedbound.bounds import delays as dl
+
     count = 1 if s.mode == "conditional" else s.replicas
     return dl.sample_schedules(s.model(), s.S, s.T, count, np.random.default_rng(s.seed),
                                ramp=s.ramp)
@@ -238,6 +244,8 @@ class HFL(Adapter):
     G, L, sigma, Delta, and the simulator run on those schedules."""
 
     scenario_type = HFLScenario
+    #: T is the system time (Section II)
+    field_units = {"T": TIME}
     tags = Tags(paired=True)
     series_label = "round u [count]"
     lhs_label = r"$\frac{1}{u}\sum_{u'\leq u}\|\nabla f(x^{u'})\|^2$ [loss²/param²]"
@@ -387,6 +395,10 @@ class Theorem1(HFL):
 class Theorem2(HFL):
     key = "hfl.theorem2"
     default = HFLScenario(alpha=1.0)
+    tags = Tags(paired=True, estimated=True)
+
+    def _estimated_parts(self, scenario, thm, *, problem, x1, settings):
+        return estimated_parts(scenario, thm, problem=problem, x1=x1, settings=settings)
 
 
 @register_adapter
@@ -398,6 +410,8 @@ class Corollary1(HFL):
     tags = Tags()
 
     def _derive(self, s: HFLScenario, thm) -> dict[str, Any]:
+        from fedbound.bounds import hfl as bhfl
+
         if s.alpha is not None:
             raise ValueError(f"alpha={s.alpha}: {self.key} fixes alpha = min(1/sqrt(U), 1/L) "
                              f"({PAPER}, Corollary 1); leave alpha null")
@@ -434,3 +448,11 @@ def lemma1_pathwise(scenario: HFLScenario | None = None) -> dict[str, Any]:
     real = np.broadcast_to(trace.real.numpy()[..., None], bound.shape)
     ratio = trace.deviation.numpy()[real] / bound[real]
     return {"max_ratio": float(ratio.max()), "cells": int(ratio.size), "holds": bool(ratio.max() <= 1)}
+
+
+# ---------------------------------------------------------------------- rate sweeps
+
+register_sweep("hfl.corollary1", Sweep(
+    "U", "T", (300.0, 1200.0, 4800.0, 19200.0), {"problem": {"R": 4.0}},
+    note="U rounds in the system time T at a fixed sync time S; features of norm up to 4 "
+         "(L about 1), so that alpha L is not tiny and the sweep reaches the asymptotic regime"))

@@ -1,0 +1,95 @@
+"""A chooser for ``sgd.nonconvex``: the constant step eta for K iterations of SGD, chosen by
+every variant of the bound and by simulation (``fedbound choose sgd``).
+
+The bound side minimises Ghadimi & Lan's bound over the admissible steps (a log grid up to
+1/L); the simulation runs SGD at each candidate step on the scenario's quadratic, every
+step on the same seeds, and measures the average squared gradient norm. A plugin adds a
+chooser this way: a :class:`~verify.api.Chooser` subclass registered with
+:func:`~verify.api.register_chooser`, with the options it takes on the command line.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from fedbound import bounds
+from fedbound.verify.api import (
+    BoundChoice,
+    Chooser,
+    Option,
+    comma_separated,
+    half_width,
+    register_chooser,
+    require_int,
+)
+
+from .adapter import SGDScenario, build, simulate
+from .theorem import KEY
+
+
+@register_chooser
+class Step(Chooser):
+    """The step eta of SGD for the scenario's K iterations (module docstring)."""
+
+    name = "sgd-step"
+    knobs = ("eta",)
+    metric = "mean ||grad f(x_k)||^2 over the K iterations"
+    key = KEY
+    summary = "SGD: the step eta for K iterations, from the bound and by simulation"
+    example = "fedbound --plugin fedbound_sgd choose sgd --K 100 --sigma 1"
+
+    def __init__(self, scenario: SGDScenario | None = None, *, etas=None, points: int = 9):
+        self.scenario = scenario or SGDScenario()
+        self.scenario.validate()
+        self.points = require_int("points", points, minimum=2)
+        self.etas = None if etas is None else [float(e) for e in etas]
+
+    @classmethod
+    def add_arguments(cls, p) -> None:
+        p.add_argument("--K", type=int, help="iterations (default: the scenario's, 100)")
+        p.add_argument("--sigma", type=float, help="gradient noise (default 1)")
+        p.add_argument("--eta", help="comma-separated steps to compare (default: a log grid "
+                                     "up to 1/L)")
+
+    @classmethod
+    def from_arguments(cls, args, read_scenario) -> Step:
+        fields = {k: v for k, v in (("K", args.K), ("sigma", args.sigma)) if v is not None}
+        return cls(SGDScenario(**fields), etas=comma_separated(args.eta, "--eta"))
+
+    def _params(self) -> dict[str, Any]:
+        problem, x0, _ = build(self.scenario)
+        return {"L": problem.L, "sigma": problem.sigma, "Delta": max(problem.delta(x0), 0.0),
+                "K": self.scenario.K}
+
+    def inputs(self) -> dict[str, Any]:
+        return self.scenario.to_dict()
+
+    def candidates(self) -> list[dict[str, Any]]:
+        """The steps given, else a log grid from 1/(100 L) to 1/L."""
+        if self.etas is not None:
+            return [{"eta": e} for e in self.etas]
+        top = 1.0 / self.scenario.L
+        return [{"eta": float(e)} for e in np.geomspace(top / 100, top, self.points)]
+
+    def bound_choice(self, variant: str) -> BoundChoice:
+        thm, params = bounds.get(self.key, variant), self._params()
+        etas = np.geomspace(thm.max_step(**params) / 1e4, thm.max_step(**params), 400)
+        values = np.asarray(thm.evaluate(**params, eta=etas), dtype=float)
+        best = int(np.argmin(values))
+        curve = [{"eta": float(e), "bound": float(v)} for e, v in zip(etas[::40], values[::40],
+                                                                       strict=True)]
+        return BoundChoice(variant, {"eta": float(etas[best])}, float(values[best]), curve)
+
+    def simulate(self, settings: list[dict[str, Any]]) -> list[Option]:
+        """Each step on the same seeds (common random numbers): the average over the K
+        iterations of ||grad f(x_k)||^2 per replica, its mean and 95% half-width."""
+        out = []
+        for row in settings:
+            problem, x0, gen = build(self.scenario)  # the same draws for every step
+            grad_sq, diverged = simulate(problem, x0, row["eta"], self.scenario.K,
+                                         self.scenario.replicas, gen)
+            values = np.where(diverged, np.inf, grad_sq.mean(axis=1))
+            out.append(Option(dict(row), float(values.mean()), half_width(values)))
+        return out

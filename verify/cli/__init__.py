@@ -1,0 +1,149 @@
+"""The ``fedbound`` command: argument parsing and output only; the work is in the library.
+
+One module per command (:data:`MODULES`), each with its :class:`~.common.Command` s; the
+commands of the registered plugins' choosers run as ``fedbound choose NAME``, and a
+chooser's aliases as commands of their own (:func:`expand_alias`).
+
+The exit status is the same for every command (``common.EXIT_CODES``, shown by ``--help``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+import traceback
+from collections.abc import Sequence
+
+from . import bound, check, choose, listing, rate, reproduce, scenario, search, sweep
+from .common import EXIT_CODES, Exit, Parser, UsageError, limit_options
+
+MODULES = (listing, bound, scenario, check, search, rate, choose, reproduce, sweep)
+COMMANDS = {c.name: c for m in MODULES for c in m.COMMANDS}
+#: options of the command line before the command that take a value
+_VALUED = ("--plugin", "--max-memory", "--max-steps", "--max-scenarios")
+
+
+def _version() -> str:
+    from fedbound import __version__
+
+    return __version__
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = Parser(prog="fedbound", formatter_class=argparse.RawDescriptionHelpFormatter,
+                description="Executable convergence theory for hierarchical, multi-level and "
+                            "anarchic federated learning.",
+                epilog="exit status:\n" + EXIT_CODES)
+    ap.add_argument("--version", action="version", version=f"fedbound {_version()}")
+    ap.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                    help="import MODULE to register its results (repeatable; also "
+                         "FEDBOUND_PLUGINS and the entry-point group fedbound.plugins)")
+    ap.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
+    limit_options(ap, argparse.SUPPRESS)
+    limits = Parser(add_help=False)
+    limit_options(limits, argparse.SUPPRESS)
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for c in COMMANDS.values():
+        p = sub.add_parser(c.name, help=c.help, description=c.description or c.help,
+                           parents=[limits], formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog=f"example:\n  {c.example}\n\nexit status:\n{EXIT_CODES}")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(fn=c.run)
+        c.arguments(p)
+    return ap
+
+
+def _command_index(argv: Sequence[str]) -> int | None:
+    """Where the command is in ``argv``: the first word that is neither an option before it
+    nor the value of one."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if not word.startswith("-"):
+            return i
+        i += 2 if word in _VALUED else 1
+    return None
+
+
+def expand_alias(argv: Sequence[str]) -> list[str]:
+    """``argv`` with a chooser's alias replaced by ``choose NAME`` (a word in the place of the
+    command that is no command: the plugins named on the command line and installed are
+    loaded to look it up)."""
+    argv = list(argv)
+    i = _command_index(argv)
+    if i is None or argv[i] in COMMANDS:
+        return argv
+    from ..plugins import load_plugins
+
+    load_plugins([argv[j + 1] for j in range(i) if argv[j] == "--plugin" and j + 1 < i])
+    name = choose.alias_command(argv[i])
+    return argv if name is None else [*argv[:i], "choose", name, *argv[i + 1:]]
+
+
+def _terminate(signum, frame):
+    """SIGTERM: stop like Ctrl-C (finished results are kept, exit status 130)."""
+    raise KeyboardInterrupt("terminated (SIGTERM)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
+    try:
+        args = parser().parse_args(expand_alias(argv))
+        if check.pool_ahead(args):
+            from ..pool import start_fork_server
+
+            start_fork_server(() if args.no_figures else ("fedbound.verify.plots",))
+        from .. import limits
+        from ..interrupts import uninterrupted_imports
+        from ..plugins import load_plugins, modules
+
+        with limits.configured(memory=getattr(args, "max_memory", None),
+                               steps=getattr(args, "max_steps", None),
+                               scenarios=getattr(args, "max_scenarios", None)):
+            with uninterrupted_imports("torch", *modules()):  # the plugins' imports too
+                for message in load_plugins(args.plugin):
+                    print(f"fedbound: warning: {message}", file=sys.stderr)
+                import numpy as np
+
+                with np.errstate(all="ignore"):  # every result is checked for finiteness
+                    out = args.fn(args)
+            status = 0
+            if isinstance(out, Exit):
+                out, status = out.payload, out.status
+            if out is not None:
+                from ..scenario import json_text
+
+                print(json_text(out))
+        sys.stdout.flush()
+        return status
+    except (UsageError, ValueError, NotImplementedError) as e:
+        print(f"fedbound: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as e:
+        print("fedbound: interrupted" + (f": {e}" if str(e) else ""), file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # the reader went away (| head): end quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except Exception as e:  # noqa: BLE001 - one line and a log, never a bare traceback
+        if debug:
+            traceback.print_exc()
+        else:
+            fd, log = tempfile.mkstemp(prefix="fedbound-error-", suffix=".log")
+            with os.fdopen(fd, "w") as f:
+                traceback.print_exc(file=f)
+            print(f"fedbound: internal error: {type(e).__name__}: {e} (traceback in {log}; "
+                  "run with --debug to show it)", file=sys.stderr)
+        return 70
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

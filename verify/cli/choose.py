@@ -1,0 +1,81 @@
+"""``fedbound choose NAME``: a registered chooser (``verify.choose``) with the options it
+declares; a chooser's aliases (``fedbound ALIAS ...``) run it too."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import EXIT_CODES, Command, Exit, Parser, limit_options, names, read_scenario
+
+
+def _chooser_parser(cls, command: str) -> Parser:
+    from ..choose import METHODS
+
+    p = Parser(prog=f"fedbound choose {command}", description=cls.summary or cls.__doc__,
+               formatter_class=argparse.RawDescriptionHelpFormatter,
+               epilog=(f"example:\n  {cls.example}\n\n" if cls.example else "")
+               + f"exit status:\n{EXIT_CODES}")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--variant", help=f"comma-separated variants of {cls.key} (default: all)")
+    p.add_argument("--method", choices=METHODS, default="both",
+                   help="bound: each variant's choice only; simulate: the simulation only; "
+                        "both (default): side by side")
+    limit_options(p, None)
+    cls.add_arguments(p)
+    return p
+
+
+def _listing() -> str:
+    from ..choose import choosers
+
+    rows = [f"  {name:<10} {cls.summary}" + (f" (also: {', '.join(cls.aliases)})" if cls.aliases
+                                             else "")
+            for name, cls in choosers().items()]
+    return "registered choosers:\n" + ("\n".join(rows) if rows else "  none")
+
+
+def run(args):
+    from .. import limits, text
+    from ..choose import choose, chooser_class, command_of
+
+    if args.name is None:
+        print(f"usage: fedbound choose NAME [options]\n\n{_listing()}\n\n"
+              "fedbound choose NAME --help lists the options of one")
+        return Exit(None, 0)
+    cls = chooser_class(args.name)
+    sub = _chooser_parser(cls, command_of(cls)).parse_args(args.rest)
+    with limits.configured(memory=sub.max_memory, steps=sub.max_steps,
+                           scenarios=sub.max_scenarios):
+        chooser = cls.from_arguments(sub, lambda key, source: read_scenario(key, source)[0])
+        rep = choose(chooser, variants=names(sub.variant), method=sub.method)
+    if args.json or sub.json:
+        return rep.as_dict()
+    print(text.format_choice(rep))
+    return None
+
+
+def alias_command(name: str) -> str | None:
+    """The chooser that ``name`` is an alias of (``fedbound ALIAS ...`` runs ``fedbound choose
+    COMMAND ...``), or None."""
+    from ..choose import chooser_class, command_of
+
+    try:
+        cls = chooser_class(name)
+    except ValueError:
+        return None
+    return command_of(cls) if name in cls.aliases else None
+
+
+def arguments(p) -> None:
+    p.add_argument("name", nargs="?", help="the registered chooser (fedbound choose lists them)")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="the chooser's options")
+
+
+COMMANDS = (Command(
+    "choose", run, "choose a problem's knobs from each bound variant and by simulation", arguments,
+    "fedbound choose hfl --sizes 15,15 --delays 0.01,0.85,0.001,0.085,4,2,0.4,0.2 --T 600 "
+    "--alpha 0.05 --L 1 --G 10 --sigma 10 --Delta 10\n  fedbound choose tdcd --t-comm 100 --t-comp 1",
+    "Run a registered chooser: each variant of its bound's choice beside the simulation's "
+    "best, every choice simulated. `fedbound choose` lists the choosers, `fedbound choose "
+    "NAME --help` the options of one; a chooser may also answer to an alias "
+    "(choose-sync-time, choose-q-eta)."),)

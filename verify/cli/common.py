@@ -1,0 +1,163 @@
+"""What the commands of ``fedbound`` share: the exit statuses, the one-line usage error, the
+parsers of option values and the scenario reader."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+EXIT_CODES = """\
+  0    yes: the bound holds, the parameters are admissible, the command did its job
+  1    no: a bound is violated, a stored refutation went stale, a search found a violation
+       of a result not recorded as refuted, the parameters given to ``bound`` are
+       inadmissible
+  2    bad input or usage (one line naming the field)
+  3    inconclusive, with --strict
+  4    finished, but some rows ended in an error (check --all, sweep)
+  70   internal error (one line; the traceback in a log file, or on screen with --debug)
+  130  interrupted"""
+
+
+class UsageError(Exception):
+    """Bad input from the command line (exit status 2)."""
+
+
+@dataclass
+class Exit:
+    """A command's output (printed as JSON unless None) and its exit status."""
+
+    payload: object
+    status: int
+
+
+@dataclass(frozen=True)
+class Command:
+    """One subcommand: its ``name``, the function that ``run``s it on the parsed arguments
+    (returning what to print as JSON, or an :class:`Exit`), its one-line ``help``, a longer
+    ``description``, a usage ``example`` and the function that adds its ``arguments``."""
+
+    name: str
+    run: Callable
+    help: str
+    arguments: Callable[[argparse.ArgumentParser], None]
+    example: str
+    description: str = ""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2, no usage dump
+        raise UsageError(message)
+
+
+def json_object(text: str | None, what: str) -> dict:
+    from ..scenario import parse_json
+
+    if text is None:
+        raise UsageError(f"{what} JSON is required")
+    data = parse_json(text, what)
+    if not isinstance(data, dict):
+        raise UsageError(f"{what} must be a JSON object of parameter values")
+    return data
+
+
+def _int63(text: str, rule: str) -> int:
+    """An integer option in [0, 2^63) (what int64 tensors and numpy seeds take)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value < 2**63:
+        raise argparse.ArgumentTypeError(f"{value} must be {rule}")
+    return value
+
+
+def seed(text: str) -> int:
+    """A seed option: an integer in [0, 2^63)."""
+    return _int63(text, "an integer in [0, 2^63)")
+
+
+def count(text: str) -> int:
+    """A count option (--battery may be 0): an integer >= 0 below 2^63."""
+    return _int63(text, "an integer >= 0")
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds > 0")
+    return value
+
+
+def names(text: str | None) -> list[str] | None:
+    """A comma-separated list of names (None when not given)."""
+    return None if text is None else [v.strip() for v in text.split(",") if v.strip()]
+
+
+def limit_options(p: argparse.ArgumentParser, default) -> None:
+    """The resource limits (verify.limits), accepted before or after the command."""
+    p.add_argument("--max-memory", metavar="SIZE", default=default,
+                   help="memory one scenario may use, e.g. 8G (default: half the machine's "
+                        "memory, or of its container's limit; also FEDBOUND_MAX_MEMORY)")
+    p.add_argument("--max-steps", metavar="N", default=default,
+                   help="operations one scenario may take, e.g. 1e14 (default 1e13; also "
+                        "FEDBOUND_MAX_STEPS)")
+    p.add_argument("--max-scenarios", metavar="N", default=default,
+                   help="scenarios of one sweep or search budget (default 1e6; also "
+                        "FEDBOUND_MAX_SCENARIOS)")
+
+
+def one_torch_thread() -> None:
+    """One torch thread in this process: the searches and sweeps of small scenarios run
+    faster without intra-op threads (and --jobs parallelises across processes)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+@contextmanager
+def progress_bar(**kwargs):
+    """A tqdm progress bar on standard error, shown on a terminal only."""
+    from tqdm import tqdm
+
+    with tqdm(file=sys.stderr, disable=None, **kwargs) as bar:
+        yield bar
+
+
+def read_scenario(key: str, source: str | None, variant: str | None = None):
+    """The scenario of ``--scenario`` (a file, or - for standard input) and the variant to
+    check: a stored witness file (``verify.Witness``) gives its scenario and, unless
+    ``--variant`` says otherwise, its variant."""
+    from ..adapter import adapter_for
+    from ..scenario import parse_json
+    from ..witnesses import as_witness
+
+    ad = adapter_for(key)
+    if source is None:
+        return ad.default_scenario(), variant
+    if source != "-" and not Path(source).is_file():
+        raise UsageError(f"--scenario {source}: No such file")
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise UsageError(f"--scenario {source}: {getattr(e, 'strerror', None) or e}") from None
+    data = parse_json(text, f"--scenario {source}")
+    w = as_witness(data)
+    if w is not None:
+        if w.key != key:
+            raise UsageError(f"--scenario {source} is a witness of {w.key}, not of {key}")
+        return ad.load(w.scenario), variant or w.variant
+    return ad.load(data), variant
+
+
+def key_and_variant(p: argparse.ArgumentParser,
+                    variant_help: str = "variant (default: the result's default)") -> None:
+    p.add_argument("key", help="registered result, e.g. mllsgd.theorem1 (see fedbound list)")
+    p.add_argument("--variant", help=variant_help)

@@ -1,0 +1,36 @@
+"""Yang, Zhang, Khanduri and Liu 2022, Anarchic Federated Learning (ICML 2022): fedbound's
+plugin for the paper.
+
+Loaded as any plugin is, through the entry point ``afl`` of the group ``fedbound.plugins``;
+it registers through ``verify.api`` only: adapters (Theorems 1 to 4, Corollaries 1 to 3),
+refutation families, reproduced claims, its stored witnesses (``witnesses/``) and its rate
+sweeps. Modules: ``adapters`` (statement, scenario, parameter derivation, measurement, one
+adapter per result) and ``claims`` (its experiments reproduced at small scale).
+"""
+
+from importlib import resources
+
+from fedbound.verify.api import register_witness_dir
+
+from . import adapters, claims  # noqa: F401 - each registers what it holds
+from .adapters import (  # noqa: F401 - the paper's public names
+    AFL,
+    FAMILIES,
+    PAPER,
+    PROBLEM_KINDS,
+    AFLScenario,
+    Corollary1,
+    Corollary2,
+    Corollary3,
+    Setup,
+    Theorem1,
+    Theorem2,
+    Theorem3,
+    Theorem4,
+    build,
+    estimate_afl_constants,
+    estimated_parts,
+    exact_series,
+)
+
+register_witness_dir(resources.files(__name__) / "witnesses")

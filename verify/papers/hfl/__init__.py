@@ -1,0 +1,44 @@
+"""Ali and Arafa 2025, Delay Sensitive Hierarchical Federated Learning with Stochastic Local
+Updates: fedbound's plugin for the paper.
+
+Loaded as any plugin is, through the entry point ``hfl`` of the group ``fedbound.plugins``;
+it registers through ``verify.api`` only: adapters (Lemma 1, Theorems 1 and 2, Corollary 1),
+the sync-time chooser, reproduced claims, its stored witnesses (``witnesses/``) and its rate
+sweeps. Modules: ``adapters`` (statement, scenario, parameter derivation, measurement, one
+adapter per result), ``choose`` (its chooser) and ``claims`` (its experiments reproduced at
+small scale).
+"""
+
+from importlib import resources
+
+from fedbound.verify.api import register_witness_dir
+
+from . import adapters, choose, claims  # noqa: F401 - each registers what it holds
+from .adapters import (  # noqa: F401 - the paper's public names
+    FIG7A,
+    HFL,
+    MAX_DELAY,
+    MODES,
+    PAPER,
+    PROBLEM_KINDS,
+    Corollary1,
+    HFLScenario,
+    Lemma1,
+    Setup,
+    Theorem1,
+    Theorem2,
+    build,
+    estimated_parts,
+    lemma1_pathwise,
+    paths,
+)
+from .choose import (  # noqa: F401 - the paper's public names
+    METRICS,
+    SyncTime,
+    loss_at_times,
+    plot_loss_vs_wallclock,
+    plot_sync_time,
+    synthetic_quadratic,
+)
+
+register_witness_dir(resources.files(__name__) / "witnesses")

@@ -1,0 +1,34 @@
+"""Castiglia, Das and Patterson 2021, Multi-Level Local SGD: Distributed SGD for Heterogeneous
+Hierarchical Networks (ICLR 2021): fedbound's plugin for the paper.
+
+Loaded as any plugin is, through the entry point ``mllsgd`` of the group
+``fedbound.plugins``; it registers through ``verify.api`` only: adapters (Theorem 1, its
+limit (14), Corollary 1), reproduced claims, its stored witnesses (``witnesses/``) and its
+rate sweeps. Modules: ``adapters`` (statement, scenario, parameter derivation, measurement,
+one adapter per result) and ``claims`` (its experiments reproduced at small scale).
+"""
+
+from importlib import resources
+
+from fedbound.verify.api import register_witness_dir
+
+from . import adapters, claims  # noqa: F401 - each registers what it holds
+from .adapters import (  # noqa: F401 - the paper's public names
+    MAX_WORKERS,
+    MLLSGD,
+    PAPER,
+    PROBLEM_KINDS,
+    Corollary1,
+    MLLSGDScenario,
+    Setup,
+    Theorem1,
+    Theorem1Limit,
+    build,
+    estimated_parts,
+    exact_series,
+    expected_averaged_model,
+    expected_grad_sq_norms,
+    expected_lhs,
+)
+
+register_witness_dir(resources.files(__name__) / "witnesses")

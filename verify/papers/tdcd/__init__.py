@@ -1,0 +1,50 @@
+"""Das, Castiglia, Wang and Patterson 2022, Cross-Silo Federated Learning for Multi-Tier
+Networks with Vertical and Horizontal Data Partitioning (ACM TIST): fedbound's plugin for
+the paper.
+
+Loaded as any plugin is, through the entry point ``tdcd`` of the group ``fedbound.plugins``;
+it registers through ``verify.api`` only: adapters (Theorem 1, Lemma 2, Remark 5), the (Q,
+eta) chooser and Q sweeps, reproduced claims, its stored witnesses (``witnesses/``) and its
+rate sweeps. Modules: ``adapters`` (statement, scenario, parameter derivation, measurement,
+one adapter per result), ``choose`` (its chooser) and ``claims`` (its experiments reproduced
+at small scale).
+"""
+
+from importlib import resources
+
+from fedbound.verify.api import register_witness_dir
+
+from . import adapters, choose, claims  # noqa: F401 - each registers what it holds
+from .adapters import (  # noqa: F401 - the paper's public names
+    PAPER,
+    TDCD,
+    Lemma2,
+    Remark5,
+    Setup,
+    TDCDScenario,
+    Theorem1,
+    build,
+    delta,
+    drift_ratio,
+    estimate_tdcd_constants,
+    estimated_parts,
+    remark5_eta,
+    run,
+    sigma,
+)
+from .choose import (  # noqa: F401 - the paper's public names
+    DEFAULT_Q_GRID,
+    EPSILON_FRACTION,
+    FLOOR_MARGIN,
+    SIM_REPLICAS,
+    SIM_ROUNDS_Q1,
+    QEta,
+    hitting_times,
+    loss_vs_time,
+    plot_against_q,
+    plot_loss_vs_time,
+    q_eta_evidence,
+    q_sweep,
+)
+
+register_witness_dir(resources.files(__name__) / "witnesses")

@@ -1,0 +1,180 @@
+"""What the commands print: verdicts, the table of ``check --all``, searches, rate checks and
+choices, as aligned plain text."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fedbound import bounds
+
+from .rows import Row, summary
+from .scenario import json_text
+from .verdict import Verdict, tightness
+
+#: what a dash in a slack column means
+NO_SLACK = "no ratio measured/bound is defined (a zero or diverged measurement)"
+
+
+def slack_text(bound: float, measured: float) -> str:
+    """The slack of a check as shown: 1 / (ratio measured/bound), the ratio of
+    :func:`verify.verdict.tightness` (1 = tight, below 1 = violated). For an upper bound it
+    is bound / measured; for a lower bound written as an upper bound on a negative quantity
+    (Yang et al. 2022, Theorem 1) measured / bound, so 1 is tight there too, never the
+    infinite or negative bound / measured. "-" where no ratio is defined (:data:`NO_SLACK`)."""
+    ratio = tightness(bound, measured)[0]
+    return f"{1 / ratio:.3g}x" if ratio > 0 else "-"
+
+
+
+def format_verdict(v: Verdict) -> str:
+    """A verdict as aligned lines: result, bound, measured (interval), verdict, slack, ..."""
+    lo, hi = v.measured_ci
+    where = "" if v.cell is None else f"  (cell {v.cell}, the one closest to violation)"
+    rows = [
+        ("result", f"{v.key} [{v.variant}]"),
+        ("bound", f"{v.bound:.6g}{where}"),
+        ("measured", f"{v.measured_mean:.6g}" + ("" if v.mode == "exact" else
+                                                 f"  (95% CI {lo:.6g} .. {hi:.6g})")),
+        ("verdict", v.verdict.upper() + ("" if v.admissible else
+                                          "  (hypotheses fail: " + "; ".join(v.violations) + ")")),
+        ("slack", (f"{slack_text(v.bound, v.measured_mean)}  (1 / ratio measured/bound)"
+                   if tightness(v.bound, v.measured_mean)[0] > 0 else f"-  ({NO_SLACK})")),
+        ("mode", "exact" if v.mode == "exact" else
+         f"{v.mode}, {v.replicas} replicas" + (f", {v.diverged} diverged" if v.diverged else "")),
+    ]
+    step = bounds.get(v.key, v.variant).step
+    rows += [(name, f"{v.params[name]:.6g}") for name in ([step] if step else []) + ["zeta"]
+             if isinstance(v.params.get(name), (int, float))]
+    rows += [("note", n) for n in v.notes]
+    rows.append(("time", f"{v.seconds:.2f} s"))
+    return "\n".join(f"  {k:<9} {val}" for k, val in rows)
+
+
+def _table(head: Sequence[str], body: Sequence[Sequence]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body, strict=True)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+    return "\n".join(lines + [fmt.format(*map(str, row)) for row in body])
+
+
+def format_suite(rows: Sequence[Row]) -> str:
+    """The terminal table of ``check --all`` (key, variant, scenario, status, expected,
+    verdict, slack, time) and its summary line."""
+    body = []
+    for r in rows:
+        slack = "-" if r.verdict is None else slack_text(r.verdict["bound"],
+                                                         r.verdict["measured_mean"])
+        verdict = r.outcome.upper() + (" (!)" if r.unexpected else "")
+        body.append((r.key, r.variant, r.label, r.status, r.expect or "-", verdict, slack,
+                     f"{r.seconds:.2f}s"))
+    table = _table(("key", "variant", "scenario", "status", "expected", "verdict", "slack", "time"),
+                   body)
+    return table + "\n\n" + summary_line(summary(rows))
+
+
+def summary_line(summ: dict) -> str:
+    """One line per kind of row: defaults, battery, witnesses; then the unexpected count."""
+    parts = []
+    for kind in ("default", "battery"):
+        counts = summ["outcomes"][kind]
+        if counts:
+            parts.append(f"{sum(counts.values())} {kind} checks: "
+                         + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    w = summ["witnesses"]
+    if w["replayed"]:
+        parts.append(f"{w['replayed']} witnesses replayed: {w['reproduced']} reproduced, "
+                     f"{w['stale']} stale")
+    return (f"{summ['results']} results. " + "; ".join(parts)
+            + f". {len(summ['unexpected'])} unexpected.")
+
+
+def _ratio_text(result) -> str:
+    lo, hi = result.ratio_ci
+    v = result.verdict
+    how = ("exact" if v.mode == "exact" else
+           f"Monte Carlo, {v.replicas} replicas, 95% CI {lo:.4g} .. {hi:.4g}")
+    return f"ratio measured/bound {result.ratio:.6g} ({how})"
+
+
+def _scalar_params(params: dict) -> str:
+    return ", ".join(f"{k}={v:.6g}" for k, v in params.items()
+                     if isinstance(v, (int, float)) and not isinstance(v, bool))
+
+
+def format_search(result) -> str:
+    """A few lines saying what a search found (or how much it tried), its ratio
+    measured/bound and, for a witness, the command that reproduces it."""
+    head = f"{result.key} [{result.variant}, status {result.status}]: "
+    v = result.verdict
+    if result.objective == "violate" and not result.found:
+        return head + (f"no violation in {result.tried} admissible scenarios; closest: measured "
+                       f"{v.measured_mean:.6g} vs bound {v.bound:.6g}, {_ratio_text(result)}")
+    known = " (a known refutation)" if not result.new_violation else " (NEW: not recorded as refuted)"
+    if result.objective == "tightest":
+        verdict = (f"VIOLATED{known}" if result.found else v.verdict)
+        lines = [head + f"tightest {_ratio_text(result)} after {result.tried} admissible "
+                 f"scenarios: measured {v.measured_mean:.6g}, bound {v.bound:.6g} ({verdict})",
+                 f"parameters there: {_scalar_params(v.params)}"]
+    else:
+        lines = [head + f"VIOLATED{known} after {result.tried} admissible scenarios ({v.mode}): "
+                 f"measured {v.measured_mean:.6g} > bound {v.bound:.6g} (slack {v.slack:.4g})"]
+    return "\n".join(lines + [
+        f"witness (fedbound check {result.key} --variant {result.variant}"
+        f"{' --exact' if result.exact else ''} --scenario FILE reproduces it):",
+        json_text(result.witness)])
+
+
+def format_rate(results) -> str:
+    """Rate checks (``verify.rate``) as text: per swept variable, the fitted exponent with
+    its interval, the published one along the sweep and the verdict, then the points."""
+    lines = []
+    for r in results:
+        lo, hi = r.interval
+        lines += [f"{r.key} [{r.variant}] over {r.over} ({r.mode}): fitted exponent "
+                  f"{r.exponent:+.3f} (95% interval {lo:+.3f} .. {hi:+.3f}), stated "
+                  f"{r.stated:+.3f}: {r.verdict.upper()}",
+                  f"  rate: {r.citation}" + (f"; regime: {r.regime}" if r.regime else "")]
+        if r.note:
+            lines.append(f"  sweep: {r.note}")
+        moving = {k: v for k, v in r.powers.items() if v}
+        lines.append("  along the sweep: " + ", ".join(f"{k} ~ {r.over}^{v:.3g}"
+                                                        for k, v in moving.items()))
+        body = [(f"{x:.6g}", f"{y:.6g}", "-" if r.mode == "exact" else f"{c[0]:.4g} .. {c[1]:.4g}")
+                for x, y, c in zip(r.x, r.lhs, r.lhs_ci, strict=True)]
+        lines += ["  " + row for row in _table((r.over, "left-hand side", "95% CI"), body).split("\n")]
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _cell(x) -> str:
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    return "-" if x is None else str(x)
+
+
+def format_choice(report) -> str:
+    """A :class:`verify.choose.ChoiceReport` as text: the inputs, each variant's choice with
+    the simulation there, the simulated table, and the one-line conclusion."""
+    lines = [f"{report.chooser}: " + ", ".join(f"{k}={_cell(v)}" for k, v in report.inputs.items()
+                                               if not isinstance(v, dict))]
+    if report.bound:
+        head = ["variant", *report.knobs, "bound objective"]
+        if report.simulation is not None:
+            head += [f"simulated ({report.metric})", "95% +-", "vs best"]
+        body = []
+        for c in report.bound:
+            row = [c.variant, *(_cell(c.settings[k]) for k in report.knobs), _cell(c.value)]
+            if c.simulated is not None:
+                row += [_cell(c.simulated.loss), _cell(c.simulated.ci),
+                        "-" if c.relative is None else f"{c.relative:.3g}x"]
+            body.append(row)
+        lines += ["", "The bound's choice, per variant:", _table(head, body)]
+    if report.simulation is not None:
+        body = [[*(_cell(o.settings[k]) for k in report.knobs), _cell(o.loss), _cell(o.ci)]
+                for o in report.simulation]
+        lines += ["", f"Simulation ({report.metric}):",
+                  _table([*report.knobs, report.metric, "95% +-"], body)]
+    lines += ["", report.message]
+    return "\n".join(lines)
+
+
