@@ -98,6 +98,12 @@ def builtin(key: str) -> bool:
     return getattr(_entry(key).build, "__module__", None) == "fedbound.bounds.catalog"
 
 
+def module_of(key: str) -> str | None:
+    """The module that defines the function building ``key`` (a plugin's, for a plugin's
+    result)."""
+    return getattr(_entry(key).build, "__module__", None)
+
+
 def keys() -> list[str]:
     """The registered result keys, sorted (builds nothing)."""
     return sorted(_REGISTRY)
@@ -115,12 +121,16 @@ def statuses(key: str) -> dict[str, str]:
         v: get(key, v).status for v in e.variants}
 
 
+def result_row(key: str) -> dict:
+    """The row of ``key`` in :func:`list_results` (builds the result when its statuses were
+    not registered)."""
+    e = _entry(key)
+    st = statuses(key)
+    return {"key": e.key, "title": e.title, "variants": [*e.variants],
+            "default": e.default, "status": st[e.default], "statuses": st}
+
+
 def list_results() -> list[dict]:
     """One row per registered result: key, title, variants, default, status (of the
     default variant) and statuses (of each variant), exposed as ``bounds.list()``."""
-    rows = []
-    for e in sorted(_REGISTRY.values(), key=lambda e: e.key):
-        st = statuses(e.key)
-        rows.append({"key": e.key, "title": e.title, "variants": [*e.variants],
-                     "default": e.default, "status": st[e.default], "statuses": st})
-    return rows
+    return [result_row(key) for key in keys()]

@@ -333,11 +333,14 @@ def test_an_internal_error_exits_70_with_one_line_and_a_log(capsys, monkeypatch)
     assert "Traceback" in open(log).read()
 
 
-def test_a_closed_pipe_ends_quietly():
+def test_a_closed_pipe_is_the_environments_failure_in_one_line():
+    """The reader went away before fedbound wrote (| head -0 reads nothing): exit 74 and one
+    line naming standard output, no traceback and no log."""
     exe = Path(sys.executable).with_name("fedbound")
-    r = subprocess.run(f"'{exe}' list --json | head -1", shell=True, capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout.strip() == "[" and r.stderr == ""
+    r = subprocess.run(f"'{exe}' list --json | head -0; exit ${{PIPESTATUS[0]}}", shell=True,
+                       executable="/bin/bash", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 74 and r.stdout == "", r.stderr
+    assert r.stderr.count("\n") == 1 and "I/O error: standard output: Broken pipe" in r.stderr
 
 
 def test_subcommand_help_lists_an_example_and_the_exit_codes(capsys):

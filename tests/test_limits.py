@@ -197,7 +197,7 @@ def test_a_sweep_point_above_the_memory_limit_refuses_the_spec():
 
 def test_a_search_budget_is_bounded(capsys):
     assert main(["search", "mllsgd.theorem1", "--budget", str(10**9)]) == 2
-    assert "search budget = 1e+09 scenarios, above the limit" in capsys.readouterr().err
+    assert "search --budget 1000000000 = 1e+09 scenarios, above the limit" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------- honesty of the estimates

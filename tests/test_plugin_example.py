@@ -325,10 +325,12 @@ def test_the_installed_package_is_found_by_its_entry_point(runs):
     assert "[fedbound.plugins]" in entry_points.read_text()
 
 
-def test_a_broken_plugin_is_one_warning_and_the_builtin_results_work(runs):
+def test_a_plugin_named_explicitly_that_fails_is_bad_input_in_one_line(runs):
+    """FEDBOUND_PLUGINS names it: exit 2, one line (an installed plugin that fails is a
+    warning instead: tests/test_reliability_plugins.py)."""
     r = runs["broken"]
-    assert r.returncode == 0 and "mllsgd.theorem1" in r.stdout and KEY not in r.stdout
-    assert r.stderr.count("\n") == 1 and "plugin 'no_such_module'" in r.stderr, r.stderr
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "plugin 'no_such_module' (FEDBOUND_PLUGINS)" in r.stderr, r.stderr
 
 
 # ---------------------------------------------------------------------- (d), (e) users

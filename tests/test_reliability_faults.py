@@ -665,11 +665,11 @@ def test_an_internal_error_is_one_line_and_a_log(monkeypatch, capsys):
     assert "Traceback" in capsys.readouterr().err
 
 
-def test_a_closed_pipe_ends_quietly():
+def test_a_closed_pipe_is_exit_74_in_one_line():
     proc = fedbound("list", "--json", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     proc.stdout.close()  # the reader is gone before anything is written (| head -0)
     err = proc.stderr.read()
-    assert proc.wait(60) == 0 and err == ""
+    assert proc.wait(120) == 74 and one_line(err).startswith("fedbound: I/O error: standard output")
 
 
 def test_markup_read_from_a_store_is_escaped_in_the_report(tmp_path, capsys):

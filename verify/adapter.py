@@ -45,7 +45,6 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -54,6 +53,7 @@ from fedbound import bounds
 
 from . import limits
 from .draw import Draw, RngDraw
+from .inputs import read_text
 from .limits import Footprint
 from .plugins import ensure_loaded
 from .scenario import Scenario, jsonable, parse_json
@@ -115,10 +115,7 @@ class Adapter:
             data.validate()
             return data
         if isinstance(data, os.PathLike) or (isinstance(data, str) and not data.lstrip().startswith("{")):
-            try:
-                data = Path(data).read_text()
-            except OSError as e:
-                raise ValueError(f"scenario file {data}: {e.strerror}") from None
+            data = read_text(data, f"scenario file {data}")
         if isinstance(data, str):
             data = parse_json(data, "scenario")
         if not isinstance(data, Mapping):

@@ -49,7 +49,7 @@ from .estimated import (
     estimated_start,
 )
 from .families import Family, families, register_family
-from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text
+from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text, require_runs
 from .plugins import load_plugins
 from .rate import Sweep, register_sweep, unregister_sweeps
 from .reproduce import (
@@ -59,11 +59,13 @@ from .reproduce import (
     digits_mlp,
     estimation_settings,
     increasing,
+    mlp_parameters,
     order,
     register_reproduction,
     reproduce,
     reproductions,
     row,
+    training_footprint,
     unregister_reproduction,
 )
 from .scenario import (
@@ -85,17 +87,17 @@ from .witnesses import Witness, register_witness_dir, unregister_witness_dir, wi
 __all__ = [
     "COUNT", "FEATURE_NORM_RANGE", "GRAD2", "INDEX", "LOOP_OVERHEAD", "LOSS", "PARAM2", "RATIO",
     "SCENARIO", "STEP", "TIME", "UNITS", "Adapter", "adapter_for", "adapter_keys",
-    "along_trajectory", "bound_order", "BoundChoice", "check", "check_estimated",
-    "ChoiceReport", "choose", "Chooser", "choosers", "comma_separated", "compare", "Comparison",
+    "along_trajectory", "bound_order", "BoundChoice", "check", "check_estimated", "ChoiceReport",
+    "choose", "Chooser", "choosers", "comma_separated", "compare", "Comparison",
     "conservative_bound", "conservative_step", "count_text", "default_scenario", "digits_mlp",
     "Draw", "estimate_constants", "estimate_grid", "estimated_keys", "estimated_start",
     "estimation_settings", "EstimationSettings", "families", "Family", "Finding", "Footprint",
-    "half_width", "increasing", "json_text", "jsonable", "label", "load_plugins",
-    "load_scenario", "Measurement", "Option", "order", "Parts", "problem_spec",
-    "register_adapter", "register_chooser", "register_family", "register_reproduction",
-    "register_sweep", "register_witness_dir", "reproduce", "reproductions", "require_float",
-    "require_floats", "require_int", "ResourceError", "RngDraw", "roundoff", "row", "Row",
-    "Scenario", "settings_text", "Sweep", "Tags", "unregister_adapter", "unregister_chooser",
-    "unregister_reproduction", "unregister_sweeps", "unregister_witness_dir", "Verdict",
-    "Witness", "witnesses",
+    "half_width", "increasing", "json_text", "jsonable", "label", "load_plugins", "load_scenario",
+    "Measurement", "mlp_parameters", "Option", "order", "Parts", "problem_spec", "register_adapter",
+    "register_chooser", "register_family", "register_reproduction", "register_sweep",
+    "register_witness_dir", "reproduce", "reproductions", "require_float", "require_floats",
+    "require_int", "require_runs", "ResourceError", "RngDraw", "roundoff", "row", "Row", "Scenario",
+    "settings_text", "Sweep", "Tags", "training_footprint", "unregister_adapter",
+    "unregister_chooser", "unregister_reproduction", "unregister_sweeps", "unregister_witness_dir",
+    "Verdict", "Witness", "witnesses",
 ]

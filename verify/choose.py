@@ -26,6 +26,7 @@ import numpy as np
 
 from fedbound import bounds
 
+from . import limits
 from .plugins import ensure_loaded
 from .scenario import jsonable
 from .verdict import t_multiplier
@@ -125,6 +126,18 @@ class Chooser(ABC):
     def simulate(self, settings: list[dict[str, Any]]) -> list[Option]:
         """One Option per configuration, in order."""
 
+    def bound_footprints(self) -> dict[str, limits.Footprint | None]:
+        """The estimated memory and work of what :meth:`bound_choice` computes (for every
+        variant), by a label naming it in the chooser's options ("S = 0 with --T 600"), from
+        the sizes alone (:class:`verify.limits.Footprint`); :func:`choose` refuses them above
+        the limits before it computes anything. Default {}: no estimate."""
+        return {}
+
+    def footprints(self, settings: list[dict[str, Any]]) -> dict[str, limits.Footprint | None]:
+        """The same for each run that :meth:`simulate` makes on ``settings`` ("--Q 20": one
+        vectorised run per Q, say). Default {}: no estimate."""
+        return {}
+
     def unreached(self, options: list[Option]) -> str:
         """One line when no simulated configuration reached a finite metric."""
         return f"No simulated configuration reached a finite {self.metric}."
@@ -189,11 +202,17 @@ def _choose(chooser: Chooser, variants, method: str) -> ChoiceReport:
     names = list(bounds.variants(chooser.key)) if variants is None else list(variants)
     for v in names:
         bounds.get(chooser.key, v)  # unknown variant: ValueError naming it
+    what = f"choose {command_of(type(chooser))}"
+    if method != "simulate":
+        limits.require_runs(what, chooser.bound_footprints())
+    if method != "bound":
+        limits.require_runs(what, chooser.footprints(chooser.candidates()))
     choices = [chooser.bound_choice(v) for v in names] if method != "simulate" else []
     options, best = None, None
     if method != "bound":
         grid = chooser.candidates()
         grid += [c.settings for c in choices if c.settings not in grid]
+        limits.require_runs(what, chooser.footprints(grid))
         options = chooser.simulate(grid)
         finite = [o for o in options if math.isfinite(o.loss)]
         best = min(finite, key=lambda o: o.loss) if finite else None

@@ -377,7 +377,8 @@ def write_summary(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery
     out = ReportDir(outdir, kind="check-all", force=force).open()
     data = {"seed": seed, "battery": battery, "summary": summary(rows),
             "rows": [r.as_dict() for r in rows],
-            "tightness": {key: row(key) for key in dict.fromkeys(r.key for r in rows)}}
+            "tightness": {key: row(key) for key in dict.fromkeys(r.key for r in rows
+                                                                   if r.kind != "plugin")}}
     if interrupted:
         data.update(interrupted=True, finished=len(rows), total=total)
     out.write_text("summary.json", json_text(data))
@@ -397,7 +398,8 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
     summ = summary(rows)
     by_key: dict[str, list[Row]] = {}
     for r in rows:
-        by_key.setdefault(r.key, []).append(r)
+        if r.kind != "plugin":  # a plugin or result that could not be loaded: no page
+            by_key.setdefault(r.key, []).append(r)
     drawn = _figures(report, rows)
     def href(key: str, root: str = "") -> str:
         return root + page_name(key)
@@ -424,7 +426,8 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
         "index.html", root="", pages=PAGES, here="index.html", checks=summ["checks"], seed=seed,
         no_slack=NO_SLACK,
         battery=battery, summary_line=summary_line(summ), papers=papers,
-        key_pages={k: href(k) for k in by_key}, notebooks=_copy_notebooks(report)))
+        key_pages={k: href(k) for k in by_key}, notebooks=_copy_notebooks(report),
+        unloaded=[r.error for r in rows if r.kind == "plugin"]))
     return report.finish()
 
 

@@ -24,16 +24,19 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from . import limits
 from .plugins import ensure_loaded
 from .verdict import t_multiplier
 
 #: the registered reproductions: paper -> run(quick=, seed=, device=) -> findings
 _RUNS: dict[str, Callable[..., Sequence]] = {}
+#: their estimates: paper -> footprints(quick=) -> {run: Footprint} (``register_reproduction``)
+_FOOTPRINTS: dict[str, Callable[..., Mapping[str, limits.Footprint | None]]] = {}
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,32 @@ def digits_mlp(batch: int, device=None):
     return pr, pr.initial()
 
 
+def mlp_parameters(widths: Sequence[int]) -> int:
+    """The parameters of ``sim.neural.mlp`` of layer widths ``widths`` (weights and biases)."""
+    return sum(a * b + b for a, b in zip(widths[:-1], widths[1:], strict=True))
+
+
+def training_footprint(*, steps: float, models: float, parameters: float, batch: float,
+                       samples: float = 1797, features: float = 64) -> limits.Footprint:
+    """The estimated memory and work of ``steps`` vectorised training steps of ``models``
+    copies of a network (workers x replicas, one stacked tensor) of ``parameters``
+    parameters on mini-batches of ``batch`` of a data set of ``samples`` x ``features``
+    (the digits by default): memory, 8 buffers of the models' size (the models, their
+    gradients, averages, the sampler's state) and the batch's activations; work, a forward
+    and a backward pass (6 operations per parameter and sample) per step and the loop's
+    overhead (``limits.LOOP_OVERHEAD``). The estimate of a reproduction's runs
+    (:func:`register_reproduction`)."""
+    shape = f"models={limits.count_text(models)} x parameters={limits.count_text(parameters)}"
+    return limits.Footprint.of(
+        {f"{shape} x 8 buffers of 8 B": 64 * models * parameters,
+         f"models={limits.count_text(models)} x batch={limits.count_text(batch)} x "
+         f"features={limits.count_text(features)} x 4 of 8 B": 32 * models * batch * features,
+         f"the data, samples={limits.count_text(samples)} x features={limits.count_text(features)}"
+         " x 3 of 8 B": 24 * samples * features},
+        {f"steps={limits.count_text(steps)} x {shape} x batch={limits.count_text(batch)} x 6":
+         steps * (6 * models * parameters * batch + limits.LOOP_OVERHEAD)})
+
+
 def estimation_settings(quick: bool):
     """How a reproduction estimates its bound's constants (``verify.estimated``): fewer
     points and samples in a quick run."""
@@ -185,18 +214,26 @@ def estimation_settings(quick: bool):
             if quick else EstimationSettings())
 
 
-def register_reproduction(paper: str, run: Callable[..., Sequence]) -> None:
+def register_reproduction(paper: str, run: Callable[..., Sequence],
+                          footprints: Callable[..., Mapping[str, limits.Footprint | None]]
+                          | None = None) -> None:
     """Register the reproduction of ``paper`` (the key prefix of its results, e.g. "hfl"):
     ``run(*, quick, seed, device)`` returns its :class:`Finding` s (module docstring).
-    Registering a paper twice is an error."""
+    ``footprints(*, quick)``: the estimated memory and work of each of its runs, by a label
+    naming it ({"q = 8, tau = 4": Footprint, ...}, :func:`training_footprint`), which
+    :func:`reproduce` holds to the resource limits (``verify.limits.require_runs``) before
+    anything runs; without it no limit applies. Registering a paper twice is an error."""
     if paper in _RUNS:
         raise ValueError(f"a reproduction of {paper!r} is already registered")
     _RUNS[paper] = run
+    if footprints is not None:
+        _FOOTPRINTS[paper] = footprints
 
 
 def unregister_reproduction(paper: str) -> None:
     """Remove the reproduction of ``paper`` (for tests)."""
     _RUNS.pop(paper, None)
+    _FOOTPRINTS.pop(paper, None)
 
 
 def reproductions() -> list[str]:
@@ -217,6 +254,9 @@ def reproduce(paper: str, *, quick: bool = False, seed: int = 0, device=None) ->
 
     if device is not None:
         checked_device(device)
+    if paper in _FOOTPRINTS:
+        limits.require_runs(f"reproduce {paper}" + (" --quick" if quick else ""),
+                            _FOOTPRINTS[paper](quick=quick))
     t0 = time.perf_counter()
     with one_thread():
         findings = _RUNS[paper](quick=quick, seed=seed, device=device)

@@ -117,7 +117,8 @@ def _check_all(args) -> Exit:
     from .. import pool, report, suite, text
     from ..rows import summary
 
-    keys = suite.select(args.only)
+    keys = suite.checked_keys(suite.select(args.only), args.battery)  # the battery counted
+    broken: list = []
     with progress_bar(desc="fedbound check --all", unit="check") as bar:
         def progress(row):
             bar.set_postfix_str(row.key, refresh=False)
@@ -129,18 +130,19 @@ def _check_all(args) -> Exit:
             # the workers draw the figures: their fork server imports matplotlib too
             with pool.executor(jobs=jobs, preload=() if args.no_figures else ("fedbound.verify.plots",)
                                 ) as pool:
-                report.prepare(keys)  # while the workers start
+                keys, broken = suite.unloadable(keys)  # while the workers start
+                report.prepare(keys)
                 todo = suite.shares(keys, battery=args.battery, seed=args.seed,
                                     replay=not args.no_witnesses, figures=not args.no_figures,
                                     jobs=jobs, executor=pool)
                 bar.reset(total=sum(map(len, todo)))
-                rows = suite.run_shares(todo, executor=pool, progress=progress)
+                rows = broken + suite.run_shares(todo, executor=pool, progress=progress)
                 if pool is not None:  # the workers exit while the report is written
                     pool.shutdown(wait=False)
                 out = report.write(rows, args.report, seed=args.seed, battery=args.battery,
                                    force=args.force)
         except suite.Interrupted as stop:
-            kept = report.write_summary(stop.rows, args.report, seed=args.seed, battery=args.battery,
+            kept = report.write_summary(broken + stop.rows, args.report, seed=args.seed, battery=args.battery,
                                         interrupted=True, total=stop.total, force=args.force)
             kept.finish(complete=False)
             raise KeyboardInterrupt(f"{stop}; their results are in {kept.path / 'summary.json'} "

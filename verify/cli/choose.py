@@ -4,6 +4,8 @@ declares; a chooser's aliases (``fedbound ALIAS ...``) run it too."""
 from __future__ import annotations
 
 import argparse
+import re
+from contextlib import contextmanager
 
 from .common import EXIT_CODES, Command, Exit, Parser, limit_options, names, read_scenario
 
@@ -43,15 +45,32 @@ def run(args):
               "fedbound choose NAME --help lists the options of one")
         return Exit(None, 0)
     cls = chooser_class(args.name)
-    sub = _chooser_parser(cls, command_of(cls)).parse_args(args.rest)
+    parser = _chooser_parser(cls, command_of(cls))
+    sub = parser.parse_args(args.rest)
     with limits.configured(memory=sub.max_memory, steps=sub.max_steps,
-                           scenarios=sub.max_scenarios):
+                           scenarios=sub.max_scenarios, input=sub.max_input), as_options(parser):
         chooser = cls.from_arguments(sub, lambda key, source: read_scenario(key, source)[0])
         rep = choose(chooser, variants=names(sub.variant), method=sub.method)
     if args.json or sub.json:
         return rep.as_dict()
     print(text.format_choice(rep))
     return None
+
+
+@contextmanager
+def as_options(parser: argparse.ArgumentParser):
+    """A ValueError raised inside the block names the chooser's fields as the user wrote
+    them: a field the chooser validates under the name of its option (``alpha=1e-320``,
+    ``delays[0..3]``) is written as that option (``--alpha=1e-320``, ``--delays[0..3]``)."""
+    options = {a.dest: a.option_strings[-1] for a in parser._actions
+               if a.option_strings and a.option_strings[-1].startswith("--")}
+    try:
+        yield
+    except ValueError as e:
+        text = str(e)
+        for dest, option in options.items():
+            text = re.sub(rf"(?<![\w.\-\[]){re.escape(dest)}(?=[=\[])", option, text)
+        raise ValueError(text) from None
 
 
 def alias_command(name: str) -> str | None:

@@ -9,7 +9,6 @@ import sys
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 EXIT_CODES = """\
   0    yes: the bound holds, the parameters are admissible, the command did its job
@@ -20,6 +19,8 @@ EXIT_CODES = """\
   3    inconclusive, with --strict
   4    finished, but some rows ended in an error (check --all, sweep)
   70   internal error (one line; the traceback in a log file, or on screen with --debug)
+  74   the environment's I/O failed: a full disk, a closed pipe, permission denied (one
+       line naming the path)
   130  interrupted"""
 
 
@@ -110,8 +111,16 @@ def limit_options(p: argparse.ArgumentParser, default) -> None:
                    help="operations one scenario may take, e.g. 1e14 (default 1e13; also "
                         "FEDBOUND_MAX_STEPS)")
     p.add_argument("--max-scenarios", metavar="N", default=default,
-                   help="scenarios of one sweep or search budget (default 1e6; also "
-                        "FEDBOUND_MAX_SCENARIOS)")
+                   help="scenarios of one sweep, search budget or battery, runs of a chooser's "
+                        "grid (default 1e6; also FEDBOUND_MAX_SCENARIOS)")
+    p.add_argument("--max-input", metavar="SIZE", default=default,
+                   help="bytes of one input file or standard input, e.g. 64M (default 8M; also "
+                        "FEDBOUND_MAX_INPUT)")
+
+
+def warn(message: str) -> None:
+    """One warning line on standard error ("fedbound: warning: ...")."""
+    print(f"fedbound: warning: {message}", file=sys.stderr)
 
 
 def one_torch_thread() -> None:
@@ -136,23 +145,22 @@ def read_scenario(key: str, source: str | None, variant: str | None = None):
     check: a stored witness file (``verify.Witness``) gives its scenario and, unless
     ``--variant`` says otherwise, its variant."""
     from ..adapter import adapter_for
+    from ..inputs import read_text
     from ..scenario import parse_json
     from ..witnesses import as_witness
 
     ad = adapter_for(key)
     if source is None:
         return ad.default_scenario(), variant
-    if source != "-" and not Path(source).is_file():
-        raise UsageError(f"--scenario {source}: No such file")
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"--scenario {source}: {getattr(e, 'strerror', None) or e}") from None
-    data = parse_json(text, f"--scenario {source}")
+    what = "--scenario -" if source == "-" else f"--scenario {source}"
+    data = parse_json(read_text(source, what), what)
+    if not isinstance(data, dict):  # null is not the default scenario
+        raise UsageError(f"{what} must be a JSON object (a scenario or a witness), got "
+                         f"{'null' if data is None else type(data).__name__}")
     w = as_witness(data)
     if w is not None:
         if w.key != key:
-            raise UsageError(f"--scenario {source} is a witness of {w.key}, not of {key}")
+            raise UsageError(f"{what} is a witness of {w.key}, not of {key}")
         return ad.load(w.scenario), variant or w.variant
     return ad.load(data), variant
 

@@ -52,9 +52,11 @@ from fedbound.verify.api import (
     Row,
     bound_order,
     conservative_bound,
+    mlp_parameters,
     order,
     register_reproduction,
     row,
+    training_footprint,
 )
 
 from .adapters import estimate_afl_constants
@@ -220,4 +222,13 @@ def _prediction(fedavg: str, other: str, constants: str) -> str:
             f"Constants estimated on the same network: {constants}")
 
 
-register_reproduction("afl", run)
+def footprints(*, quick: bool) -> dict:
+    """The estimate of each configuration's run (``verify.api.training_footprint``): T
+    rounds of at most the largest K local steps, every worker of every replica a model."""
+    return {c.name: training_footprint(steps=ROUNDS[quick] * max(np.atleast_1d(c.K)),
+                                       models=SEEDS[quick] * M,
+                                       parameters=mlp_parameters((64, HIDDEN, 10)), batch=BATCH)
+            for c in CONFIGS}
+
+
+register_reproduction("afl", run, footprints)

@@ -23,7 +23,9 @@ from fedbound.verify.api import (
     TIME,
     BoundChoice,
     Chooser,
+    Footprint,
     Option,
+    adapter_for,
     comma_separated,
     half_width,
     label,
@@ -56,6 +58,8 @@ def loss_at_times(loss: np.ndarray, end_time: np.ndarray, U: np.ndarray, times) 
 
 
 METRICS = ("final_loss", "lhs")
+#: the delay paths ``bounds.choose_sync_time`` draws per S for the round statistics
+BOUND_DRAWS = 2000
 
 
 @register_chooser
@@ -116,7 +120,7 @@ class SyncTime(Chooser):
         self.G = require_float("G", G, low=0, low_open=True)
         self.sigma = require_float("sigma", sigma, low=0)
         self.Delta = require_float("Delta", Delta, low=0)
-        self.grid = None if S_grid is None else [require_float(f"S_grid[{i}]", v, low=0)
+        self.grid = None if S_grid is None else [require_float(f"S[{i}]", v, low=0)
                                                  for i, v in enumerate(S_grid)]
         self.replicas = require_int("replicas", replicas, minimum=2)
         self.seed = require_int("seed", seed, minimum=0)
@@ -141,6 +145,33 @@ class SyncTime(Chooser):
                                     sigma=self.sigma, Delta=self.Delta, sizes=self.sizes)
         curve = [{"S": S, "bound": b, "mean_U": U} for S, b, U in zip(c.S, c.bound, c.mean_U, strict=True)]
         return BoundChoice(c.variant, {"S": c.best_S}, c.best_bound, curve)
+
+    def _scenario(self, S: float, replicas: int):
+        """The hfl.theorem2 scenario of simulating S with ``replicas`` delay paths: its
+        footprint (``Adapter.footprint``) is the estimate of a run of the chooser."""
+        from .adapters import HFLScenario
+
+        return HFLScenario(sizes=self.sizes, delays=[float(d) for d in self.delays], S=S, T=self.T,
+                           problem={"kind": "quadratic", "dim": 10, "L": self.L, "mu": self.L / 10,
+                                    "sigma": self.sigma, "distance": 1.0},
+                           mode="expected", replicas=replicas, seed=self.seed)
+
+    def bound_footprints(self) -> dict[str, Footprint | None]:
+        """Per S of the bound's grid: the delay paths of its round statistics
+        (``BOUND_DRAWS`` paths over --T)."""
+        from fedbound.bounds.tuning import default_sync_grid
+
+        from .adapters import schedule_terms
+
+        grid = default_sync_grid(self.model, self.T) if self.grid is None else self.grid
+        return {f"the bound at S = {S:g} with --T {self.T:g}":
+                Footprint.of(*schedule_terms(self._scenario(float(S), 2), BOUND_DRAWS)) for S in grid}
+
+    def footprints(self, settings: list[dict[str, Any]]) -> dict[str, Footprint | None]:
+        """Per S: --replicas delay paths over --T and the clients' updates along them."""
+        ad = adapter_for(self.key)
+        return {f"S = {row['S']:g} with --T {self.T:g}, --sizes and --replicas {self.replicas}":
+                ad.footprint(self._scenario(float(row["S"]), self.replicas)) for row in settings}
 
     def candidates(self) -> list[dict[str, Any]]:
         """The S grid given, else 0 and 5 values spread geometrically over the lower half of

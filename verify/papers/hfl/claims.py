@@ -54,12 +54,14 @@ from fedbound.verify.api import (
     conservative_bound,
     digits_mlp,
     estimation_settings,
+    mlp_parameters,
     order,
     register_reproduction,
     row,
+    training_footprint,
 )
 
-from .adapters import HFLScenario, estimated_parts, paths
+from .adapters import HFLScenario, _schedule_size, estimated_parts, paths
 
 PAPER = cite("hfl")
 BATCH = 4
@@ -204,4 +206,20 @@ def finding_b(rows: tuple[Row, ...], refined_rows, alpha: float, T: float) -> Fi
         prediction=_prediction(rows, refined_rows, alpha), bound_agrees=bound_order(rows))
 
 
-register_reproduction("hfl", run)
+def footprints(*, quick: bool) -> dict:
+    """The estimate of each run (``verify.api.training_footprint``): its rounds within T
+    times the local iterations of a round, every client of every replica a model."""
+    T = T_QUICK if quick else T_FULL
+    R = REPLICAS_QUICK if quick else REPLICAS_FULL
+    runs = {f"S = {S:g}": scenario([CLIENTS_A] * 2, FIG7A, S, T, R, 0) for S in S_A}
+    runs |= {f"{G} groups of {CLIENTS_B // G}": scenario([CLIENTS_B // G] * G, FIG9, S_B, T, R, 0)
+             for G in GROUPS_B}
+    out = {}
+    for label, s in runs.items():
+        rounds, _, _, per_round = _schedule_size(s)
+        out[label] = training_footprint(steps=rounds * per_round, models=R * sum(s.sizes),
+                                        parameters=mlp_parameters((64, 32, 10)), batch=BATCH)
+    return out
+
+
+register_reproduction("hfl", run, footprints)

@@ -62,9 +62,11 @@ from fedbound.verify.api import (
     estimate_grid,
     estimation_settings,
     increasing,
+    mlp_parameters,
     order,
     register_reproduction,
     row,
+    training_footprint,
 )
 
 from .adapters import MLLSGDScenario, build, estimated_parts
@@ -213,4 +215,11 @@ def finding_b(rows, refused, eta, parts, configs) -> Finding:
         bound_agrees=bound_order(rows))
 
 
-register_reproduction("mllsgd", run)
+def footprints(*, quick: bool) -> dict:
+    """The estimate of each configuration's run (``verify.api.training_footprint``)."""
+    return {label: training_footprint(steps=s.K, models=s.replicas * s.hubs * s.workers_per_hub,
+                                      parameters=mlp_parameters((64, 32, 10)), batch=BATCH)
+            for claim in configurations(quick, 0).values() for label, s in claim}
+
+
+register_reproduction("mllsgd", run, footprints)

@@ -23,6 +23,7 @@ from fedbound.verify.api import (
     TIME,
     BoundChoice,
     Chooser,
+    Footprint,
     Option,
     adapter_for,
     check,
@@ -33,6 +34,7 @@ from fedbound.verify.api import (
     register_chooser,
     require_float,
     require_int,
+    require_runs,
     settings_text,
 )
 
@@ -118,7 +120,7 @@ class QEta(Chooser):
             raise ValueError(f"t_comm={self.t_comm} and t_comp={self.t_comp}: a round must take "
                              "time (t_comm + t_comp > 0)")
         Qs = DEFAULT_Q_GRID if Q_grid is None else Q_grid
-        self.Q_grid = [require_int(f"Q_grid[{i}]", q) for i, q in enumerate(Qs)]
+        self.Q_grid = [require_int(f"Q[{i}]", q) for i, q in enumerate(Qs)]
         if not self.Q_grid:
             raise ValueError("Q_grid is empty")
         self.replicas = require_int("replicas", replicas, minimum=2)
@@ -128,6 +130,8 @@ class QEta(Chooser):
         adapter = adapter_for(self.key)
         self.params = {v: self._bound_params(adapter, v) for v in bounds.variants(self.key)}
         self.horizon = SIM_ROUNDS_Q1 * btdcd.round_time(1, self.t_comm, self.t_comp)
+        require_runs("choose tdcd", {f"the noise floor at Q = 1 with --replicas {self.replicas}":
+                                     self._footprint(1, SIM_ROUNDS_Q1, self.replicas)})
         self.floor = self.noise_floor()
         if epsilon is None:
             self.epsilon = max(EPSILON_FRACTION * self.grad0, FLOOR_MARGIN * self.floor)
@@ -225,6 +229,28 @@ class QEta(Chooser):
         hi = ETA_ABOVE * max(max(tops), max(self.max_step(v, 1) for v in self.params) / Q)
         return (lo * 2.0 ** np.arange(int(math.floor(math.log2(hi / lo) + 1e-9)) + 1)).tolist()
 
+    def _rounds(self, Q: int) -> int:
+        """The rounds of Q within the horizon."""
+        import fedbound.bounds.tdcd as btdcd
+
+        return max(1, math.ceil(self.horizon / btdcd.round_time(Q, self.t_comm, self.t_comp)))
+
+    def _footprint(self, Q: int, rounds: int, replicas: int) -> Footprint | None:
+        """The tdcd.theorem1 adapter's estimate of a run of the scenario with ``Q``, ``rounds``
+        and ``replicas``."""
+        from dataclasses import replace
+
+        return adapter_for(self.key).footprint(replace(self.scenario, Q=Q, rounds=rounds,
+                                                       replicas=replicas))
+
+    def footprints(self, settings: list[dict[str, Any]]) -> dict[str, Footprint | None]:
+        """One vectorised run per Q: its steps x --replicas replicas over the horizon."""
+        steps = {}
+        for row in settings:
+            steps[row["Q"]] = steps.get(row["Q"], 0) + 1
+        return {f"--Q {Q} ({n} steps x --replicas {self.replicas})":
+                self._footprint(Q, self._rounds(Q), n * self.replicas) for Q, n in steps.items()}
+
     def candidates(self) -> list[dict[str, Any]]:
         """Every Q of the grid with every step of :meth:`eta_grid`."""
         return [{"Q": Q, "eta": eta} for Q in self.Q_grid for eta in self.eta_grid(Q)]
@@ -237,7 +263,6 @@ class QEta(Chooser):
         and whether the step is admissible for each variant."""
         import torch
 
-        import fedbound.bounds.tdcd as btdcd
         from fedbound.sim.tdcd import run_tdcd
 
         out: dict[int, Option] = {}
@@ -245,7 +270,7 @@ class QEta(Chooser):
             idx = [i for i, row in enumerate(settings) if row["Q"] == Q]
             etas = [settings[i]["eta"] for i in idx]
             steps = torch.tensor(etas, dtype=torch.float64).repeat_interleave(self.replicas)
-            rounds = max(1, math.ceil(self.horizon / btdcd.round_time(Q, self.t_comm, self.t_comp)))
+            rounds = self._rounds(Q)
             st = build(self.scenario)
             tr = run_tdcd(st.model, eta=steps, Q=Q, rounds=rounds, theta0=st.theta0,
                           replicas=steps.numel(), generator=st.generator, t_comm=self.t_comm,

@@ -54,9 +54,11 @@ from fedbound.verify.api import (
     conservative_bound,
     conservative_step,
     increasing,
+    mlp_parameters,
     order,
     register_reproduction,
     row,
+    training_footprint,
 )
 
 from .adapters import estimate_tdcd_constants
@@ -256,4 +258,14 @@ def _prediction(bound_of: dict, constants: str) -> str:
             f"section 6). Constants estimated on the same networks: {constants}")
 
 
-register_reproduction("tdcd", run)
+def footprints(*, quick: bool) -> dict:
+    """The estimate of each Q's run (``verify.api.training_footprint``): every step of
+    :data:`ETAS` x the seeds, the rounds of Q = 1 x Q local steps, every client a model of
+    its silo's network."""
+    parameters = sum(mlp_parameters((64 // len(CLIENTS), HIDDEN, 1)) * k for k in CLIENTS)
+    return {f"Q = {Q}": training_footprint(steps=ROUNDS[quick] * Q, models=len(ETAS) * SEEDS[quick],
+                                           parameters=parameters, batch=BATCH)
+            for Q in QS}
+
+
+register_reproduction("tdcd", run, footprints)
