@@ -165,6 +165,8 @@ def runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
     jobs["search-unrecorded"] = (_run, [FEDBOUND, "--plugin", "sgd_unrecorded", "search",
                                         "sgdx.unrecorded", "--json"],
                                  _env(PLUGIN, tmp / "extra"), tmp)
+    jobs["search-unrecorded-text"] = (_run, [FEDBOUND, "--plugin", "sgd_unrecorded", "search",
+                                             "sgdx.unrecorded"], _env(PLUGIN, tmp / "extra"), tmp)
     jobs["broken"] = (_run, [FEDBOUND, "list"], _env(plugins="no_such_module"), tmp)
     jobs["entry-point"] = (_install_then_list, tmp / "site", tmp)
     jobs["user-tests"] = (_run, [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider",
@@ -297,6 +299,12 @@ def test_search_finds_the_planted_constant_and_exits_0_as_it_is_recorded(runs, p
 def test_search_exits_1_on_a_violation_not_recorded_as_refuted(runs):
     out = _ok(runs["search-unrecorded"], 1)
     assert out["found"] and out["new_violation"] and out["status"] == "unverified"
+
+
+def test_the_replay_command_of_a_search_names_the_plugin_it_needs(runs):
+    r = runs["search-unrecorded-text"]
+    assert r.returncode == 1, r.stderr
+    assert "(fedbound --plugin sgd_unrecorded check sgdx.unrecorded --variant" in r.stdout, r.stdout
 
 
 def test_sweep_runs_a_plugin_spec(runs):

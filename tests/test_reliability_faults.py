@@ -27,6 +27,7 @@ from pathlib import Path
 
 import markupsafe
 import pytest
+from bounded import ceiling
 
 from fedbound import bounds
 from fedbound.verify import output, report, sweep
@@ -140,18 +141,19 @@ def test_sigkill_of_a_sweep_driver_leaves_no_worker_and_the_rerun_stores_each_sc
         assert len(workers) >= 2  # the two pool workers (and the resource tracker)
         proc.send_signal(signal.SIGKILL)  # the driver only
         proc.wait(30)
-        wait_for(lambda: not any(alive(w) for w in workers), 10, "the workers to exit")
+        wait_for(lambda: not any(alive(w) for w in workers), 120, "the workers to exit")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
     partial = len(stored(db))
     assert 2 <= partial < 8
-    t0 = time.monotonic()  # resumed in the driver's own process (no workers to start)
+    # the dead driver's claims are taken over at once, because its process is gone: their
+    # leases are pushed an hour ahead, so a driver that waited for them to expire would hang
+    with contextlib.closing(sqlite3.connect(db)) as conn, conn:
+        conn.execute("UPDATE claims SET expires = ?", (time.time() + 3600,))
     resumed = fedbound(*argv[:-1], "1", "--json", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = resumed.communicate(timeout=300)
+    out, err = resumed.communicate(timeout=600)  # resumed in the driver's own process
     assert resumed.returncode == 0, err
-    # the dead driver's claims are taken over at once (its process is gone), not after a lease
-    assert time.monotonic() - t0 < sweep.LEASE
     r = json.loads(out)
     assert r["total"] == 8 and r["skipped"] >= partial and r["ran"] == 8 - r["skipped"]
     rows = stored(db)
@@ -177,7 +179,7 @@ def test_sigterm_stops_a_sweep_and_its_workers_and_keeps_what_finished(tmp_path)
     kept = len(stored(db))
     assert re.search(rf"interrupted: \d+ scenarios run by this driver are stored in .* \({kept} of 8 "
                      "in all\\); run the same command again to resume", line), line
-    wait_for(lambda: not any(alive(w) for w in workers), 10, "the workers to exit")
+    wait_for(lambda: not any(alive(w) for w in workers), 120, "the workers to exit")
     assert kept >= 1 and claims(db) == 0  # its claims released: another driver may go on
 
 
@@ -455,7 +457,7 @@ def test_ctrl_c_during_check_all_keeps_a_summary_of_what_finished(tmp_path):
     assert 1 <= summary["finished"] == len(summary["rows"]) == int(m.group(1)) < total
     assert json.loads((out / output.MANIFEST).read_text())["complete"] is False
     assert not (out / "index.html").exists()
-    wait_for(lambda: not any(alive(w) for w in workers), 10, "the workers to exit")
+    wait_for(lambda: not any(alive(w) for w in workers), 120, "the workers to exit")
 
 
 def test_a_rendering_failure_loses_no_result(tmp_path, capsys, monkeypatch):
@@ -567,11 +569,11 @@ def test_unusable_output_paths_are_refused_before_any_work(argv, message, tmp_pa
     write(tmp_path / "spec.json", TINY)
     if "{dir}/s.sqlite" in argv:
         _store(tmp_path / "s.sqlite")
-    t0 = time.perf_counter()
+    before = sorted(p.name for p in tmp_path.iterdir())
     assert main([a.replace("{dir}", str(tmp_path)) for a in argv]) == 2
     assert message in one_line(capsys.readouterr().err)
-    assert time.perf_counter() - t0 < 5  # refused before a check runs
     assert (tmp_path / "file").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # refused before any work
 
 
 def test_a_report_over_someone_elses_directory_needs_force(tmp_path, capsys):
@@ -635,13 +637,23 @@ def test_atomic_writes_leave_the_old_file_when_the_writer_fails(tmp_path):
 # ---------------------------------------------------------------------- processes and exits
 
 
-def test_an_unreachable_scheduler_fails_within_the_connect_timeout(tmp_path, capsys):
-    pytest.importorskip("distributed")
+def test_an_unreachable_scheduler_fails_within_the_connect_timeout(tmp_path, capsys, monkeypatch):
+    """The Dask client is given --connect-timeout (seen by a spy, not timed: a timed
+    assertion fails on a loaded machine), and its failure is one line."""
+    distributed = pytest.importorskip("distributed")
+    given = []
+
+    def client(*args, **kwargs):
+        given.append(kwargs.get("timeout"))
+        return real(*args, **kwargs)
+
+    real = distributed.Client
+    monkeypatch.setattr(distributed, "Client", client)
     spec, db = write(tmp_path / "spec.json", TINY), tmp_path / "d.sqlite"
-    t0 = time.perf_counter()
-    code = main(["sweep", str(spec), "--db", str(db), "--scheduler", "tcp://127.0.0.1:1",
-                 "--connect-timeout", "1"])
-    assert code == 2 and time.perf_counter() - t0 < 15
+    with ceiling():
+        code = main(["sweep", str(spec), "--db", str(db), "--scheduler", "tcp://127.0.0.1:1",
+                     "--connect-timeout", "1"])
+    assert code == 2 and given == [1.0]
     assert "no Dask scheduler answered within 1 s" in one_line(capsys.readouterr().err)
     assert not db.exists()
 

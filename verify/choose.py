@@ -206,7 +206,9 @@ def _choose(chooser: Chooser, variants, method: str) -> ChoiceReport:
     if method != "simulate":
         limits.require_runs(what, chooser.bound_footprints())
     if method != "bound":
-        limits.require_runs(what, chooser.footprints(chooser.candidates()))
+        grid = chooser.candidates()
+        limits.require_count(len(grid), f"{what}: the grid", "runs")  # before any estimate
+        limits.require_runs(what, chooser.footprints(grid))
     choices = [chooser.bound_choice(v) for v in names] if method != "simulate" else []
     options, best = None, None
     if method != "bound":

@@ -14,6 +14,7 @@ reading), a device, a socket. A file that cannot be read for a reason of the env
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import sys
@@ -24,6 +25,11 @@ from . import limits
 KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a named pipe (FIFO)",
          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
          stat.S_IFSOCK: "a socket"}
+
+
+#: what the system says of a path that names nothing it can reach: bad input (exit 2), not
+#: a failure of the environment
+BAD_PATHS = (errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL)
 
 
 def read_text(source: str | os.PathLike, what: str) -> str:
@@ -55,6 +61,10 @@ def _read_file(path: str, what: str, limit: int, where: str) -> bytes:
         raise ValueError(f"{what}: No such file") from None
     except NotADirectoryError:
         raise ValueError(f"{what}: No such file (a component of the path is not a directory)") from None
+    except OSError as e:
+        if e.errno not in BAD_PATHS:
+            raise
+        raise ValueError(f"{what}: {e.strerror}") from None
     kind = KINDS.get(stat.S_IFMT(st.st_mode))
     if kind is not None or not stat.S_ISREG(st.st_mode):
         raise ValueError(f"{what} is {kind or 'not a regular file'}: give a regular file"

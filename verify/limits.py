@@ -132,9 +132,9 @@ def parse_size(text: str, what: str) -> int:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(?:i?[bB])?\s*",
                      str(text))
     value = float(m.group(1)) * _UNITS[m.group(2).lower()] if m else math.nan
-    if not (math.isfinite(value) and value >= 1):
-        raise ValueError(f"{what}={text!r} must be a size of at least 1 byte, such as 8G, "
-                         "512M or 1.5GiB (binary units)")
+    if not (math.isfinite(value) and value >= 1 and value == int(value)):
+        raise ValueError(f"{what}={str(text)[:40]!r} must be a whole number of bytes, at least 1, "
+                         "such as 8G, 512M or 1.5GiB (binary units)")
     return int(value)
 
 
@@ -145,7 +145,7 @@ def parse_count(text: str, what: str) -> int:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value >= 1 and value == int(value)):
-        raise ValueError(f"{what}={text!r} must be a positive integer, such as 1000000 or 1e6")
+        raise ValueError(f"{what}={str(text)[:40]!r} must be a positive integer, such as 1000000 or 1e6")
     return int(value)
 
 

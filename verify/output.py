@@ -25,6 +25,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from .inputs import BAD_PATHS
+
 #: the file that marks a directory as a fedbound report
 MANIFEST = "fedbound-report.json"
 #: image formats ``--plot`` writes (matplotlib picks the format from the name)
@@ -46,10 +48,27 @@ def _probe(directory: Path, what: str) -> None:
         raise OutputError(f"{what}: cannot write in {directory} ({e.strerror})") from None
 
 
+@contextlib.contextmanager
+def _named(path, flag: str) -> Iterator[None]:
+    """A path the system cannot even look at (a name too long, a loop of links) refused as
+    bad input naming ``flag``."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in BAD_PATHS:
+            raise
+        raise OutputError(f"{flag} {str(path)[:200]}: {e.strerror}") from None
+
+
 def check_file(path: str | os.PathLike, flag: str, *, suffixes: tuple[str, ...] = ()) -> Path:
     """The output file ``path`` of option ``flag``, refused (OutputError naming the option)
     when it cannot be written: a directory, a name without one of ``suffixes``, a missing
     or unwritable directory, or an existing thing that is not a regular file or a link."""
+    with _named(path, flag):
+        return _check_file(path, flag, suffixes)
+
+
+def _check_file(path, flag: str, suffixes: tuple[str, ...]) -> Path:
     p = Path(path)
     if str(path).endswith(os.sep) or p.is_dir():
         raise OutputError(f"{flag} {path} is a directory: give a file name")
@@ -181,6 +200,11 @@ def check_dir(path: str | os.PathLike, flag: str, *, force: bool = False) -> Pat
     """The report directory ``path`` of option ``flag``, refused (OutputError) before any
     work when it is a file, cannot be created or written, or holds files that are not a
     previous fedbound report (unless ``force``)."""
+    with _named(path, flag):
+        return _check_dir(path, flag, force)
+
+
+def _check_dir(path, flag: str, force: bool) -> Path:
     p = Path(path)
     if p.is_symlink():
         raise OutputError(f"{flag} {path} is a symbolic link: give the directory itself (fedbound "

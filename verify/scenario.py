@@ -142,8 +142,9 @@ def parse_json(text: str, what: str):
                           parse_int=_int_literal, object_pairs_hook=_object)
         bad = _literal_path(data)
     except _DuplicateKey as e:
-        raise ValueError(f"{what}: the key {_short(e.args[0])} appears twice in one object (JSON "
-                         "objects must not repeat a key: which value was meant?)") from None
+        key = e.args[0] if len(e.args[0]) <= 60 else e.args[0][:57] + "..."
+        raise ValueError(f"{what}: {key} is given twice in one object (a JSON object must not "
+                         "repeat a key: which value was meant?)") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{what} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") \
             from None

@@ -69,7 +69,7 @@ from fedbound import bounds
 from . import limits
 from .adapter import adapter_for, default_scenario
 from .check import check
-from .inputs import KINDS, read_text
+from .inputs import BAD_PATHS, KINDS, read_text
 from .scenario import INT_MAX, json_text, parse_json, require_float
 
 SPEC_FIELDS = ("key", "variant", "exact", "base", "grid", "random")
@@ -450,7 +450,15 @@ class Store:
         self.path = Path(path)
         self.readonly = readonly
         self.flag = flag
-        exists = self.path.exists()
+        try:
+            exists = self.path.exists()
+        except OSError as e:
+            if e.errno not in BAD_PATHS:
+                raise
+            raise ValueError(f"{flag} {str(path)[:200]}: {e.strerror}") from None
+        if not exists and self.path.is_symlink():
+            raise ValueError(f"{flag} {path} is a symbolic link that leads nowhere (a dangling link "
+                             "or a loop of links)")
         if readonly and not exists:
             raise ValueError(f"{flag} {path}: no such file")
         version = inspect_store(self.path, flag) if exists else 0
@@ -539,6 +547,11 @@ class Store:
     def release(self, owner: str) -> None:
         with self.conn:
             self.conn.execute("DELETE FROM claims WHERE owner = ?", (owner,))
+
+    @_guarded
+    def count(self) -> int:
+        """The number of stored results (counted, nothing loaded)."""
+        return self.conn.execute("SELECT count(*) FROM results").fetchone()[0]
 
     @_guarded
     def rows(self) -> list[dict]:

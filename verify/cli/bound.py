@@ -21,6 +21,10 @@ def param_value(name: str, v):
                              + (", not a boolean" if isinstance(x, bool) else ""))
         if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 2**1023:
             raise UsageError(f"--params: {where} is beyond the float64 range")
+        if isinstance(x, int) and not isinstance(x, bool) and int(float(x)) != x:
+            raise UsageError(f"--params: {where}={x} is an integer that float64 cannot hold exactly "
+                             f"(it would be evaluated as {int(float(x))}): give it as a float "
+                             "(e.g. 1e20) if an approximation is meant")
         if isinstance(x, list):
             if not x:
                 raise UsageError(f"--params: {where} is an empty list")

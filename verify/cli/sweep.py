@@ -41,11 +41,12 @@ def run_sweep(args):
 
 
 def run_report(args):
-    from .. import output, report, sweep
+    from .. import limits, output, report, sweep
 
     output.check_dir(args.out, "--out", force=args.force)
     store = sweep.Store(args.db, readonly=True)
     try:
+        limits.require_count(store.count(), f"--db {args.db}: its stored results")  # before loading
         rows = store.rows()
     finally:
         store.close()
