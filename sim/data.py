@@ -39,6 +39,12 @@ sample, so every sample belongs to exactly one worker by construction.
   over the M workers, and the class's samples split at the cut points floor(n_k cumsum p_k)
   (Hsu, Qi & Brown 2019, Section 3): alpha -> infinity tends to i.i.d., small alpha gives
   each class to few workers.
+- :func:`group_label_partition`: disjoint label sets per group: the classes are split into
+  G contiguous blocks, group g's clients hold only the samples of block g, dealt at random
+  among them (the label-disjoint groups of Ali & Arafa 2025, Section IV, Fig. 5a; the
+  unequal data shares by group of Castiglia et al. 2021, Section 6).
+
+:class:`ShardRows` draws the mini-batches of every worker from its own samples.
 
 Vertical (across silos, for TDCD): :func:`vertical_split` gives the column order and the
 block sizes D_j of a ``sim.tdcd.Layout``.
@@ -287,6 +293,33 @@ class Partition:
         return table, sizes
 
 
+class ShardRows:
+    """The mini-batches of every worker from its own samples: called on uniform draws ``u``
+    [..., M, b] on [0, 1), entry [..., i, j] is worker i's sample of rank
+    min(floor(u n_i), n_i - 1) in increasing index order (row i of :meth:`Partition.table`),
+    so each worker draws uniformly with replacement from its own n_i samples. Built once
+    per run (the table), then a few element-wise operations and one gather per call.
+    Every worker needs a sample: ValueError naming the empty ones."""
+
+    def __init__(self, partition: Partition, device=None):
+        _require_every_worker(partition.owner, partition.workers, "the partition")
+        table, sizes = partition.table()
+        device = partition.owner.device if device is None else torch.device(device)
+        self.workers = partition.workers
+        self.sizes = sizes.to(device)                                       # [M] n_i
+        self.order = torch.argsort(partition.owner, stable=True).to(device)  # worker by worker
+        self.start = (self.sizes.cumsum(0) - self.sizes)[:, None]           # [M, 1]
+        self.table = table.to(device)                                       # [M, n_max]
+
+    def __call__(self, u: torch.Tensor) -> torch.Tensor:
+        """Sample indices [..., M, b] (int64) for the draws ``u`` [..., M, b]."""
+        if u.ndim < 2 or u.shape[-2] != self.workers:
+            raise ValueError(f"draws must have shape [..., M={self.workers}, b], got {tuple(u.shape)}")
+        sizes = self.sizes[:, None]
+        slot = torch.minimum(torch.floor(u * sizes).long(), sizes - 1)
+        return self.order[slot.add_(self.start)]
+
+
 def _positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name}={value!r} must be an integer >= 1")
@@ -383,6 +416,38 @@ def dirichlet_partition(labels, workers: int, alpha: float,
     cuts[:, -1] = sizes                           # the rounding of cumsum never drops a sample
     owner = torch.searchsorted(cuts[labels], rank[:, None], right=True).squeeze(1)
     return Partition(owner, workers, proportions)
+
+
+def group_label_partition(labels, sizes, generator: torch.Generator) -> Partition:
+    """Disjoint label sets per group: with C classes and G = len(``sizes``) groups, group g
+    holds the classes floor(g C/G) .. floor((g+1) C/G) - 1, and its samples are dealt in a
+    random order round-robin among its ``sizes[g]`` clients, workers sum(sizes[:g]) ..
+    sum(sizes[:g+1]) - 1 (so within a group the clients are i.i.d.; across groups no label
+    is shared). Needs G <= C and at least sizes[g] samples in group g's classes."""
+    labels, classes = _checked_labels(labels)
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__") or len(sizes) == 0:
+        raise ValueError(f"sizes={sizes!r} must be a non-empty sequence of group sizes")
+    sizes = [_positive_int(f"sizes[{g}]", s) for g, s in enumerate(sizes)]
+    groups, device = len(sizes), labels.device
+    if groups > classes:
+        raise ValueError(f"sizes has {groups} groups but the labels have {classes} classes: "
+                         "disjoint label sets need at least one class per group")
+    group_of_class = torch.arange(classes, device=device) * groups // classes   # block g
+    count = torch.tensor(sizes, device=device)
+    start = count.cumsum(0) - count
+    group = group_of_class[labels]
+    perm = _permutation(labels.numel(), generator, device)
+    order = perm[torch.argsort(group[perm], stable=True)]
+    held = torch.bincount(group, minlength=groups)
+    for g in range(groups):
+        if int(held[g]) < sizes[g]:
+            raise ValueError(f"sizes[{g}]={sizes[g]}: group {g}'s classes hold {int(held[g])} "
+                             "samples, fewer than its clients")
+    first = held.cumsum(0) - held
+    rank = torch.empty_like(labels)
+    rank[order] = torch.arange(labels.numel(), device=device) - first[group[order]]
+    owner = start[group] + rank % count[group]
+    return Partition(owner, sum(sizes))
 
 
 def vertical_split(num_features: int, silos: int,

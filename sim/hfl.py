@@ -171,7 +171,8 @@ class HFLTrace:
     - ``loss`` [R, U_max + 1]: f(x^u), u = 1..U_max + 1 (frozen after U: the last is
       f(x^{U+1}), the analysis' final model).
     - ``group_grad_sq_sum`` [R, G]: sum_u sum_{l=1}^{t_i^u} ||grad f_i(x_i^{u,l-1})||^2, the
-      numerator of Theorem 1's left-hand side (19) (clients i.i.d.: f_i = f).
+      numerator of Theorem 1's left-hand side (19), f_i group i's objective
+      (``problem.group_grads``; clients i.i.d.: f_i = f).
     - ``deviation`` [R, U_max, G]: ||x^{u+1} - x_i^{u,t_i^u}||^2, Lemma 1 (18).
     - ``t`` [R, U_max, G], ``U`` [R], ``end_time`` [R, U_max]: the realised schedule.
     - ``diverged`` [R] (see sim.trace).
@@ -226,12 +227,15 @@ def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float, x1, replica
             generator: torch.Generator, schedule: HFLSchedule | None = None, t=None,
             end_time=None, delays: HFLDelays | None = None, S: float | None = None, T: float | None = None,
             ramp: bool = False, device=None) -> HFLTrace:
-    """Run ``replicas`` realisations of Algorithm 1 on ``problem`` (every client
-    i.i.d. on it). The schedule is ``schedule``, or the counts ``t`` ([U, G]: one fixed delay
-    path; [R, U_max, G]: zero-padded paths; ``end_time`` their wall-clock round ends, if
-    known), or drawn from ``delays`` at ``S``, ``T``
-    (and ``ramp``) by :func:`draw_schedule` with ``generator``. Returns a CPU
-    :class:`HFLTrace`."""
+    """Run ``replicas`` realisations of Algorithm 1 on ``problem``: every client i.i.d. on
+    it, or, for a ``sim.clients.ClientProblem`` of sum(sizes) clients, client k of group g
+    (k counted group after group) drawing its mini-batches from its own shard (the
+    non-i.i.d. clients of Section IV); the trace records the problem's global f.
+
+    The schedule is ``schedule``, or the counts ``t`` ([U, G]: one fixed delay path;
+    [R, U_max, G]: zero-padded paths; ``end_time`` their wall-clock round ends, if known),
+    or drawn from ``delays`` at ``S``, ``T`` (and ``ramp``) by :func:`draw_schedule` with
+    ``generator``. Returns a CPU :class:`HFLTrace`."""
     device = problem.device if device is None else torch.device(device)
     problem = problem.to(device)
     sizes, alpha, x1 = _validated(problem, sizes, alpha, x1, device)
@@ -278,7 +282,7 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float, x1: torch.Tensor,
         if accept.alive is not None:
             active &= accept.alive[:, None, None]
         for now, now_d in zip(active.unbind(-1), active[..., None, :].unbind(-1), strict=True):
-            grad = problem.grad(y)
+            grad = problem.group_grads(y, sizes)
             group_sum += torch.where(now, grad.square().sum(-1), zero)
             y = torch.where(now_d, y - alpha * group_gradient(y, grad), y)
         upload = (y - x[:, None, :]) / divisor[:, u]
