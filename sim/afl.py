@@ -440,9 +440,9 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
     (``"cs"``, Algorithm 3) for T rounds on ``clients`` (HeterogeneousQuadratic,
     LabelSkewedLogistic, or a ``sim.clients.ClientProblem`` whose workers hold their own
     shards: ``sim.neural.NeuralClients``, ``sim.clients.LogisticClients``, any split of
-    ``sim.federated.federated_problem`` but "iid"), from x0 [d]. The schedule is ``schedule`` or, if None, drawn
-    first from ``generator`` by :func:`draw_schedule` (K, tau, delays, arrivals, probs);
-    then each local step draws its noise. Diverged replicas are frozen
+    ``sim.federated.federated_problem`` but "iid"), from x0 [d]. The schedule is
+    ``schedule`` or, if None, drawn first from ``generator`` by :func:`draw_schedule` (K,
+    tau, delays, arrivals, probs); then each local step draws its noise. Diverged replicas are frozen
     (sim.trace.freeze_diverged). ``device=None`` uses the clients' device."""
     for name, v, ok in (("algorithm", algorithm, ALGORITHMS), ("server_step", server_step, SERVER_STEPS)):
         if v not in ok:
