@@ -136,7 +136,10 @@ class LabelSkewedLogistic:
     Appendix E.1): worker i holds n samples with features ~ N(0, I) scaled to max ||a_j|| = R and
     labels +1 with probability ``skew_i``. Certified constants: L = max_i lambda_max
     (A_i^T A_i)/(4n) + lam; sigma_L^2 = R^2/batch (per-sample gradients have norm < R);
-    sigma_G = max_i sup ||grad f_i - grad f|| <= 2R (bounds, not exact)."""
+    sigma_G = max_i sup ||grad f_i - grad f|| <= 2R (bounds, not exact). Workers holding the
+    shards of a real data set's partition (Dirichlet(beta), disjoint label sets per group,
+    ``sim.data``) are ``sim.clients.LogisticClients`` (``sim.neural.NeuralClients`` for a
+    network), which ``run_afl`` takes the same way."""
 
     def __init__(self, features, labels, *, lam: float = 0.0, batch: int = 1):
         self.features = torch.as_tensor(features, dtype=DTYPE)

@@ -297,3 +297,78 @@ def test_federated_problem_reads_mnist_and_cifar10_from_files(tmp_path):
         federated_problem("mnist")
     with pytest.raises(ValueError, match="split="):
         federated_problem("breast_cancer", split=("dirichlet",))
+
+
+# ---------------------------------------------------------------- AFL
+
+
+def afl_loop(pr, schedule, eta, eta_L, x0, seed, algorithm):
+    """AFA-CD / AFA-CS (Yang et al. 2022, Algorithms 2 and 3), one replica, worker and local
+    step at a time, worker i's mini-batches from its own shard on the simulator's draws (one
+    rand [R, M, batch] per local step of the round)."""
+    g_ = gen(seed)
+    R, T, M = schedule.arrivals.shape
+    table, counts = pr.partition.table()
+
+    def local(x, i, K, draws, r):
+        total = torch.zeros(pr.dim, dtype=DTYPE)
+        for j in range(K):
+            rows = table[i, (draws[j][r, i] * counts[i]).floor().long()]
+            g = LogisticRegression(pr.features[rows], pr.labels[rows]).grad(x)
+            total, x = total + g, x - eta_L * g
+        return total / K
+
+    def drawn(K):
+        return [torch.rand(R, M, pr.batch, generator=g_, dtype=DTYPE) for _ in range(int(K.max()))]
+
+    memory = None
+    if algorithm == "cs":
+        draws = drawn(schedule.K0)
+        memory = [[local(x0, i, int(schedule.K0[r, i]), draws, r) for i in range(M)] for r in range(R)]
+    models, out = [[x0.clone()] for _ in range(R)], torch.empty(R, T, dtype=DTYPE)
+    for t in range(T):
+        draws = drawn(schedule.K[:, t])
+        for r in range(R):
+            x = models[r][t]
+            out[r, t] = pr.grad(x).square().sum()
+            updates = []
+            for i in range(M):
+                if schedule.arrivals[r, t, i]:
+                    start = models[r][t - int(schedule.delays[r, t, i])]
+                    updates.append(local(start, i, int(schedule.K[r, t, i]), draws, r))
+                    if memory is not None:
+                        memory[r][i] = updates[-1]
+            G_t = sum(memory[r]) / M if memory is not None else sum(updates) / len(updates)
+            models[r].append(x - eta * eta_L * G_t)
+    return out
+
+
+@pytest.mark.parametrize("algorithm", ["cd", "cs"])
+@pytest.mark.parametrize("split", ["dirichlet", "group_labels"])
+def test_afl_on_partitioned_clients_equals_a_per_worker_loop(algorithm, split):
+    from fedbound.sim.afl import draw_schedule, run_afl
+
+    features, signs, classes = binary_data(17, n=60)
+    part = (dirichlet_partition(classes, 4, 2.0, gen(18)) if split == "dirichlet"
+            else group_label_partition(classes, (2, 2), gen(18)))
+    pr = LogisticClients(features, signs, part, batch=3)           # f = (1/M) sum_i f_i
+    p = torch.full((4,), 0.25, dtype=DTYPE)
+    x = torch.randn(2, pr.dim, generator=gen(1), dtype=DTYPE)
+    assert torch.allclose(pr.grad(x), sum(p[k] * own(pr, k).grad(x) for k in range(4)), rtol=1e-12)
+    sch = draw_schedule(M=4, m=2, T=6, replicas=2, generator=gen(19), K=(1, 3), tau=2)
+    kw = dict(eta=1.5, eta_L=0.2, x0=torch.full((pr.dim,), 0.1, dtype=DTYPE))
+    tr = run_afl(pr, algorithm=algorithm, m=2, T=6, replicas=2, schedule=sch, generator=gen(20), **kw)
+    ref = afl_loop(pr, sch, seed=20, algorithm=algorithm, **kw)
+    assert torch.allclose(tr.grad_sq_norm, ref, rtol=1e-10, atol=1e-14)
+
+
+def test_afl_runs_network_clients_on_a_group_label_split(digits):
+    from fedbound.sim.afl import run_afl
+    from fedbound.sim.federated import federated_problem
+
+    clients, x0 = federated_problem(digits, "mlp", "group_labels", (2, 2), batch=4, weights="uniform",
+                                    hidden=(8,))
+    assert isinstance(clients, NeuralClients) and clients.weights == "uniform"
+    kw = dict(algorithm="cd", m=2, T=4, eta=1.0, eta_L=0.1, x0=x0, replicas=2, K=2)
+    a, b = run_afl(clients, generator=gen(3), **kw), run_afl(clients, generator=gen(3), **kw)
+    assert torch.equal(a.grad_sq_norm, b.grad_sq_norm) and torch.isfinite(a.loss).all()
