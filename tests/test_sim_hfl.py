@@ -150,6 +150,32 @@ def test_isolated_groups_and_ramp():
     assert sched.end_time[0, :U].tolist() == list(np.cumsum([min(u, 5) + 1 for u in range(1, U + 1)]))
 
 
+@pytest.mark.parametrize("S", [5.0, 5.5])
+def test_ramped_schedules_of_the_simulator_and_of_bounds_agree(S):
+    """Fig. 13 (Section IV-D): S_u = min(u, S), "from 1 to 5, then fixed at 5". Deterministic
+    delays: sim.hfl.draw_schedule and bounds.delays.sample_schedules give the same counts,
+    round by round; shifted-exponential delays: the same mean count in every round (4
+    standard errors), and t_i^u at most ceil(S_u / c_i) there."""
+    det = HFLDelays((0.5, 1.0), (0.0, 0.0), 1.0, 0.0)
+    model = D.DelayModel((D.deterministic(0.5), D.deterministic(1.0)), D.deterministic(1.0))
+    sim = draw_schedule(det, S, 60.0, 1, torch.Generator().manual_seed(0), ramp=True)
+    ref = D.sample_schedules(model, S, 60.0, 1, np.random.default_rng(0), ramp=True)
+    assert int(sim.U[0]) == int(ref.U[0])
+    assert sim.t[0].tolist() == ref.t[0].tolist()
+    levels = [min(u, S) for u in range(1, int(sim.U[0]) + 1)]
+    assert sim.t[0, :, 1].tolist() == [max(1, math.ceil(v)) for v in levels]
+    law = HFLDelays((0.5, 1.0), (0.3, 0.6), 1.0, 0.5)
+    model = D.DelayModel((D.ShiftedExponential(0.5, 0.3), D.ShiftedExponential(1.0, 0.6)),
+                         D.ShiftedExponential(1.0, 0.5))
+    sim = draw_schedule(law, S, 30.0, 1500, torch.Generator().manual_seed(1), ramp=True).t[:, :6].double()
+    ref = torch.as_tensor(D.sample_schedules(model, S, 30.0, 1500, np.random.default_rng(1),
+                                             ramp=True).t[:, :6], dtype=torch.float64)
+    se = torch.sqrt(sim.var(0) / 1500 + ref.var(0) / 1500)
+    assert ((sim.mean(0) - ref.mean(0)).abs() <= 4 * se + 1e-12).all()
+    caps = torch.tensor([[math.ceil(min(u, S) / c) for c in (0.5, 1.0)] for u in range(1, 7)])
+    assert (sim <= caps).all()
+
+
 def test_counts_match_closed_form():
     sched = draw_schedule(HFLDelays((1.0,), (0.55,), 2.0, 1.0), 5.0, 4000.0, 4,
                           torch.Generator().manual_seed(0))
