@@ -395,27 +395,71 @@ def label_partition(labels, workers: int, classes_per_worker: int,
     return Partition(owner, workers)
 
 
-def dirichlet_partition(labels, workers: int, alpha: float,
-                        generator: torch.Generator) -> Partition:
+#: draws :func:`dirichlet_partition` makes before it gives up on ``min_size``
+DIRICHLET_TRIES = 100
+
+
+def dirichlet_partition(labels, workers: int, alpha: float, generator: torch.Generator, *,
+                        min_size: int = 0, balance: bool = False) -> Partition:
     """For each class k, proportions p_k ~ Dirichlet(alpha 1_M) (numpy's generator, seeded
     by one ``randint`` draw from ``generator``), and the samples of class k, in a random
     order, split at the cut points floor(n_k (p_k1 + ... + p_kj)): worker j gets the ranks
     in [cut_{j-1}, cut_j). A worker may receive no sample at small alpha (see
-    ``Partition.sizes``). ``proportions`` [C, M] are returned with the partition."""
+    ``Partition.sizes``). ``proportions`` [C, M] are returned with the partition.
+
+    FedML's partition (He et al. 2020, ``partition_data``, "hetero"; the one Ali & Arafa
+    2025, Section IV, follow), as options: ``balance`` gives the classes in turn, k = 0, 1,
+    ..., and sets p_kj to 0 (then renormalises) for every worker j already holding at least
+    n/M samples (``proportions`` are then these effective ones); ``min_size`` redraws the
+    whole partition (proportions and orders, from ``generator``) until every worker holds
+    at least ``min_size`` samples (FedML: 10), at most :data:`DIRICHLET_TRIES` times, then
+    ValueError. The defaults draw once, unbalanced."""
     labels, classes = _checked_labels(labels)
     workers = _positive_int("workers", workers)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not (0 < alpha < np.inf):
         raise ValueError(f"alpha={alpha!r} must be a finite number > 0")
+    if isinstance(min_size, bool) or not isinstance(min_size, (int, np.integer)) or min_size < 0:
+        raise ValueError(f"min_size={min_size!r} must be an integer >= 0")
+    for _ in range(DIRICHLET_TRIES if min_size else 1):
+        partition = _dirichlet_draw(labels, classes, workers, float(alpha), generator, balance)
+        if int(partition.sizes.min()) >= min_size:
+            return partition
+    raise ValueError(f"dirichlet_partition: no draw of {DIRICHLET_TRIES} left every one of the "
+                     f"{workers} workers min_size={min_size} samples of {labels.numel()} at "
+                     f"alpha={alpha}: a larger alpha, fewer workers or a smaller min_size")
+
+
+def _dirichlet_draw(labels: torch.Tensor, classes: int, workers: int, alpha: float,
+                    generator: torch.Generator, balance: bool) -> Partition:
+    """One draw of :func:`dirichlet_partition`."""
     device = labels.device
     seed = int(randint(2**62, (1,), generator, "cpu"))
-    draws = np.random.default_rng(seed).dirichlet(np.full(workers, float(alpha)), size=classes)
+    draws = np.random.default_rng(seed).dirichlet(np.full(workers, alpha), size=classes)
     proportions = torch.as_tensor(draws, dtype=DTYPE, device=device)
     rank, sizes = _ranks_within_class(labels, classes, generator)
+    if balance:
+        proportions = _balanced(proportions, sizes, labels.numel() / workers)
     cuts = torch.floor(proportions.cumsum(dim=1) * sizes[:, None].to(DTYPE)).long()
     cuts = torch.minimum(cuts, sizes[:, None])
     cuts[:, -1] = sizes                           # the rounding of cumsum never drops a sample
     owner = torch.searchsorted(cuts[labels], rank[:, None], right=True).squeeze(1)
     return Partition(owner, workers, proportions)
+
+
+def _balanced(proportions: torch.Tensor, sizes: torch.Tensor, cap: float) -> torch.Tensor:
+    """FedML's cap: class by class, p_kj = 0 for the workers already holding >= ``cap``
+    samples, renormalised (kept as drawn if that leaves no worker); the counts a class
+    gives are those of the cut points of :func:`dirichlet_partition`."""
+    held = torch.zeros(proportions.shape[1], dtype=DTYPE, device=proportions.device)
+    out = proportions.clone()
+    for k in range(proportions.shape[0]):  # sequential in the classes, as FedML's loop
+        open_ = proportions[k] * (held < cap)
+        if open_.sum() > 0:
+            out[k] = open_ / open_.sum()
+        cuts = torch.floor(out[k].cumsum(0) * float(sizes[k])).clamp(max=float(sizes[k]))
+        cuts[-1] = float(sizes[k])
+        held += torch.diff(cuts, prepend=cuts.new_zeros(1))
+    return out
 
 
 def group_label_partition(labels, sizes, generator: torch.Generator) -> Partition:

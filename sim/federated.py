@@ -9,7 +9,11 @@ x_1. The splits, over M = sum(sizes) clients numbered group after group:
   clients of the theorems, and the simulators' numbers before client-indexed problems);
 - ``"shards"``: disjoint random shards of (almost) equal size (``sim.data.iid_partition``);
 - ``("dirichlet", beta)``: Dirichlet(beta) proportions of every class over the clients
-  (``sim.data.dirichlet_partition``; Ali & Arafa 2025, Section IV, use beta = 0.1);
+  (``sim.data.dirichlet_partition`` of Hsu, Qi & Brown 2019, redrawn until every client
+  holds a sample);
+- ``("fedml", beta)``: the same with FedML's balancing and redraws until every client
+  holds 10 samples (``dirichlet_partition(..., min_size=10, balance=True)``), the partition
+  Ali & Arafa 2025, Section IV, follow (beta = 0.1 in their non-i.i.d. runs);
 - ``("labels", k)``: k classes per client (``sim.data.label_partition``; Yang et al. 2022,
   Section 5, their p);
 - ``"group_labels"``: disjoint label sets per group (``sim.data.group_label_partition``;
@@ -81,12 +85,14 @@ def partition_of(split, labels: torch.Tensor, sizes: Sequence[int],
         return iid_partition(labels.numel(), M, generator)
     if split == "group_labels":
         return group_label_partition(labels, sizes, generator)
-    if isinstance(split, (tuple, list)) and len(split) == 2 and split[0] == "dirichlet":
-        return dirichlet_partition(labels, M, split[1], generator)
+    if isinstance(split, (tuple, list)) and len(split) == 2 and split[0] in ("dirichlet", "fedml"):
+        fedml = split[0] == "fedml"
+        return dirichlet_partition(labels, M, split[1], generator, min_size=10 if fedml else 1,
+                                   balance=fedml)
     if isinstance(split, (tuple, list)) and len(split) == 2 and split[0] == "labels":
         return label_partition(labels, M, split[1], generator)
     raise ValueError(f"split={split!r} must be 'iid', 'shards', ('dirichlet', beta), "
-                     "('labels', k) or 'group_labels'")
+                     "('fedml', beta), ('labels', k) or 'group_labels'")
 
 
 def network(model: str, data: Dataset, name: str, hidden: Sequence[int]) -> torch.nn.Module:

@@ -255,7 +255,7 @@ def test_network_clients_are_a_problem_of_the_whole_data_set(digits):
 
 @pytest.mark.parametrize("model, split", [
     ("mlp", "shards"), ("mlp", ("dirichlet", 0.5)), ("mlp", ("labels", 3)), ("mlp", "group_labels"),
-    ("logistic", ("dirichlet", 0.5)), ("cnn", "group_labels")])
+    ("mlp", ("fedml", 0.1)), ("logistic", ("dirichlet", 0.5)), ("cnn", "group_labels")])
 def test_federated_problem_builds_every_split_and_model(digits, split, model):
     from fedbound.sim.federated import federated_problem
 
