@@ -85,8 +85,7 @@ class Rows:
 class ClientProblem(Problem):
     """The interface of the module docstring. A subclass sets ``M``, ``client_weights`` and
     ``partition`` (by ``_client_setup``) and implements :meth:`worker_gradient_sampler` and
-    :meth:`rows_grads`;
-    the rest is written here once."""
+    :meth:`rows_grads`; the rest is written here once."""
 
     M: int
     client_weights: torch.Tensor
