@@ -535,7 +535,7 @@ class LogisticRegression(Problem):
 
     def batch_gradients(self, shape, draw: Callable[[torch.Tensor], object]):
         """``x -> g(x)`` for ``x`` of ``shape``: at each model the mini-batch gradient over the
-        ``batch`` rows that ``draw(idx)`` writes into ``idx`` (int64, [*shape[:-1], batch],
+        ``batch`` rows that ``draw(idx)`` writes into ``idx`` (int64, ``[*shape[:-1], batch]``,
         reused from call to call), called once per call. The mini-batch is
         gathered by ``index_select`` into a buffer reused from call to call (a fresh gather
         per iteration costs an allocation, and page faults, the size of the batch), then
