@@ -54,6 +54,13 @@ class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2, no usage dump
         raise UsageError(message)
 
+    def _get_values(self, action, arg_strings):
+        """argparse drops a value "--" (``--battery=--``) and passes an empty list as the
+        option's value; here it is the missing value it is."""
+        if action.nargs is None and action.option_strings and arg_strings == ["--"]:
+            raise argparse.ArgumentError(action, "expected one argument, got '--'")
+        return super()._get_values(action, arg_strings)
+
 
 def json_object(text: str | None, what: str) -> dict:
     from ..scenario import parse_json
