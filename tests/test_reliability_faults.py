@@ -27,7 +27,7 @@ from pathlib import Path
 
 import markupsafe
 import pytest
-from bounded import ceiling
+from bounded import CEILING, ceiling
 
 from fedbound import bounds
 from fedbound.verify import output, report, sweep
@@ -170,7 +170,7 @@ def test_sigterm_stops_a_sweep_and_its_workers_and_keeps_what_finished(tmp_path)
         wait_for(lambda: db.exists() and len(stored(db)) >= 1, 240, "a stored scenario")
         workers = children(proc.pid)
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=CEILING)
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
@@ -313,7 +313,7 @@ def test_ctrl_c_at_any_moment_of_a_pool_ends_in_one_line_and_130():
             assert proc.stdout.readline() == "started\n"
             time.sleep(delay)
             os.killpg(proc.pid, signal.SIGINT)
-            err = proc.communicate(timeout=60)[1]
+            err = proc.communicate(timeout=CEILING)[1]
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -354,7 +354,7 @@ def test_a_signal_during_an_uninterrupted_import_is_raised_when_it_ends(signum, 
             sys.exit(130)
     """)
     out = subprocess.run([sys.executable, "-c", code], env=_stand_in_torch(tmp_path, signum),
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+                         cwd=ROOT, capture_output=True, text=True, timeout=CEILING)
     assert (out.returncode, out.stdout, out.stderr) == (130, "finished\n", "")
 
 
@@ -398,13 +398,13 @@ def test_ctrl_c_while_a_command_imports_the_simulator_ends_in_one_line_and_130(t
     imports torch, and once imported, torch has its own loader."""
     env = _stand_in_torch(tmp_path)
     out = subprocess.run([sys.executable, "-m", "fedbound", "check", "mllsgd.theorem1"],
-                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=CEILING)
     assert (out.returncode, one_line(out.stderr)) == (130, "fedbound: interrupted")
     params = {"L": 1, "beta": 0, "sigma": 1, "Delta": 1, "eta": 0.001, "K": 64, "q": 2,
               "tau": 4, "zeta": 0.5, "a": [0.5, 0.5], "p": [1, 0.9]}
     out = subprocess.run([sys.executable, "-m", "fedbound", "bound", "mllsgd.theorem1",
                           "--json", "--params", json.dumps(params)],
-                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)
+                         env=env, cwd=ROOT, capture_output=True, text=True, timeout=CEILING)
     assert (out.returncode, out.stderr) == (0, ""), out.stderr
     assert json.loads(out.stdout)["admissible"] is True
 

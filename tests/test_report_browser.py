@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from bounded import CEILING
 
 from fedbound import bounds
 from fedbound.verify import report
@@ -47,7 +48,7 @@ document.getElementById("f").onload = function () {{
 def _chromium(*args: str) -> str:
     sandbox = ["--no-sandbox"] if os.geteuid() == 0 else []
     proc = subprocess.run([BROWSER, "--headless", "--disable-gpu", *sandbox, *args],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=CEILING)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
