@@ -14,22 +14,17 @@ reading), a device, a socket. A file that cannot be read for a reason of the env
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 import sys
 
 from . import limits
+from .scenario import BAD_PATHS
 
 #: what a path that is not a regular file is, by its file type
 KINDS = {stat.S_IFDIR: "a directory", stat.S_IFIFO: "a named pipe (FIFO)",
          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
          stat.S_IFSOCK: "a socket"}
-
-
-#: what the system says of a path that names nothing it can reach: bad input (exit 2), not
-#: a failure of the environment
-BAD_PATHS = (errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL)
 
 
 def read_text(source: str | os.PathLike, what: str) -> str:

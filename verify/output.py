@@ -25,7 +25,7 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-from .inputs import BAD_PATHS
+from .scenario import BAD_PATHS
 
 #: the file that marks a directory as a fedbound report
 MANIFEST = "fedbound-report.json"

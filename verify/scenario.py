@@ -9,6 +9,7 @@ with field-naming errors, the stable hash that keys sweeps, and the field valida
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
 import math
@@ -130,6 +131,11 @@ def _literal_path(x, path: str = "") -> tuple[str, str] | None:
         if found:
             return found
     return None
+
+
+#: what the system says of a path that names nothing it can reach: bad input (exit 2), not
+#: a failure of the environment
+BAD_PATHS = (errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL)
 
 
 def parse_json(text: str, what: str):

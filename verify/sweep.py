@@ -69,8 +69,8 @@ from fedbound import bounds
 from . import limits
 from .adapter import adapter_for, default_scenario
 from .check import check
-from .inputs import BAD_PATHS, KINDS, read_text
-from .scenario import INT_MAX, json_text, parse_json, require_float
+from .inputs import KINDS, read_text
+from .scenario import BAD_PATHS, INT_MAX, json_text, parse_json, require_float
 
 SPEC_FIELDS = ("key", "variant", "exact", "base", "grid", "random")
 RANDOM_FIELDS = ("n", "seed", "fields")
