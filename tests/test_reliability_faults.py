@@ -225,6 +225,24 @@ def test_claims_are_exclusive_until_their_lease_expires_or_their_driver_dies(tmp
     store.close()
 
 
+def test_a_locked_store_is_waited_on_for_a_stated_time_then_refused_naming_db(tmp_path, capsys,
+                                                                                monkeypatch):
+    """Another process holds the store with BEGIN EXCLUSIVE: the sweep waits LOCK_WAIT (here
+    shortened) and stops with exit 2 naming --db and the wait (it waited 62 s and exited 70
+    "database is locked"); the lock's holder keeps the store as it was."""
+    db, spec = tmp_path / "l.sqlite", write(tmp_path / "spec.json", TINY)
+    sweep.Store(db).close()
+    monkeypatch.setattr(sweep, "LOCK_WAIT", 0.5)
+    with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as holder:
+        holder.execute("BEGIN EXCLUSIVE")
+        assert main(["sweep", str(spec), "--db", str(db), "--json"]) == 2
+        holder.execute("ROLLBACK")
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1, err
+    assert f"--db {db} is locked by another process: waited 0.5 s" in err
+    assert stored(db) == []
+
+
 def test_a_check_that_raises_anything_is_an_error_row_and_an_invalid_draw_is_recorded(
         tmp_path, monkeypatch):
     calls = []
