@@ -162,9 +162,9 @@ def test_choose_runs_a_registered_chooser_by_name_and_by_alias(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--epsilon", "0", "--t-comm", "1", "--t-comp", "1"], "epsilon=0 must lie in"),
+    (["--epsilon", "0", "--t-comm", "1", "--t-comp", "1"], "--epsilon=0 must lie in"),
     (["--epsilon", "0.1", "--t-comm", "1", "--t-comp", "1", "--Q", "1,x"], "--Q must be"),
-    (["--epsilon", "0.1", "--t-comm", "-1", "--t-comp", "1"], "t_comm=-1"),
+    (["--epsilon", "0.1", "--t-comm", "-1", "--t-comp", "1"], "--t-comm=-1 must lie in"),
 ])
 def test_choose_q_eta_bad_input(capsys, argv, message):
     code, _, err = run(capsys, "choose-q-eta", *argv)
