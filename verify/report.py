@@ -25,15 +25,15 @@ from collections import Counter
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import sympy as sp
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from fedbound import bounds
 
 from . import mathml
+from .html import cite, environment, prose, render, term_prose  # noqa: F401 - the report's helpers
 from .output import ReportDir
 from .rows import Row, summary
 from .scenario import json_text
@@ -67,66 +67,6 @@ def latex_formula(tex: str, tail: str = "", tail_tex: str = "") -> Formula:
     """LaTeX (a theorem's left-hand side) as a displayed MathML formula; ``tail`` MathML
     elements (and their LaTeX ``tail_tex``) appended."""
     return Formula(Markup(mathml.block(mathml.of_latex(tex) + tail)), tex + tail_tex)
-
-
-def prose(text: str) -> Markup:
-    """Text with its ``$...$`` spans as inline MathML (:func:`verify.mathml.inline`) and
-    ``double backtick`` markup shown as code (the text escaped first)."""
-    return Markup("".join(
-        mathml.inline(piece) if is_math
-        else re.sub(r"``(.+?)``", r"<code>\1</code>", str(escape(piece)))
-        for is_math, piece in mathml.prose_parts(text)))
-
-
-def cite(text: str, root: str = "") -> Markup:
-    """A citation (escaped) whose paper's short cite links to the bibliography page."""
-    from fedbound.bounds.references import PAPERS
-
-    out = str(prose(text))
-    for p in PAPERS.values():
-        short = str(escape(p.short))
-        out = out.replace(short, f'<a href="{root}references.html#{p.key}">{short}</a>', 1)
-    return Markup(out)
-
-
-@cache
-def environment():
-    """The Jinja2 environment of the report templates (autoescaping on)."""
-    from jinja2 import Environment, PackageLoader, StrictUndefined
-
-    env = Environment(loader=PackageLoader(__package__, "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(prose=prose, cite=cite)
-    return env
-
-
-def render(template: str, **context) -> str:
-    return environment().get_template(template).render(**context)
-
-
-#: a symbol in a term's name ("sigma_G floor", "noise: eta L Q", "kappa^2"): a Greek letter's
-#: name or a capital letter, with a subscript and a power, written in ASCII as the
-#: parameters are
-_GREEK_NAMES = "|".join(sorted((g for g in mathml._GREEK if g.isalpha()), key=len, reverse=True))
-_TERM_SYMBOL = rf"(?:(?:{_GREEK_NAMES})|[A-Z])(?:_[A-Za-z0-9]+)?(?:\^[0-9]+)?"
-#: a run of such symbols, alone between spaces or punctuation ("eta L Q")
-_TERM_MATH = re.compile(rf"(?<![\w$\\^-])({_TERM_SYMBOL}(?: {_TERM_SYMBOL})*)(?![\w$^-])")
-
-
-def _symbol_latex(symbol: str) -> str:
-    """One ASCII symbol of a term's name as LaTeX: ``sigma_G^2`` -> ``\\sigma_{G}^{2}``."""
-    name, _, power = symbol.partition("^")
-    base, _, sub = name.partition("_")
-    tex = f"\\{base}" if base in mathml._GREEK else base
-    return tex + (f"_{{{sub}}}" if sub else "") + (f"^{{{power}}}" if power else "")
-
-
-def term_prose(name: str) -> str:
-    """A term's name (a key of ``Theorem.terms``, ASCII as the parameters are) as prose with
-    its symbols in ``$...$`` (:func:`prose` renders them as MathML) and " x " as a times
-    sign: "noise: staleness x L" -> "noise: staleness × $L$"."""
-    name = re.sub(r"(?<=\w) x (?=\w)", " \u00d7 ", name)
-    return _TERM_MATH.sub(lambda m: "$" + " ".join(map(_symbol_latex, m[1].split())) + "$", name)
 
 
 def statement(thm: bounds.Theorem) -> dict:
