@@ -5,7 +5,8 @@ may also register its stored witnesses (:func:`register_witness_dir`), refutatio
 families (:func:`register_family`), rate sweeps (:func:`register_sweep`), choosers
 (:func:`register_chooser`, with :class:`Chooser`) and the experiments and claims of its
 paper (:func:`register_experiment`, :func:`register_claim`, decided by the tests
-:func:`above`, :func:`below`, :func:`between`). The four papers of
+:func:`above`, :func:`below`, :func:`between`; :func:`reproduce` decides them and
+:func:`claim_figure` draws one). The four papers of
 ``verify/papers/`` use this module and nothing else of ``verify``, as a plugin does from
 outside the package. See ``docs/extending.md`` for a walk through, and ``verify.testing``
 for the contract checks to run on a new adapter.
@@ -36,6 +37,7 @@ from .choose import (
     settings_text,
     unregister_chooser,
 )
+from .claimplots import claim_figure
 from .claims import (
     Claim,
     Curve,
@@ -87,7 +89,7 @@ __all__ = [
     "COUNT", "FEATURE_NORM_RANGE", "GRAD2", "INDEX", "LOOP_OVERHEAD", "LOSS", "PARAM2", "RATIO",
     "SCENARIO", "STEP", "TIME", "UNITS", "Adapter", "adapter_for", "adapter_keys",
     "along_trajectory", "above", "below", "between", "BoundChoice", "check", "check_estimated",
-    "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "ClaimResult", "claims",
+    "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure", "ClaimResult", "claims",
     "comma_separated", "compare", "Comparison", "conservative_bound", "conservative_step",
     "count_text", "Curve", "default_scenario", "digits_mlp", "Draw", "estimate_constants",
     "estimate_grid", "estimated_keys", "estimated_start",

@@ -137,7 +137,7 @@ def _setting(**changes) -> dict:
 
 def register() -> None:
     register_experiment(Experiment(
-        "tdcd.latency", ex.latency, ex.SEEDS, lambda p: ex.footprint(p, 1),
+        "tdcd.latency", ex.latency, ex.SEEDS, lambda p: ex.footprint(p, 1), ex.READINGS,
         setting="every Q at K = 2, N = 2 against iterations and time units: " + ANALOGUE))
     register_experiment(Experiment(
         "tdcd.clients", ex.clients_experiment, ex.SEEDS, lambda p: ex.footprint(p, 2, clients=4),
@@ -153,20 +153,21 @@ def register() -> None:
             f"with t_comm = {ratio:g} (t_comp = 1), TDCD with Q > 1 local iterations converges "
             "faster in wall-clock time than with Q = 1",
             SETTING, latency_analogue, "tdcd.latency", _faster(ratio), curves=_time_curves(ratio),
+            primary="round",
             sensitivity="decided at the time the largest Q ends its iterations, where every "
                         "curve exists"))
     register_claim(Claim(
         "tdcd.fig3.gap-widens", cite("tdcd", "Section 5.3.1, Figs. 3-5"),
         "the gap between Q > 1 and Q = 1 widens as the ratio t_comm / t_comp grows from 10 to "
         "100", SETTING, latency_analogue, "tdcd.latency", _gap_widens,
-        curves=_time_curves(ex.RATIOS[1]),
+        curves=_time_curves(ex.RATIOS[1]), primary="round",
         sensitivity="each gap is read at its ratio's decision time (the time the largest Q "
                     "ends its iterations)"))
     register_claim(Claim(
         "tdcd.fig6.slower-per-iteration", cite("tdcd", "Section 5.3.1, Figs. 6-8"),
         "against iterations, a larger Q converges more slowly and to a higher training loss "
         "(in accordance with Theorem 1)", _setting(metric="training loss against iterations"),
-        ANALOGUE, "tdcd.latency", _slower_per_iteration, curves=Q_CURVES))
+        ANALOGUE, "tdcd.latency", _slower_per_iteration, curves=Q_CURVES, primary="round"))
     register_claim(Claim(
         "tdcd.fig6cd.converges", cite("tdcd", "Section 5.3.2, Figs. 6(c, d), 7(c, d), 8"),
         "TDCD converges for every Q tested, in the larger networks too",

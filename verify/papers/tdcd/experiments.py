@@ -22,6 +22,11 @@ an experiment starts from them (paired).
 The metric: the training loss L(theta) of the hub models over all samples, after each
 round, against local iterations or against time units t_Q (the paper's Figs. 3-8 plot test
 accuracy against time and training loss against iterations).
+
+The readings of the round's mini-batch (:data:`READINGS`, ``sim.tdcd.BATCHES``): as printed,
+one batch of sample IDs for all Q local iterations of a round (Section 3, Algorithm 1), or a
+fresh batch at every local iteration (the conference version of TDCD); the Q claims run
+under both (the other experiments under the printed one).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from fedbound.verify.api import (
     Footprint,
     Outcome,
     Plan,
+    Reading,
     conservative_bound,
     conservative_step,
 )
@@ -53,6 +59,12 @@ ITERATIONS = {True: 240, False: 900}
 #: where the iteration claims are decided early: this share of the iterations
 EARLY = 0.25
 SEEDS = (4, 10)
+READINGS = (
+    Reading("round", "Das et al. 2022, Section 3 and Algorithm 1 as printed: one mini-batch "
+                     "of sample IDs for all Q local iterations of a round"),
+    Reading("step", "a fresh mini-batch at every local iteration, the other silos' "
+                    "embeddings Phi_{-j} at the round-start hub models"),
+)
 N_DIGITS, PIXELS = 1797, 64
 
 
@@ -98,17 +110,18 @@ def rounds_of(Q: int, iterations: int) -> int:
     return max(1, iterations // Q)
 
 
-def best_step(model, theta0, *, Q: int, rounds: int, steps, seeds: int, seed: int):
-    """One vectorised run of every step x ``seeds`` replicas (step-major): (the step with the
-    lowest mean final loss among those where no replica diverged, its losses [seeds,
-    rounds + 1])."""
+def best_step(model, theta0, *, Q: int, rounds: int, steps, seeds: int, seed: int,
+              batch: str = "round"):
+    """One vectorised run of every step x ``seeds`` replicas (step-major), the round's
+    mini-batch read as ``batch`` (:data:`READINGS`): (the step with the lowest mean final
+    loss among those where no replica diverged, its losses [seeds, rounds + 1])."""
     import torch
 
     from fedbound.sim.tdcd import run_tdcd
 
     eta = torch.tensor(steps, dtype=torch.float64).repeat_interleave(seeds)
     trace = run_tdcd(model, eta=eta, Q=Q, rounds=rounds, theta0=theta0, replicas=eta.numel(),
-                     generator=torch.Generator().manual_seed(seed), record_grad=False)
+                     generator=torch.Generator().manual_seed(seed), batch=batch, record_grad=False)
     loss = trace.loss.numpy().reshape(len(steps), seeds, rounds + 1)
     diverged = trace.diverged.numpy().reshape(len(steps), seeds).any(axis=1)
     final = np.where(diverged, np.inf, loss[:, :, -1].mean(axis=1))
@@ -148,7 +161,7 @@ def iteration_curves(model, theta0, plan: Plan, qs=QS, tag: str = "") -> tuple[d
     for Q in qs:
         R = rounds_of(Q, iterations)
         eta, loss = best_step(model, theta0, Q=Q, rounds=R, steps=grid(plan), seeds=plan.seeds,
-                              seed=plan.seed + 1)
+                              seed=plan.seed + 1, batch=plan.reading or "round")
         label = f"Q = {Q}{tag}"
         curves[label] = Curve(label, Q * np.arange(R + 1), loss)
         notes.append(f"{label}: step {eta:g} of {grid(plan)}")
