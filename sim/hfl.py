@@ -192,7 +192,7 @@ class HFLTrace:
       Both None with ``record_grad=False``.
     - ``deviation`` [R, U_max, G]: ||x^{u+1} - x_i^{u,t_i^u}||^2, Lemma 1 (18).
     - ``t`` [R, U_max, G], ``U`` [R], ``end_time`` [R, U_max]: the realised schedule.
-    - ``diverged`` [R] (see sim.trace).
+    - ``diverged`` [R] (see sim.trace). ``x_final`` [R, d]: x^{U+1}, the final global model.
     """
 
     grad_sq_norm: torch.Tensor | None
@@ -203,6 +203,7 @@ class HFLTrace:
     U: torch.Tensor
     end_time: torch.Tensor
     diverged: torch.Tensor
+    x_final: torch.Tensor
 
     @property
     def real(self) -> torch.Tensor:
@@ -344,5 +345,5 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float, x1: torch.Tensor,
         grad_sq_norm=grad_sq, loss=loss.cpu(),
         group_grad_sq_sum=group_sum.cpu() if record_grad else None,
         deviation=deviation.cpu(), t=t.cpu(), U=schedule.U.cpu(),
-        end_time=schedule.end_time.cpu(), diverged=diverged.cpu())
+        end_time=schedule.end_time.cpu(), diverged=diverged.cpu(), x_final=x.cpu())
 

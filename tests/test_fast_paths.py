@@ -175,6 +175,8 @@ def test_loss_only_runs_of_hfl_afl_and_tdcd_record_the_same_losses():
         assert torch.equal(runs[False].loss, runs[True].loss)
         assert runs[False].grad_sq_norm is None and runs[True].grad_sq_norm is not None
     assert hfl[False].group_grad_sq_sum is None and torch.equal(hfl[False].t, hfl[True].t)
+    assert torch.equal(hfl[False].x_final, hfl[True].x_final)
+    assert torch.equal(pr.loss(hfl[False].x_final), hfl[False].loss[:, -1])
     assert torch.equal(afl[False].x_final, afl[True].x_final)
     assert tdcd[False].sigma2 is None and torch.equal(tdcd[False].drift, tdcd[True].drift)
 
