@@ -88,3 +88,21 @@ def test_tdcd_readings_of_the_batch_are_the_simulators_and_differ():
         losses[batch] = loss
     assert (losses["round"][:, 0] == losses["step"][:, 0]).all()
     assert not (losses["round"][:, -1] == losses["step"][:, -1]).any()
+
+
+def test_a_quick_hfl_claim_runs_and_is_decided_on_its_paired_runs(claims):
+    """Fig. 8 of Ali & Arafa 2025 (a few seconds): the claim ends in a verdict, its effect is
+    the paired difference of the two curves it compares at the end, recomputed here."""
+    import numpy as np
+
+    from fedbound.verify.api import reproduce
+
+    rep = reproduce("hfl", claim_ids=["hfl.fig8.s12-best"], quick=True, seeds=3)
+    (r,) = rep.results
+    assert not r.error and r.verdict in ("agrees", "contradicts", "undecided")
+    assert r.claim.stated_model and r.as_dict()["verdict"] == r.verdict
+    out = rep.outcome(r.claim)
+    for t in r.primary.tests:
+        better, worse = t.compares
+        d = out.at(worse, t.at) - out.at(better, t.at)
+        assert t.seeds == 3 and np.isclose(t.effect, d.mean(), rtol=1e-12, atol=1e-15), t.name
