@@ -51,6 +51,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fedbound import bounds
+from fedbound.bounds.registry import did_you_mean
 
 from . import limits
 from .draw import Draw, RngDraw
@@ -238,7 +239,9 @@ class Adapter:
         if ax is None:
             import matplotlib.pyplot as plt
 
-            ax = plt.subplots(figsize=(7, 4.6))[1]
+            from .figures import SIZE
+
+            ax = plt.subplots(figsize=SIZE)[1]
         self.check(scenario, variant=variant, exact=exact, ax=ax, label=label)
         return ax
 
@@ -441,7 +444,8 @@ def adapter_for(key: str) -> Adapter:
         if key in bounds.keys():
             raise ValueError(f"result {key!r} is registered but has no adapter "
                              "(verify.api.register_adapter)")
-        raise ValueError(f"unknown result {key!r}; registered: {', '.join(adapter_keys())}")
+        raise ValueError(f"unknown result {key!r}{did_you_mean(key, _ADAPTERS)}; registered: "
+                         f"{', '.join(adapter_keys())}")
     return _ADAPTERS[key]
 
 

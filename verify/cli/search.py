@@ -53,4 +53,8 @@ COMMANDS = (Command(
     "Search admissible scenarios for a violation (--objective violate) or for the "
     "scenario where the bound is tightest (--objective tightest: the largest ratio "
     "measured/bound, exact where the result has an exact mode): exit 1 when a "
-    "violation is found for a result not recorded as refuted, 0 otherwise."),)
+    "violation is found for a result not recorded as refuted, 0 otherwise.",
+    {0: "no violation found, or only of a result recorded as refuted (or the tightest "
+        "scenario found)",
+     1: "a violation of a result not recorded as refuted was found"},
+    ("memory", "steps", "scenarios")),)
