@@ -59,6 +59,20 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every command line's argument parser by the command line that runs it (``fedbound``,
+    ``fedbound check``, ..., and ``fedbound choose NAME`` for each registered chooser): what
+    the CLI reference of the documentation is generated from."""
+    from ..choose import choosers, command_of
+
+    top = parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    out = {"fedbound": top, **{f"fedbound {name}": p for name, p in sub.choices.items()}}
+    for name, cls in choosers().items():
+        out[f"fedbound choose {name}"] = choose.chooser_parser(cls, command_of(cls))
+    return out
+
+
 USAGE = "fedbound [--version] [--plugin MODULE] [--debug] COMMAND [options]"
 MORE = "fedbound COMMAND --help shows the options of a command, an example and its exit statuses."
 

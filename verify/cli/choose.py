@@ -12,7 +12,8 @@ from .common import Command, Exit, Parser, exit_codes, limit_options, names, rea
 EXITS = {0: "the choices were made and printed (or the choosers listed)"}
 
 
-def _chooser_parser(cls, command: str) -> Parser:
+def chooser_parser(cls, command: str) -> Parser:
+    """The argument parser of ``fedbound choose COMMAND``, which runs the chooser ``cls``."""
     from ..choose import METHODS
 
     p = Parser(prog=f"fedbound choose {command}", description=textwrap.fill(cls.summary or cls.__doc__, 79),
@@ -47,7 +48,7 @@ def run(args):
               "fedbound choose NAME --help lists the options of one")
         return Exit(None, 0)
     cls = chooser_class(args.name)
-    sub = _chooser_parser(cls, command_of(cls)).parse_args(args.rest)
+    sub = chooser_parser(cls, command_of(cls)).parse_args(args.rest)
     with limits.configured(memory=sub.max_memory, steps=sub.max_steps,
                            scenarios=sub.max_scenarios):
         chooser = cls.from_arguments(sub, lambda key, source: read_scenario(key, source)[0])
