@@ -49,4 +49,6 @@ COMMANDS = (Command(
     "Run the small-scale analogue of each paper's headline experiments (networks on the "
     "8x8 digits), print every claim with what was measured over seeds and what the "
     "bound with estimated constants predicts. Exit 1 when a measurement contradicts "
-    "the paper's claim, 3 with --strict when one cannot tell, 0 otherwise."),)
+    "the paper's claim, 3 with --strict when one cannot tell, 0 otherwise.",
+    {0: "no measurement contradicts a claim", 1: "a measurement contradicts a claim",
+     3: "a claim is undecided, with --strict"}),)
