@@ -8,18 +8,18 @@ it with the limits and refuses, with one line naming the fields and the estimate
 anything is allocated. The limits are process-wide settings held in environment variables,
 so that worker processes (local pools, a Dask ``LocalCluster``) inherit them:
 
-=========================  =====================================================  ===========
-variable                   limit                                                  option
-=========================  =====================================================  ===========
-``FEDBOUND_MAX_MEMORY``    bytes one scenario may use ("8G", "512M", "1.5GiB");   --max-memory
-                           default: ``MEMORY_FRACTION`` of the machine's
-                           memory (:func:`physical_memory`: its total,
-                           or its container's limit when smaller)
-``FEDBOUND_MAX_STEPS``     elementary operations of one scenario (default         --max-steps
-                           ``DEFAULT_MAX_STEPS``, a few hours of one core)
-``FEDBOUND_MAX_SCENARIOS`` scenarios of one sweep or search budget (default       --max-scenarios
-                           ``DEFAULT_MAX_SCENARIOS``)
-=========================  =====================================================  ===========
+==========================  =====================================================  ===============
+variable                    limit                                                  option
+==========================  =====================================================  ===============
+``FEDBOUND_MAX_MEMORY``     bytes one scenario may use ("8G", "512M", "1.5GiB");   --max-memory
+                            default: ``MEMORY_FRACTION`` of the machine's
+                            memory (:func:`physical_memory`: its total,
+                            or its container's limit when smaller)
+``FEDBOUND_MAX_STEPS``      elementary operations of one scenario (default         --max-steps
+                            ``DEFAULT_MAX_STEPS``, a few hours of one core)
+``FEDBOUND_MAX_SCENARIOS``  scenarios of one sweep or search budget (default       --max-scenarios
+                            ``DEFAULT_MAX_SCENARIOS``)
+==========================  =====================================================  ===============
 
 The estimates are deliberately simple (the product of the sizes of each buffer, summed);
 ``tests/test_limits.py`` holds them within a small factor of the measured peak memory.

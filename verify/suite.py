@@ -3,7 +3,7 @@
 Three kinds of rows:
 
 * ``default``: every registered result in every variant on its default scenario;
-* ``battery``: every result in its default variant, and in its ``refined`` variant
+* ``battery``: every result in its default variant, and in its ``refined`` and ``iid`` variants
   (fedbound's own results, derived by fedbound, not published: :data:`STRESSED`), on a
   seeded battery of random admissible scenarios drawn by its adapter
   (``Adapter.random_scenario``);
@@ -35,6 +35,7 @@ from functools import cache
 import numpy as np
 
 from fedbound import bounds
+from fedbound.bounds.registry import did_you_mean
 
 from . import limits
 from .adapter import adapter_for, adapter_keys, default_scenario
@@ -53,14 +54,17 @@ def select(only: str | None) -> list[str]:
     out = [k for k in keys if any(k == w or k.startswith(w + ".") for w in wanted)]
     missing = [w for w in wanted if not any(k == w or k.startswith(w + ".") for k in keys)]
     if missing or not out:
-        raise ValueError(f"--only {only!r}: no registered result matches {missing or wanted}; "
-                         f"papers: {', '.join(sorted({k.split('.')[0] for k in keys}))}")
+        papers = sorted({k.split(".")[0] for k in keys})
+        near = did_you_mean((missing or wanted)[0], [*papers, *keys])
+        raise ValueError(f"--only {only!r}: no registered result matches {missing or wanted}"
+                         f"{near}; papers: {', '.join(papers)}")
     return out
 
 
-#: variants checked on the battery beside the default one: fedbound's own refined results
-#: (bounds/derivations/) get the same random stress as the published statements
-STRESSED = ("refined",)
+#: variants checked on the battery beside the default one: fedbound's own results
+#: (bounds/derivations/: the refined variants, and the iid ones under a paper's i.i.d. data
+#: model) get the same random stress as the published statements
+STRESSED = ("refined", "iid")
 
 
 def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,
@@ -86,7 +90,8 @@ def _checked(keys: Sequence[str] | None, battery: int) -> list[str]:
     keys = known if keys is None else list(keys)
     for key in keys:
         if key not in known:
-            raise ValueError(f"unknown result {key!r}; registered: {', '.join(known)}")
+            raise ValueError(f"unknown result {key!r}{did_you_mean(key, known)}; registered: "
+                             f"{', '.join(known)}")
     return keys
 
 
@@ -149,8 +154,10 @@ def _check_drawn(task: Task):
     that cannot be drawn leaves the check to run alone; the row then says why."""
     from matplotlib.figure import Figure as Canvas
 
+    from .figures import SIZE
+
     try:
-        fig = Canvas(figsize=(7, 4.6), dpi=100)
+        fig = Canvas(figsize=SIZE, dpi=100)
         ax = fig.add_subplot()
         v = adapter_for(task.key).check(task.scenario, variant=task.variant, exact=task.exact,
                                         ax=ax, label=task.figure.label)

@@ -129,4 +129,7 @@ COMMANDS = (Command(
     "every claim on paired differences over seeds: agrees, contradicts, or undecided with the "
     "effect the run could have detected and the seeds that would decide it. A claim about an "
     "ambiguous step of the algorithm is run under each reading. Exit 1 when a claim is "
-    "contradicted, 4 when a run failed, 3 with --strict when one is undecided, 0 otherwise."),)
+    "contradicted, 4 when a run failed, 3 with --strict when one is undecided, 0 otherwise.",
+    {0: "no claim is contradicted", 1: "a claim is contradicted",
+     3: "a claim is undecided, with --strict", 4: "an experiment's run failed (its claims are errors)"},
+    ("memory", "steps")),)
