@@ -39,7 +39,7 @@ def _test_row(t) -> dict:
 
 
 def claim_context(r: ClaimResult, rep: Reproduction, figure: str | None) -> dict:
-    from .report import term_prose
+    from .html import term_prose
 
     c = r.claim
     p = r.primary
@@ -72,7 +72,7 @@ def write(rep: Reproduction, outdir: str | Path, *, force: bool = False) -> Path
     from fedbound.bounds.references import PAPERS
 
     from .claimplots import claim_figure
-    from .report import render
+    from .html import render
     from .scenario import json_text
 
     report = ReportDir(outdir, kind="reproduce", force=force).open()
