@@ -8,21 +8,21 @@ it with the limits and refuses, with one line naming the fields and the estimate
 anything is allocated. The limits are process-wide settings held in environment variables,
 so that worker processes (local pools, a Dask ``LocalCluster``) inherit them:
 
-=========================  =====================================================  ===========
-variable                   limit                                                  option
-=========================  =====================================================  ===========
-``FEDBOUND_MAX_MEMORY``    bytes one scenario may use ("8G", "512M", "1.5GiB");   --max-memory
-                           default: ``MEMORY_FRACTION`` of the machine's
-                           memory (:func:`physical_memory`: its total,
-                           or its container's limit when smaller)
-``FEDBOUND_MAX_STEPS``     elementary operations of one scenario (default         --max-steps
-                           ``DEFAULT_MAX_STEPS``, a few hours of one core)
-``FEDBOUND_MAX_SCENARIOS`` scenarios of one sweep, search budget, battery, or    --max-scenarios
-                           runs of a chooser's grid or a rate's sweep (default
-                           ``DEFAULT_MAX_SCENARIOS``)
-``FEDBOUND_MAX_INPUT``     bytes of one input read from a file or standard input  --max-input
-                           (default ``DEFAULT_MAX_INPUT``; ``verify.inputs``)
-=========================  =====================================================  ===========
+==========================  =====================================================  ===============
+variable                    limit                                                  option
+==========================  =====================================================  ===============
+``FEDBOUND_MAX_MEMORY``     bytes one scenario may use ("8G", "512M", "1.5GiB");   --max-memory
+                            default: ``MEMORY_FRACTION`` of the machine's
+                            memory (:func:`physical_memory`: its total,
+                            or its container's limit when smaller)
+``FEDBOUND_MAX_STEPS``      elementary operations of one scenario (default         --max-steps
+                            ``DEFAULT_MAX_STEPS``, a few hours of one core)
+``FEDBOUND_MAX_SCENARIOS``  scenarios of one sweep, search budget, battery, or    --max-scenarios
+                            runs of a chooser's grid or a rate's sweep (default
+                            ``DEFAULT_MAX_SCENARIOS``)
+``FEDBOUND_MAX_INPUT``      bytes of one input read from a file or standard input  --max-input
+                            (default ``DEFAULT_MAX_INPUT``; ``verify.inputs``)
+==========================  =====================================================  ===============
 
 A command that runs several scenarios at once (a chooser's grid of candidates, a rate's
 sweep, a reproduction) asks :func:`require_runs` before the first: each run within the

@@ -35,6 +35,7 @@ from functools import cache
 import numpy as np
 
 from fedbound import bounds
+from fedbound.bounds.registry import did_you_mean
 
 from . import limits
 from .adapter import adapter_for, adapter_keys, default_scenario
@@ -53,8 +54,10 @@ def select(only: str | None) -> list[str]:
     out = [k for k in keys if any(k == w or k.startswith(w + ".") for w in wanted)]
     missing = [w for w in wanted if not any(k == w or k.startswith(w + ".") for k in keys)]
     if missing or not out:
-        raise ValueError(f"--only {only!r}: no registered result matches {missing or wanted}; "
-                         f"papers: {', '.join(sorted({k.split('.')[0] for k in keys}))}")
+        papers = sorted({k.split(".")[0] for k in keys})
+        near = did_you_mean((missing or wanted)[0], [*papers, *keys])
+        raise ValueError(f"--only {only!r}: no registered result matches {missing or wanted}"
+                         f"{near}; papers: {', '.join(papers)}")
     return out
 
 
@@ -112,7 +115,8 @@ def checked_keys(keys: Sequence[str] | None, battery: int) -> list[str]:
     keys = known if keys is None else list(keys)
     for key in keys:
         if key not in known:
-            raise ValueError(f"unknown result {key!r}; registered: {', '.join(known)}")
+            raise ValueError(f"unknown result {key!r}{did_you_mean(key, known)}; registered: "
+                             f"{', '.join(known)}")
     stressed = sum(len(_stressed(key, bounds.registry.default(key))) for key in keys)
     limits.require_count(battery * stressed, f"--battery {battery} x {stressed} result variants")
     return keys
@@ -177,8 +181,10 @@ def _check_drawn(task: Task):
     that cannot be drawn leaves the check to run alone; the row then says why."""
     from matplotlib.figure import Figure as Canvas
 
+    from .figures import SIZE
+
     try:
-        fig = Canvas(figsize=(7, 4.6), dpi=100)
+        fig = Canvas(figsize=SIZE, dpi=100)
         ax = fig.add_subplot()
         v = adapter_for(task.key).check(task.scenario, variant=task.variant, exact=task.exact,
                                         ax=ax, label=task.figure.label)

@@ -4,7 +4,8 @@ One module per command (:data:`MODULES`), each with its :class:`~.common.Command
 commands of the registered plugins' choosers run as ``fedbound choose NAME``, and a
 chooser's aliases as commands of their own (:func:`expand_alias`).
 
-The exit status is the same for every command (``common.EXIT_CODES``, shown by ``--help``).
+The exit statuses mean the same for every command (``common.EXIT_STATUS``); each command's
+``--help`` shows those it can return.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import os
 import signal
 import sys
 import tempfile
+import textwrap
 import traceback
 from collections.abc import Sequence
 
 from . import bound, check, choose, listing, rate, reproduce, scenario, search, sweep
-from .common import EXIT_CODES, Exit, Parser, UsageError, limit_options, warn
+from .common import Exit, Parser, UsageError, exit_codes, limit_options, warn
 
 MODULES = (listing, bound, scenario, check, search, rate, choose, reproduce, sweep)
 COMMANDS = {c.name: c for m in MODULES for c in m.COMMANDS}
@@ -35,26 +37,51 @@ def _version() -> str:
 
 def parser() -> argparse.ArgumentParser:
     ap = Parser(prog="fedbound", formatter_class=argparse.RawDescriptionHelpFormatter,
-                description="Executable convergence theory for hierarchical, multi-level and "
-                            "anarchic federated learning.",
-                epilog="exit status:\n" + EXIT_CODES)
+                usage=USAGE, description="Executable convergence theory for hierarchical, "
+                                         "multi-level and anarchic federated learning.",
+                epilog=f"{command_list()}\n\n{MORE}\n\nexit status:\n{exit_codes()}")
     ap.add_argument("--version", action="version", version=f"fedbound {_version()}")
     ap.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                     help="import MODULE to register its results (repeatable; also "
                          "FEDBOUND_PLUGINS and the entry-point group fedbound.plugins)")
     ap.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
-    limit_options(ap, argparse.SUPPRESS)
-    limits = Parser(add_help=False)
-    limit_options(limits, argparse.SUPPRESS)
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser)
+    limit_options(ap, argparse.SUPPRESS, shown=())
+    sub = ap.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND",
+                            help=argparse.SUPPRESS)
     for c in COMMANDS.values():
-        p = sub.add_parser(c.name, help=c.help, description=c.description or c.help,
-                           parents=[limits], formatter_class=argparse.RawDescriptionHelpFormatter,
-                           epilog=f"example:\n  {c.example}\n\nexit status:\n{EXIT_CODES}")
+        p = sub.add_parser(c.name, prog=f"fedbound {c.name}", help=c.help,
+                           description=textwrap.fill(c.description or c.help, 79),
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog=f"example:\n  {c.example}\n\nexit status:\n{exit_codes(c.exits)}")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(fn=c.run)
         c.arguments(p)
+        limit_options(p, argparse.SUPPRESS, shown=c.limits)
     return ap
+
+
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every command line's argument parser by the command line that runs it (``fedbound``,
+    ``fedbound check``, ..., and ``fedbound choose NAME`` for each registered chooser): what
+    the CLI reference of the documentation is generated from."""
+    from ..choose import choosers, command_of
+
+    top = parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    out = {"fedbound": top, **{f"fedbound {name}": p for name, p in sub.choices.items()}}
+    for name, cls in choosers().items():
+        out[f"fedbound choose {name}"] = choose.chooser_parser(cls, command_of(cls))
+    return out
+
+
+USAGE = "fedbound [--version] [--plugin MODULE] [--debug] COMMAND [options]"
+MORE = "fedbound COMMAND --help shows the options of a command, an example and its exit statuses."
+
+
+def command_list() -> str:
+    """The commands with their one-line help, aligned (what ``fedbound`` alone shows)."""
+    width = max(map(len, COMMANDS))
+    return "commands:\n" + "\n".join(f"  {c.name:<{width}}  {c.help}" for c in COMMANDS.values())
 
 
 def _command_index(argv: Sequence[str]) -> int | None:
@@ -157,7 +184,11 @@ def main(argv: Sequence[str] | None = None, *, mask=None) -> int:
     try:
         if mask is not None:  # a signal that came while the command imported itself: now
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        args = parser().parse_args(expand_alias(argv))
+        ap = parser()
+        args = ap.parse_args(expand_alias(argv))
+        if args.command is None:  # fedbound alone: how to use it, and the commands
+            print(f"usage: {USAGE}\n\n{command_list()}\n\n{MORE}", file=sys.stderr)
+            raise UsageError("a COMMAND is required")
         if check.pool_ahead(args):
             from ..pool import start_fork_server
 

@@ -5,24 +5,29 @@ from __future__ import annotations
 
 import argparse
 import re
+import textwrap
 from contextlib import contextmanager
 
-from .common import EXIT_CODES, Command, Exit, Parser, limit_options, names, read_scenario
+from .common import Command, Exit, Parser, exit_codes, limit_options, names, read_scenario
+
+#: the exit statuses of fedbound choose beside those of every command
+EXITS = {0: "the choices were made and printed (or the choosers listed)"}
 
 
-def _chooser_parser(cls, command: str) -> Parser:
+def chooser_parser(cls, command: str) -> Parser:
+    """The argument parser of ``fedbound choose COMMAND``, which runs the chooser ``cls``."""
     from ..choose import METHODS
 
-    p = Parser(prog=f"fedbound choose {command}", description=cls.summary or cls.__doc__,
+    p = Parser(prog=f"fedbound choose {command}", description=textwrap.fill(cls.summary or cls.__doc__, 79),
                formatter_class=argparse.RawDescriptionHelpFormatter,
                epilog=(f"example:\n  {cls.example}\n\n" if cls.example else "")
-               + f"exit status:\n{EXIT_CODES}")
+               + f"exit status:\n{exit_codes(EXITS)}")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--variant", help=f"comma-separated variants of {cls.key} (default: all)")
     p.add_argument("--method", choices=METHODS, default="both",
                    help="bound: each variant's choice only; simulate: the simulation only; "
                         "both (default): side by side")
-    limit_options(p, None)
+    limit_options(p, None, shown=("memory", "steps"))
     cls.add_arguments(p)
     return p
 
@@ -45,7 +50,7 @@ def run(args):
               "fedbound choose NAME --help lists the options of one")
         return Exit(None, 0)
     cls = chooser_class(args.name)
-    parser = _chooser_parser(cls, command_of(cls))
+    parser = chooser_parser(cls, command_of(cls))
     sub = parser.parse_args(args.rest)
     with limits.configured(memory=sub.max_memory, steps=sub.max_steps,
                            scenarios=sub.max_scenarios, input=sub.max_input), as_options(parser):
@@ -92,9 +97,10 @@ def arguments(p) -> None:
 
 COMMANDS = (Command(
     "choose", run, "choose a problem's knobs from each bound variant and by simulation", arguments,
-    "fedbound choose hfl --sizes 15,15 --delays 0.01,0.85,0.001,0.085,4,2,0.4,0.2 --T 600 "
-    "--alpha 0.05 --L 1 --G 10 --sigma 10 --Delta 10\n  fedbound choose tdcd --t-comm 100 --t-comp 1",
+    "fedbound choose hfl --sizes 15,15 --delays 0.01,0.85,0.001,0.085,4,2,0.4,0.2 \\\n"
+    "      --T 600 --alpha 0.05 --L 1 --G 10 --sigma 10 --Delta 10\n"
+    "  fedbound choose tdcd --t-comm 100 --t-comp 1",
     "Run a registered chooser: each variant of its bound's choice beside the simulation's "
-    "best, every choice simulated. `fedbound choose` lists the choosers, `fedbound choose "
-    "NAME --help` the options of one; a chooser may also answer to an alias "
-    "(choose-sync-time, choose-q-eta)."),)
+    "best, every choice simulated. fedbound choose lists the choosers, fedbound choose "
+    "NAME --help the options of one; a chooser may also answer to an alias "
+    "(choose-sync-time, choose-q-eta).", EXITS),)

@@ -60,4 +60,5 @@ def run(args):
 
 
 COMMANDS = (Command("list", run, "registered results: every variant with its status",
-                    lambda p: None, "fedbound list --json"),)
+                    lambda p: None, "fedbound list --json",
+                    exits={0: "the list was printed"}),)
