@@ -226,7 +226,9 @@ def decision(claim: Claim, outcome: Outcome, reading: str | None) -> Decision:
 
 def run_experiment(experiment_id: str, plan: Plan) -> Run:
     """Run one experiment under ``plan`` with torch on one thread; a failure is recorded in
-    the run (its message), not raised."""
+    the run (its message), not raised, except a package the experiments need and that is
+    not installed (ImportError: the environment, not the experiment, so every claim would
+    fail alike)."""
     from fedbound.sim.problems import one_thread
 
     exp = experiment(experiment_id)
@@ -234,7 +236,7 @@ def run_experiment(experiment_id: str, plan: Plan) -> Run:
     try:
         with one_thread():
             outcome = exp.run(replace(plan, seeds=plan.count(exp)))
-    except (KeyboardInterrupt, MemoryError):
+    except (KeyboardInterrupt, MemoryError, ImportError):
         raise
     except Exception as e:  # noqa: BLE001 - recorded, the other claims go on
         last = traceback.extract_tb(e.__traceback__)[-1]
