@@ -15,8 +15,9 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(BIN)/fedbound check --all
 
+# one pytest worker per core (pytest-xdist), each test file's tests shared out as workers free up
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 # the user guide and API reference, warnings as errors (docs/conf.py)
 docs: $(STAMP)

@@ -30,7 +30,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
+
+CPU_ONLY = "it interrupts the fedbound command, whose checks run on the CPU"
 
 COMMAND = ["check", "--all", "--jobs", "2", "--only", "mllsgd.theorem1,hfl.theorem2", "--battery", "1",
            "--no-figures"]
@@ -66,12 +69,14 @@ def interrupted_run(after: float, report: Path) -> tuple[int, str]:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--load", type=int, default=2, help="busy processes kept running meanwhile")
-    args = parser.parse_args()
+    add_device_argument(parser, cpu_only=CPU_ONLY)
+    args = parser.parse_args(argv)
+    checked_device(parser, args.device, cpu_only=CPU_ONLY)
     draw = random.Random(args.seed)
     load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
     outcomes = []

@@ -70,6 +70,7 @@ def run(argv: list[str], *, stdin: str | os.PathLike | None = None, memory: int 
         if pid == 0:  # the copy: never returns into pytest
             code = 70
             try:
+                _forget_the_fork_server()
                 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
                 os.environ.update(env or {})
                 out = open(out_path, "w")  # noqa: SIM115 - closed by os._exit's flush below
@@ -91,6 +92,16 @@ def run(argv: list[str], *, stdin: str | os.PathLike | None = None, memory: int 
         code = os.waitstatus_to_exitcode(status) if status is not None else -signal.SIGKILL
         return Result(code, out_path.read_text(), err_path.read_text(), seconds,
                       usage.ru_maxrss * 1024 - before if usage is not None else -1)
+
+
+def _forget_the_fork_server() -> None:
+    """In the copy: forget the fork server of the test process, if an earlier test started
+    one (it is the test process's child, not the copy's: ``multiprocessing`` would wait on
+    it and fail with ECHILD), so that a command of the copy starts its own, as the command
+    does in a process of its own."""
+    from multiprocessing import forkserver
+
+    forkserver._forkserver.__init__()  # the module's singleton, reset in place
 
 
 def _wait(pid: int, ceiling: float):

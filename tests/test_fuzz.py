@@ -145,7 +145,7 @@ def test_malformed_scenarios_are_rejected_naming_the_field(key, data, tmp_path_f
 
 
 @pytest.mark.parametrize("argv", [
-    [], ["nope"], ["bound"], ["bound", "mllsgd.nope", "--params", "{}"],
+    ["nope"], ["bound"], ["bound", "mllsgd.nope", "--params", "{}"],
     ["bound", "mllsgd.theorem1", "--params", "{"], ["step", "mllsgd.theorem1"],
     ["check", "mllsgd.theorem1", "--scenario", "/no/such/file"], ["check", "--battery", "x"],
     ["sweep"], ["report", "--db"], ["scenario", "mllsgd.nope"],

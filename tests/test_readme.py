@@ -53,7 +53,7 @@ SLOW = {
 _FENCE = re.compile(r"^(?P<indent> *)```(?P<lang>\w*)\n(?P<body>.*?)^(?P=indent)```$",
                     re.M | re.S)
 _EXITS = re.compile(r"\s#\s*exits (\d+)\b[^'\"]*$")
-_USAGE = re.compile(r"\[|\||(?:^|(?<=[\s\[|]))[A-Z][A-Z_]*(?=[\s\]|,]|$)")
+_USAGE = re.compile(r"\[|\||(?:^|(?<=[\s\[|]))[A-Z][A-Z_]*(?=[\s\]|,]|\.\.\.|$)")
 
 
 def blocks(text: str = README) -> list[tuple[str, str]]:
@@ -184,6 +184,8 @@ def test_inline_fedbound_commands_are_usage_forms_or_run_above():
 @pytest.mark.parametrize("line, usage", [
     ("fedbound list [--json]", True),
     ("fedbound scenario KEY", True),
+    ("fedbound reproduce PAPER...", True),
+    ("fedbound reproduce hfl.", False),
     ("fedbound --version | --plugin MODULE ... | --debug ...", True),
     ("fedbound list", False),
     ("fedbound check afl.theorem3 --witness proof --exact", False),

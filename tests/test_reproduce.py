@@ -163,7 +163,7 @@ def test_report_has_a_page_per_paper_with_every_claims_figure(synth, capsys, tmp
     code, out, _ = _cli(capsys, "reproduce", "synth", "--quick", "--claim", ",".join(OK),
                         "--report", str(tmp_path / "r"))
     r = tmp_path / "r"
-    page = (r / "papers" / "synth.html").read_text()
+    page = (r / "claims" / "synth.html").read_text()
     summary = json.loads((r / "summary.json").read_text())
     assert [c["id"] for c in summary["claims"]] == [f"synth.{i}" for i in OK]
     for i in OK:

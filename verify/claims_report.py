@@ -1,7 +1,7 @@
 """The report of ``fedbound reproduce ... --report DIR``: ``summary.json`` first (the
 reproduction's JSON, ``Reproduction.to_dict``), then every claim's figure
 (``verify.claimplots``, ``figures/<claim>.png``), one page per paper
-(``papers/<paper>.html``: each claim with its citation, setting, analogue, verdict, tests,
+(``claims/<paper>.html``: each claim with its citation, setting, analogue, verdict, tests,
 readings, notes and figure), ``index.html`` (every paper's claims and verdicts) and
 ``references.html``; from the Jinja2 templates ``claims_index.html`` and
 ``claims_paper.html`` beside the check report's, written safely (``verify.output.ReportDir``:
@@ -93,7 +93,7 @@ def write(rep: Reproduction, outdir: str | Path, *, force: bool = False) -> Path
         entry = PAPERS.get(paper)
         papers.append({"key": paper, "short": entry.short if entry else paper,
                        "title": entry.title if entry else paper,
-                       "href": f"papers/{_slug(paper)}.html",
+                       "href": f"claims/{_slug(paper)}.html",
                        "counts": {v: sum(r.verdict == v for r in mine)
                                   for v in ("agrees", "contradicts", "undecided", "error")},
                        "claims": [claim_context(r, rep, figures.get(r.claim.id)) for r in mine]})
