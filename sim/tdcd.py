@@ -624,11 +624,14 @@ def _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm, t_comp, devi
 
 def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, theta0,
              replicas: int, generator: torch.Generator, t_comm: float = 0.0, t_comp: float = 1.0,
-             record_iterates: bool = False) -> TDCDTrace:
+             record_iterates: bool = False, stop_below: float | None = None) -> TDCDTrace:
     """Run ``replicas`` independent realisations of ``rounds`` TDCD rounds (T = Q rounds
     iterations), Das et al. 2022, Algorithm 1 (see the module docstring).
 
     ``eta``: one step size, or one per replica (a step-size grid in a single run).
+    ``stop_below``: stop after the first round by which every replica's running left side
+    of (15) (:attr:`TDCDTrace.running_lhs`) has been at most this, or the replica diverged
+    (the trace then holds the rounds run; their numbers are those of the full run).
     ``theta0`` [model.dim]: the hub models at t = 0, blocks concatenated. The simulation
     runs on the model's device; the generator may live on any device. Returns a CPU trace."""
     device = model.device
@@ -644,8 +647,12 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     accept = Acceptance(R, device)
     losses, grad_sq, sigma2, drift, g0 = [], [], [], [], []
     hubs, virtual, directions, batches = [hub], [], [], []
+    if stop_below is not None and not math.isfinite(stop_below):
+        raise ValueError(f"stop_below={stop_below!r} must be finite")
+    total = torch.zeros(R, dtype=DTYPE, device=device)
+    reached = torch.zeros(R, dtype=torch.bool, device=device)
 
-    for _ in range(rounds):
+    for r in range(rounds):
         loss, grad_sq_norm, variance = model.statistics(hub)
         losses.append(loss)
         grad_sq.append(grad_sq_norm)
@@ -674,6 +681,11 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
         if record_iterates:
             hubs.append(hub)
             batches.append(rows)
+        if stop_below is not None:
+            total += grad_sq_norm
+            reached |= total <= stop_below * (r + 1)
+            if bool((reached | accept.diverged).all()):
+                break
     losses.append(model.loss(hub))
 
     recorded = {}
@@ -686,7 +698,7 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     t_round = 3.0 * t_comm + Q * t_comp
     return TDCDTrace(
         grad_sq_norm=grad_sq.cpu(), loss=loss.cpu(), drift=drift.cpu(), g0=g0.cpu(),
-        time=torch.arange(rounds + 1, dtype=DTYPE) * t_round, diverged=diverged.cpu(),
+        time=torch.arange(grad_sq.shape[1] + 1, dtype=DTYPE) * t_round, diverged=diverged.cpu(),
         sigma2=None if sigma2 is None else sigma2.cpu(),
         **{name: value.cpu() for name, value in recorded.items()},
     )
