@@ -4,6 +4,8 @@ Never imports sympy, ``bounds`` or ``verify`` (see DESIGN.md, section "sim").
 """
 
 from fedbound.sim.afl import AFLTrace, run_afl
+from fedbound.sim.clients import ClientProblem, LogisticClients
+from fedbound.sim.federated import Federation, federated_problem
 from fedbound.sim.hfl import HFLTrace, run_hfl
 from fedbound.sim.mllsgd import (
     HubWeights,
@@ -20,15 +22,19 @@ from fedbound.sim.trace import DIVERGENCE_THRESHOLD, Trace, freeze_diverged
 
 __all__ = [
     "AFLTrace",
+    "ClientProblem",
     "DIVERGENCE_THRESHOLD",
+    "Federation",
     "HFLTrace",
     "HubWeights",
+    "LogisticClients",
     "LogisticRegression",
     "Problem",
     "Quadratic",
     "TDCDTrace",
     "Trace",
     "apply_operator",
+    "federated_problem",
     "freeze_diverged",
     "hub_period_slots",
     "hub_weights",

@@ -136,7 +136,10 @@ class LabelSkewedLogistic:
     Appendix E.1): worker i holds n samples with features ~ N(0, I) scaled to max ||a_j|| = R and
     labels +1 with probability ``skew_i``. Certified constants: L = max_i lambda_max
     (A_i^T A_i)/(4n) + lam; sigma_L^2 = R^2/batch (per-sample gradients have norm < R);
-    sigma_G = max_i sup ||grad f_i - grad f|| <= 2R (bounds, not exact)."""
+    sigma_G = max_i sup ||grad f_i - grad f|| <= 2R (bounds, not exact). Workers holding the
+    shards of a real data set's partition (Dirichlet(beta), disjoint label sets per group,
+    ``sim.data``) are ``sim.clients.LogisticClients`` (``sim.neural.NeuralClients`` for a
+    network), which ``run_afl`` takes the same way."""
 
     def __init__(self, features, labels, *, lam: float = 0.0, batch: int = 1):
         self.features = torch.as_tensor(features, dtype=DTYPE)
@@ -437,10 +440,12 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
             delays: str = "uniform", arrivals="uniform", probs: Sequence[float] | None = None,
             schedule: Schedule | None = None, server_step: str = "proof", device=None) -> AFLTrace:
     """Run ``replicas`` realisations of AFA-CD (``algorithm="cd"``, Algorithm 2) or AFA-CS
-    (``"cs"``, Algorithm 3) for T rounds on ``clients`` (HeterogeneousQuadratic or
-    LabelSkewedLogistic), from x0 [d]. The schedule is ``schedule`` or, if None, drawn
-    first from ``generator`` by :func:`draw_schedule` (K, tau, delays, arrivals, probs);
-    then each local step draws its noise. Diverged replicas are frozen
+    (``"cs"``, Algorithm 3) for T rounds on ``clients`` (HeterogeneousQuadratic,
+    LabelSkewedLogistic, or a ``sim.clients.ClientProblem`` whose workers hold their own
+    shards: ``sim.neural.NeuralClients``, ``sim.clients.LogisticClients``, any split of
+    ``sim.federated.federated_problem`` but "iid"), from x0 [d]. The schedule is
+    ``schedule`` or, if None, drawn first from ``generator`` by :func:`draw_schedule` (K,
+    tau, delays, arrivals, probs); then each local step draws its noise. Diverged replicas are frozen
     (sim.trace.freeze_diverged). ``device=None`` uses the clients' device."""
     for name, v, ok in (("algorithm", algorithm, ALGORITHMS), ("server_step", server_step, SERVER_STEPS)):
         if v not in ok:

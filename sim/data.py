@@ -39,6 +39,12 @@ sample, so every sample belongs to exactly one worker by construction.
   over the M workers, and the class's samples split at the cut points floor(n_k cumsum p_k)
   (Hsu, Qi & Brown 2019, Section 3): alpha -> infinity tends to i.i.d., small alpha gives
   each class to few workers.
+- :func:`group_label_partition`: disjoint label sets per group: the classes are split into
+  G contiguous blocks, group g's clients hold only the samples of block g, dealt at random
+  among them (the label-disjoint groups of Ali & Arafa 2025, Section IV, Fig. 5a; the
+  unequal data shares by group of Castiglia et al. 2021, Section 6).
+
+:class:`ShardRows` draws the mini-batches of every worker from its own samples.
 
 Vertical (across silos, for TDCD): :func:`vertical_split` gives the column order and the
 block sizes D_j of a ``sim.tdcd.Layout``.
@@ -287,6 +293,33 @@ class Partition:
         return table, sizes
 
 
+class ShardRows:
+    """The mini-batches of every worker from its own samples: called on uniform draws ``u``
+    [..., M, b] on [0, 1), entry [..., i, j] is worker i's sample of rank
+    min(floor(u n_i), n_i - 1) in increasing index order (row i of :meth:`Partition.table`),
+    so each worker draws uniformly with replacement from its own n_i samples. Built once
+    per run (the table), then a few element-wise operations and one gather per call.
+    Every worker needs a sample: ValueError naming the empty ones."""
+
+    def __init__(self, partition: Partition, device=None):
+        _require_every_worker(partition.owner, partition.workers, "the partition")
+        table, sizes = partition.table()
+        device = partition.owner.device if device is None else torch.device(device)
+        self.workers = partition.workers
+        self.sizes = sizes.to(device)                                       # [M] n_i
+        self.order = torch.argsort(partition.owner, stable=True).to(device)  # worker by worker
+        self.start = (self.sizes.cumsum(0) - self.sizes)[:, None]           # [M, 1]
+        self.table = table.to(device)                                       # [M, n_max]
+
+    def __call__(self, u: torch.Tensor) -> torch.Tensor:
+        """Sample indices [..., M, b] (int64) for the draws ``u`` [..., M, b]."""
+        if u.ndim < 2 or u.shape[-2] != self.workers:
+            raise ValueError(f"draws must have shape [..., M={self.workers}, b], got {tuple(u.shape)}")
+        sizes = self.sizes[:, None]
+        slot = torch.minimum(torch.floor(u * sizes).long(), sizes - 1)
+        return self.order[slot.add_(self.start)]
+
+
 def _positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name}={value!r} must be an integer >= 1")
@@ -362,27 +395,103 @@ def label_partition(labels, workers: int, classes_per_worker: int,
     return Partition(owner, workers)
 
 
-def dirichlet_partition(labels, workers: int, alpha: float,
-                        generator: torch.Generator) -> Partition:
+#: draws :func:`dirichlet_partition` makes before it gives up on ``min_size``
+DIRICHLET_TRIES = 100
+
+
+def dirichlet_partition(labels, workers: int, alpha: float, generator: torch.Generator, *,
+                        min_size: int = 0, balance: bool = False) -> Partition:
     """For each class k, proportions p_k ~ Dirichlet(alpha 1_M) (numpy's generator, seeded
     by one ``randint`` draw from ``generator``), and the samples of class k, in a random
     order, split at the cut points floor(n_k (p_k1 + ... + p_kj)): worker j gets the ranks
     in [cut_{j-1}, cut_j). A worker may receive no sample at small alpha (see
-    ``Partition.sizes``). ``proportions`` [C, M] are returned with the partition."""
+    ``Partition.sizes``). ``proportions`` [C, M] are returned with the partition.
+
+    FedML's partition (He et al. 2020, ``partition_data``, "hetero"; the one Ali & Arafa
+    2025, Section IV, follow), as options: ``balance`` gives the classes in turn, k = 0, 1,
+    ..., and sets p_kj to 0 (then renormalises) for every worker j already holding at least
+    n/M samples (``proportions`` are then these effective ones); ``min_size`` redraws the
+    whole partition (proportions and orders, from ``generator``) until every worker holds
+    at least ``min_size`` samples (FedML: 10), at most :data:`DIRICHLET_TRIES` times, then
+    ValueError. The defaults draw once, unbalanced."""
     labels, classes = _checked_labels(labels)
     workers = _positive_int("workers", workers)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not (0 < alpha < np.inf):
         raise ValueError(f"alpha={alpha!r} must be a finite number > 0")
+    if isinstance(min_size, bool) or not isinstance(min_size, (int, np.integer)) or min_size < 0:
+        raise ValueError(f"min_size={min_size!r} must be an integer >= 0")
+    for _ in range(DIRICHLET_TRIES if min_size else 1):
+        partition = _dirichlet_draw(labels, classes, workers, float(alpha), generator, balance)
+        if int(partition.sizes.min()) >= min_size:
+            return partition
+    raise ValueError(f"dirichlet_partition: no draw of {DIRICHLET_TRIES} left every one of the "
+                     f"{workers} workers min_size={min_size} samples of {labels.numel()} at "
+                     f"alpha={alpha}: a larger alpha, fewer workers or a smaller min_size")
+
+
+def _dirichlet_draw(labels: torch.Tensor, classes: int, workers: int, alpha: float,
+                    generator: torch.Generator, balance: bool) -> Partition:
+    """One draw of :func:`dirichlet_partition`."""
     device = labels.device
     seed = int(randint(2**62, (1,), generator, "cpu"))
-    draws = np.random.default_rng(seed).dirichlet(np.full(workers, float(alpha)), size=classes)
+    draws = np.random.default_rng(seed).dirichlet(np.full(workers, alpha), size=classes)
     proportions = torch.as_tensor(draws, dtype=DTYPE, device=device)
     rank, sizes = _ranks_within_class(labels, classes, generator)
+    if balance:
+        proportions = _balanced(proportions, sizes, labels.numel() / workers)
     cuts = torch.floor(proportions.cumsum(dim=1) * sizes[:, None].to(DTYPE)).long()
     cuts = torch.minimum(cuts, sizes[:, None])
     cuts[:, -1] = sizes                           # the rounding of cumsum never drops a sample
     owner = torch.searchsorted(cuts[labels], rank[:, None], right=True).squeeze(1)
     return Partition(owner, workers, proportions)
+
+
+def _balanced(proportions: torch.Tensor, sizes: torch.Tensor, cap: float) -> torch.Tensor:
+    """FedML's cap: class by class, p_kj = 0 for the workers already holding >= ``cap``
+    samples, renormalised (kept as drawn if that leaves no worker); the counts a class
+    gives are those of the cut points of :func:`dirichlet_partition`."""
+    held = torch.zeros(proportions.shape[1], dtype=DTYPE, device=proportions.device)
+    out = proportions.clone()
+    for k in range(proportions.shape[0]):  # sequential in the classes, as FedML's loop
+        open_ = proportions[k] * (held < cap)
+        if open_.sum() > 0:
+            out[k] = open_ / open_.sum()
+        cuts = torch.floor(out[k].cumsum(0) * float(sizes[k])).clamp(max=float(sizes[k]))
+        cuts[-1] = float(sizes[k])
+        held += torch.diff(cuts, prepend=cuts.new_zeros(1))
+    return out
+
+
+def group_label_partition(labels, sizes, generator: torch.Generator) -> Partition:
+    """Disjoint label sets per group: with C classes and G = len(``sizes``) groups, group g
+    holds the classes floor(g C/G) .. floor((g+1) C/G) - 1, and its samples are dealt in a
+    random order round-robin among its ``sizes[g]`` clients, workers sum(sizes[:g]) ..
+    sum(sizes[:g+1]) - 1 (so within a group the clients are i.i.d.; across groups no label
+    is shared). Needs G <= C and at least sizes[g] samples in group g's classes."""
+    labels, classes = _checked_labels(labels)
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__") or len(sizes) == 0:
+        raise ValueError(f"sizes={sizes!r} must be a non-empty sequence of group sizes")
+    sizes = [_positive_int(f"sizes[{g}]", s) for g, s in enumerate(sizes)]
+    groups, device = len(sizes), labels.device
+    if groups > classes:
+        raise ValueError(f"sizes has {groups} groups but the labels have {classes} classes: "
+                         "disjoint label sets need at least one class per group")
+    group_of_class = torch.arange(classes, device=device) * groups // classes   # block g
+    count = torch.tensor(sizes, device=device)
+    start = count.cumsum(0) - count
+    group = group_of_class[labels]
+    perm = _permutation(labels.numel(), generator, device)
+    order = perm[torch.argsort(group[perm], stable=True)]
+    held = torch.bincount(group, minlength=groups)
+    for g in range(groups):
+        if int(held[g]) < sizes[g]:
+            raise ValueError(f"sizes[{g}]={sizes[g]}: group {g}'s classes hold {int(held[g])} "
+                             "samples, fewer than its clients")
+    first = held.cumsum(0) - held
+    rank = torch.empty_like(labels)
+    rank[order] = torch.arange(labels.numel(), device=device) - first[group[order]]
+    owner = start[group] + rank % count[group]
+    return Partition(owner, sum(sizes))
 
 
 def vertical_split(num_features: int, silos: int,

@@ -186,12 +186,26 @@ def _root(param: str, value: float, lower: float, upper: float, method: str, n: 
                     math.sqrt(max(upper, 0.0)), method, n)
 
 
+def _clients(problem) -> int | None:
+    """The number of clients of a problem whose clients hold their own data
+    (``sim.clients.ClientProblem``: its samplers take a client axis), else None."""
+    from fedbound.sim.clients import ClientProblem
+
+    return problem.M if isinstance(problem, ClientProblem) else None
+
+
 def _stochastic_at(problem: Problem, x: torch.Tensor, samples: int,
-                   generator: torch.Generator) -> torch.Tensor:
-    """``samples`` independent stochastic gradients at every point: [P, samples, dim], one
-    batched call."""
-    return problem.stochastic_grad(x[:, None, :].expand(x.shape[0], samples, problem.dim),
-                                   generator)
+                   generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """``samples`` independent stochastic gradients at every point and the gradient they
+    estimate, one batched call: [P, samples, dim] and [P, 1, dim]; for a problem whose
+    clients hold their own data, one per client, [P, samples, M, dim] and grad f_k,
+    [P, 1, M, dim] (each client's noise is about its own objective f_k)."""
+    M = _clients(problem)
+    if M is None:
+        return (problem.stochastic_grad(x[:, None, :].expand(x.shape[0], samples, problem.dim),
+                                        generator), problem.grad(x)[:, None, :])
+    at = x[:, None, None, :].expand(x.shape[0], samples, M, problem.dim)
+    return problem.stochastic_grad(at, generator), problem.worker_grads(at[:, :1])
 
 
 def gradient_variance(problem: Problem, points, samples: int, generator: torch.Generator, *,
@@ -207,19 +221,26 @@ def gradient_variance(problem: Problem, points, samples: int, generator: torch.G
     and D_j is a squared vector norm of a mini-batch deviation whose law is unknown (heavy
     tailed for per-sample gradients); the t interval of a mean needs only a finite variance
     of D_j (central limit theorem), and the number of samples is large. The ends are
-    reported as square roots (sigma, not sigma^2)."""
+    reported as square roots (sigma, not sigma^2).
+
+    For a problem whose clients hold their own data (``sim.clients.ClientProblem``) each
+    client's mini-batch gradient deviates from its own f_k (the assumption bounds every
+    worker's noise), so the maximum runs over points and clients (the interval corrected
+    over both); the clients' differences from f are their dissimilarity
+    (:func:`dissimilarity`), not noise."""
     x = _points(problem, points)
     samples, level = _count("samples", samples, 2), _level(level)
     if not (math.isfinite(beta) and beta >= 0):
         raise ValueError(f"beta={beta!r} must be finite and >= 0 (Assumption 1d)")
-    full = problem.grad(x)
-    g = _stochastic_at(problem, x, samples, generator)
-    dev = (g - full[:, None, :]).square().sum(-1) - beta * full.square().sum(-1)[:, None]
+    g, full = _stochastic_at(problem, x, samples, generator)
+    dev = (g - full).square().sum(-1) - beta * full.square().sum(-1)
+    if dev.ndim == 3:  # [P, samples, M]: every (point, client) is a point
+        dev = dev.transpose(1, 2).reshape(-1, samples)
     value, lower, upper = _max_of_means(dev, level)
     return _root("sigma", value, lower, upper,
                  f"max over points of the mean squared deviation of {samples} stochastic "
                  f"gradients (beta = {beta:g}); {level:.0%} Student-t interval, Bonferroni over "
-                 "points", x.shape[0] * samples)
+                 "points", dev.numel())
 
 
 def max_gradient_norm(problem: Problem, points, samples: int, generator: torch.Generator, *,
@@ -231,13 +252,15 @@ def max_gradient_norm(problem: Problem, points, samples: int, generator: torch.G
     sqrt(max_x E||g(x)||^2), the smallest G that (16) allows at these points."""
     x = _points(problem, points)
     samples, level = _count("samples", samples, 2), _level(level)
-    sq = _stochastic_at(problem, x, samples, generator).square().sum(-1)
+    sq = _stochastic_at(problem, x, samples, generator)[0].square().sum(-1)
+    if sq.ndim == 3:  # a client problem: every client's gradient, (point, client) pairs
+        sq = sq.transpose(1, 2).reshape(-1, samples)
     _, lower, _ = _max_of_means(sq, level)
     largest = float(sq.max())
     return _root("G", largest, min(lower, largest), largest,
                  f"largest norm of {samples} stochastic gradients per point; lower = the "
                  f"{level:.0%} lower end of the root of the largest second moment",
-                 x.shape[0] * samples)
+                 sq.numel())
 
 
 def dissimilarity(clients, points) -> Estimate:

@@ -10,7 +10,8 @@ group i are a padded axis [R, G, n_max, d] with a mask for unequal sizes. Per ro
 - group i performs t_i^u local iterations, t_i^u = min{n >= 1: tau_1 + ... + tau_n >= S}
   (7): the iteration that crosses S is performed and counted, S = 0 gives one;
 - uploads are normalised by t_i^u (10) and the global update weights them by
-  |N_i| / N (12);
+  |N_i| / N (12) (``upload="printed"``; the other readings of (10) and (12):
+  :data:`UPLOADS`);
 - the system time ACCUMULATES the round duration max_i sum_l tau + tau_g (9), (13)
   (line 21 of Algorithm 1 assigns instead: erratum), and U is the first round at
   which it reaches T (that round is counted).
@@ -34,6 +35,21 @@ import torch
 
 from fedbound.sim.problems import DTYPE, Problem, rand
 from fedbound.sim.trace import Acceptance
+
+#: the readings of the upload (10) and the global update (12), Delta_i = x_i^{u,t_i^u} - x^u,
+#: w_i = |N_i| / N:
+#:
+#: - ``"printed"``: x^{u+1} = x^u + sum_i w_i Delta_i / t_i^u, (10) and (12) as printed: a
+#:   round moves x by one step alpha along the average of the round's gradients, whatever
+#:   the t_i^u;
+#: - ``"fednova"``: x^{u+1} = x^u + t_eff sum_i w_i Delta_i / t_i^u with t_eff = sum_i w_i
+#:   t_i^u: the normalised averaging of FedNova (Wang, Liu, Liang, Joshi & Poor 2020,
+#:   NeurIPS; tau_eff = sum_i p_i tau_i), the work (10) cites for its division ("to avoid
+#:   the objective inconsistency"): the groups' directions weigh as in "printed", the
+#:   round moves x by about t_eff steps;
+#: - ``"sum"``: x^{u+1} = x^u + sum_i w_i Delta_i: (12) without the division of (10), the
+#:   weighted average of the group models (FedAvg's).
+UPLOADS = ("printed", "fednova", "sum")
 
 
 @dataclass(frozen=True)
@@ -171,7 +187,8 @@ class HFLTrace:
     - ``loss`` [R, U_max + 1]: f(x^u), u = 1..U_max + 1 (frozen after U: the last is
       f(x^{U+1}), the analysis' final model).
     - ``group_grad_sq_sum`` [R, G]: sum_u sum_{l=1}^{t_i^u} ||grad f_i(x_i^{u,l-1})||^2, the
-      numerator of Theorem 1's left-hand side (19) (clients i.i.d.: f_i = f).
+      numerator of Theorem 1's left-hand side (19), f_i group i's objective
+      (``problem.group_grads``; clients i.i.d.: f_i = f).
     - ``deviation`` [R, U_max, G]: ||x^{u+1} - x_i^{u,t_i^u}||^2, Lemma 1 (18).
     - ``t`` [R, U_max, G], ``U`` [R], ``end_time`` [R, U_max]: the realised schedule.
     - ``diverged`` [R] (see sim.trace).
@@ -235,13 +252,22 @@ def _validated(problem: Problem, sizes, alpha, x1, replicas, device):
 def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float | torch.Tensor, x1, replicas: int,
             generator: torch.Generator, schedule: HFLSchedule | None = None, t=None,
             end_time=None, delays: HFLDelays | None = None, S: float | None = None, T: float | None = None,
-            ramp: bool = False, device=None) -> HFLTrace:
-    """Run ``replicas`` realisations of Algorithm 1 on ``problem`` (every client
-    i.i.d. on it). The schedule is ``schedule``, or the counts ``t`` ([U, G]: one fixed delay
-    path; [R, U_max, G]: zero-padded paths; ``end_time`` their wall-clock round ends, if
-    known), or drawn from ``delays`` at ``S``, ``T``
-    (and ``ramp``) by :func:`draw_schedule` with ``generator``. ``alpha``: one step, or one
-    per replica (a grid of steps in one run). Returns a CPU :class:`HFLTrace`."""
+            ramp: bool = False, upload: str = "printed", device=None) -> HFLTrace:
+    """Run ``replicas`` realisations of Algorithm 1 on ``problem``: every client i.i.d. on
+    it, or, for a ``sim.clients.ClientProblem`` of sum(sizes) clients, client k of group g
+    (k counted group after group) drawing its mini-batches from its own shard (the
+    non-i.i.d. clients of Section IV); the trace records the problem's global f.
+
+    The schedule is ``schedule``, or the counts ``t`` ([U, G]: one fixed delay path;
+    [R, U_max, G]: zero-padded paths; ``end_time`` their wall-clock round ends, if known),
+    or drawn from ``delays`` at ``S``, ``T`` (and ``ramp``) by :func:`draw_schedule` with
+    ``generator``. ``alpha``: one step, or one per replica (a grid of steps in one run).
+    ``upload``: the reading of eqs. (10) and (12), :data:`UPLOADS` ("printed",
+    the default, divides each group's update by t_i^u; "fednova" rescales that by the
+    groups' mean t; "sum" does not divide). Returns a CPU :class:`HFLTrace`."""
+    if upload not in UPLOADS:
+        raise ValueError(f"upload={upload!r} must be one of {UPLOADS} (the readings of "
+                         "Ali & Arafa 2025, eqs. (10) and (12))")
     device = problem.device if device is None else torch.device(device)
     problem = problem.to(device)
     replicas = _positive_int("replicas", replicas)
@@ -260,17 +286,29 @@ def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float | torch.Tens
     if schedule.t.shape[0] != replicas or schedule.t.shape[2] != sizes.numel():
         raise ValueError(f"schedule has shape {tuple(schedule.t.shape)}; need "
                          f"[replicas={replicas}, U, groups={sizes.numel()}]")
-    return _run(problem, sizes, alpha, x1, schedule, generator, device)
+    return _run(problem, sizes, alpha, x1, schedule, generator, device, upload)
+
+
+def upload_divisors(t: torch.Tensor, sizes: torch.Tensor, upload: str) -> torch.Tensor:
+    """[R, U, G, 1]: what each group's update Delta_i is divided by under the reading
+    ``upload`` of (10) and (12) (:data:`UPLOADS`): t_i^u, t_i^u / t_eff, or 1."""
+    counts = t.clamp(min=1).to(DTYPE)
+    if upload == "sum":
+        return torch.ones_like(counts)[..., None]
+    if upload == "fednova":
+        t_eff = (counts * (sizes.to(DTYPE) / sizes.sum())).sum(dim=-1, keepdim=True)
+        return (counts / t_eff)[..., None]
+    return counts[..., None]
 
 
 def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1: torch.Tensor,
-         schedule: HFLSchedule, generator: torch.Generator, device) -> HFLTrace:
+         schedule: HFLSchedule, generator: torch.Generator, device, upload: str) -> HFLTrace:
     t = schedule.t.to(device)
     R, U_max, G = t.shape
     d, n_max = problem.dim, int(sizes.max())
     weights = (sizes.to(DTYPE) / sizes.sum())[None, :, None]
     real = t[..., 0] > 0                                   # [R, U_max]: rounds that happen
-    divisor = t.clamp(min=1).to(DTYPE)[..., None]           # t_i^u of the upload (10)
+    divisor = upload_divisors(t, sizes, upload)             # t_i^u of the upload (10)
     group_gradient = problem.mean_gradient_sampler((R, G, n_max, d), sizes, generator)
     x = x1.expand(R, d).clone()
     accept = Acceptance(R, device)
@@ -288,11 +326,11 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
         if accept.alive is not None:
             active &= accept.alive[:, None, None]
         for now, now_d in zip(active.unbind(-1), active[..., None, :].unbind(-1), strict=True):
-            grad = problem.grad(y)
+            grad = problem.group_grads(y, sizes)
             group_sum += torch.where(now, grad.square().sum(-1), zero)
             y = torch.where(now_d, y - alpha * group_gradient(y, grad), y)
-        upload = (y - x[:, None, :]) / divisor[:, u]
-        candidate = x + (weights * upload).sum(dim=1)
+        update = (y - x[:, None, :]) / divisor[:, u]
+        candidate = x + (weights * update).sum(dim=1)
         candidate = torch.where(active_round[:, None], candidate, x)
         x_next = accept(x, candidate)
         kept = active_round if accept.alive is None else active_round & accept.alive

@@ -176,7 +176,11 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, 
     ``w`` [N] positive worker weights (v, a and b are derived by :func:`hub_weights`),
     ``p`` [N] step probabilities in (0, 1], ``eta`` one step or one per replica (a grid of
     steps in one run), ``x1`` [d] common start (X_1 = x1 1^T, as in
-    Lemma 4, Appendix C.2). ``K`` must be a multiple of ``q * tau``.
+    Lemma 4, Appendix C.2). ``K`` must be a multiple of ``q * tau``. Every worker samples
+    ``problem``'s F (i.i.d. workers, as the paper's analysis assumes), or, for a
+    ``sim.clients.ClientProblem`` of N clients, worker i draws its mini-batches from client
+    i's shard (non-i.i.d. workers; with ``w`` the shard sizes, u_k weighs the workers as
+    F = the loss over all their data, eq. (1)).
 
     Records ||grad F(u_k)||^2 and F(u_k) at u_k = X_k a before the step of iteration k
     ((8), (13)), the steps each worker took and the slot at which each iteration

@@ -35,7 +35,8 @@ from collections.abc import Callable, Sequence
 import torch
 from torch.func import functional_call, grad, grad_and_value, vmap
 
-from fedbound.sim.data import Partition
+from fedbound.sim.clients import ClientProblem, checked_partition
+from fedbound.sim.data import Partition, ShardRows
 from fedbound.sim.problems import DTYPE, Problem, rand, randint
 
 
@@ -50,18 +51,21 @@ def mlp(in_features: int = 64, hidden: Sequence[int] = (32,), classes: int = 10)
     return torch.nn.Sequential(*layers)
 
 
-def small_cnn(classes: int = 10, channels: int = 8) -> torch.nn.Module:
-    """For 8x8 single-channel images given as 64 features: conv 3x3 (``channels``), tanh,
-    2x2 average pooling, conv 3x3 (2 ``channels``), tanh, 2x2 average pooling, linear.
+def small_cnn(classes: int = 10, channels: int = 8,
+              image: tuple[int, int, int] = (1, 8, 8)) -> torch.nn.Module:
+    """For images of ``image`` = (colours, height, width) given as flat features (8x8 single
+    channel: the digits; (1, 28, 28): MNIST; (3, 32, 32): CIFAR-10): conv 3x3
+    (``channels``), tanh, 2x2 average pooling, conv 3x3 (2 ``channels``), tanh, 2x2 average
+    pooling, linear.
     (Vmapped over models, a convolution becomes one grouped convolution; on CPU in float64
     torch runs it group by group, so the vectorised CNN is no faster than a loop there:
     see benchmarks/bench_neural.py.)"""
-    c = channels
+    c, (colours, height, width) = channels, image
     return torch.nn.Sequential(
-        torch.nn.Unflatten(1, (1, 8, 8)),
-        torch.nn.Conv2d(1, c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
+        torch.nn.Unflatten(1, tuple(image)),
+        torch.nn.Conv2d(colours, c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
         torch.nn.Conv2d(c, 2 * c, 3, padding=1), torch.nn.Tanh(), torch.nn.AvgPool2d(2),
-        torch.nn.Flatten(), torch.nn.Linear(2 * c * 2 * 2, classes),
+        torch.nn.Flatten(), torch.nn.Linear(2 * c * (height // 4) * (width // 4), classes),
     )
 
 
@@ -200,41 +204,43 @@ class NeuralProblem(_FlatModule, Problem):
         return self.moved(device)
 
 
-class NeuralClients(_FlatModule):
+class NeuralClients(_FlatModule, ClientProblem):
     """Workers with their own data: worker i holds the samples ``partition.owner == i`` of
-    ``features``/``labels``; f_i is the mean loss over them and f = (1/M) sum_i f_i. The
-    interface of ``sim.afl.run_afl``: ``M``, ``dim``, ``loss``, ``grad`` (of f),
-    ``worker_grads`` and ``worker_gradient_sampler`` (of the f_i, on x [..., M, dim]).
+    ``features``/``labels``; f_i is the mean loss over them and f = sum_i p_i f_i with
+    p_i = 1/M (``weights="uniform"``, Yang et al. 2022, Section 3) or n_i/n (``"data"``:
+    the mean loss over all the samples). A ``sim.clients.ClientProblem``: the client
+    interface of ``sim.afl.run_afl`` (``M``, ``dim``, ``loss``, ``grad`` of f,
+    ``worker_grads`` and ``worker_gradient_sampler`` of the f_i on x [..., M, dim]), and a
+    ``sim.problems.Problem`` whose samplers put worker i on row i (``sim.mllsgd.run_mllsgd``)
+    or in its group (``sim.hfl.run_hfl``).
 
     A stochastic gradient of worker i is the gradient of the mean loss over ``batch`` of
     its samples drawn uniformly with replacement: one ``rand([..., M, batch])`` draw per
-    call, sample floor(u n_i) of worker i. Constants as for :class:`NeuralProblem`
-    (``L``, ``sigma_L``, ``sigma_G`` None; ``f_star = 0`` a lower bound).
+    call, sample floor(u n_i) of worker i (``sim.data.ShardRows``). Constants as for
+    :class:`NeuralProblem` (``L``, ``beta``, ``sigma``, ``G``, ``sigma_L``, ``sigma_G``
+    None; ``f_inf = f_star = 0`` a lower bound).
     """
 
     def __init__(self, module: torch.nn.Module, features, labels, partition: Partition, *,
-                 batch: int = 1, device=None, chunk_size: int | None = None):
+                 batch: int = 1, weights: str = "uniform", device=None,
+                 chunk_size: int | None = None):
         super().__init__(module, features, labels, device, chunk_size)
-        if not isinstance(partition, Partition) or partition.owner.shape != (self.n,):
-            raise ValueError(f"partition must be a sim.data.Partition of the {self.n} samples")
+        self._client_setup(checked_partition(partition, self.n), weights)
         table, sizes = partition.table()
-        empty = torch.nonzero(sizes == 0).flatten()
-        if empty.numel():
-            raise ValueError(f"partition leaves workers {empty.tolist()[:10]} without samples: "
-                             "every worker needs data (another seed, a larger alpha or fewer workers)")
-        self.M = partition.workers
         self.batch = _positive_int("batch", batch)
         self.table = table.to(self.device)                                   # [M, n_max]
         self.counts = sizes.to(self.device)                                  # [M] n_i
         mask = torch.arange(table.shape[1], device=self.device) < self.counts[:, None]
         self.local_weights = mask.to(DTYPE) / self.counts[:, None]           # [M, n_max]
-        self.L = self.sigma_L = self.sigma_G = None
-        self.f_star = 0.0
+        self.L = self.beta = self.sigma = self.G = self.sigma_L = self.sigma_G = None
+        self.f_inf = self.f_star = 0.0
 
     def _mean_of_workers(self, fn: Callable, x: torch.Tensor):
-        """``fn`` at x [..., dim] on all workers' data weighted 1/(M n_i): f = mean_i f_i."""
+        """``fn`` at x [..., dim] on all workers' data weighted p_i/n_i: f = sum_i p_i f_i."""
+        share = (self.local_weights / self.M if self.weights == "uniform"
+                 else self.local_weights * self.client_weights[:, None])
         data = (self.features[self.table].flatten(0, 1), self.labels[self.table].flatten(),
-                (self.local_weights / self.M).flatten())
+                share.flatten())
         return self.batched(fn, x, data, (None, None, None))
 
     def loss(self, x: torch.Tensor) -> torch.Tensor:
@@ -243,12 +249,23 @@ class NeuralClients(_FlatModule):
     def grad(self, x: torch.Tensor) -> torch.Tensor:
         return self._mean_of_workers(grad(self.weighted_loss), x)
 
+    def loss_and_grad_sq(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """f(x) and ||grad f(x)||^2 from one forward and backward pass per model."""
+        g, value = self._mean_of_workers(grad_and_value(self.weighted_loss), x)
+        return value, g.square().sum(-1)
+
+    def rows_grads(self, x: torch.Tensor, rows) -> torch.Tensor:
+        """Each row's gradient on its own samples (``rows.table``, ``rows.weights``)."""
+        return self._per_worker(x, self.features[rows.table], self.labels[rows.table], rows.weights)
+
     def _per_worker(self, x: torch.Tensor, inputs, targets, weights) -> torch.Tensor:
-        """grad f_i-type gradients at x [..., M, dim] with per-worker data [M, b, ...]
-        (shared over the other leading dimensions) or [P, M, b, ...] (one per model)."""
-        if x.ndim < 2 or x.shape[-2:] != (self.M, self.dim):
-            raise ValueError(f"x must have shape [..., M={self.M}, {self.dim}], got {tuple(x.shape)}")
-        flat = x.reshape(-1, self.M, self.dim)
+        """grad f_i-type gradients at x [..., K, dim] with per-row data [K, b, ...]
+        (shared over the other leading dimensions) or [P, K, b, ...] (one per model); K = M
+        for the workers."""
+        K = weights.shape[-2]
+        if x.ndim < 2 or x.shape[-2:] != (K, self.dim):
+            raise ValueError(f"x must have shape [..., {K}, {self.dim}], got {tuple(x.shape)}")
+        flat = x.reshape(-1, K, self.dim)
         shared = inputs.ndim == self.features.ndim + 1
         inner = vmap(grad(self.weighted_loss), in_dims=(0, 0, 0, 0))
         outer = vmap(inner, in_dims=(0, None, None, None) if shared else (0, 0, 0, 0),
@@ -260,20 +277,23 @@ class NeuralClients(_FlatModule):
         return self._per_worker(x, self.features[self.table], self.labels[self.table],
                                 self.local_weights)
 
-    def stochastic_worker_grads(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    def stochastic_worker_grads(self, x: torch.Tensor, generator: torch.Generator,
+                                rows: ShardRows | None = None) -> torch.Tensor:
+        """One mini-batch gradient per worker at x [..., M, dim]: row i's ``batch`` samples
+        drawn from worker i's (``rows``: the partition's ``ShardRows``, made if None)."""
         lead = x.shape[:-2]
-        u = rand((*lead, self.M, self.batch), generator, self.device)
-        counts = self.counts[:, None]
-        slot = torch.minimum(torch.floor(u * counts).long(), counts - 1)
-        rows = torch.arange(self.M, device=self.device)[:, None]
-        idx = self.table[rows, slot].reshape(-1, self.M, self.batch)
+        rows = ShardRows(self.partition, self.device) if rows is None else rows
+        idx = rows(rand((*lead, self.M, self.batch), generator, self.device)).reshape(-1, self.M, self.batch)
         weights = torch.full((idx.shape[0], self.M, self.batch), 1.0 / self.batch, dtype=DTYPE,
                              device=self.device)
         return self._per_worker(x, self.features[idx], self.labels[idx], weights)
 
     def worker_gradient_sampler(self, shape, generator: torch.Generator):
         """``x -> stochastic_worker_grads(x, generator)`` (the interface run_afl uses)."""
-        return lambda x: self.stochastic_worker_grads(x, generator)
+        rows = ShardRows(self.partition, self.device)
+        return lambda x: self.stochastic_worker_grads(x, generator, rows)
 
     def to(self, device) -> NeuralClients:
-        return self.moved(device)
+        moved = self.moved(device)
+        moved._rows = {}
+        return moved

@@ -225,6 +225,13 @@ class Problem(ABC):
 
         return mean
 
+    def group_grads(self, y: torch.Tensor, sizes: torch.Tensor) -> torch.Tensor:
+        """grad f_i at the group models ``y`` [..., G, d], f_i the objective of group i, whose
+        clients are ``sizes[i]`` (Ali & Arafa 2025, eq. (1)). Here every client samples the
+        same F, so f_i = F: :meth:`grad` (a problem whose clients hold their own data,
+        ``sim.clients.ClientProblem``, overrides it)."""
+        return self.grad(y)
+
     def delta(self, x1: torch.Tensor) -> float:
         """``F(x1) - f_inf``, the numerator of the first term of (13) (Castiglia et al. 2021, Theorem 1)."""
         x1 = torch.as_tensor(x1, dtype=DTYPE, device=self.device)
@@ -522,7 +529,14 @@ class LogisticRegression(Problem):
         return torch.einsum("...b,...bd->...d", weights, rows) + self.lam * x
 
     def gradient_sampler(self, shape, generator):
-        """:meth:`stochastic_grad` with the indices drawn in place and the mini-batch
+        """:meth:`stochastic_grad`: the indices drawn in place by one ``randint`` into the
+        buffer of :meth:`batch_gradients`."""
+        return self.batch_gradients(shape, lambda idx: randint_(idx, self.n, generator))
+
+    def batch_gradients(self, shape, draw: Callable[[torch.Tensor], object]):
+        """``x -> g(x)`` for ``x`` of ``shape``: at each model the mini-batch gradient over the
+        ``batch`` rows that ``draw(idx)`` writes into ``idx`` (int64, ``[*shape[:-1], batch]``,
+        reused from call to call), called once per call. The mini-batch is
         gathered by ``index_select`` into a buffer reused from call to call (a fresh gather
         per iteration costs an allocation, and page faults, the size of the batch), then
         two batched products, the margins as x^T [a_1 .. a_b] (several times faster than
@@ -556,7 +570,7 @@ class LogisticRegression(Problem):
         whole: list[torch.Tensor] = []  # every model's rows, for a non-contiguous x only
 
         def sample(x: torch.Tensor) -> torch.Tensor:
-            randint_(idx, self.n, generator)
+            draw(idx)
             torch.index_select(self.labels, 0, flat, out=labels_flat)
             if not x.is_contiguous():  # e.g. one model expanded over the clients of a group
                 if not whole:

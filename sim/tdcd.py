@@ -7,7 +7,8 @@ its first K_j clients). One round (t0 = rQ), equation and line numbers of the pa
 1. one mini-batch zeta of sample IDs, the same in every silo (Section 3);
 2. embeddings Phi_j = h_j(theta_j^{t0}; X_j^zeta) at the hub models; each silo receives
    Phi_{-j} = sum_{l != j} Phi_l, frozen for the round (Algorithm 1, lines 17-22);
-3. Q local steps (5) on the same batch: client k of silo j steps along g_kj of (4),
+3. Q local steps (5) on the same batch (``batch="round"``; ``"step"`` draws a fresh one per
+   step, :data:`BATCHES`): client k of silo j steps along g_kj of (4),
    the mean over its samples zeta_kj of the gradient in its own block, with its own
    embedding recomputed from theta_kj every step and Phi_{-j} stale;
 4. uniform averaging theta_j = (1/K_j) sum_k theta_kj^{t0+Q} (Algorithm 1, line 32, which
@@ -20,14 +21,19 @@ client k of silo j holds the C/K_j contiguous cells k C/K_j .. (k+1) C/K_j - 1. 
 replacement), so every client of silo j gets exactly b_j = batch/K_j samples, each client's
 g_kj is unbiased for grad_(j) L (Assumption 3, (8), exactly), and the client
 average of Q = 1 is mini-batch SGD on the union batch. In batch slot order, client k of
-silo j owns slots k b_j .. (k+1) b_j - 1.
+silo j owns slots k b_j .. (k+1) b_j - 1. Non-i.i.d. clients (``shards``): the cells are
+instead disjoint shards of the n samples (a ``sim.data.Partition`` into C cells, e.g.
+label-skewed), so M = n and client k of silo j holds only its cells' samples, b_j of them
+per batch (the paper's clients hold contiguous blocks of one random permutation of the
+IDs, Section 5.2: ``sim.data.iid_partition`` into the cells).
 
 Models: :class:`BlockLinear` (linear or logistic regression with h_j(theta_j; x_j) =
 x_j^T theta_j, exact constants) and :class:`ModuleModel` (one ``torch.nn.Module`` per silo
 through ``torch.func.functional_call`` + ``vmap``; the per-silo architectures may differ,
 so its client gradients loop over the N silos and vmap over replicas and clients).
 
-Random draws: one ``rand((R, C, n))`` per round from the generator, the smallest keys of each
+Random draws: one ``rand((R, C, n))`` per round from the generator (``rand((R, C, max n_c))``
+with ``shards``; one per local step with ``batch="step"``), the smallest keys of each
 cell picking the batch. Everything is float64; the same seed gives the same trace bit for bit.
 """
 
@@ -142,12 +148,40 @@ class Layout:
         return torch.tensor([fpc / b for b in self.client_batch], dtype=DTYPE)
 
 
-def draw_batch(layout: Layout, replicas: int, generator: torch.Generator, device) -> torch.Tensor:
+def draw_batch(layout: Layout, replicas: int, generator: torch.Generator, device,
+               cells: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """[R, batch] base-sample indices: b = batch/C distinct samples from every cell, cell by
-    cell (so client k of silo j owns slots k b_j .. (k+1) b_j - 1)."""
-    keys = rand((replicas, layout.cells, layout.n), generator, device)
-    picks = keys.topk(layout.per_cell, dim=-1, largest=False, sorted=True).indices
-    return picks.reshape(replicas, layout.batch)
+    cell (so client k of silo j owns slots k b_j .. (k+1) b_j - 1), the b smallest of one
+    uniform key per sample of the cell. ``cells``: ``Partition.table()`` of a partition of
+    the n samples into the C cells (:func:`sharded_cells`; non-i.i.d. clients): cell c then
+    holds only its own n_c samples (keys [R, C, max n_c], those past n_c never picked);
+    None: every cell is a copy of all n."""
+    if cells is None:
+        keys = rand((replicas, layout.cells, layout.n), generator, device)
+        picks = keys.topk(layout.per_cell, dim=-1, largest=False, sorted=True).indices
+        return picks.reshape(replicas, layout.batch)
+    table, sizes = cells
+    keys = rand((replicas, layout.cells, table.shape[1]), generator, device)
+    keys.masked_fill_(torch.arange(table.shape[1], device=device) >= sizes[:, None], 2.0)
+    slots = keys.topk(layout.per_cell, dim=-1, largest=False, sorted=True).indices
+    return table.expand(replicas, *table.shape).gather(2, slots).reshape(replicas, layout.batch)
+
+
+def sharded_cells(layout: Layout, shards, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """``shards.table()`` on ``device`` for :func:`draw_batch`, after checking that
+    ``shards`` (a ``sim.data.Partition``) splits the layout's n samples into its C =
+    lcm(K_j) cells with at least batch/C samples in each (ValueError naming what fails)."""
+    owner = getattr(shards, "owner", None)
+    if owner is None or getattr(shards, "workers", None) != layout.cells or owner.shape != (layout.n,):
+        raise ValueError(f"shards must be a sim.data.Partition of the n={layout.n} samples into "
+                         f"C = lcm(clients) = {layout.cells} cells")
+    table, sizes = shards.table()
+    small = torch.nonzero(sizes < layout.per_cell).flatten()
+    if small.numel():
+        c = int(small[0])
+        raise ValueError(f"shards: cell {c} holds {int(sizes[c])} samples, fewer than the "
+                         f"batch/C = {layout.per_cell} that every round draws from each cell")
+    return table.to(device), sizes.to(device)
 
 
 # ---------------------------------------------------------------------- losses
@@ -573,7 +607,8 @@ class TDCDTrace:
       and its drift and g0 are recorded as 0 from the round it diverged in.
     - with ``record_iterates``: ``hub`` [R, rounds + 1, N, d], ``virtual`` [R, T + 1, N, d]
       (theta^t = per-silo client average, (11)-(13)), ``G`` [R, T, N, d] (G^t of
-      (11)-(12)), ``rows`` [R, rounds, batch] (the batches); else None.
+      (11)-(12)), ``rows`` [R, rounds, batch] (the batches; [R, rounds, Q, batch] with
+      ``batch="step"``); else None.
     """
 
     grad_sq_norm: torch.Tensor
@@ -622,26 +657,47 @@ def _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm, t_comp, devi
     return steps.to(device).expand(replicas)[:, None, None, None], Q, rounds, theta0, replicas
 
 
+#: the readings of the mini-batch of a round: ``"round"``, one batch zeta^{t0} for all Q
+#: local steps, as Das et al. 2022 print it (Section 3: "A client uses the same subset of
+#: sample IDs for all Q iterations"; Algorithm 1); ``"step"``, a fresh batch at every local
+#: step (the ICASSP 2021 version of TDCD), its other-silo embeddings Phi_{-j} computed at
+#: the round-start hub models (as stale as in (5))
+BATCHES = ("round", "step")
+
+
 def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, theta0,
              replicas: int, generator: torch.Generator, t_comm: float = 0.0, t_comp: float = 1.0,
-             record_iterates: bool = False, stop_below: float | None = None) -> TDCDTrace:
+             record_iterates: bool = False, batch: str = "round", shards=None,
+             stop_below: float | None = None) -> TDCDTrace:
     """Run ``replicas`` independent realisations of ``rounds`` TDCD rounds (T = Q rounds
     iterations), Das et al. 2022, Algorithm 1 (see the module docstring).
 
     ``eta``: one step size, or one per replica (a step-size grid in a single run).
-    ``stop_below``: stop after the first round by which every replica's running left side
-    of (15) (:attr:`TDCDTrace.running_lhs`) has been at most this, or the replica diverged
-    (the trace then holds the rounds run; their numbers are those of the full run).
-    ``theta0`` [model.dim]: the hub models at t = 0, blocks concatenated. The simulation
-    runs on the model's device; the generator may live on any device. Returns a CPU trace."""
+    ``theta0`` [model.dim]: the hub models at t = 0, blocks concatenated. ``batch``: the
+    reading of the round's mini-batch, :data:`BATCHES` ("round", the paper's, the default;
+    "step": a fresh batch per local step, one more :func:`draw_batch` per step; Lemma 2's
+    drift and g0 are then measured across batches). ``shards``: None (every cell a copy of
+    the n samples: i.i.d. clients), or a ``sim.data.Partition`` of the n samples into the
+    C = lcm(K_j) cells (:func:`sharded_cells`), so that client k of silo j holds only the
+    samples of its cells: horizontal non-i.i.d. clients (label-skewed with
+    ``sim.data.label_partition`` or ``dirichlet_partition`` of the labels as classes); the
+    trace's loss stays L over all n samples, and its ``sigma2`` is None (the model's exact
+    variance is that of copies). ``stop_below``: stop after the first round by which every
+    replica's running left side of (15) (:attr:`TDCDTrace.running_lhs`) has been at most
+    this, or the replica diverged (the trace then holds the rounds run; their numbers are
+    those of the full run). The simulation runs on the model's device; the generator may
+    live on any device. Returns a CPU trace."""
     device = model.device
     steps, Q, rounds, theta0, R = _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm,
                                                t_comp, device)
+    if batch not in BATCHES:
+        raise ValueError(f"batch={batch!r} must be one of {BATCHES}")
     lay = model.layout
+    cells = None if shards is None else sharded_cells(lay, shards, device)
     N, K, d = lay.N, max(lay.clients), model.d
     avg = lay.averaging_weights(device)                                           # [N, K]
     weight = avg[..., None]                                                       # [N, K, 1]
-    exact_sigma = hasattr(model, "sigma2_at")
+    exact_sigma = hasattr(model, "sigma2_at") and shards is None
 
     hub = model.split(theta0).expand(R, N, d).clone()
     accept = Acceptance(R, device)
@@ -657,11 +713,16 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
         losses.append(loss)
         grad_sq.append(grad_sq_norm)
         sigma2.append(variance)
-        rows = draw_batch(lay, R, generator, device)
+        rows = draw_batch(lay, R, generator, device, cells)
         other, client_grads = model.round_problem(hub, rows)          # Phi_{-j}, frozen
         clients = hub[:, :, None].expand(R, N, K, d).clone()
         round_drift = torch.zeros(R, dtype=DTYPE, device=device)
+        round_rows = [rows]
         for q in range(Q):
+            if q and batch == "step":
+                rows = draw_batch(lay, R, generator, device, cells)
+                other, client_grads = model.round_problem(hub, rows)  # at the round-start hubs
+                round_rows.append(rows)
             g = client_grads(clients, other)
             if q == 0:
                 first = g.clone()
@@ -680,7 +741,7 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
         g0.append(round_g0)
         if record_iterates:
             hubs.append(hub)
-            batches.append(rows)
+            batches.append(rows if batch == "round" else torch.stack(round_rows, 1))
         if stop_below is not None:
             total += grad_sq_norm
             reached |= total <= stop_below * (r + 1)

@@ -339,6 +339,50 @@ def test_dirichlet_partition_follows_its_proportions_from_the_seed(classes, work
     np.testing.assert_array_equal(got, counts)
 
 
+def fedml_reference(labels, workers, alpha, seed):
+    """FedML's balanced split in numpy (the loop of its partition_data, "hetero"), on the
+    draws of the first try: class by class, the workers already holding n/M samples get
+    proportion 0 and the rest are renormalised; counts at the cut points."""
+    g = gen(seed)
+    numpy_seed = int(torch.randint(2**62, (1,), generator=g))
+    classes, n = int(labels.max()) + 1, labels.numel()
+    p = np.random.default_rng(numpy_seed).dirichlet(np.full(workers, alpha), size=classes)
+    n_k = np.bincount(labels.numpy(), minlength=classes)
+    held, counts = np.zeros(workers), np.zeros((classes, workers), int)
+    for k in range(classes):
+        q = p[k] * (held < n / workers)
+        q = q / q.sum() if q.sum() > 0 else p[k]
+        cuts = np.minimum(np.floor(np.cumsum(q) * n_k[k]).astype(int), n_k[k])
+        cuts[-1] = n_k[k]
+        counts[k] = np.diff(np.concatenate([[0], cuts]))
+        held += counts[k]
+    return counts
+
+
+@SETTINGS
+@given(classes=st.integers(2, 6), workers=st.integers(2, 10), alpha=st.floats(0.05, 5.0),
+       seed=st.integers(0, 1000))
+def test_balanced_dirichlet_partition_is_fedmls(classes, workers, alpha, seed):
+    labels = random_labels(seed, 150, classes)
+    part = dirichlet_partition(labels, workers, alpha, gen(seed), balance=True)
+    assert_covers_once(part, labels.numel())
+    got = np.zeros((classes, workers), int)
+    np.add.at(got, (labels.numpy(), part.owner.numpy()), 1)
+    np.testing.assert_array_equal(got, fedml_reference(labels, workers, alpha, seed))
+
+
+def test_dirichlet_min_size_redraws_until_every_worker_has_enough():
+    labels = random_labels(3, 600, 10)
+    first = dirichlet_partition(labels, 20, 0.1, gen(4))
+    assert int(first.sizes.min()) < 10                       # the one draw leaves some short
+    part = dirichlet_partition(labels, 20, 0.1, gen(4), min_size=10, balance=True)
+    assert int(part.sizes.min()) >= 10
+    assert torch.equal(part.owner, dirichlet_partition(labels, 20, 0.1, gen(4), min_size=10,
+                                                       balance=True).owner)
+    with pytest.raises(ValueError, match="min_size=200"):
+        dirichlet_partition(labels, 20, 0.1, gen(4), min_size=200)
+
+
 def test_dirichlet_proportions_have_the_dirichlet_mean_and_variance():
     """E p = 1/M and Var p = (1/M)(1 - 1/M)/(M alpha + 1) for Dirichlet(alpha 1_M)."""
     M, alpha, classes, draws = 4, 0.5, 10, 400

@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 
 from fedbound.sim import estimate
 from fedbound.sim.afl import HeterogeneousQuadratic
+from fedbound.sim.clients import LogisticClients
+from fedbound.sim.data import label_partition
 from fedbound.sim.problems import LogisticRegression, Quadratic
 
 FAST = settings(max_examples=8, deadline=None, derandomize=True)
@@ -90,6 +92,25 @@ def test_gradient_variance_of_logistic_regression_covers_the_exact_variance(seed
     e = estimate.gradient_variance(lr, points, 4000, g, level=0.999)
     assert e.lower <= truth <= e.upper <= 1.5 * truth
     assert e.upper <= lr.sigma  # the certified bound R / sqrt(batch)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_gradient_variance_of_clients_with_their_own_data_is_each_clients_own_noise(seed):
+    """On logistic clients with label-skewed shards, sigma is the largest of every client's
+    exact mini-batch variance around its own f_k (computed here shard by shard), not the
+    spread between the clients (their dissimilarity)."""
+    g = _gen(seed)
+    lr = LogisticRegression.random(60, 3, 1.5, g, batch=2)
+    shards = label_partition(lr.labels.gt(0).long(), 4, 1, generator=g)
+    clients = LogisticClients(lr.features, lr.labels, shards, batch=2)
+    points = torch.randn(2, 3, generator=g, dtype=torch.float64)
+    per_sample, _ = _logistic_numpy(lr, points.numpy())      # [P, n, d]
+    owner = shards.owner.numpy()
+    variance = max(((per_sample[:, owner == k] ** 2).sum(-1).mean(-1)
+                    - (per_sample[:, owner == k].mean(axis=1) ** 2).sum(-1)).max() / 2
+                   for k in range(4))
+    e = estimate.gradient_variance(clients, points, 4000, g, level=0.999)
+    assert e.lower <= math.sqrt(variance) <= e.upper <= clients.sigma
 
 
 def test_gradient_variance_with_beta_subtracts_the_multiplicative_part():

@@ -28,9 +28,11 @@ def logistic(seed=0):
     return LogisticRegression.random(40, 3, 1.5, torch.Generator().manual_seed(seed), batch=1)
 
 
-def plain_loop(problem, sizes, alpha, x1, t, replicas, seed):
+def plain_loop(problem, sizes, alpha, x1, t, replicas, seed, upload="printed"):
     """Algorithm 1 literally: loops over replicas, rounds, groups, local iterations and
-    clients, consuming the same stochastic-gradient draws as the simulator."""
+    clients, consuming the same stochastic-gradient draws as the simulator; ``upload`` the
+    reading of (10) and (12): Delta_i / t_i (printed), Delta_i t_eff / t_i (fednova) or
+    Delta_i (sum)."""
     gen = torch.Generator().manual_seed(seed)
     G, n_max, d = len(sizes), max(sizes), problem.dim
     N = sum(sizes)
@@ -47,8 +49,11 @@ def plain_loop(problem, sizes, alpha, x1, t, replicas, seed):
                         for k in range(sizes[i]):
                             total = total + (ys[r][i] - alpha * g[r, i, k])
                         ys[r][i] = total / sizes[i]
+        t_eff = sum(sizes[i] / N * float(t[u, i]) for i in range(G))
+        scale = [{"printed": 1 / float(t[u, i]), "fednova": t_eff / float(t[u, i]), "sum": 1.0}[upload]
+                 for i in range(G)]
         for r in range(replicas):
-            x[r] = x[r] + sum(sizes[i] / N * (ys[r][i] - x[r]) / t[u, i] for i in range(G))
+            x[r] = x[r] + sum(sizes[i] / N * (ys[r][i] - x[r]) * scale[i] for i in range(G))
     return torch.stack(x)
 
 
@@ -64,6 +69,38 @@ def test_vectorised_equals_plain_loop(sizes, U, seed):
                  generator=torch.Generator().manual_seed(seed))
     ref = plain_loop(pr, sizes, 0.1, x1, t, 2, seed)
     assert torch.allclose(tr.final_loss, pr.loss(ref), rtol=1e-12, atol=1e-14)
+
+
+@FAST
+@given(sizes=st.lists(st.integers(1, 4), min_size=1, max_size=3), U=st.integers(1, 3),
+       seed=st.integers(0, 50), upload=st.sampled_from(["printed", "fednova", "sum"]))
+def test_each_reading_of_the_upload_equals_the_plain_loop(sizes, U, seed, upload):
+    t = np.random.default_rng(seed).integers(1, 5, size=(U, len(sizes)))
+    pr = quadratic(seed)
+    x1 = pr.x_star + 1.0
+    tr = run_hfl(pr, sizes=sizes, alpha=0.1, x1=x1, replicas=2, t=t, upload=upload,
+                 generator=torch.Generator().manual_seed(seed))
+    ref = plain_loop(pr, sizes, 0.1, x1, t, 2, seed, upload)
+    assert torch.allclose(tr.final_loss, pr.loss(ref), rtol=1e-12, atol=1e-14)
+
+
+def test_the_readings_of_the_upload_agree_where_the_counts_do():
+    """t = 1 everywhere: all three readings are one SGD step (bit for bit); equal counts c in
+    every group: t_eff = c, so FedNova's rescaling undoes the division (the plain sum)."""
+    pr, sizes, x1 = logistic(2), [2, 3], torch.full((3,), 0.5, dtype=torch.float64)
+
+    def run(t, upload):
+        return run_hfl(pr, sizes=sizes, alpha=0.3, x1=x1, replicas=2, t=t, upload=upload,
+                       generator=torch.Generator().manual_seed(4)).loss
+
+    ones = [[1, 1]] * 3
+    assert torch.equal(run(ones, "printed"), run(ones, "sum"))
+    assert torch.equal(run(ones, "fednova"), run(ones, "sum"))
+    equal = [[3, 3], [2, 2]]
+    assert torch.allclose(run(equal, "fednova"), run(equal, "sum"), rtol=1e-13)
+    assert not torch.allclose(run(equal, "printed"), run(equal, "sum"), rtol=1e-6)
+    with pytest.raises(ValueError, match="upload='mean' must be one of"):
+        run(ones, "mean")
 
 
 def test_S_zero_is_minibatch_sgd():
@@ -111,6 +148,32 @@ def test_isolated_groups_and_ramp():
     assert sched.t[0, :U, 0].tolist() == [min(u, 5) for u in range(1, U + 1)]
     # accumulated system time: round u lasts min(u, 5) + 1
     assert sched.end_time[0, :U].tolist() == list(np.cumsum([min(u, 5) + 1 for u in range(1, U + 1)]))
+
+
+@pytest.mark.parametrize("S", [5.0, 5.5])
+def test_ramped_schedules_of_the_simulator_and_of_bounds_agree(S):
+    """Fig. 13 (Section IV-D): S_u = min(u, S), "from 1 to 5, then fixed at 5". Deterministic
+    delays: sim.hfl.draw_schedule and bounds.delays.sample_schedules give the same counts,
+    round by round; shifted-exponential delays: the same mean count in every round (4
+    standard errors), and t_i^u at most ceil(S_u / c_i) there."""
+    det = HFLDelays((0.5, 1.0), (0.0, 0.0), 1.0, 0.0)
+    model = D.DelayModel((D.deterministic(0.5), D.deterministic(1.0)), D.deterministic(1.0))
+    sim = draw_schedule(det, S, 60.0, 1, torch.Generator().manual_seed(0), ramp=True)
+    ref = D.sample_schedules(model, S, 60.0, 1, np.random.default_rng(0), ramp=True)
+    assert int(sim.U[0]) == int(ref.U[0])
+    assert sim.t[0].tolist() == ref.t[0].tolist()
+    levels = [min(u, S) for u in range(1, int(sim.U[0]) + 1)]
+    assert sim.t[0, :, 1].tolist() == [max(1, math.ceil(v)) for v in levels]
+    law = HFLDelays((0.5, 1.0), (0.3, 0.6), 1.0, 0.5)
+    model = D.DelayModel((D.ShiftedExponential(0.5, 0.3), D.ShiftedExponential(1.0, 0.6)),
+                         D.ShiftedExponential(1.0, 0.5))
+    sim = draw_schedule(law, S, 30.0, 1500, torch.Generator().manual_seed(1), ramp=True).t[:, :6].double()
+    ref = torch.as_tensor(D.sample_schedules(model, S, 30.0, 1500, np.random.default_rng(1),
+                                             ramp=True).t[:, :6], dtype=torch.float64)
+    se = torch.sqrt(sim.var(0) / 1500 + ref.var(0) / 1500)
+    assert ((sim.mean(0) - ref.mean(0)).abs() <= 4 * se + 1e-12).all()
+    caps = torch.tensor([[math.ceil(min(u, S) / c) for c in (0.5, 1.0)] for u in range(1, 7)])
+    assert (sim <= caps).all()
 
 
 def test_counts_match_closed_form():

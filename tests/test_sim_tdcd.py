@@ -47,7 +47,9 @@ def run(model, Q, eta, theta0, seed, *, rounds=4, replicas=3, **kw):
 
 def literal_tdcd(model, Q, eta, theta0, rows):
     """Algorithm 1 of Das et al. 2022, one replica, in numpy: loops over rounds,
-    silos, clients, local steps and samples. ``rows`` [rounds, batch]: the recorded batches.
+    silos, clients, local steps and samples. ``rows`` [rounds, batch]: the recorded batches
+    (one per round), or [rounds, Q, batch] (one per local step, ``batch="step"``: the other
+    silos' embeddings of each step's batch at the round-start hub models).
     Returns the hub models (concatenated blocks) at every round start, [rounds + 1, D]."""
     lay = model.layout
     X, y = model.X.numpy(), model.y.numpy()
@@ -57,18 +59,19 @@ def literal_tdcd(model, Q, eta, theta0, rows):
         (lambda z, t: -t / (1 + np.exp(t * z)))
     hub = [theta0.numpy()[c].copy() for c in cols]
     out = [np.concatenate(hub)]
-    for batch in rows.numpy():
-        phi = [[X[p, cols[j]] @ hub[j] for p in batch] for j in range(lay.N)]
+    for round_rows in rows.numpy():
+        batches = [round_rows] * Q if round_rows.ndim == 1 else list(round_rows)
+        phis = [[[X[p, cols[j]] @ hub[j] for p in batch] for j in range(lay.N)] for batch in batches]
         new_hub = []
         for j in range(lay.N):
             b_j = lay.batch // lay.clients[j]
             models = []
             for k in range(lay.clients[j]):
-                mine = batch[k * b_j:(k + 1) * b_j]
-                stale = [sum(phi[m][k * b_j + i] for m in range(lay.N) if m != j)
-                         for i in range(b_j)]
                 theta = hub[j].copy()
-                for _ in range(Q):
+                for batch, phi in zip(batches, phis, strict=True):
+                    mine = batch[k * b_j:(k + 1) * b_j]
+                    stale = [sum(phi[m][k * b_j + i] for m in range(lay.N) if m != j)
+                             for i in range(b_j)]
                     g = np.zeros_like(theta)
                     for i, p in enumerate(mine):
                         z = X[p, cols[j]] @ theta + stale[i]
@@ -89,6 +92,68 @@ def test_matches_the_literal_loop_over_silos_and_clients(drawn):
     for r in range(2):
         ref = literal_tdcd(model, Q, eta, theta0, tr.rows[r])
         np.testing.assert_allclose(model.join(tr.hub[r]).numpy(), ref, rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(setups())
+def test_a_fresh_batch_per_step_matches_the_literal_loop(drawn):
+    model, Q, eta, theta0, seed = drawn
+    tr = run(model, Q, eta, theta0, seed, replicas=2, record_iterates=True, batch="step")
+    assert tr.rows.shape == (2, 4, Q, model.layout.batch)
+    for r in range(2):
+        ref = literal_tdcd(model, Q, eta, theta0, tr.rows[r])
+        np.testing.assert_allclose(model.join(tr.hub[r]).numpy(), ref, rtol=1e-10, atol=1e-12)
+    again = run(model, Q, eta, theta0, seed, replicas=2, record_iterates=True, batch="step")
+    assert torch.equal(tr.hub, again.hub)
+    if Q > 1:  # the batches of a round's steps are drawn afresh
+        assert not all(torch.equal(tr.rows[0, 0, 0], tr.rows[0, 0, q]) for q in range(1, Q))
+
+
+def _sharded(loss="logistic", clients=(2, 4), seed=0):
+    """A layout of C = lcm(clients) = 4 label-skewed cells (one class each, two classes per
+    cell when the labels are +-1 split in four classes by feature sign) of 40 samples."""
+    from fedbound.sim.data import label_partition
+
+    lay = Layout((2, 3), clients, 40, 8)
+    X, y = synthetic_data(40, 5, loss=loss, generator=torch.Generator().manual_seed(seed))
+    classes = (y > 0).long() * 2 + (X[:, 0] > 0).long()
+    shards = label_partition(classes, lay.cells, 1, torch.Generator().manual_seed(seed + 1))
+    return lay, X, y, shards
+
+
+def test_sharded_cells_give_every_client_only_its_own_samples():
+    lay, X, y, shards = _sharded()
+    model = BlockLinear(X, y, lay, loss="logistic")
+    theta0 = torch.zeros(lay.D, dtype=torch.float64)
+    tr = run(model, 3, 0.1, theta0, 5, rounds=6, record_iterates=True, shards=shards)
+    b = lay.per_cell
+    for r in range(3):
+        for rnd in range(6):
+            picked = tr.rows[r, rnd].view(lay.cells, b)
+            for c in range(lay.cells):  # b distinct samples of cell c's own shard
+                assert (shards.owner[picked[c]] == c).all() and picked[c].unique().numel() == b
+        ref = literal_tdcd(model, 3, 0.1, theta0, tr.rows[r])
+        np.testing.assert_allclose(model.join(tr.hub[r]).numpy(), ref, rtol=1e-10, atol=1e-12)
+    assert tr.sigma2 is None and torch.allclose(tr.loss[:, 0], model.loss(model.split(theta0)[None]))
+    again = run(model, 3, 0.1, theta0, 5, rounds=6, record_iterates=True, shards=shards)
+    assert torch.equal(tr.hub, again.hub)
+
+
+def test_sharded_cells_run_a_module_model_and_bad_shards_are_named():
+    from fedbound.sim.data import Partition
+
+    _, X, y, four = _sharded()
+    lay, shards = Layout((2, 3), (2, 2), 40, 4), Partition(four.owner % 2, 2)
+    model = ModuleModel([_mlp(2, 0), _mlp(3, 1)], X, y, lay, loss="logistic")
+    tr = run(model, 2, 0.1, model.initial(), 3, rounds=3, shards=shards, batch="step")
+    assert torch.isfinite(tr.loss).all()
+    with pytest.raises(ValueError, match="into C = lcm"):
+        run(model, 2, 0.1, model.initial(), 3, shards=Partition(shards.owner, 3))
+    tiny = Partition(torch.cat([torch.zeros(39, dtype=torch.int64), torch.ones(1, dtype=torch.int64)]), 2)
+    with pytest.raises(ValueError, match="cell 1 holds 1 samples"):
+        run(model, 2, 0.1, model.initial(), 3, shards=tiny)
+    with pytest.raises(ValueError, match="batch='epoch' must be one of"):
+        run(model, 2, 0.1, model.initial(), 3, batch="epoch")
 
 
 # ------------------------------------------------------------------ identities
