@@ -65,18 +65,17 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     figs = args.only.split(",") if args.only else list(FIGS)
     scenarios = QUICK if args.quick else [(f, s, a) for f in figs for s in SIGMAS for a in ALPHAS]
-    results, entries = [], []
+    results = []
     for fig, sigma, alpha in scenarios:
         name = f"fig{fig}_sigma{sigma:g}_" + ("joint" if alpha is None else f"alpha{alpha:g}")
         result = evaluate(chooser(fig, sigma, alpha), name, args.replicas)
         results.append(result)
-        entries += figures(f"choosers.hfl.{name}", result)
-        print(table([result]).split("\n", 2)[2], f"  ({result['seconds']:.1f} s, reference best "
-              f"{result['best']})", flush=True)
-    if not (args.quick or args.only):
-        entries += summary("choosers.hfl", results)
+        record(figures(f"choosers.hfl.{name}", result))  # at once: a cut run keeps it
+        print(table([result]).split("\n", 2)[2], f"  ({result['seconds']:.1f} s, {result['cpu']:.1f} s CPU, "
+              f"reference best {result['best']})", flush=True)
     print(table(results))
-    record(entries)
+    if not (args.quick or args.only):
+        record(summary("choosers.hfl", results))
 
 
 if __name__ == "__main__":
