@@ -39,6 +39,15 @@ Variants of Theorem 2 (each difference is an Erratum):
             + a^2 L^2 G sigma/(3 N^2 U) sum_u sum_i |N_i|^{3/2} (t - 1/t), N = sum_i |N_i|.
             Not monotone in S: at S = 0 (t = 1) it is the minibatch-SGD bound
             2 Delta/(a U) + a L sigma^2/N. Corollary 1 has a ``refined`` variant too.
+``iid``     derived by fedbound, NOT published (bounds/derivations/hfl_iid.md): under the
+            paper's Section II model, every client's stochastic gradient unbiased for grad f
+            (data i.i.d. among clients), the local drift is driven by the noise
+            (a^2 L^2 sigma^2 t) and the gradient part of it is absorbed into the left-hand side:
+            [2 Delta/(a U) + a L sigma^2 Y/U + (1 + theta) a^2 L^2 sigma^2 Gamma Z_iid/U
+            + a^2 L^2 sigma^2 Gamma^{1/2} C_iid/U] / (1 - rho), with tau = max t - 1,
+            theta = a L tau, Gamma = (1 + a L)^{2(tau - 1)}, rho = Gamma theta (1 + theta)/4,
+            Z_iid = (1/N) sum_u sum_i (t - 1)/2, C_iid = (1/N^2) sum_u sum_i |N_i| (1 - 1/t),
+            if a L tau <= 1/2. No G. Corollary 1 has an ``iid`` variant too.
 
 Expectations over delay paths (t and U random, independent of the SGD noise):
 :func:`expected` gives a Monte-Carlo mean with a 95% interval (exact in the limit) and
@@ -67,6 +76,10 @@ THEOREM2_VARIANTS = ("printed", "arxiv", "proof", "tight")
 #: ``importlib.resources.files("fedbound.bounds") / "derivations" / "hfl_refined.md"``)
 REFINED = "refined"
 REFINED_DERIVATION = "bounds/derivations/hfl_refined.md"
+#: fedbound's i.i.d. variant (derived by fedbound, not published), of Theorem 2 and Corollary 1,
+#: under the paper's Section II model (data i.i.d. among clients); derived in IID_DERIVATION
+IID = "iid"
+IID_DERIVATION = "bounds/derivations/hfl_iid.md"
 KEYS = ("hfl.lemma1", "hfl.theorem1", "hfl.theorem2", "hfl.corollary1")
 
 # ---------------------------------------------------------------------- symbols
@@ -84,6 +97,11 @@ A_i, Q_i, n_i, Delta_i, t2 = sp.symbols("A_i Q_i n_i Delta_i t_ui^2", nonnegativ
 #: (drift), C_r = (1/N^2) sum_u sum_i |N_i|^{3/2} (t - 1/t) (noise-drift coupling); for the
 #: corollary the per-round M_r and C_m of the same sums at t_i^max, and N itself.
 Y, Z_r, C_r, M_r, C_m, N_tot = sp.symbols("Y Z_r C_r M_r C_m N", positive=True)
+#: aggregates of the i.i.d. variants (derived by fedbound, IID_DERIVATION): tau = max_u,i t_i^u - 1,
+#: Z_iid = (1/N) sum_u sum_i (t-1)/2 (noise-driven drift), C_iid = (1/N^2) sum_u sum_i |N_i| (1 - 1/t)
+#: (coupling); for the corollary the same at t_i^max
+tau, Z_iid, C_iid = sp.symbols("tau Z_iid C_iid", nonnegative=True)
+tau_m, Z_im, C_im = sp.symbols("tau^max Z_iid^max C_iid^max", nonnegative=True)
 
 _u, _i, _j, _U, _Ng = sp.symbols("u i j U N_g", integer=True, positive=True)
 _t, _n, _tm = sp.IndexedBase("t"), sp.IndexedBase("n"), sp.IndexedBase("t^max")
@@ -148,6 +166,16 @@ _AGG_CM = Aggregate(C_m, sp.Sum(_n[_i] ** sp.Rational(3, 2) * (_TMI - 1 / _TMI),
                     / _N**2, rd.refined_coupling_at_t_max,
                     ("t", "sizes", "t_max"))
 _AGG_N = Aggregate(N_tot, _N, rd.total_size, ("sizes",))
+#: tau and tau^max are displayed as themselves (max over rounds and groups has no sympy form
+#: that every printer reads); the variant's notes define them
+_AGG_TAU = Aggregate(tau, tau, rd.iid_longest, ("t",))
+_AGG_ZI = Aggregate(Z_iid, _per_round_display((_TUI - 1) / 2, 0, 1), rd.iid_drift, ("t", "sizes"))
+_AGG_CI = Aggregate(C_iid, _per_round_display(1 - 1 / _TUI, 1, 2), rd.iid_coupling, ("t", "sizes"))
+_AGG_TAUM = Aggregate(tau_m, tau_m, rd.iid_longest_at_t_max, ("t", "t_max"))
+_AGG_ZIM = Aggregate(Z_im, sp.Sum((_TMI - 1) / 2, (_i, 1, _Ng)) / _N, rd.iid_drift_at_t_max,
+                     ("t", "sizes", "t_max"))
+_AGG_CIM = Aggregate(C_im, sp.Sum(_n[_i] * (1 - 1 / _TMI), (_i, 1, _Ng)) / _N**2,
+                     rd.iid_coupling_at_t_max, ("t", "sizes", "t_max"))
 
 # ---------------------------------------------------------------------- conditions, errata
 
@@ -216,6 +244,39 @@ ERRATUM_REFINED_COROLLARY = Erratum(
     r"\frac{L^2 G (G M_r + \sigma C_m/3)}{\mathcal{U}}$ for $\mathcal{U} \ge L^2$ "
     f"({REFINED_DERIVATION}, section 8)",
     f"{PAPER}, Corollary 1 and its proof (App. E), (21)-(22); Lemma 1 is not used")
+ERRATUM_IID_DRIFT = Erratum(
+    "drift terms of Theorem 2, (37)-(40) (iid variant, derived by fedbound, not published)",
+    r"$\|x^u - x_i^{u,l}\|^2 \le \alpha^2 l^2 G^2$ ((38)) whatever the data, so the drift grows "
+    r"like $\alpha^2 L^2 G^2 t^2$ with $G^2 \ge \sigma^2$",
+    r"with every client's stochastic gradient unbiased for $\nabla f$ (Section II: data i.i.d. "
+    r"among clients), the local path is the noiseless gradient path from $x^u$ plus a noise "
+    r"part; the noise part gives $\frac{(1 + \theta) \alpha^2 L^2 \sigma^2 \Gamma}{N \mathcal{U}}"
+    r" \sum_u \sum_i \frac{t_i^u - 1}{2}$, the gradient part (at most "
+    r"$\alpha^2 L^2 \Gamma \tau^2 \|\nabla f(x^u)\|^2/4$ before Young's inequality) is absorbed "
+    r"into the left-hand side, the factor $1/(1 - \rho)$; $G$ is not used "
+    f"({IID_DERIVATION}, steps 5-8)",
+    f"{PAPER}, Section II; proof of Theorem 2 (App. D), (37)-(40); Assumptions 1, 2 and 4")
+ERRATUM_IID_NOISE = Erratum(
+    "noise term of Theorem 2, (20), from (35) (iid variant, derived by fedbound, not published)",
+    r"$\alpha L \kappa \sigma^2$: (35) bounds the noise of the global update by "
+    r"$|\mathcal{N}_g| \sum_i |\mathcal{N}_i|^2 \sigma^2 / N^2$ and drops the cross term between "
+    "the noise and the later local gradients",
+    r"$\frac{\alpha L \sigma^2}{N^2 \mathcal{U}} \sum_u \sum_i |\mathcal{N}_i|/t_i^u$ (the "
+    r"$t_i^u |\mathcal{N}_i|$ noises of a round are martingale differences, as in (26)); the cross "
+    r"term meets only the noise part of the local path: "
+    r"$\frac{\alpha^2 L^2 \sigma^2 \Gamma^{1/2}}{N^2 \mathcal{U}} \sum_u \sum_i |\mathcal{N}_i|"
+    r"(1 - 1/t_i^u)$, no $G$ "
+    f"({IID_DERIVATION}, steps 4 and 9)",
+    f"{PAPER}, proof of Theorem 2 (App. D), (33)-(36); (26) in the proof of Theorem 1 (App. C)")
+ERRATUM_IID_COROLLARY = Erratum(
+    "Corollary 1 (iid variant, derived by fedbound, not published)",
+    r"App. E: Theorem 2's printed terms with $t_i^u \le t_i^{\max}$",
+    r"the iid Theorem 2 with $1/t_i^u \le 1$ and $t_i^u \le t_i^{\max}$ (each of its terms is "
+    r"non-decreasing in every $t_i^u$ but the noise, and in $\tau$): $\tau \to \tau^{\max} = "
+    r"\max_i t_i^{\max} - 1$, $Z \to Z^{\max} = \frac{1}{N} \sum_i \frac{t_i^{\max} - 1}{2}$ per "
+    r"round, $C \to C^{\max} = \frac{1}{N^2} \sum_i |\mathcal{N}_i| (1 - 1/t_i^{\max})$ per round "
+    f"({IID_DERIVATION}, section 11)",
+    f"{PAPER}, Corollary 1 and its proof (App. E), (21)-(22); Section II")
 
 ERRATUM_J233 = Erratum(
     "last function value in (19)", r"$f_i(x_i^{u,t_i^{\mathcal{U}}})$ (journal version)",
@@ -239,6 +300,18 @@ ERRATUM_COR_STEP = Erratum(
     r"$\alpha = \min(1/\sqrt{\mathcal{U}}, 1/L)$ as stated; a much smaller $\alpha$ inflates "
     r"$\frac{2 \Delta}{\alpha \mathcal{U}}$",
     f"{PAPER}, Corollary 1 and its proof (Appendix E)")
+
+CONDITION_IID_LOCAL = Condition(
+    "alpha L tau <= 1/2", sp.LessThan(alpha * L * tau, sp.Rational(1, 2)),
+    f"{PAPER}, Theorem 2 under its Section II model, as {IID_DERIVATION}, section 4 derives it "
+    "(derived by fedbound, not published): then rho < 0.51",
+    hint="tau = max_u,i t_i^u - 1, so alpha <= 1/(2 L tau)")
+CONDITION_IID_COROLLARY = Condition(
+    "min(1/sqrt(U), 1/L) L tau^max <= 1/2", sp.LessThan(
+        1 / sp.Max(sp.sqrt(U), L) * L * tau_m, sp.Rational(1, 2)),
+    f"{PAPER}, Corollary 1 under its Section II model, as {IID_DERIVATION}, section 11 derives "
+    "it (derived by fedbound, not published): alpha L tau <= 1/2 at the corollary's step",
+    hint="tau^max = max_i t_i^max - 1: needs U >= 4 L^2 (tau^max)^2, or t^max = 1")
 
 _LHS2 = r"\frac{1}{\mathcal{U}}\sum_{u=1}^{\mathcal{U}}\mathbb{E}\|\nabla f(x^u)\|^2"
 _LHS1 = (r"\frac{1}{\sum_u t_i^u}\sum_{u=1}^{\mathcal{U}}\sum_{l=1}^{t_i^u}"
@@ -305,6 +378,34 @@ def theorem1(variant: str = "proof") -> Theorem:
 
 REFINED_LABEL = " [derived by fedbound, not published]"
 REFINED_NOTE = f"Derived by fedbound, not published; see {REFINED_DERIVATION}. "
+IID_NOTE = (
+    f"Derived by fedbound, not published; see {IID_DERIVATION}. Under the paper's Section II "
+    "model: every client's stochastic gradient is unbiased for the gradient of the global "
+    r"objective $f$ (data i.i.d. among clients; a split of the data that differs by group is "
+    r"outside it), with Assumption 1 read as an $L$-Lipschitz $\nabla f$, Assumptions 2 and 4, "
+    r"and the independence of (26); Assumption 3 ($G$) is not used. Conditional on the delay path "
+    r"$(t, U)$. $\tau = \max_{u,i} t_i^u - 1$, $\theta = \alpha L \tau$, "
+    r"$\Gamma = (1 + \alpha L)^{2(\tau - 1)}$, $\rho = \Gamma \theta (1 + \theta)/4$: the local "
+    r"drift is driven by the noise ($\alpha^2 L^2 \sigma^2 t$) and its gradient part is absorbed "
+    r"into the left-hand side (the term 'absorbed gradient drift'). At $S = 0$ ($t = 1$) it is the "
+    r"minibatch-SGD bound $2 \Delta/(\alpha U) + \alpha L \sigma^2/N$, as refined.")
+
+
+def _iid_terms(a: sp.Expr, longest: sp.Expr, transient: sp.Expr, noise: sp.Expr, drift: sp.Expr,
+               coupling: sp.Expr) -> dict[str, sp.Expr]:
+    """The terms of the iid variants (IID_DERIVATION, step 10) at step ``a`` with the longest
+    round ``longest`` (tau): ``noise``, ``drift`` and ``coupling`` are their per-round sums
+    averaged over rounds (Y/U, Z_iid/U, C_iid/U or their corollary bounds)."""
+    theta = a * L * longest
+    growth = (1 + a * L) ** (2 * (longest - 1))
+    rho = growth * theta * (1 + theta) / 4
+    terms = {"transient": transient, "noise": a * L * sigma**2 * noise,
+             "local drift": (1 + theta) * a**2 * L**2 * sigma**2 * growth * drift,
+             "noise-drift coupling": a**2 * L**2 * sigma**2 * (1 + a * L) ** (longest - 1) * coupling}
+    # the gradient part of the drift, absorbed: sum / (1 - rho) - sum (+inf where rho >= 1,
+    # outside the condition alpha L tau <= 1/2, never a negative number)
+    terms["absorbed gradient drift"] = sp.Add(*terms.values()) * rho / sp.Max(1 - rho, 0)
+    return terms
 
 
 def _theorem2_terms(variant: str) -> dict[str, sp.Expr]:
@@ -313,6 +414,8 @@ def _theorem2_terms(variant: str) -> dict[str, sp.Expr]:
         return {"transient": 2 * Delta / (alpha * U), "noise": alpha * L * sigma**2 * Y / U,
                 "within-round drift": alpha**2 * L**2 * G**2 * Z_r / U,
                 "noise-drift coupling": alpha**2 * L**2 * G * sigma * C_r / (3 * U)}
+    if variant == "iid":
+        return _iid_terms(alpha, tau, 2 * Delta / (alpha * U), Y / U, Z_iid / U, C_iid / U)
     if variant == "tight":
         return {"transient": 2 * Delta / (alpha * U), "noise": alpha * L * kappa * sigma**2,
                 "within-round drift": alpha**2 * L**2 * G**2 * Z5 / U}
@@ -333,6 +436,7 @@ _T2_ERRATA = {
     "proof": [ERRATUM_J247, ERRATUM_G2, ERRATUM_T0],
     "tight": [ERRATUM_TIGHT, ERRATUM_J247, ERRATUM_G2],
     "refined": [ERRATUM_REFINED_NOISE, ERRATUM_REFINED_DRIFT],
+    "iid": [ERRATUM_IID_NOISE, ERRATUM_IID_DRIFT],
 }
 #: printed and arxiv have a wrong proof step (no G^2 in (39)) but their statements hold: each is
 #: >= tight term by term (the 4 a^2 L^2 G^2 Z5/U term alone is >= tight's drift term), and
@@ -340,7 +444,7 @@ _T2_ERRATA = {
 #: holds by its derivation and passed the stress tests of bounds/derivations/hfl_refined.md, 10.
 _T2_STATUS = {"printed": "holds-with-erratum", "arxiv": "holds-with-erratum",
               "proof": "holds-with-erratum", "tight": "holds-with-erratum",
-              "refined": "holds"}
+              "refined": "holds", "iid": "holds"}
 IMPLIED_BY_TIGHT = (r"Holds as printed: it is $\ge$ the tight variant term by term (tight "
                     "follows from (37)-(38), derived by fedbound, not published), although its "
                     "proof drops $G^2$ in (39).")
@@ -357,15 +461,22 @@ REFINED_T2_NOTE = (
 
 def theorem2(variant: str = "proof") -> Theorem:
     """Theorem 2, eq. (20), with Delta >= f(x^1) - E f(x^{U+1}); [...].
-    ``refined``: derived by fedbound, not published (bounds/derivations/hfl_refined.md)."""
-    aggs = [_AGG_U, _AGG_KAPPA, _AGG_Z4, _AGG_Z5, _AGG_KJ, _AGG_Y, _AGG_ZR, _AGG_CR]
-    label = {"tight": " [derived, not published]", "refined": REFINED_LABEL}.get(variant, "")
-    title = "HFL global bound, refined" if variant == "refined" else "HFL global bound (20)"
+    ``refined``: derived by fedbound, not published (bounds/derivations/hfl_refined.md).
+    ``iid``: derived by fedbound, not published (bounds/derivations/hfl_iid.md), under the
+    paper's Section II model (data i.i.d. among clients); no G, and alpha L tau <= 1/2."""
+    aggs = [_AGG_U, _AGG_KAPPA, _AGG_Z4, _AGG_Z5, _AGG_KJ, _AGG_Y, _AGG_ZR, _AGG_CR, _AGG_TAU,
+            _AGG_ZI, _AGG_CI]
+    label = {"tight": " [derived, not published]", "refined": REFINED_LABEL,
+             "iid": REFINED_LABEL}.get(variant, "")
+    title = {"refined": "HFL global bound, refined",
+             "iid": "HFL global bound, data i.i.d. among clients"}.get(variant, "HFL global bound (20)")
+    params = {k: v for k, v in BASE_PARAMS.items() if k != "G"} if variant == "iid" else BASE_PARAMS
+    conditions = [CONDITION_STEP, CONDITION_IID_LOCAL] if variant == "iid" else [CONDITION_STEP]
     return _theorem(
         "hfl.theorem2", variant, title + label,
-        f"{PAPER}, Theorem 2, eq. (20)", _LHS2, BASE_PARAMS, _theorem2_terms(variant),
-        aggs, [CONDITION_STEP], _T2_ERRATA[variant], _T2_STATUS[variant],
-        REFINED_T2_NOTE if variant == "refined" else
+        f"{PAPER}, Theorem 2, eq. (20)", _LHS2, params, _theorem2_terms(variant),
+        aggs, conditions, _T2_ERRATA[variant], _T2_STATUS[variant],
+        IID_NOTE if variant == "iid" else REFINED_T2_NOTE if variant == "refined" else
         "Conditional on the delay path $(t, U)$; $t_i^0 := 0$. " + {
             "tight": "Derived by fedbound from (37)-(38), not published.",
             "printed": IMPLIED_BY_TIGHT, "arxiv": IMPLIED_BY_TIGHT}.get(variant, ""))
@@ -385,9 +496,22 @@ def corollary1(variant: str = "proof") -> Theorem:
     ``refined``: derived by fedbound, not published (bounds/derivations/hfl_refined.md): the
     refined Theorem 2 at t_i^u <= t_i^max, 2 Delta/(a U) + a L sigma^2/N + a^2 L^2 G^2 M_r
     + a^2 L^2 G sigma C_m/3; for U >= L^2, (2 Delta + L sigma^2/N)/sqrt(U)
-    + L^2 G (G M_r + sigma C_m/3)/U."""
+    + L^2 G (G M_r + sigma C_m/3)/U.
+    ``iid``: derived by fedbound, not published (bounds/derivations/hfl_iid.md): the iid
+    Theorem 2 at t_i^u <= t_i^max, if min(1/sqrt(U), 1/L) L (max_i t_i^max - 1) <= 1/2."""
     a = COROLLARY_STEP
     params = {k: v for k, v in COROLLARY1_PARAMS.items() if k != "alpha"}
+    if variant == "iid":
+        return _theorem(
+            "hfl.corollary1", variant, r"HFL rate at $\alpha = \min(1/\sqrt{U}, 1/L)$, data i.i.d. "
+            "among clients" + REFINED_LABEL, f"{PAPER}, Corollary 1 and its proof (Appendix E)",
+            _LHS2, {k: v for k, v in params.items() if k != "G"},
+            _iid_terms(a, tau_m, 2 * Delta / (a * U), 1 / N_tot, Z_im, C_im),
+            [_AGG_U, _AGG_N, _AGG_TAUM, _AGG_ZIM, _AGG_CIM], [CONDITION_IID_COROLLARY],
+            [ERRATUM_TMAX, ERRATUM_COR_STEP, ERRATUM_IID_COROLLARY], "holds",
+            IID_NOTE + r" Here at $\tau^{\max} = \max_i t_i^{\max} - 1$; "
+            r"$\alpha = \min(1/\sqrt{U}, 1/L)$ needs $U$, known only at the end (as in the "
+            "published Corollary 1).", step=None)
     if variant == "refined":
         terms = {"transient": 2 * Delta / (a * U), "noise": a * L * sigma**2 / N_tot,
                  "within-round drift": a**2 * L**2 * G**2 * M_r,
@@ -512,6 +636,9 @@ def _plug_in_aggregates(key: str, stats: dl.RoundStatistics, sizes: np.ndarray,
         out[Y] = (n * Einv).sum() / N**2 * EU
         out[Z_r] = (n * (2 * Et2 - 3 * Et + 1) / 6).sum() / N * EU
         out[C_r] = (n**1.5 * (Et - Einv)).sum() / N**2 * EU
+        out[Z_iid] = ((Et - 1) / 2).sum() / N * EU
+        out[C_iid] = (n * (1 - Einv)).sum() / N**2 * EU
+        out[tau] = float(np.max(stats.t_max)) - 1  # the a.s. envelope t <= t^max of (22)
     elif key == "hfl.theorem1":
         out.update({A_i: EU * Et, Q_i: (EU - 1) * Et2, n_i: n,
                     Delta_i: np.asarray(params["Delta"], dtype=float)})
@@ -521,6 +648,9 @@ def _plug_in_aggregates(key: str, stats: dl.RoundStatistics, sizes: np.ndarray,
         out[N_tot] = N
         out[M_r] = (n * avg_l2(tm)).sum() / N
         out[C_m] = (n**1.5 * coupling_count(tm)).sum() / N**2
+        out[tau_m] = float(tm.max()) - 1
+        out[Z_im] = ((tm - 1) / 2).sum() / N
+        out[C_im] = (n * (1 - 1 / tm)).sum() / N**2
     elif key == "hfl.lemma1":
         out[t2] = Et2
     return out

@@ -230,6 +230,56 @@ def refined_coupling_at_t_max(v: Values) -> np.ndarray:
     return _at_t_max(v, coupling_count, 1.5, 2)
 
 
+def _half_local_steps(t: np.ndarray) -> np.ndarray:
+    """(t-1)/2 = (1/t) sum_{l=0}^{t-1} l: the mean number of noisy local steps behind a local
+    gradient of one round (the i.i.d. variant, derived by fedbound, not published)."""
+    return (t - 1) / 2
+
+
+def _later_fraction(t: np.ndarray) -> np.ndarray:
+    """1 - 1/t = (2/t^2) sum_{l<t} l: the pairs (local gradient, earlier noise) of one round in
+    the coupling of the i.i.d. variant (derived by fedbound, not published)."""
+    return 1 - 1.0 / t
+
+
+def iid_longest(v: Values) -> np.ndarray:
+    """tau = max_u max_i t_i^u - 1 over the real rounds, [...]: the most noisy local steps
+    behind any local gradient (i.i.d. variant of Ali & Arafa 2025, Theorem 2: derived by
+    fedbound, not published)."""
+    t, real = schedule(v["t"])
+    return np.where(real[..., None], t, 1).max((-1, -2)).astype(float) - 1
+
+
+def iid_drift(v: Values) -> np.ndarray:
+    """Z_iid = (1/N) sum_u sum_i (t_i^u - 1)/2 (i.i.d. variant of Ali & Arafa 2025,
+    Theorem 2: derived by fedbound, not published)."""
+    return _over_rounds(v, _half_local_steps, 0, 1)
+
+
+def iid_coupling(v: Values) -> np.ndarray:
+    """C_iid = (1/N^2) sum_u sum_i |N_i| (1 - 1/t_i^u) (i.i.d. variant of Ali & Arafa 2025,
+    Theorem 2: derived by fedbound, not published)."""
+    return _over_rounds(v, _later_fraction, 1, 2)
+
+
+def iid_longest_at_t_max(v: Values) -> np.ndarray:
+    """tau_m = max_i t_i^max - 1 (i.i.d. variant of Ali & Arafa 2025, Corollary 1: derived
+    by fedbound, not published)."""
+    return checked_t_max(v).max(-1) - 1
+
+
+def iid_drift_at_t_max(v: Values) -> np.ndarray:
+    """Z_m = (1/N) sum_i (t_i^max - 1)/2 (i.i.d. variant of Ali & Arafa 2025, Corollary 1:
+    derived by fedbound, not published)."""
+    return _at_t_max(v, _half_local_steps, 0, 1)
+
+
+def iid_coupling_at_t_max(v: Values) -> np.ndarray:
+    """C_m = (1/N^2) sum_i |N_i| (1 - 1/t_i^max) (i.i.d. variant of Ali & Arafa 2025,
+    Corollary 1: derived by fedbound, not published)."""
+    return _at_t_max(v, _later_fraction, 1, 2)
+
+
 def total_size(v: Values) -> np.ndarray:
     """N = sum_i |N_i| (Ali & Arafa 2025, Section II)."""
     return _sizes(v).sum(-1)

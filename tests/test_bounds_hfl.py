@@ -209,7 +209,7 @@ def test_step_condition_and_max_step():
 
 def test_registry_variants_and_status():
     rows = {r["key"]: r for r in bounds.list()}
-    assert rows["hfl.theorem2"]["variants"] == [*H.THEOREM2_VARIANTS, H.REFINED]
+    assert rows["hfl.theorem2"]["variants"] == [*H.THEOREM2_VARIANTS, H.REFINED, H.IID]
     assert rows["hfl.theorem2"]["default"] == "proof"
     assert "derived, not published" in bounds.get("hfl.theorem2", "tight").title
     errata = bounds.get("hfl.theorem2", "arxiv").errata

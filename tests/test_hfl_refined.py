@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from hfl_reference import exact_quadratic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -144,33 +145,6 @@ def test_scale_invariance(data, s):
 
 
 # ------------------------------------------------------------------ exact check on quadratics
-
-
-def exact_quadratic(lam, e1, sizes, t, alpha, sigma):
-    """E over the SGD noise of (1/U) sum_u ||grad f(x^u)||^2 for f = 1/2 sum_j lam_j (x_j -
-    x*_j)^2 with additive N(0, sigma^2/d I) noise per client, on the schedule t [U, G],
-    following (3)-(12) of the paper coordinate by coordinate (linear-Gaussian: second moments
-    propagate exactly). Also the a-posteriori G (max E||g~||^2 over the visited local points,
-    all the derivation uses of Assumption 3) and Delta = f(x^1) - f*."""
-    n = np.asarray(sizes, dtype=float)
-    d, w = lam.size, n / n.sum()
-    b = 1 - alpha * lam
-    s = e1**2
-    grads, G2 = [], 0.0
-    for u in range(t.shape[0]):
-        grads.append((lam**2 * s).sum())
-        a, v = np.zeros(d), np.zeros(d)
-        for i in range(n.size):
-            ti = int(t[u, i])
-            powers = b[:, None] ** (2 * np.arange(ti))
-            var = alpha**2 * sigma**2 / (d * n[i])
-            a += w[i] * (1 - 1 / ti + b**ti / ti)
-            v += var * (w[i] / ti) ** 2 * powers.sum(1)
-            before = np.concatenate([np.zeros((d, 1)), np.cumsum(powers, 1)[:, :-1]], 1)
-            G2 = max(G2, (lam[:, None] ** 2 * (powers * s[:, None] + var * before)).sum(0).max()
-                     + sigma**2)
-        s = a**2 * s + v
-    return float(np.mean(grads)), math.sqrt(G2), 0.5 * float((lam * e1**2).sum())
 
 
 @settings(max_examples=60, deadline=None)

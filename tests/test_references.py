@@ -79,6 +79,7 @@ def test_every_file_the_package_names_is_package_data():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     named = _files_named_in_the_package()
     assert ("bounds", "derivations/hfl_refined.md") in named
+    assert ("bounds", "derivations/hfl_iid.md") in named
     assert ("bounds", "derivations/tdcd_refined.md") in named
     for pkg, rel in named:
         path = ROOT / pkg / rel

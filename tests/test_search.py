@@ -90,7 +90,8 @@ def test_finds_the_planted_violation_and_shrinks_it(toy):
     d = r.as_dict()
     assert set(d) == {"key", "variant", "status", "found", "new_violation", "witness", "exact",
                       "verdict", "tried", "best_excess", "objective", "params", "ratio",
-                      "ratio_ci", "trajectory"}
+                      "ratio_ci", "trajectory", "region", "strata"}
+    assert d["region"] == "" and d["strata"] == []  # no region, no strata: the whole space
     assert d["objective"] == "violate" and len(d["trajectory"]) == d["tried"]
     assert d["ratio"] == pytest.approx(w.a**2 / (w.a + 0.1), rel=1e-12)  # measured/bound
     assert d["verdict"]["verdict"] == "violated" and 1 <= d["tried"] <= 40

@@ -44,10 +44,26 @@ def test_the_refined_variants_are_tracked_beside_the_defaults():
     assert {"hfl.theorem2", "hfl.corollary1", "tdcd.theorem1"} <= set(refined)
     for key in refined:
         t = table()[key]
-        assert set(t["variants"]) == {"refined"}, key
+        assert set(t["variants"]) == ({"refined", "iid"} if key.startswith("hfl.") else {"refined"}), key
         refined = t["variants"]["refined"]
         assert refined["tightest"]["witness"] == f"{key}.refined.tightest.json"
         assert refined["default"]["ratio"] > t["default"]["ratio"], key
+
+
+@pytest.mark.parametrize("key", ["hfl.theorem2", "hfl.corollary1"])
+def test_the_iid_variants_have_a_witness_inside_the_drift_region(key):
+    """fedbound's iid variants (derived by fedbound, not published) are tracked by their
+    tightest scenario, found at S = 0 (no local iterations: the minibatch-SGD part of the
+    bound), and have a second witness, the tightest scenario that a search found in a region
+    with S >= 2, where their drift terms are non-zero (benchmarks/bench_region_search.py):
+    it lies in that region, its schedule has local iterations (t >= 2), and it is less tight."""
+    iid = table()[key]["variants"]["iid"]
+    assert iid["status"] == "holds"
+    assert iid["tightest"]["witness"] == f"{key}.iid.tightest.json"
+    (w,) = [w for w in TIGHTEST if w.source.endswith(f"{key}.iid.region.tightest.json")]
+    assert w.scenario["S"] >= 2 and "in the region S >= " in w.note
+    assert max(map(max, check(w.key, w).params["t"])) >= 2
+    assert w.ratio < iid["tightest"]["ratio"]
 
 
 TIGHTEST = [w for w in witnesses() if w.source.endswith(".tightest.json")]

@@ -47,6 +47,17 @@ would evaluate next are evaluated ahead, ``width`` at a time, and their results 
 the serial order; draws made ahead and not consumed are undone. So the result does not
 depend on the executor or the number of workers: the same seed gives the same result.
 
+Regions (``where``, ``fedbound search --where``; :mod:`verify.region`): the search can be
+kept in a region of scenarios, a conjunction of comparisons of scenario fields with numbers
+(``S >= 2``, ``Q >= 2``, ``problem.sigma > 0``). Every random draw outside it is first moved
+onto its boundary (:meth:`verify.region.Region.projected`: the region's edges are edges too)
+and skipped if still outside; every move of the optimiser and every simplification of a
+witness stays inside. So a witness of a region search lies in the region, and ``fedbound
+check`` replays it. A stratified budget (``stratify``, ``--stratify S=0,2,5,10``) splits the
+budget evenly over the values of one field, one search per value (its region the field equal
+to the value, within ``where``), seeded by (seed, stratum); the result is the best over the
+strata (the first violation, for a violation search), with each stratum's own best.
+
 "Admissible" means: the adapter derives the theorem's parameters without error and every
 condition of the theorem holds there (``Theorem.admissible``). A candidate above a resource
 limit (``verify.limits``: ``--max-memory``, ``--max-steps``) is refused before anything is
@@ -54,7 +65,8 @@ allocated and skipped like an inadmissible one, so the limits bound what a searc
 the witness's confirmation with more replicas is refused (the search fails with the
 refusal's line) when it would exceed them. ``tried`` counts the
 admissible scenarios checked during phases 1-2 (at most ``budget``). An adapter that
-produces no admissible scenario at all is an error, never "no violation found".
+produces no admissible scenario at all, or none in the region, is an error naming the region
+and the draws tried, never "no violation found".
 """
 
 from __future__ import annotations
@@ -62,7 +74,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -74,6 +86,7 @@ from fedbound import bounds
 
 from . import limits
 from .adapter import adapter_for
+from .region import Comparison, Region, parse, parse_strata, replaced
 from .scenario import INT_MAX
 from .verdict import Verdict
 
@@ -104,6 +117,8 @@ MAX_CONFIRM = 16
 #: scores within this relative difference are equal (:func:`better`): far above the
 #: round-off of a check (about 1e-13 relative), far below any difference that matters
 TIE = 1e-9
+#: a random draw outside the region, even once projected onto it (evaluates to nothing)
+_OUTSIDE = object()
 
 
 @dataclass
@@ -130,6 +145,11 @@ class SearchResult:
     ratio: float = math.nan
     ratio_ci: tuple[float, float] = (math.nan, math.nan)
     trajectory: list[float] = field(default_factory=list)
+    #: the region searched (``where``; "" for every scenario) and, for a stratified budget,
+    #: one entry per stratum: its value, budget, admissible scenarios tried, best ratio,
+    #: whether it found a violation
+    region: str = ""
+    strata: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def new_violation(self) -> bool:
@@ -144,7 +164,8 @@ class SearchResult:
                 "exact": self.exact, "verdict": None if v is None else v.as_dict(),
                 "params": None if v is None else v.as_dict()["params"],
                 "tried": self.tried, "best_excess": self.best_excess, "ratio": self.ratio,
-                "ratio_ci": list(self.ratio_ci), "trajectory": list(self.trajectory)}
+                "ratio_ci": list(self.ratio_ci), "trajectory": list(self.trajectory),
+                "region": self.region, "strata": [dict(s) for s in self.strata]}
 
     def as_witness(self, note: str = ""):
         """The witness as a :class:`verify.witnesses.Witness` (to store and replay): a
@@ -154,7 +175,8 @@ class SearchResult:
 
         if self.witness is None:
             raise ValueError(f"{self.key} [{self.variant}]: the search found no witness")
-        how = f"found by fedbound search ({self.tried} admissible scenarios)"
+        where = f" in the region {self.region}" if self.region else ""
+        how = f"found by fedbound search ({self.tried} admissible scenarios{where})"
         if self.objective == "violate":
             return Witness(self.key, self.variant, self.exact, "violated", note or how,
                            self.witness)
@@ -205,8 +227,9 @@ def evaluate(key: str, variant: str, objective: str, scenario) -> tuple[Verdict 
 class _Searcher:
     def __init__(self, key: str, variant: str | None, objective: str, rng: np.random.Generator,
                  executor: Executor | None, width: int,
-                 progress: Callable[[int, float], None] | None):
-        self.key, self.rng, self.objective = key, rng, objective
+                 progress: Callable[[int, float], None] | None, region: Region):
+        self.key, self.rng, self.objective, self.region = key, rng, objective, region
+        self.outside = 0  # random draws outside the region, even once projected onto it
         self.thm = bounds.get(key, variant)
         self.adapter = adapter_for(key)
         self.executor, self.width = executor, (max(1, width) if executor is not None else 1)
@@ -267,10 +290,15 @@ class _Searcher:
                 scenario = next(items, None)
                 if scenario is None:
                     break
-                pending.append((scenario, self.rng.bit_generator.state, self._submit(scenario)))
+                future = None if scenario is _OUTSIDE else self._submit(scenario)
+                pending.append((scenario, self.rng.bit_generator.state, future))
             if not pending:
                 raise StopIteration
             scenario, state, future = pending.popleft()
+            if scenario is _OUTSIDE:
+                self.outside += 1
+                self.reason = f"outside the region {self.region}"
+                return None
             if drawn:
                 for path, value in _numeric_fields(scenario):
                     self.drawn[path] = max(self.drawn.get(path, 0.0), abs(float(value)))
@@ -299,7 +327,9 @@ class _Searcher:
     def draws(self) -> Iterator:
         """Random scenarios: the adapter's draw with, as hypothesis does, each numeric field
         pushed to an edge of its range (0 or 1/100 of its value for a float, its least valid
-        value for an integer) with probability ``EDGE_P``. A draw above a resource limit is
+        value for an integer) with probability ``EDGE_P`` (a push that leaves the region is
+        not made), then moved onto the region's boundary where it lies outside; ``_OUTSIDE``
+        where it is outside even then. A draw above a resource limit is
         skipped; ``REFUSED_DRAWS`` of them in a row end the search with the refusal (the
         limit is below what the adapter draws)."""
         refused = 0
@@ -315,11 +345,14 @@ class _Searcher:
             for path, value in _numeric_fields(scenario):
                 if self.rng.random() < EDGE_P:
                     for c in _edges(value):
-                        moved = _replace(scenario, path, c)
-                        if moved is not None:
+                        moved = replaced(scenario, path, c)
+                        if moved is not None and (self.region.contains(moved)
+                                                  or not self.region.contains(scenario)):
                             scenario = moved
                             break
-            yield scenario
+            if self.region and not self.region.contains(scenario):
+                scenario = self.region.projected(scenario)
+            yield _OUTSIDE if scenario is None else scenario
 
     def neighbours(self, scenario, level: int = 0) -> list:
         """Scenarios one coordinate move away (invalid ones dropped), coordinates in a
@@ -332,8 +365,8 @@ class _Searcher:
             top = SPAN * max(self.drawn.get(path, abs(float(value))), 1.0 if integer else 0.0)
             for c in _moves(value, level):
                 if c != value and abs(c) <= top:
-                    moved = _replace(scenario, path, type(value)(c))
-                    if moved is not None:
+                    moved = replaced(scenario, path, type(value)(c))
+                    if moved is not None and self.region.contains(moved):
                         out.append(moved)
         return out
 
@@ -354,6 +387,8 @@ class _Searcher:
         while changed and evals < SHRINK_EVALS:
             changed = False
             for cand in _simpler(best.scenario, best.verdict.mode == "exact"):
+                if not self.region.contains(cand):
+                    continue
                 if evals >= SHRINK_EVALS:
                     break
                 evals += 1
@@ -366,7 +401,9 @@ class _Searcher:
 
 def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int = 0,
            objective: str = "violate", executor: Executor | None = None, width: int = 1,
-           progress: Callable[[int, float], None] | None = None) -> SearchResult:
+           progress: Callable[[int, float], None] | None = None,
+           where: str | Sequence[str] | Region | None = None,
+           stratify: str | Mapping[str, Sequence[float]] | None = None) -> SearchResult:
     """Search admissible scenarios of ``key`` (module docstring).
 
     ``objective``: "violate" stops at the first violation and returns it shrunk as the
@@ -374,7 +411,16 @@ def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int 
     largest ratio measured/bound. ``budget``: the number of admissible scenarios to check
     (half go to the random phase). ``executor`` (e.g. a process pool) evaluates ``width``
     candidates ahead; the result is the same with or without it. ``progress(tried,
-    best_ratio)`` is called after each admissible evaluation."""
+    best_ratio)`` is called after each admissible evaluation. ``where``: the region to stay
+    in, one comparison or several combined with and (``"S >= 2"``; :mod:`verify.region`).
+    ``stratify``: the budget split evenly over the values of one field (``"S=0,2,5,10"`` or
+    ``{"S": [0, 2, 5, 10]}``), one search per value within ``where``.
+
+    >>> from fedbound.verify.search import search
+    >>> r = search("mllsgd.theorem1", budget=4, where=["tau >= 2", "q >= 2"], objective="tightest")
+    >>> r.region, r.witness["tau"] >= 2 and r.witness["q"] >= 2
+    ('tau >= 2 and q >= 2', True)
+    """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget={budget!r} must be an integer >= 1")
     limits.require_count(budget, "search budget")
@@ -382,7 +428,48 @@ def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int 
         raise ValueError(f"seed={seed!r} must be an integer in [0, 2^63)")
     if objective not in OBJECTIVES:
         raise ValueError(f"objective={objective!r} must be one of {OBJECTIVES}")
-    s = _Searcher(key, variant, objective, np.random.default_rng(seed), executor, width, progress)
+    default = adapter_for(key).default
+    region = parse(where, default, frozen=FROZEN)
+    strata = parse_strata(stratify, default, frozen=FROZEN)
+    if not strata:
+        return _search(key, variant, objective, np.random.default_rng(seed), executor, width,
+                       progress, region, budget)
+    if budget < len(strata):
+        raise ValueError(f"budget={budget} is below the {len(strata)} strata of "
+                         f"stratify={stratify!r}: each needs at least one scenario")
+    return _stratified(key, variant, objective, seed, executor, width, progress, region, strata,
+                       budget)
+
+
+def _stratified(key, variant, objective, seed, executor, width, progress, region,
+                strata: list[Comparison], budget: int) -> SearchResult:
+    """One search per stratum, ``budget`` split evenly (the first strata take the
+    remainder), each seeded by (seed, stratum index); the best result over the strata."""
+    share, extra = divmod(budget, len(strata))
+    results, rows, done = [], [], 0
+    for j, c in enumerate(strata):
+        def shifted(tried, ratio, done=done):
+            if progress is not None:
+                progress(done + tried, ratio)
+        r = _search(key, variant, objective, np.random.default_rng([seed, j]), executor, width,
+                    shifted, region.and_(Region((c,))), share + (j < extra))
+        done += r.tried
+        results.append(r)
+        rows.append({"value": c.value, "budget": share + (j < extra), "tried": r.tried,
+                     "ratio": r.ratio, "found": r.found})
+        if objective == "violate" and r.found:
+            break
+    if objective == "violate":
+        best = next((r for r in results if r.found), max(results, key=lambda r: r.best_excess))
+    else:
+        best = max(results, key=lambda r: r.ratio if math.isfinite(r.ratio) else -math.inf)
+    return dataclasses.replace(best, tried=done, region=region.text,
+                               strata=[{"field": strata[0].field, **row} for row in rows])
+
+
+def _search(key, variant, objective, rng, executor, width, progress, region: Region,
+            budget: int) -> SearchResult:
+    s = _Searcher(key, variant, objective, rng, executor, width, progress, region)
     violate = objective == "violate"
     with s.evaluations(s.draws(), drawn=True) as take:
         while s.tried < max(1, budget // 2) and s.attempts < 10 * budget:
@@ -395,6 +482,10 @@ def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int 
     if violate and s.best is not None and s.best.verdict.verdict == "violated":
         return _found(s, s.best)
     if s.best is None:
+        if region:
+            raise ValueError(f"{key}: no admissible scenario in the region {region} in "
+                             f"{s.attempts} random draws ({s.outside} outside it even once "
+                             f"moved onto its boundary; last reason: {s.reason or 'none'})")
         raise ValueError(f"{key}: the adapter produced no admissible scenario in {s.attempts} "
                          f"random draws (last reason: {s.reason or 'none'}); its _draw must "
                          "produce scenarios on which the theorem's hypotheses hold")
@@ -426,7 +517,7 @@ def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int 
     if violate:
         return SearchResult(key, s.thm.variant, s.thm.status, False, None, False,
                             s.best.verdict, s.tried, s.best.excess, objective,
-                            s.best.ratio, s.best.verdict.ratio_ci, s.trajectory)
+                            s.best.ratio, s.best.verdict.ratio_ci, s.trajectory, region.text)
     return _tightest(s)
 
 
@@ -459,11 +550,12 @@ def _found(s: _Searcher, e: _Eval) -> SearchResult:
         if again.verdict != "violated":
             return SearchResult(s.key, s.thm.variant, s.thm.status, False, None, False, again,
                                 s.tried, _excess(again), s.objective, again.ratio,
-                                again.ratio_ci, s.trajectory)
+                                again.ratio_ci, s.trajectory, s.region.text)
         w = _Eval(more, again, _excess(again), again.ratio, _excess(again))
     return SearchResult(s.key, s.thm.variant, s.thm.status, True, w.scenario.to_dict(),
                         _exact_mode(s, w.scenario, w.verdict), w.verdict, s.tried, w.excess,
-                        s.objective, w.verdict.ratio, w.verdict.ratio_ci, s.trajectory)
+                        s.objective, w.verdict.ratio, w.verdict.ratio_ci, s.trajectory,
+                        s.region.text)
 
 
 def _exact_mode(s: _Searcher, scenario, v: Verdict) -> bool:
@@ -488,7 +580,7 @@ def _tightest(s: _Searcher) -> SearchResult:
             factor *= 2
     return SearchResult(s.key, s.thm.variant, s.thm.status, v.verdict == "violated",
                         scenario.to_dict(), _exact_mode(s, scenario, v), v, s.tried, _excess(v),
-                        s.objective, v.ratio, v.ratio_ci, s.trajectory)
+                        s.objective, v.ratio, v.ratio_ci, s.trajectory, s.region.text)
 
 
 # ---------------------------------------------------------------------- scenario fields
@@ -525,18 +617,6 @@ def _moves(v, level: int) -> list:
     return [v / f, v * f]
 
 
-def _replace(scenario, path: tuple[str, ...], value):
-    """``scenario`` with the field at ``path`` set to ``value``, or None if invalid."""
-    try:
-        if len(path) == 1:
-            return scenario.replace(**{path[0]: value})
-        nested = dict(getattr(scenario, path[0]))
-        nested[path[1]] = value
-        return scenario.replace(**{path[0]: nested})
-    except (ValueError, TypeError):
-        return None
-
-
 def _edges(v) -> list:
     """Edge values to try for a field, in order (the first valid one is taken)."""
     if isinstance(v, (int, np.integer)):
@@ -556,11 +636,11 @@ def _simpler(scenario, exact: bool) -> list:
     sample), integers halved, floats zeroed or rounded."""
     out = []
     if exact and hasattr(scenario, "replicas") and scenario.replicas > 2:
-        out.append(_replace(scenario, ("replicas",), max(2, scenario.replicas // 2)))
+        out.append(replaced(scenario, ("replicas",), max(2, scenario.replicas // 2)))
     for path, v in _numeric_fields(scenario):
         if isinstance(v, (int, np.integer)):
             cands = [v // 2] if v > 1 else []
         else:
             cands = [0.0, *_round(v)]
-        out += [_replace(scenario, path, type(v)(c)) for c in cands if c != v]
+        out += [replaced(scenario, path, type(v)(c)) for c in cands if c != v]
     return [c for c in out if c is not None]

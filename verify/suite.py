@@ -3,7 +3,7 @@
 Three kinds of rows:
 
 * ``default``: every registered result in every variant on its default scenario;
-* ``battery``: every result in its default variant, and in its ``refined`` variant
+* ``battery``: every result in its default variant, and in its ``refined`` and ``iid`` variants
   (fedbound's own results, derived by fedbound, not published: :data:`STRESSED`), on a
   seeded battery of random admissible scenarios drawn by its adapter
   (``Adapter.random_scenario``);
@@ -58,9 +58,10 @@ def select(only: str | None) -> list[str]:
     return out
 
 
-#: variants checked on the battery beside the default one: fedbound's own refined results
-#: (bounds/derivations/) get the same random stress as the published statements
-STRESSED = ("refined",)
+#: variants checked on the battery beside the default one: fedbound's own results
+#: (bounds/derivations/: the refined variants, and the iid ones under a paper's i.i.d. data
+#: model) get the same random stress as the published statements
+STRESSED = ("refined", "iid")
 
 
 def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,

@@ -103,12 +103,18 @@ def _scalar_params(params: dict) -> str:
 
 def format_search(result) -> str:
     """A few lines saying what a search found (or how much it tried), its ratio
-    measured/bound and, for a witness, the command that reproduces it."""
-    head = f"{result.key} [{result.variant}, status {result.status}]: "
+    measured/bound and, for a witness, the command that reproduces it; the region searched
+    and each stratum's best, where the search had them."""
+    where = f" in the region {result.region}" if result.region else ""
+    head = f"{result.key} [{result.variant}, status {result.status}]{where}: "
+    strata = [f"stratum {row['field']} = {row['value']:g}: {row['tried']} admissible scenarios, "
+              f"best ratio {row['ratio']:.4g}" + (" (VIOLATED)" if row["found"] else "")
+              for row in result.strata]
     v = result.verdict
     if result.objective == "violate" and not result.found:
-        return head + (f"no violation in {result.tried} admissible scenarios; closest: measured "
-                       f"{v.measured_mean:.6g} vs bound {v.bound:.6g}, {_ratio_text(result)}")
+        return "\n".join([head + f"no violation in {result.tried} admissible scenarios; closest: "
+                          f"measured {v.measured_mean:.6g} vs bound {v.bound:.6g}, "
+                          f"{_ratio_text(result)}", *strata])
     known = " (a known refutation)" if not result.new_violation else " (NEW: not recorded as refuted)"
     if result.objective == "tightest":
         verdict = (f"VIOLATED{known}" if result.found else v.verdict)
@@ -118,7 +124,7 @@ def format_search(result) -> str:
     else:
         lines = [head + f"VIOLATED{known} after {result.tried} admissible scenarios ({v.mode}): "
                  f"measured {v.measured_mean:.6g} > bound {v.bound:.6g} (slack {v.slack:.4g})"]
-    return "\n".join(lines + [
+    return "\n".join(lines + strata + [
         f"witness (fedbound check {result.key} --variant {result.variant}"
         f"{' --exact' if result.exact else ''} --scenario FILE reproduces it):",
         json_text(result.witness)])

@@ -11,8 +11,13 @@ def run(args):
 
     if args.witness is not None:
         output.check_file(args.witness, "--witness")
-    from ..search import search
+    from ..adapter import adapter_for
+    from ..region import parse, parse_strata
+    from ..search import FROZEN, search
 
+    default = adapter_for(args.key).default
+    region = parse(args.where, default, name="--where", frozen=FROZEN)
+    parse_strata(args.stratify, default, name="--stratify", frozen=FROZEN)  # its errors, named
     one_torch_thread()
     with progress_bar(total=args.budget, desc=f"search {args.key} ({args.objective})",
                       unit="scenario") as bar, pool.executor(jobs=args.jobs) as pool:
@@ -20,7 +25,8 @@ def run(args):
             bar.set_postfix_str(f"best ratio {ratio:.4g}", refresh=False)
             bar.update(tried - bar.n)
         res = search(args.key, variant=args.variant, budget=args.budget, seed=args.seed,
-                     objective=args.objective, executor=pool, width=args.jobs, progress=progress)
+                     objective=args.objective, executor=pool, width=args.jobs, progress=progress,
+                     where=region, stratify=args.stratify)
     if args.witness and res.witness is not None:
         res.as_witness().write(args.witness)
     status = 1 if res.new_violation else 0
@@ -44,13 +50,26 @@ def arguments(p) -> None:
                    help="worker processes evaluating candidates ahead (same result; default 1)")
     p.add_argument("--witness", help="write the witness found to this JSON file (a stored "
                                      "witness, replayable with verify.Witness.read)")
+    p.add_argument("--where", action="append", metavar="EXPR",
+                   help="stay in a region of scenarios: FIELD OP NUMBER, e.g. 'S >= 2' or "
+                        "'problem.sigma > 0' (OP: <=, >=, <, >, ==, !=; a dotted FIELD is a "
+                        "field of a nested object); repeatable, combined with and. Random draws "
+                        "outside it are moved onto its boundary or skipped, and every move of "
+                        "the search stays inside; no admissible scenario in it is an error "
+                        "(exit 2)")
+    p.add_argument("--stratify", metavar="FIELD=V1,V2,...",
+                   help="split the budget evenly over these values of one field (e.g. "
+                        "S=0,2,5,10), one search per value, within --where")
 
 
 COMMANDS = (Command(
     "search", run, "search admissible scenarios for a violation of a bound", arguments,
     "fedbound search afl.theorem3 --budget 50 --seed 0 --witness w.json\n"
-    "  fedbound search mllsgd.theorem1 --objective tightest --budget 400 --jobs 2 --json",
+    "  fedbound search mllsgd.theorem1 --objective tightest --budget 400 --jobs 2 --json\n"
+    "  fedbound search hfl.theorem2 --variant iid --where 'S >= 2' --objective tightest",
     "Search admissible scenarios for a violation (--objective violate) or for the "
     "scenario where the bound is tightest (--objective tightest: the largest ratio "
-    "measured/bound, exact where the result has an exact mode): exit 1 when a "
-    "violation is found for a result not recorded as refuted, 0 otherwise."),)
+    "measured/bound, exact where the result has an exact mode), optionally within a "
+    "region of scenarios (--where) or with the budget split over values of a field "
+    "(--stratify): exit 1 when a violation is found for a result not recorded as refuted, "
+    "0 otherwise."),)

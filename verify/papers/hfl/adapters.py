@@ -15,8 +15,10 @@ is paired (each replica's bound on its own path against its own left-hand side):
 tower property this checks the unconditional statement.
 
 Parameters: G = R, L and sigma exactly from logistic regression with features bounded by R
-(a quadratic has no G and serves only for simulation), Delta = f(x^1) - f_inf, the sizes
-and the schedule t.
+(a quadratic has no G: it serves the results without G, the ``iid`` variants, and
+simulation), Delta = f(x^1) - f_inf, the sizes and the schedule t. Every client samples the
+same problem, so the data are i.i.d. among clients (the paper's Section II model, which the
+``iid`` variants assume).
 
 Measurement: the left-hand side of each result per replica, per cell for Lemma 1 [U, G] and
 Theorem 1 [G].
@@ -79,7 +81,9 @@ class HFLScenario(Scenario):
 
     ``problem``: {"kind": "logistic", "dim", "n", "R", "batch", "distance" (= ||x^1||)}
     (G = R exactly: every bound applies) or {"kind": "quadratic", "dim", "L", "mu",
-    "sigma", "distance" (= ||x^1 - x*||)} (no G: for simulation only)."""
+    "sigma", "distance" (= ||x^1 - x*||)} (no G: for the bounds without G, the ``iid``
+    variants, and simulation). Every client of every group samples this one problem: the
+    data are i.i.d. among clients (Section II)."""
 
     sizes: list[int] = field(default_factory=lambda: [4, 4])
     delays: list[float] = field(default_factory=lambda: list(FIG7A))
@@ -257,15 +261,21 @@ class HFL(Adapter):
     def _derive(self, s: HFLScenario, thm) -> dict[str, Any]:
         st = build(s)
         pr = st.problem
-        if pr.G is None:
-            raise ValueError(f"{self.key} needs a.s.-bounded gradients (Assumption 3, G): use "
-                             "problem.kind='logistic'")
+        if pr.G is None and "G" in thm.params:
+            raise ValueError(f"{self.key} [{thm.variant}] needs a.s.-bounded gradients (Assumption "
+                             "3, G): use problem.kind='logistic'")
         sched = paths(s)
         params: dict[str, Any] = {
             "G": pr.G, "L": pr.L, "sigma": pr.sigma, "Delta": pr.delta(st.x1),
             "sizes": np.array(s.sizes), "alpha": self._alpha(s, pr.L),
             "t": sched.path(0) if s.mode == "conditional" else sched.t}
-        return {k: v for k, v in params.items() if k in thm.params}
+        params = {k: v for k, v in params.items() if k in thm.params}
+        if s.alpha is None and thm.step == "alpha":
+            # the largest step the variant admits on every path (1/L, or less where a condition
+            # on the schedule binds, as alpha L tau <= 1/2 of the iid variant)
+            rest = {k: v for k, v in params.items() if k not in ("alpha", "t")}
+            params["alpha"] = min(thm.max_step(**rest, t=sched.path(r)) for r in range(len(sched.U)))
+        return params
 
     def _simulation_alpha(self, s: HFLScenario, params, problem) -> float:
         return params["alpha"]
