@@ -421,7 +421,7 @@ def quadratic_model(problem: Problem, x1, generator: torch.Generator, *, sizes=N
     vectors = torch.cat([(x - ref)[None], offsets]) if offsets is not None else (x - ref)[None]
     if problem.dim <= FULL_HESSIAN_MAX:
         eye = torch.eye(problem.dim, dtype=DTYPE, device=x.device)
-        hess = hessian_vector_product(problem, ref.expand(problem.dim, problem.dim), eye)
+        hess = hessian_vector_product(problem, ref.expand(problem.dim, problem.dim).contiguous(), eye)
         lam, vecs = torch.linalg.eigh(0.5 * (hess + hess.T))
         proj, noise_proj = vectors @ vecs, noise_vectors @ vecs
         method = "estimated: Hessian at x_ref diagonalised"

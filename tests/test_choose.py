@@ -235,3 +235,19 @@ def test_mllsgd_prediction_is_the_adapters_exact_moments():
     _, grads = predict.curves(qm, setup.p, m.a, m.V, m.Z, [0.1, 0.4], s.K, s.q, s.tau)
     for k, eta in enumerate((0.1, 0.4)):
         assert grads[k, : s.K] == pytest.approx(A.exact_series(setup, eta, s.K, s.q, s.tau), rel=1e-12)
+
+
+
+def test_quadratic_model_of_a_logistic_problem():
+    """Off the quadratic (the full-Hessian path): the curvature is the spectrum of a
+    logistic Hessian, (1/n) A^T diag(s (1 - s)) A, so it lies in [0, R^2 / 4]; x_ref lies
+    below the start; the start's projections add up to ||x_1 - x_ref||^2 > 0."""
+    from fedbound.sim.estimate import quadratic_model
+    from fedbound.sim.problems import LogisticRegression
+
+    problem = LogisticRegression.random(60, 5, 1.0, torch.Generator().manual_seed(0), batch=4)
+    x1 = torch.full((5,), 0.5, dtype=torch.float64)
+    model = quadratic_model(problem, x1, torch.Generator().manual_seed(1))
+    assert model.curvature.shape == (5,)
+    assert np.all(model.curvature >= -1e-12) and np.all(model.curvature <= 0.25 + 1e-12)
+    assert model.f_ref < float(problem.loss(x1)) and model.gram[:, 0, 0].sum() > 0
