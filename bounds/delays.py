@@ -192,11 +192,19 @@ class DelayModel:
         if len(params) != 8:
             raise ValueError(f"delays has {len(params)} entries; need the 8 parameters "
                              f"{{d, b, e, f, d_g, b_g, e_g, f_g}} ({', '.join(LINEAR_PARAMETERS)})")
-        d, b, e, f, dg, bg, eg, fg = (_nonnegative(n, v) for n, v in zip(LINEAR_PARAMETERS,
-                                                                          params, strict=True))
+        d, b, e, f, dg, bg, eg, fg = (_nonnegative(f"delays[{i}] ({n})", v) for i, (n, v) in
+                                      enumerate(zip(LINEAR_PARAMETERS, params, strict=True)))
         sizes = validate_sizes(sizes)
-        local = tuple(ShiftedExponential(d * n + b, e * n + f) for n in sizes)
         G = len(sizes)
+        if d * min(sizes) + b == 0 and e * min(sizes) + f == 0:
+            raise ValueError(f"delays[0..3] (d, b, e, f) = {float(d):g}, {float(b):g}, {float(e):g}, "
+                             f"{float(f):g}: a group's local delay d |N_i| + b + Exp(mean e |N_i| "
+                             "+ f) would be 0; a delay law needs a positive mean")
+        if dg * G + bg == 0 and eg * G + fg == 0:
+            raise ValueError(f"delays[4..7] (d_g, b_g, e_g, f_g) = {float(dg):g}, {float(bg):g}, "
+                             f"{float(eg):g}, {float(fg):g}: the global delay d_g |N_g| + b_g + "
+                             "Exp(mean e_g |N_g| + f_g) would be 0; a delay law needs a positive mean")
+        local = tuple(ShiftedExponential(d * n + b, e * n + f) for n in sizes)
         return cls(local, ShiftedExponential(dg * G + bg, eg * G + fg))
 
 

@@ -681,8 +681,38 @@ def plug_in(key: str, stats: dl.RoundStatistics, *, variant: str | None = None,
         with np.errstate(divide="ignore", invalid="ignore"):
             out[name] = np.asarray(_lambdified(e)(*(args[s] for s in syms)), dtype=float)
     if not all(np.isfinite(v).all() for v in out.values()):
-        raise ValueError(f"{key}: plug-in is not finite at the given parameters")
+        raise ValueError(_plug_in_overflow(key, thm, stats, params))
     return out if terms else out["bound"]
+
+
+def _plug_in_overflow(key: str, thm, stats, params) -> str:
+    """Why the plug-in is not finite, in one line: the first term that is not, and the most
+    extreme (furthest from 1 in orders of magnitude) of the scalar parameters it uses."""
+    scal = {thm.symbols[k]: np.asarray(v, dtype=float) for k, v in params.items()
+            if k in thm.symbols and not thm.params[k].vector}
+    sizes = np.asarray(dl.validate_sizes(params["sizes"]))
+    args = {**scal, **_plug_in_aggregates(key, stats, sizes, params)}
+    for name, e in thm.term_exprs.items():
+        with np.errstate(all="ignore"):
+            v = np.asarray(_lambdified(e)(*(args[s] for s in sorted(e.free_symbols, key=str))),
+                           dtype=float)
+        if np.isfinite(v).all():
+            continue
+        used = [k for k in thm.term_params(name) if k in params and not thm.params[k].vector]
+        text = f"{key}: the expected bound (plug-in) is not finite: term '{name}' overflows float64"
+        if used:
+            worst = max(used, key=lambda k: _magnitude(params[k]))
+            text += (f"; its most extreme parameter is {worst}="
+                     f"{float(np.max(np.asarray(params[worst], dtype=float))):g}")
+        return text
+    return f"{key}: the expected bound (plug-in) is not finite at the given parameters"
+
+
+def _magnitude(v) -> float:
+    """How far ``v`` (or its most extreme entry) is from 1, in orders of magnitude."""
+    x = np.abs(np.asarray(v, dtype=float)).ravel()
+    x = x[(x > 0) & np.isfinite(x)]
+    return float(np.max(np.abs(np.log10(x)))) if x.size else 0.0
 
 
 _LAMBDIFIED: dict[sp.Expr, object] = {}

@@ -55,11 +55,13 @@ class Param:
             raise ValueError(f"Param {self.name}: unknown domain {self.domain!r}")
 
     def check(self, value) -> np.ndarray:
-        """Return ``value`` as a float array, or raise ValueError naming the parameter."""
+        """Return ``value`` as a float array, or raise ValueError naming the parameter (an
+        integer beyond 2^53, which float64 would round, included)."""
         try:
             x = np.asarray(value, dtype=float)
-        except (TypeError, ValueError):
-            raise ValueError(f"{self.name}={value!r} is not a number") from None
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"{self.name}={_short(value)} is not a number") from None
+        _exactly_float(self.name, value)
         if self.vector and x.ndim == 0:
             raise ValueError(f"{self.name} must be an array over workers, got the scalar {value!r}")
         if x.size == 0:
@@ -104,6 +106,57 @@ class Param:
 
 
 _BLOCK = 1 << 15  #: entries per block of Param._fits (256 KiB of float64)
+#: the largest integer float64 holds exactly (and every one below it)
+EXACT_INTEGER = 2**53
+
+
+def _exactly_float(name: str, value) -> None:
+    """ValueError naming ``name`` when ``value`` holds integers (a Python int, an integer
+    array or a list of them) that float64 cannot hold exactly: rounding them silently
+    would evaluate the theorem at another point."""
+    if isinstance(value, (bool, float, np.floating)):
+        return
+    if isinstance(value, (int, np.integer)):
+        bad = np.asarray(_rounded(value))
+    else:
+        raw = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object) \
+            if _holds_int(value) else None
+        if raw is None or raw.dtype.kind not in "iuO" or raw.size == 0:
+            return
+        if raw.dtype.kind in "iu" and np.abs(raw).max() <= EXACT_INTEGER:
+            return
+        bad = np.vectorize(_rounded, otypes=[bool])(raw)
+    if bad.any():
+        idx = tuple(int(k) for k in np.argwhere(bad)[0]) if bad.ndim else ()
+        v = int(np.asarray(value, dtype=object)[idx] if idx else value)
+        raise ValueError(f"{name}{_index(bad)}={v} is an integer that float64 cannot hold exactly "
+                         f"(it would be evaluated as {int(float(v))}): give it as a float "
+                         "(e.g. 1e20) if an approximation is meant")
+
+
+def _rounded(v) -> bool:
+    """Whether ``v`` is an integer (not a boolean) that float64 would round."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        return False
+    return abs(int(v)) > EXACT_INTEGER and int(float(v)) != int(v)
+
+
+def _holds_int(value) -> bool:
+    """Whether a (nested) list or tuple ``value`` holds a Python int beyond 2^53 (the only
+    case that needs the slow check)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > EXACT_INTEGER:
+            return True
+    return False
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def integral(x: np.ndarray) -> bool:

@@ -52,7 +52,9 @@ HFL = cite("hfl")
 
 
 def schedule(t) -> tuple[np.ndarray, np.ndarray]:
-    """Validated schedule ``t`` [..., U, G] as int64 and the mask of real rounds [..., U].
+    """Validated schedule ``t`` [..., U, G] (float64 holding whole numbers: a count of 1e100
+    is evaluated as that number, never saturated at the int64 maximum) and the mask of real
+    rounds [..., U].
 
     Raises ValueError naming the entry if t is not an integer array, has a row mixing zero
     and non-zero counts (t_i^u >= 1 by (7)), a zero row before a non-zero one, or no
@@ -80,7 +82,7 @@ def schedule(t) -> tuple[np.ndarray, np.ndarray]:
                          "pad the end of a schedule")
     if not rows[..., 0].all():
         raise ValueError(f"t has a schedule without any round (U >= 1 by {HFL}, eq. (13))")
-    return arr.astype(np.int64), rows
+    return arr, rows
 
 
 def kappa_of(sizes) -> np.ndarray:

@@ -10,7 +10,8 @@ of the four papers are registered by :mod:`bounds.catalog`; a plugin registers i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import difflib
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,9 +67,17 @@ def unregister(key: str) -> None:
     _REGISTRY.pop(key, None)
 
 
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` naming the entry of ``known`` nearest to ``word`` (difflib's
+    closest match: a typo, a swapped or missing character), or '' when none is near."""
+    match = difflib.get_close_matches(word, list(known), n=1)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
 def _entry(key: str) -> _Entry:
     if key not in _REGISTRY:
-        raise ValueError(f"unknown result {key!r}; registered: {', '.join(sorted(_REGISTRY))}")
+        raise ValueError(f"unknown result {key!r}{did_you_mean(key, _REGISTRY)}; registered: "
+                         f"{', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[key]
 
 
@@ -77,7 +86,8 @@ def get(key: str, variant: str | None = None) -> Result:
     e = _entry(key)
     v = e.default if variant is None else variant
     if v not in e.variants:
-        raise ValueError(f"{key}: unknown variant {v!r}; variants are {', '.join(e.variants)}")
+        raise ValueError(f"{key}: unknown variant {v!r}{did_you_mean(v, e.variants)}; variants are "
+                         f"{', '.join(e.variants)}")
     if v not in e.cache:
         thm = e.build(v)
         if e.statuses is not None and thm.status != e.statuses[v]:
@@ -98,6 +108,12 @@ def builtin(key: str) -> bool:
     return getattr(_entry(key).build, "__module__", None) == "fedbound.bounds.catalog"
 
 
+def module_of(key: str) -> str | None:
+    """The module that defines the function building ``key`` (a plugin's, for a plugin's
+    result)."""
+    return getattr(_entry(key).build, "__module__", None)
+
+
 def keys() -> list[str]:
     """The registered result keys, sorted (builds nothing)."""
     return sorted(_REGISTRY)
@@ -115,12 +131,16 @@ def statuses(key: str) -> dict[str, str]:
         v: get(key, v).status for v in e.variants}
 
 
+def result_row(key: str) -> dict:
+    """The row of ``key`` in :func:`list_results` (builds the result when its statuses were
+    not registered)."""
+    e = _entry(key)
+    st = statuses(key)
+    return {"key": e.key, "title": e.title, "variants": [*e.variants],
+            "default": e.default, "status": st[e.default], "statuses": st}
+
+
 def list_results() -> list[dict]:
     """One row per registered result: key, title, variants, default, status (of the
     default variant) and statuses (of each variant), exposed as ``bounds.list()``."""
-    rows = []
-    for e in sorted(_REGISTRY.values(), key=lambda e: e.key):
-        st = statuses(e.key)
-        rows.append({"key": e.key, "title": e.title, "variants": [*e.variants],
-                     "default": e.default, "status": st[e.default], "statuses": st})
-    return rows
+    return [result_row(key) for key in keys()]

@@ -1,18 +1,35 @@
 """Sphinx configuration: the user guide (Markdown, through MyST) and the API reference
 (autodoc + napoleon from the docstrings). Built by ``make docs`` with warnings as errors."""
 
+import sys
 from importlib.metadata import version as _version
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))  # the extensions of docs/_ext
 
 project = "fedbound"
 author = "the fedbound developers"
 release = _version("fedbound")
 version = release
 
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.mathjax", "myst_parser"]
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx.ext.napoleon", "myst_parser",
+              "mathml_math", "cli_reference"]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build"]
+templates_path = ["_templates"]
+# math as MathML in the page (docs/_ext/mathml_math.py): nothing loaded from a CDN, and a
+# formula that holds prose fails the build
+html_math_renderer = "mathml"
 myst_enable_extensions = ["dollarmath"]
+# a $$...$$ display inside a paragraph (in a list item, the derivations' habit) is a display,
+# not the end of one inline formula and the start of the next, with the prose between as math
+myst_dmath_double_inline = True
 myst_heading_anchors = 3
+# typographic quotes, but -- stays two hyphens: options such as --max-memory appear in prose
+smartquotes_action = "qe"
+# the API reference: one page per module (docs/api/*.rst, generated at each build from
+# docs/_templates/autosummary/module.rst)
+autosummary_generate = True
 autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True, "undoc-members": False}
 autodoc_typehints = "description"

@@ -14,12 +14,6 @@ Three subpackages, imported on first use so that ``import fedbound`` stays light
 """
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("fedbound")
-except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
-    __version__ = "0+unknown"
 
 _SUBPACKAGES = ("bounds", "sim", "verify")
 
@@ -27,6 +21,13 @@ _SUBPACKAGES = ("bounds", "sim", "verify")
 def __getattr__(name: str):
     if name in _SUBPACKAGES:
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "__version__":  # read on first use: importlib.metadata takes a while to import
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("fedbound")
+        except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
+            return "0+unknown"
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -376,11 +376,12 @@ class AFLTrace:
     """Record of R replicas of T rounds (CPU tensors).
 
     - ``grad_sq_norm`` [R, T]: ||grad f(x_t)||^2, t = 0..T-1 (before the step of round t):
-      the summands of the left-hand side of Theorems 2-4 of Yang et al. 2022.
+      the summands of the left-hand side of Theorems 2-4 of Yang et al. 2022 (None with
+      ``record_grad=False``).
     - ``loss`` [R, T]: f(x_t). ``x_final`` [R, d]: x_T. ``diverged`` [R].
     - ``schedule``: the realised arrivals, delays and K (:class:`Schedule`)."""
 
-    grad_sq_norm: torch.Tensor
+    grad_sq_norm: torch.Tensor | None
     loss: torch.Tensor
     x_final: torch.Tensor
     diverged: torch.Tensor
@@ -438,7 +439,8 @@ def _start_rows(delays: torch.Tensor, ring: int) -> torch.Tensor:
 def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L: float,
             x0, replicas: int, generator: torch.Generator, K=1, tau: int = 0,
             delays: str = "uniform", arrivals="uniform", probs: Sequence[float] | None = None,
-            schedule: Schedule | None = None, server_step: str = "proof", device=None) -> AFLTrace:
+            schedule: Schedule | None = None, server_step: str = "proof", record_grad: bool = True,
+            device=None) -> AFLTrace:
     """Run ``replicas`` realisations of AFA-CD (``algorithm="cd"``, Algorithm 2) or AFA-CS
     (``"cs"``, Algorithm 3) for T rounds on ``clients`` (HeterogeneousQuadratic,
     LabelSkewedLogistic, or a ``sim.clients.ClientProblem`` whose workers hold their own
@@ -446,7 +448,9 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
     ``sim.federated.federated_problem`` but "iid"), from x0 [d]. The schedule is
     ``schedule`` or, if None, drawn first from ``generator`` by :func:`draw_schedule` (K,
     tau, delays, arrivals, probs); then each local step draws its noise. Diverged replicas are frozen
-    (sim.trace.freeze_diverged). ``device=None`` uses the clients' device."""
+    (sim.trace.freeze_diverged). ``device=None`` uses the clients' device.
+    ``record_grad=False`` records f(x_t) only (``grad_sq_norm`` None): no full gradient per
+    round for a run whose training curve is all that is read; the same dynamics and draws."""
     for name, v, ok in (("algorithm", algorithm, ALGORITHMS), ("server_step", server_step, SERVER_STEPS)):
         if v not in ok:
             raise ValueError(f"{name}={v!r} must be one of {ok}")
@@ -476,7 +480,8 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
         memory = local_update(clients, x[:, None].expand(R, M, d), schedule.K0.to(device), eta_L,
                               generator, sample=sample).G
     for t in range(T):
-        grad_sq.append(clients.grad(x).square().sum(-1))
+        if record_grad:
+            grad_sq.append(clients.grad(x).square().sum(-1))
         losses.append(clients.loss(x))
         arr = arrivals_all[:, t]
         starts = history.view(ring * R, d).index_select(0, starts_of[t]).view(R, M, d)
@@ -488,5 +493,6 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
             Gt = memory.mean(1)
         x = accept(x, x - step * Gt)
         history[(t + 1) % ring] = x
-    return AFLTrace(grad_sq_norm=torch.stack(grad_sq, 1).cpu(), loss=torch.stack(losses, 1).cpu(),
-                    x_final=x.cpu(), diverged=accept.diverged.cpu(), schedule=schedule)
+    return AFLTrace(grad_sq_norm=torch.stack(grad_sq, 1).cpu() if record_grad else None,
+                    loss=torch.stack(losses, 1).cpu(), x_final=x.cpu(),
+                    diverged=accept.diverged.cpu(), schedule=schedule)

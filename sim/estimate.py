@@ -115,11 +115,13 @@ def _level(level) -> float:
 
 def hessian_vector_product(problem: Problem, x: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """H(x) v for every leading index of ``x`` and ``v`` [..., dim]: the forward-mode
-    derivative of the problem's (batched) gradient at x in the direction v. (torch's
-    forward-mode rules script a helper on first use, which warns that ``torch.jit.script``
-    is deprecated: torch's own call, silenced here.)"""
+    derivative of the problem's (batched) gradient at x in the direction v. (The first
+    forward-mode derivative imports torch's ``_decomp.decompositions_for_jvp``, which scripts
+    its helpers with ``torch.jit.script``, and that warns that it is deprecated: torch's own
+    call, a DeprecationWarning in torch 2.13 and a FutureWarning from 2.14, silenced here
+    whatever its category.)"""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", DeprecationWarning)
+        warnings.filterwarnings("ignore", "`torch.jit.script` is deprecated", Warning)
         return torch.func.jvp(problem.grad, (x,), (v,))[1]
 
 

@@ -189,19 +189,21 @@ class HFLTrace:
     - ``group_grad_sq_sum`` [R, G]: sum_u sum_{l=1}^{t_i^u} ||grad f_i(x_i^{u,l-1})||^2, the
       numerator of Theorem 1's left-hand side (19), f_i group i's objective
       (``problem.group_grads``; clients i.i.d.: f_i = f).
+      Both None with ``record_grad=False``.
     - ``deviation`` [R, U_max, G]: ||x^{u+1} - x_i^{u,t_i^u}||^2, Lemma 1 (18).
     - ``t`` [R, U_max, G], ``U`` [R], ``end_time`` [R, U_max]: the realised schedule.
-    - ``diverged`` [R] (see sim.trace).
+    - ``diverged`` [R] (see sim.trace). ``x_final`` [R, d]: x^{U+1}, the final global model.
     """
 
-    grad_sq_norm: torch.Tensor
+    grad_sq_norm: torch.Tensor | None
     loss: torch.Tensor
-    group_grad_sq_sum: torch.Tensor
+    group_grad_sq_sum: torch.Tensor | None
     deviation: torch.Tensor
     t: torch.Tensor
     U: torch.Tensor
     end_time: torch.Tensor
     diverged: torch.Tensor
+    x_final: torch.Tensor
 
     @property
     def real(self) -> torch.Tensor:
@@ -252,7 +254,8 @@ def _validated(problem: Problem, sizes, alpha, x1, replicas, device):
 def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float | torch.Tensor, x1, replicas: int,
             generator: torch.Generator, schedule: HFLSchedule | None = None, t=None,
             end_time=None, delays: HFLDelays | None = None, S: float | None = None, T: float | None = None,
-            ramp: bool = False, upload: str = "printed", device=None) -> HFLTrace:
+            ramp: bool = False, upload: str = "printed", record_grad: bool = True,
+            device=None) -> HFLTrace:
     """Run ``replicas`` realisations of Algorithm 1 on ``problem``: every client i.i.d. on
     it, or, for a ``sim.clients.ClientProblem`` of sum(sizes) clients, client k of group g
     (k counted group after group) drawing its mini-batches from its own shard (the
@@ -264,7 +267,10 @@ def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float | torch.Tens
     ``generator``. ``alpha``: one step, or one per replica (a grid of steps in one run).
     ``upload``: the reading of eqs. (10) and (12), :data:`UPLOADS` ("printed",
     the default, divides each group's update by t_i^u; "fednova" rescales that by the
-    groups' mean t; "sum" does not divide). Returns a CPU :class:`HFLTrace`."""
+    groups' mean t; "sum" does not divide). Returns a CPU :class:`HFLTrace`.
+    ``record_grad=False`` records the loss only (``grad_sq_norm`` and ``group_grad_sq_sum``
+    None): no full gradient per round and local iteration, for a run whose training curve
+    is all that is read; the dynamics and the draws are the same."""
     if upload not in UPLOADS:
         raise ValueError(f"upload={upload!r} must be one of {UPLOADS} (the readings of "
                          "Ali & Arafa 2025, eqs. (10) and (12))")
@@ -286,7 +292,7 @@ def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float | torch.Tens
     if schedule.t.shape[0] != replicas or schedule.t.shape[2] != sizes.numel():
         raise ValueError(f"schedule has shape {tuple(schedule.t.shape)}; need "
                          f"[replicas={replicas}, U, groups={sizes.numel()}]")
-    return _run(problem, sizes, alpha, x1, schedule, generator, device, upload)
+    return _run(problem, sizes, alpha, x1, schedule, generator, device, upload, record_grad)
 
 
 def upload_divisors(t: torch.Tensor, sizes: torch.Tensor, upload: str) -> torch.Tensor:
@@ -302,7 +308,8 @@ def upload_divisors(t: torch.Tensor, sizes: torch.Tensor, upload: str) -> torch.
 
 
 def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1: torch.Tensor,
-         schedule: HFLSchedule, generator: torch.Generator, device, upload: str) -> HFLTrace:
+         schedule: HFLSchedule, generator: torch.Generator, device, upload: str,
+         record_grad: bool = True) -> HFLTrace:
     t = schedule.t.to(device)
     R, U_max, G = t.shape
     d, n_max = problem.dim, int(sizes.max())
@@ -317,8 +324,11 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
     zero = torch.zeros((), dtype=DTYPE, device=device)  # torch.where(m, v, zero): less dispatch than 0.0
     for u in range(U_max):
         tu, active_round = t[:, u, :], real[:, u]
-        loss, grad_sq_norm = problem.loss_and_grad_sq(x)
-        grad_sq.append(grad_sq_norm)
+        if record_grad:
+            loss, grad_sq_norm = problem.loss_and_grad_sq(x)
+            grad_sq.append(grad_sq_norm)
+        else:
+            loss = problem.loss(x)
         losses.append(loss)
         y = x[:, None, :].expand(R, G, d).clone()
         steps = int(tu.max())
@@ -326,8 +336,9 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
         if accept.alive is not None:
             active &= accept.alive[:, None, None]
         for now, now_d in zip(active.unbind(-1), active[..., None, :].unbind(-1), strict=True):
-            grad = problem.group_grads(y, sizes)
-            group_sum += torch.where(now, grad.square().sum(-1), zero)
+            grad = problem.group_grads(y, sizes) if record_grad else None
+            if record_grad:
+                group_sum += torch.where(now, grad.square().sum(-1), zero)
             y = torch.where(now_d, y - alpha * group_gradient(y, grad), y)
         update = (y - x[:, None, :]) / divisor[:, u]
         candidate = x + (weights * update).sum(dim=1)
@@ -339,10 +350,11 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
         x = x_next
     losses.append(problem.loss(x))
     diverged = accept.diverged
-    grad_sq, loss, deviation = (torch.stack(v, dim=1) for v in (grad_sq, losses, deviation))
-    grad_sq = torch.where(real, grad_sq, 0.0)
+    loss, deviation = (torch.stack(v, dim=1) for v in (losses, deviation))
+    grad_sq = torch.where(real, torch.stack(grad_sq, dim=1), 0.0).cpu() if record_grad else None
     return HFLTrace(
-        grad_sq_norm=grad_sq.cpu(), loss=loss.cpu(), group_grad_sq_sum=group_sum.cpu(),
+        grad_sq_norm=grad_sq, loss=loss.cpu(),
+        group_grad_sq_sum=group_sum.cpu() if record_grad else None,
         deviation=deviation.cpu(), t=t.cpu(), U=schedule.U.cpu(),
-        end_time=schedule.end_time.cpu(), diverged=diverged.cpu())
+        end_time=schedule.end_time.cpu(), diverged=diverged.cpu(), x_final=x.cpu())
 

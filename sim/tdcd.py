@@ -595,7 +595,7 @@ class TDCDTrace:
 
     - ``grad_sq_norm`` [R, rounds]: ||grad L(theta^{rQ})||^2 at the round-start hub models,
       r = 0..rounds-1: the summands of the left side of (15) (Theorem 1), read as the round-start hub
-      models theta^{rQ}.
+      models theta^{rQ} (None with ``record_grad=False``).
     - ``loss`` [R, rounds + 1]: L(theta^{rQ}), r = 0..rounds.
     - ``drift`` [R, rounds]: left side of Lemma 2, (30), per round:
       sum_{t=t0}^{t0+Q-1} sum_j (1/K_j) sum_k ||g_kj(y^t) - g_kj(y^t0)||^2.
@@ -611,7 +611,7 @@ class TDCDTrace:
       ``batch="step"``); else None.
     """
 
-    grad_sq_norm: torch.Tensor
+    grad_sq_norm: torch.Tensor | None
     loss: torch.Tensor
     drift: torch.Tensor
     g0: torch.Tensor
@@ -668,7 +668,7 @@ BATCHES = ("round", "step")
 def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, theta0,
              replicas: int, generator: torch.Generator, t_comm: float = 0.0, t_comp: float = 1.0,
              record_iterates: bool = False, batch: str = "round", shards=None,
-             stop_below: float | None = None) -> TDCDTrace:
+             stop_below: float | None = None, record_grad: bool = True) -> TDCDTrace:
     """Run ``replicas`` independent realisations of ``rounds`` TDCD rounds (T = Q rounds
     iterations), Das et al. 2022, Algorithm 1 (see the module docstring).
 
@@ -685,8 +685,11 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     variance is that of copies). ``stop_below``: stop after the first round by which every
     replica's running left side of (15) (:attr:`TDCDTrace.running_lhs`) has been at most
     this, or the replica diverged (the trace then holds the rounds run; their numbers are
-    those of the full run). The simulation runs on the model's device; the generator may
-    live on any device. Returns a CPU trace."""
+    those of the full run; it reads the gradients, so needs ``record_grad``). The simulation
+    runs on the model's device; the generator may live on any device. Returns a CPU trace.
+    ``record_grad=False`` records the loss only (``grad_sq_norm`` and ``sigma2`` None): a run
+    whose training curve is all that is read, without a full gradient every round; the
+    dynamics and the draws are the same."""
     device = model.device
     steps, Q, rounds, theta0, R = _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm,
                                                t_comp, device)
@@ -705,14 +708,19 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     hubs, virtual, directions, batches = [hub], [], [], []
     if stop_below is not None and not math.isfinite(stop_below):
         raise ValueError(f"stop_below={stop_below!r} must be finite")
+    if stop_below is not None and not record_grad:
+        raise ValueError("stop_below reads the gradients: it needs record_grad=True")
     total = torch.zeros(R, dtype=DTYPE, device=device)
     reached = torch.zeros(R, dtype=torch.bool, device=device)
 
     for r in range(rounds):
-        loss, grad_sq_norm, variance = model.statistics(hub)
+        if record_grad:
+            loss, grad_sq_norm, variance = model.statistics(hub)
+            grad_sq.append(grad_sq_norm)
+            sigma2.append(variance)
+        else:
+            loss = model.loss(hub)
         losses.append(loss)
-        grad_sq.append(grad_sq_norm)
-        sigma2.append(variance)
         rows = draw_batch(lay, R, generator, device, cells)
         other, client_grads = model.round_problem(hub, rows)          # Phi_{-j}, frozen
         clients = hub[:, :, None].expand(R, N, K, d).clone()
@@ -753,13 +761,14 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     if record_iterates:
         recorded = {"hub": torch.stack(hubs, 1), "virtual": torch.stack([*virtual, hub], 1),
                     "G": torch.stack(directions, 1), "rows": torch.stack(batches, 1)}
-    grad_sq, loss, drift, g0 = (torch.stack(v, dim=1) for v in (grad_sq, losses, drift, g0))
-    sigma2 = torch.stack(sigma2, dim=1) if exact_sigma else None
+    loss, drift, g0 = (torch.stack(v, dim=1) for v in (losses, drift, g0))
+    grad_sq = torch.stack(grad_sq, dim=1).cpu() if record_grad else None
+    sigma2 = torch.stack(sigma2, dim=1) if exact_sigma and record_grad else None
     diverged = accept.diverged
     t_round = 3.0 * t_comm + Q * t_comp
     return TDCDTrace(
-        grad_sq_norm=grad_sq.cpu(), loss=loss.cpu(), drift=drift.cpu(), g0=g0.cpu(),
-        time=torch.arange(grad_sq.shape[1] + 1, dtype=DTYPE) * t_round, diverged=diverged.cpu(),
+        grad_sq_norm=grad_sq, loss=loss.cpu(), drift=drift.cpu(), g0=g0.cpu(),
+        time=torch.arange(loss.shape[1], dtype=DTYPE) * t_round, diverged=diverged.cpu(),
         sigma2=None if sigma2 is None else sigma2.cpu(),
         **{name: value.cpu() for name, value in recorded.items()},
     )

@@ -1,7 +1,9 @@
 """Hypothesis profiles. Under CI (the ``CI`` environment variable, which ``.ci/run`` sets)
 the "ci" profile derandomizes hypothesis: every run draws the same examples, so a
 submission's CI result does not depend on the luck of the draw. Local runs explore new
-examples each time (and keep failures in .hypothesis/).
+examples each time (and keep failures in .hypothesis/). Neither profile has a deadline: an
+example's wall time depends on the machine's load, and a test waits on results, never on
+the clock (``tests/test_ceilings.py``).
 
 The generated numeric functions (``bounds.compiled``) are cached in a temporary directory
 for the session, never in the user's own cache directory."""
@@ -12,9 +14,9 @@ import tempfile
 
 from hypothesis import settings
 
-settings.register_profile("ci", derandomize=True, print_blob=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None)
+settings.register_profile("local", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "local")
 
 _CACHE = tempfile.mkdtemp(prefix="fedbound-test-cache-")
 os.environ["XDG_CACHE_HOME"] = _CACHE  # subprocesses of the tests inherit it

@@ -167,11 +167,11 @@ def test_choose_runs_a_registered_chooser_by_name_and_by_alias(capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--epsilon", "0", "--t-comm", "1", "--t-comp", "1"], "epsilon=0 must lie in"),
+    (["--epsilon", "0", "--t-comm", "1", "--t-comp", "1"], "--epsilon=0 must lie in"),
     (["--epsilon", "0.1", "--t-comm", "1", "--t-comp", "1", "--Q", "1,x"], "--Q must be"),
-    (["--epsilon", "0.1", "--t-comm", "-1", "--t-comp", "1"], "t_comm=-1"),
-    (["--epsilon", "0.1", "--max-scenarios", "10"], "the grid --Q x --eta"),
-    (["--epsilon", "0.1", "--max-steps", "1e9"], "choose q-eta: this scenario needs about"),
+    (["--epsilon", "0.1", "--t-comm", "-1", "--t-comp", "1"], "--t-comm=-1 must lie in"),
+    (["--epsilon", "0.1", "--max-scenarios", "10"], "over --Q x --eta: the grid = "),
+    (["--epsilon", "0.1", "--max-steps", "1e9"], "choose tdcd (the search over --Q x --eta"),
 ])
 def test_choose_q_eta_bad_input(capsys, argv, message):
     """Bad values, and a search above the resource limits, refused before anything runs
@@ -352,11 +352,14 @@ def test_an_internal_error_exits_70_with_one_line_and_a_log(capsys, monkeypatch)
     assert "Traceback" in open(log).read()
 
 
-def test_a_closed_pipe_ends_quietly():
+def test_a_closed_pipe_is_the_environments_failure_in_one_line():
+    """The reader went away before fedbound wrote (| head -0 reads nothing): exit 74 and one
+    line naming standard output, no traceback and no log."""
     exe = Path(sys.executable).with_name("fedbound")
-    r = subprocess.run(f"'{exe}' list --json | head -1", shell=True, capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout.strip() == "[" and r.stderr == ""
+    r = subprocess.run(f"'{exe}' list --json | head -0; exit ${{PIPESTATUS[0]}}", shell=True,
+                       executable="/bin/bash", capture_output=True, text=True, timeout=120)
+    assert r.returncode == 74 and r.stdout == "", r.stderr
+    assert r.stderr.count("\n") == 1 and "I/O error: standard output: Broken pipe" in r.stderr
 
 
 def test_subcommand_help_lists_an_example_and_the_exit_codes(capsys):

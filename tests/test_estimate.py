@@ -249,3 +249,39 @@ def test_dissimilarity_on_network_clients_matches_worker_by_worker(digits):
     full = per_worker.mean(dim=0)
     truth = float((per_worker - full).norm(dim=-1).max())
     assert estimate.dissimilarity(clients, points).value == pytest.approx(truth, rel=1e-9)
+
+
+#: a fresh interpreter (torch warns on the first forward-mode derivative of a process only)
+#: computes a Hessian-vector product with every warning an error; with FUTURE, torch.jit.script
+#: warns as torch 2.14 does (a FutureWarning; torch 2.13 warns with a DeprecationWarning)
+HVP_SCRIPT = """
+import sys, warnings
+import torch
+from fedbound.sim import estimate
+from fedbound.sim.problems import LogisticRegression
+if sys.argv[1] == "future":
+    script = torch.jit.script
+    def warning_script(*args, **kwargs):
+        warnings.warn("`torch.jit.script` is deprecated. Please switch to `torch.compile` or "
+                      "`torch.export`.", FutureWarning, stacklevel=2)
+        return script(*args, **kwargs)
+    torch.jit.script = warning_script
+warnings.simplefilter("error")
+g = torch.Generator().manual_seed(0)
+p = LogisticRegression.random(16, 3, 1.0, g)
+x = torch.zeros(2, 3, dtype=torch.float64)
+print(estimate.hessian_vector_product(p, x, torch.ones_like(x)).shape)
+"""
+
+
+@pytest.mark.parametrize("torch_warns_as", ["installed", "future"])
+def test_hessian_vector_product_lets_no_warning_of_torch_through(torch_warns_as):
+    """The first forward-mode derivative makes torch script helpers, which warns under torch
+    2.13 (DeprecationWarning) and 2.14 (FutureWarning): neither reaches the user."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", HVP_SCRIPT, torch_warns_as], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0 and out.stderr == "", out.stderr[-2000:]
+    assert out.stdout.strip() == "torch.Size([2, 3])"

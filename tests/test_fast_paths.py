@@ -151,6 +151,36 @@ def test_record_every_and_loss_only_record_the_same_numbers():
         run_mllsgd(problem, generator=gen(1), record_every=5, **kw)
 
 
+def test_loss_only_runs_of_hfl_afl_and_tdcd_record_the_same_losses():
+    """record_grad=False skips the full gradients and keeps the dynamics and the draws."""
+    from fedbound.sim.afl import run_afl
+    from fedbound.sim.hfl import run_hfl
+    from fedbound.sim.tdcd import run_tdcd
+
+    pr = LogisticRegression(torch.randn(30, 3, generator=gen(0), dtype=F64),
+                            torch.randint(0, 2, (30,), generator=gen(1)).to(F64) * 2 - 1, batch=4)
+    t = np.array([[2, 3], [1, 2]])
+    hfl = {g: run_hfl(pr, sizes=(2, 3), alpha=0.1, x1=torch.zeros(3, dtype=F64), replicas=2, t=t,
+                      upload="fednova", generator=gen(2), record_grad=g) for g in (True, False)}
+    quad = HeterogeneousQuadratic([1.0, 2.0], [[0.0, 1.0], [1.0, 0.0], [2.0, 2.0]], sigma_L=0.5)
+    afl = {g: run_afl(quad, m=2, T=5, eta=0.5, eta_L=0.1, x0=torch.zeros(2), replicas=2, K=2,
+                      generator=gen(3), record_grad=g) for g in (True, False)}
+    layout = Layout((2, 2), (2, 2), 20, 4)
+    X, y = synthetic_data(20, layout.D, loss="logistic", generator=gen(4))
+    model = BlockLinear(X, y, layout, loss="logistic")
+    tdcd = {g: run_tdcd(model, eta=0.1, Q=2, rounds=3, theta0=torch.zeros(model.dim, dtype=F64),
+                        replicas=2, generator=gen(5), batch="step", record_grad=g)
+            for g in (True, False)}
+    for runs in (hfl, afl, tdcd):
+        assert torch.equal(runs[False].loss, runs[True].loss)
+        assert runs[False].grad_sq_norm is None and runs[True].grad_sq_norm is not None
+    assert hfl[False].group_grad_sq_sum is None and torch.equal(hfl[False].t, hfl[True].t)
+    assert torch.equal(hfl[False].x_final, hfl[True].x_final)
+    assert torch.equal(pr.loss(hfl[False].x_final), hfl[False].loss[:, -1])
+    assert torch.equal(afl[False].x_final, afl[True].x_final)
+    assert tdcd[False].sigma2 is None and torch.equal(tdcd[False].drift, tdcd[True].drift)
+
+
 # ---------------------------------------------------------------- TDCD
 
 

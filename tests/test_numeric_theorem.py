@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bounded import CEILING
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -147,7 +148,7 @@ def test_reduce_imports_neither_sympy_nor_torch():
     probe = ("import sys, bounds.reduce, bounds.manifest\n"
              "print(sorted(m for m in ('sympy', 'torch') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=CEILING)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 

@@ -235,3 +235,23 @@ def test_a_figure_of_several_axes_is_laid_out_too():
     ax.twinx().plot([1, 2], [2, 1])
     assert suite.png(fig).startswith(b"\x89PNG")
     assert fig.subplotpars.left != pytest.approx(figures.MARGIN_LEFT / 7)
+
+
+def test_a_bound_stated_for_the_whole_run_is_drawn_at_its_end_only():
+    """afl.theorem3 bounds the average over all T rounds: its default figure draws the bound
+    at round T alone, where the verdict compares it with the running mean's last point (a
+    line across the run stood under running means 4x above it, which the theorem says
+    nothing about, under a title saying it holds)."""
+    key = "afl.theorem3"
+    s = default_scenario(key)
+    fig, ax = plt.subplots()
+    adapter_for(key).plot(s, ax=ax)
+    running, bound = ax.get_lines()
+    v = check(key, s)
+    assert list(bound.get_xdata()) == [s.T] == [running.get_xdata()[-1]]
+    assert bound.get_ydata()[0] == pytest.approx(v.bound, rel=1e-12)
+    assert running.get_ydata()[-1] == pytest.approx(v.measured_mean, rel=1e-12)
+    # the picture says what the verdict says: below the bound at the end, above it earlier
+    assert v.verdict == "holds" and running.get_ydata()[-1] < bound.get_ydata()[0]
+    assert running.get_ydata()[0] > 4 * bound.get_ydata()[0]
+    plt.close(fig)

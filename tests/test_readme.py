@@ -41,6 +41,8 @@ TIMEOUT = 600
 
 #: commands of the README that this test does not run, each with the reason
 SLOW = {
+    "pip install torch --index-url https://download.pytorch.org/whl/cpu": "installs torch's CPU "
+        "build from the network; .ci/wheel.sh installs the pinned torch, then the wheel",
     "pip install -c constraints.txt .": "installs fedbound and torch; .ci/wheel.sh installs "
                                         "the built wheel and runs commands from it instead",
     "make demo": "creates a virtual environment and runs check --all: minutes",

@@ -19,12 +19,13 @@ import json
 import math
 import os
 import re
-import time
+import sys
 import warnings
 from functools import cache
 from pathlib import Path
 
 import pytest
+from bounded import ceiling
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,10 +40,8 @@ CORPUS = Path(__file__).with_name("corpus") / "reliability.json"
 SCALE = int(os.environ.get("FEDBOUND_FUZZ_SCALE", "1"))
 FUZZ = settings(max_examples=30 * SCALE, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-#: every command of the fuzz runs under these limits: the memory and time budget
+#: every command of the fuzz runs under these limits: the memory and work budget
 LIMITS = ["--max-memory", "512M", "--max-steps", "3e9"]
-#: seconds one command may take
-BUDGET = 60
 
 #: small valid scenarios, one per paper (each checks in about a second)
 SMALL = {
@@ -112,17 +111,17 @@ def strict(text: str):
     return parse_json(text, "output")
 
 
-def run(capsys, argv, limits=LIMITS) -> tuple[int, str, str, float]:
-    """Exit status, standard output and error, and seconds of ``fedbound argv``; a warning
+def run(capsys, argv, limits=LIMITS) -> tuple[int, str, str]:
+    """Exit status, standard output and error of ``fedbound argv``, stopped after a generous
+    ceiling (``tests/bounded.py``: a command that hangs fails; none is timed); a warning
     printed to the terminal (a numpy overflow, say) counts as output on standard error."""
-    t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, ceiling():
         warnings.simplefilter("always")
         code = main([*argv, *limits])
     out, err = capsys.readouterr()
     err += "".join(f"{w.category.__name__}: {w.message}\n" for w in caught
                    if not issubclass(w.category, DeprecationWarning))
-    return code, out, err, time.perf_counter() - t0
+    return code, out, err
 
 
 def names_field(err: str, name: str) -> bool:
@@ -158,9 +157,8 @@ def field_names(obj) -> set[str]:
 def test_the_small_scenarios_are_valid_and_fast(key, tmp_path, capsys):
     path = tmp_path / "s.json"
     path.write_text(json.dumps(SMALL[key]))
-    code, out, err, seconds = run(capsys, ["check", key, "--scenario", str(path), "--json"])
+    code, out, err = run(capsys, ["check", key, "--scenario", str(path), "--json"])
     assert code == 0 and strict(out)["verdict"] == "holds", err
-    assert seconds < 20
 
 
 @pytest.mark.parametrize("key", sorted(SMALL))
@@ -171,9 +169,8 @@ def test_mutated_scenarios_through_the_cli(key, data, tmp_path_factory, capsys):
     scenario, _ = data.draw(mutants(base, extra=(("zzz",), ("problem", "zzz"))))
     path = tmp_path_factory.mktemp("s") / "scenario.json"
     path.write_text(dumps(scenario))
-    code, out, err, seconds = run(capsys, ["check", key, "--scenario", str(path), "--json"])
+    code, out, err = run(capsys, ["check", key, "--scenario", str(path), "--json"])
     assert code in (0, 1, 2), (code, err)
-    assert seconds < BUDGET
     if code == 2:
         assert out == ""
         assert_clean_refusal(err, field_names(base) | {"zzz", "scenario"})
@@ -206,9 +203,8 @@ def test_mutated_parameters_through_the_cli(key, command, data, capsys):
             return
         base = {k: v for k, v in base.items() if k != thm.step}
     params, _ = data.draw(mutants(base, extra=(("zzz",),)))
-    code, out, err, seconds = run(capsys, [command, key, "--params", dumps(params), "--json"])
+    code, out, err = run(capsys, [command, key, "--params", dumps(params), "--json"])
     assert code in (0, 1, 2), (code, err)
-    assert seconds < BUDGET
     if code == 2:
         assert_clean_refusal(err, set(thm.params) | {"zzz", "--params"})
         return
@@ -239,10 +235,9 @@ def test_mutated_sweep_specs_through_the_cli(data, tmp_path_factory, capsys):
     d = tmp_path_factory.mktemp("sweep")
     (d / "spec.json").write_text(dumps(spec))
     db = d / "s.sqlite"
-    code, out, err, seconds = run(capsys, ["sweep", str(d / "spec.json"), "--db", str(db),
-                                           "--jobs", "1", "--json"])
+    code, out, err = run(capsys, ["sweep", str(d / "spec.json"), "--db", str(db),
+                                  "--jobs", "1", "--json"])
     assert code in (0, 2, 4), (code, err)
-    assert seconds < BUDGET
     if code == 2:
         assert not db.exists(), "a spec that fails validation created the database"
         names = field_names(SPEC) | field_names(SPEC["base"]) | {
@@ -261,15 +256,33 @@ def corpus() -> list[dict]:
     return json.loads(CORPUS.read_text())
 
 
+#: what ``{long}`` in a corpus case's argv stands for: a value of 10 MB
+LONG = "x" * 10**7
+
+
 @pytest.mark.parametrize("case", corpus(), ids=[c["name"] for c in corpus()])
-def test_corpus_inputs_stay_fixed(case, tmp_path, capsys):
-    """Each input that once crashed, hung, answered wrongly or named no field."""
+def test_corpus_inputs_stay_fixed(case, tmp_path, capsys, monkeypatch):
+    """Each input that once crashed, hung, answered wrongly or named no field. A case may
+    lay out ``files`` (name: text), ``sparse`` files (name: size), ``dirs``, ``fifos`` (with
+    no writer) in its directory ``{dir}``, and read ``stdin`` from a path (a device, say)."""
     for name, text in case.get("files", {}).items():
         (tmp_path / name).write_text(text)
-    argv = [a.replace("{dir}", str(tmp_path)) for a in case["argv"]]
-    code, out, err, seconds = run(capsys, argv, limits=())  # the default limits
+    for name, size in case.get("sparse", {}).items():
+        with open(tmp_path / name, "w") as f:
+            f.truncate(size)
+    for name in case.get("dirs", []):
+        (tmp_path / name).mkdir()
+    for name in case.get("fifos", []):
+        os.mkfifo(tmp_path / name)
+    if "stdin" in case:
+        monkeypatch.setattr(sys, "stdin", open(case["stdin"].replace("{dir}", str(tmp_path)),  # noqa: SIM115
+                                               encoding="utf-8"))
+    argv = [a.replace("{dir}", str(tmp_path)).replace("{long}", LONG) for a in case["argv"]]
+    code, out, err = run(capsys, argv, limits=())  # the default limits
+    if "stdin" in case:
+        sys.stdin.close()
     assert code == case["exit"], (code, err)
-    assert seconds < 10, f"{seconds:.1f} s"
+    assert len(err) < 1000, f"a message of {len(err)} characters"  # echoed values are cut
     if code == 2:
         assert_clean_refusal(err, [case["names"]])
     for path, text in case.get("stdout", {}).items():
@@ -278,3 +291,127 @@ def test_corpus_inputs_stay_fixed(case, tmp_path, capsys):
             value = value[k]
         assert json.dumps(value) == text, (path, value)
     assert "Traceback" not in err and "NaN" not in out
+
+
+# ---------------------------------------------------------------------- options, per kind
+
+#: hostile values of a number option, one generator per kind (the option's text)
+KINDS = {
+    "huge": st.one_of(st.integers(10**12, 10**40).map(str), st.floats(1e12, 1e308).map(repr)),
+    "non-finite": st.sampled_from(["nan", "inf", "-inf", "NaN", "Infinity", "1e400", "-1e999"]),
+    "non-integer": st.floats(-1e6, 1e6).filter(lambda x: not x.is_integer()).map(repr),
+    "negative": st.one_of(st.integers(-(10**20), -1).map(str), st.floats(-1e308, -1e-300).map(repr)),
+    "tiny": st.floats(5e-324, 1e-300).map(repr),
+    "garbage": st.sampled_from(["", "x", "0x10", "1e", "--", "1,,2", "one"]),
+}
+HFL_CHOOSER = ["choose", "hfl", "--sizes", "15,15", "--delays", "0.01,0.85,0.001,0.085,4,2,0.4,0.2",
+               "--T", "600", "--alpha", "0.05", "--L", "1", "--G", "10", "--sigma", "10",
+               "--Delta", "10", "--method", "bound"]
+CHECK_ALL = ["check", "--all", "--only", "mllsgd.theorem1_limit", "--no-figures", "--no-witnesses",
+             "--report", "{dir}/r"]
+#: (command, option, the kinds every value of which it must refuse); a value of the kind
+#: "huge" for --seed and the counts lies above what they take (2^63, the limits)
+OPTIONS = [
+    (CHECK_ALL, "--battery", ("huge", "non-finite", "non-integer", "negative", "garbage")),
+    (CHECK_ALL, "--jobs", ("huge", "non-finite", "non-integer", "negative", "garbage")),
+    (["search", "mllsgd.theorem1"], "--budget", ("huge", "non-finite", "non-integer", "negative",
+                                                 "garbage")),
+    (["search", "mllsgd.theorem1"], "--seed", ("non-finite", "non-integer", "negative", "garbage")),
+    (["rate", "afl.corollary2", "--over", "K", "--exact"], "--values", tuple(KINDS)),
+    (HFL_CHOOSER, "--T", ("huge", "non-finite", "negative", "garbage")),
+    (HFL_CHOOSER, "--alpha", ("huge", "non-finite", "negative", "garbage")),
+    (HFL_CHOOSER[:-2], "--replicas", ("huge", "non-finite", "non-integer", "negative", "garbage")),
+    (["choose", "tdcd"], "--Q", ("non-finite", "non-integer", "negative", "garbage")),
+    (["sweep", "{dir}/spec.json", "--db", "{dir}/s.sqlite"], "--jobs", ("huge", "non-finite",
+                                                                       "non-integer", "negative",
+                                                                       "garbage")),
+    (["sweep", "{dir}/spec.json", "--db", "{dir}/s.sqlite"], "--connect-timeout",
+     ("non-finite", "negative", "garbage")),
+    (["list"], "--max-memory", ("non-finite", "non-integer", "negative", "tiny", "garbage")),
+    (["list"], "--max-steps", ("non-finite", "non-integer", "negative", "tiny", "garbage")),
+    (["list"], "--max-scenarios", ("non-finite", "non-integer", "negative", "tiny", "garbage")),
+    (["list"], "--max-input", ("non-finite", "non-integer", "negative", "tiny", "garbage")),
+]
+
+
+@st.composite
+def hostile_options(draw):
+    """A command with one option given a hostile value of one kind (a list option, --values,
+    takes three)."""
+    command, option, kinds = draw(st.sampled_from(OPTIONS))
+    kind = draw(st.sampled_from(kinds))
+    values = [draw(KINDS[kind]) for _ in range(3 if option == "--values" else 1)]
+    if kind == "huge" and option in ("--jobs", "--budget", "--battery", "--replicas"):
+        values = [draw(st.integers(10**12, 10**40).map(str))]  # counts: integers above the limit
+    return command, option, kind, ",".join(values)
+
+
+@settings(FUZZ, max_examples=60 * SCALE)
+@given(case=hostile_options())
+def test_hostile_option_values_are_refused_naming_the_option(case, tmp_path_factory, capsys):
+    command, option, kind, value = case
+    d = tmp_path_factory.mktemp("options")
+    (d / "spec.json").write_text(json.dumps(SPEC))
+    argv = [a.replace("{dir}", str(d)) for a in command]
+    code, out, err = run(capsys, [*argv, f"{option}={value}"], limits=())
+    assert code == 2, (kind, value, code, err)
+    assert out == "" and not (d / "r").exists() and not (d / "s.sqlite").exists()
+    assert_clean_refusal(err, [option])
+
+
+# ---------------------------------------------------------------------- hostile paths
+
+
+def hostile_path(kind: str, d: Path) -> str:
+    """A path of ``kind`` in the directory ``d``: something no input or output may be."""
+    if kind == "directory":
+        return str(d)
+    if kind == "fifo":
+        os.mkfifo(d / "fifo")
+        return str(d / "fifo")
+    if kind == "loop":
+        (d / "a").symlink_to(d / "b")
+        (d / "b").symlink_to(d / "a")
+        return str(d / "a")
+    if kind == "dangling":
+        (d / "dangling").symlink_to(d / "nowhere")
+        return str(d / "dangling")
+    if kind == "under-a-file":
+        (d / "file").write_text("mine")
+        return str(d / "file" / "x")
+    if kind == "too-long":
+        return str(d / ("x" * 300))
+    return {"device": "/dev/zero", "empty": ""}[kind]
+
+
+PATH_KINDS = ("directory", "fifo", "loop", "dangling", "under-a-file", "too-long", "device", "empty")
+#: (command with {path} where the path goes, what the one line names, kinds it must refuse)
+PATHS = [
+    (["check", "mllsgd.theorem1", "--scenario", "{path}"], "--scenario", PATH_KINDS),
+    (["choose", "tdcd", "--scenario", "{path}"], "--scenario", PATH_KINDS),
+    (["sweep", "{path}", "--db", "{dir}/s.sqlite"], "sweep spec", PATH_KINDS),
+    (["sweep", "{spec}", "--db", "{path}"], "--db", ("directory", "fifo", "loop", "dangling",
+                                                     "under-a-file", "too-long", "device", "empty")),
+    (["report", "--db", "{path}", "--out", "{dir}/out"], "--db", PATH_KINDS),
+    (["check", "--all", "--report", "{path}"], "--report", ("fifo", "loop", "dangling",
+                                                            "under-a-file", "too-long", "device")),
+    (["search", "mllsgd.theorem1", "--witness", "{path}"], "--witness",
+     ("directory", "fifo", "under-a-file", "too-long", "device", "empty")),
+]
+
+
+@pytest.mark.parametrize("command, names, kind", [(c, n, k) for c, n, kinds in PATHS for k in kinds],
+                         ids=[f"{c[0]} {n} {k}" for c, n, kinds in PATHS for k in kinds])
+def test_hostile_paths_are_refused_naming_the_option(command, names, kind, tmp_path, capsys):
+    (tmp_path / "spec.json").write_text(json.dumps(SPEC))
+    work = tmp_path / "work"
+    work.mkdir()
+    path = hostile_path(kind, work)
+    argv = [a.replace("{path}", path).replace("{spec}", str(tmp_path / "spec.json"))
+            .replace("{dir}", str(tmp_path)) for a in command]
+    before = sorted(p.name for p in work.iterdir())
+    code, out, err = run(capsys, argv, limits=())
+    assert code == 2, (code, err)
+    assert_clean_refusal(err, [names])
+    assert sorted(p.name for p in work.iterdir()) == before  # nothing made or removed there
+    assert not (tmp_path / "s.sqlite").exists()

@@ -1,7 +1,10 @@
 """The report as a reader sees it: ``index.html`` and a result page opened in headless
-Chromium (Debian's ``chromium``; skipped where there is none). Every statement's MathML
-must lay out (a non-zero box) and no table may overflow the page at 1280 px. Screenshots go
-to ``$FEDBOUND_ARTIFACTS`` (CI keeps that directory) or the test's temporary directory.
+Chromium (Debian's ``chromium``; skipped where there is none). At 1280 px every statement's
+MathML must lay out (a non-zero box), no table may overflow the page, no text is set under
+10 px (MathML's scripts aside: their size is the formula's typography), and every row that
+carries a status shows it in that status's colour, one colour per status, refuted and
+rate-refuted apart from the rest. Screenshots go to ``$FEDBOUND_ARTIFACTS`` (CI keeps that
+directory) or the test's temporary directory.
 
 The page is loaded in an iframe of a small harness page whose script measures it and writes
 the measurements into the harness's DOM, which ``--dump-dom`` prints: no browser driver
@@ -17,6 +20,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from bounded import CEILING
 
 from fedbound import bounds
 from fedbound.verify import report
@@ -39,7 +43,20 @@ document.getElementById("f").onload = function () {{
   document.getElementById("out").textContent = JSON.stringify({{
     width: vw, scroll: d.documentElement.scrollWidth,
     maths: Array.prototype.map.call(d.querySelectorAll("math"), box),
-    tables: Array.prototype.map.call(d.querySelectorAll("table"), box)}});
+    tables: Array.prototype.map.call(d.querySelectorAll("table"), box),
+    small: Array.prototype.filter.call(d.querySelectorAll("body *"), function (e) {{
+      var own = Array.prototype.some.call(e.childNodes, function (n) {{
+        return n.nodeType === 3 && n.textContent.trim(); }});
+      return own && !e.closest("math") && e.getClientRects().length &&
+        parseFloat(d.defaultView.getComputedStyle(e).fontSize) < 10;
+    }}).map(function (e) {{ return [e.tagName, e.textContent.slice(0, 40),
+      d.defaultView.getComputedStyle(e).fontSize]; }}),
+    rows: Array.prototype.map.call(d.querySelectorAll("tr"), function (r) {{
+      var b = r.querySelector(".badge");
+      return b ? [b.textContent, d.defaultView.getComputedStyle(b).backgroundColor,
+                  d.defaultView.getComputedStyle(b).color] : null; }}),
+    banner: Array.prototype.map.call(d.querySelectorAll(".banner > p"), function (p) {{
+      return p.textContent; }})}});
 }};
 </script></body></html>"""
 
@@ -47,7 +64,7 @@ document.getElementById("f").onload = function () {{
 def _chromium(*args: str) -> str:
     sandbox = ["--no-sandbox"] if os.geteuid() == 0 else []
     proc = subprocess.run([BROWSER, "--headless", "--disable-gpu", *sandbox, *args],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=CEILING)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout
 
@@ -83,6 +100,25 @@ def test_math_lays_out_and_no_table_overflows(site, page, tmp_path):
     if page.startswith("results/"):
         assert len(seen["maths"]) > 10
     assert seen["scroll"] <= seen["width"], f"the page scrolls sideways: {seen}"
+    assert not seen["small"], f"text under 10 px: {seen['small']}"
+    # a status colour per row: each row of a status table shows its status in a badge, and
+    # the colours tell the statuses apart (white on a saturated colour)
+    badges = [r for r in seen["rows"] if r is not None]
+    statuses = set(re.findall(r'<td class="status"><span class="badge status-([\w-]+)"', text)
+                   + re.findall(r'<td><span class="badge status-([\w-]+)"', text))
+    assert {s for s, _, _ in badges} == statuses and statuses
+    colour = {s: c for s, c, _ in badges}
+    assert all(colour[s] == c for s, c, _ in badges), badges   # one colour per status
+    assert len(set(colour.values())) == len(colour), colour    # and none shared
+    assert all(fg == "rgb(255, 255, 255)" for _, _, fg in badges)
+    if page == "index.html":
+        assert {"refuted", "holds-with-erratum", "unverified"} <= statuses
+        assert len(seen["rows"]) > len(badges)  # the header and paper rows carry none
+    else:   # the verdict banner: each variant's status and its default verdict
+        key = page.removeprefix("results/").removesuffix(".html").replace("_", ".", 1)
+        assert [b.split(":")[0].split("variant ")[-1] for b in seen["banner"]] == list(bounds.variants(key))
+        assert all(bounds.get(key, b.split(":")[0].split("variant ")[-1]).status in b
+                   and "on the default scenario: holds" in b for b in seen["banner"])
     assert all(right <= seen["width"] + 0.5 for _, _, right in seen["tables"]), seen["tables"]
     shots = Path(os.environ.get("FEDBOUND_ARTIFACTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)

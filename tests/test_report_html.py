@@ -345,3 +345,21 @@ def test_a_variant_context_is_built_once_per_theorem_and_dropped_with_it():
     del other
     gc.collect()
     assert held not in report._CONTEXTS and id(thm) in report._CONTEXTS
+
+
+def test_a_derivation_named_in_prose_links_to_its_page_in_the_report(tmp_path):
+    """tdcd.theorem1's refined variant says "see bounds/derivations/tdcd_refined.md": the
+    report ships that derivation as a page and the path becomes a link to it."""
+    out = report.write(_rows("tdcd.theorem1"), tmp_path / "r", seed=0, battery=0)
+    page = (out / "results/tdcd_theorem1.html").read_text()
+    link = '<a href="../derivations/tdcd_refined.html">bounds/derivations/tdcd_refined.md</a>'
+    assert link in page
+    assert "bounds/derivations/" not in page.replace(link, "")   # no path left unlinked
+    shipped = (ROOT / "bounds/derivations/tdcd_refined.md").read_text()
+    derivation = (out / "derivations/tdcd_refined.html").read_text()
+    heading = shipped.splitlines()[0].lstrip("# ")
+    assert escape_xml(heading) in derivation and derivation.count("\n") >= shipped.count("\n")
+    assert sorted(p.name for p in (out / "derivations").iterdir()) == \
+        sorted(f"{p.stem}.html" for p in (ROOT / "bounds/derivations").glob("*.md"))
+    assert report.prose("see bounds/derivations/tdcd_refined.md") == \
+        "see bounds/derivations/tdcd_refined.md"   # no root, no link

@@ -1,81 +1,201 @@
-"""fedbound.verify.reproduce: the intervals over seeds and the agreement rules every paper's
-reproduction uses (the reproductions themselves are tested in test_reproduce_<paper>.py)."""
+"""fedbound.verify.reproduce and ``fedbound reproduce``: the engine that runs a paper's
+experiments and decides its claims, on a synthetic paper (``tests/synth_claims.py``: seeded
+numpy draws, no simulator): verdicts and readings, the exit statuses, footprints refused
+before anything runs, a failing run kept as an error, the JSON and the report."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
-import torch
-from hypothesis import given
-from hypothesis import strategies as st
-from scipy import stats
 
-from fedbound.verify.reproduce import Row, bound_order, order, reproduce, row
+from fedbound.verify import claims as catalogue
+from fedbound.verify.claims import Curve, Plan
+from fedbound.verify.reproduce import reproduce
 
-
-def test_row_is_the_mean_with_scipys_t_interval():
-    values = [1.0, 1.5, 0.75, 1.25]
-    r = row("a", values, bound=2)
-    low, high = stats.t.interval(0.95, len(values) - 1, loc=np.mean(values), scale=stats.sem(values))
-    assert (r.measured, r.seeds, r.bound) == (np.mean(values), 4, 2.0)
-    assert r.low == pytest.approx(low, rel=1e-12) and r.high == pytest.approx(high, rel=1e-12)
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import synth_claims  # noqa: E402  (registers the synthetic paper)
 
 
-@pytest.mark.parametrize("values", [[1.0], [1.0, float("nan")], [1.0, float("inf")], [[1.0, 2.0]]])
-def test_row_refuses_what_gives_no_interval(values):
-    with pytest.raises(ValueError, match="a: need at least two finite values"):
-        row("a", values)
+@pytest.fixture
+def synth():
+    if "synth.base" not in catalogue._EXPERIMENTS:
+        synth_claims.register()
+    synth_claims.CALLS.clear()
+    yield synth_claims
+    synth_claims.unregister()
 
 
-def _r(low, high, bound=None):
-    return Row("c", (low + high) / 2, low, high, 3, bound)
+OK = ["fig1.a-lower", "fig1.b-lower", "fig2.b-like-c"]
 
 
-@pytest.mark.parametrize("a, b, expected", [
-    ((0, 1), (2, 3), True), ((2, 3), (0, 1), False), ((0, 2), (1, 3), None), ((0, 1), (1, 2), None)])
-def test_order_needs_disjoint_intervals(a, b, expected):
-    assert order(_r(*a), _r(*b)) is expected
+def test_claims_are_decided_on_paired_differences_under_each_reading(synth):
+    rep = reproduce("synth", claim_ids=OK, quick=True)
+    by = {r.claim.id: r for r in rep.results}
+    a, b, c = by["synth.fig1.a-lower"], by["synth.fig1.b-lower"], by["synth.fig2.b-like-c"]
+    assert (a.verdict, b.verdict, c.verdict) == ("agrees", "contradicts", "undecided")
+    # the primary reading decides; the other reading reverses the order of A and B
+    assert [(d.reading, d.verdict) for d in a.decisions] == [("as-printed", "agrees"),
+                                                             ("flipped", "contradicts")]
+    assert a.reproduced_under() == ["as-printed"] and b.reproduced_under() == ["flipped"]
+    # one run per reading, shared by the three claims, each with the quick seeds
+    assert [(e, p.reading, p.seeds) for e, p in synth.CALLS] == [
+        ("synth.base", "as-printed", 3), ("synth.base", "flipped", 3)]
+    # the effect is the mean paired difference at the decision point, recomputed here
+    out = rep.outcome(a.claim, "as-printed")
+    d = out.at("B", 10) - out.at("A", 10)
+    assert a.primary.effect.effect == pytest.approx(d.mean(), rel=1e-12)
+    assert c.primary.effect.needed is not None and c.primary.effect.detectable > 0
+    assert a.primary.bound_agrees is True and b.primary.bound_agrees is False
+    assert rep.status() == 1
 
 
-@given(st.lists(st.tuples(st.floats(-5, 5), st.floats(0.01, 1), st.floats(-5, 5)),
-                min_size=2, max_size=6))
-def test_bound_order_agrees_iff_every_separated_pair_is_ordered_alike(data):
-    rows = [_r(centre - half, centre + half, bound) for centre, half, bound in data]
-    pairs = [(a, b) for i, a in enumerate(rows) for b in rows[i + 1:]
-             if a.high < b.low or b.high < a.low]
-    expected = None if not pairs else all(
-        np.sign(b.bound - a.bound) == np.sign(b.measured - a.measured) for a, b in pairs)
-    assert bound_order(rows) is expected
+def test_the_same_seed_gives_the_same_json_and_another_seed_other_numbers(synth):
+    one = reproduce("synth", claim_ids=OK, quick=True, seed=3).to_dict()
+    two = reproduce("synth", claim_ids=OK, quick=True, seed=3).to_dict()
+    other = reproduce("synth", claim_ids=OK, quick=True, seed=4).to_dict()
+    for d in (one, two, other):
+        d.pop("seconds"), d.pop("paper_seconds")
+    assert one == two and one != other
 
 
-def test_bound_order_is_undecided_without_a_bound():
-    assert bound_order([_r(0, 1, 1.0), _r(2, 3, None)]) is None
+def test_seeds_batch_and_step_reach_the_plan(synth):
+    reproduce("synth", claim_ids=OK[:1], seeds=5, batch=7, step=0.3)
+    plans = [p for _, p in synth.CALLS]
+    assert {(p.seeds, p.batch, p.step, p.quick) for p in plans} == {(5, 7, 0.3, False)}
 
 
-@pytest.mark.parametrize("paper, seed, device, match", [
-    ("fedavg", 0, None, "paper='fedavg'"), ("hfl", -1, None, "seed=-1"),
-    ("hfl", True, None, "seed=True"), ("afl", 0, "foo", "device='foo': not a device name"),
-    ("afl", 0, 3.5, "device=3.5: not a device name")])
-def test_reproduce_refuses_bad_input(paper, seed, device, match):
+def test_a_failing_run_is_an_error_row_and_the_others_are_decided(synth):
+    rep = reproduce("synth", claim_ids=["fig1.a-lower", "fig3.broken"], quick=True)
+    broken = rep.results[1]
+    assert broken.verdict == "error" and "the synthetic run broke" in broken.error
+    assert rep.results[0].verdict == "agrees" and rep.status() == 4
+
+
+def test_a_run_above_the_step_limit_is_refused_before_anything_runs(synth):
+    from fedbound.verify.api import ResourceError
+
+    with pytest.raises(ResourceError, match="reproduce synth.huge"):
+        reproduce("synth", claim_ids=["fig1.a-lower", "fig4.huge"], quick=True)
+    assert synth.CALLS == []
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"seeds": 1}, "seeds=1"), ({"batch": 0}, "batch=0"), ({"step": -1.0}, "step=-1.0"),
+    ({"seed": -2}, "seed=-2"), ({"claim_ids": ["fig9.none"]}, "--claim 'fig9.none'"),
+    ({"device": "gpu0"}, "device='gpu0'")])
+def test_bad_input_is_refused_naming_it(synth, kw, match):
     with pytest.raises(ValueError, match=match):
-        reproduce(paper, seed=seed, device=device)
+        reproduce("synth", quick=True, **kw)
+    assert synth.CALLS == []
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="the machine has CUDA")
-def test_reproduce_on_cuda_without_cuda_is_one_line_exit_2(capsys):
+def test_an_unknown_paper_is_refused():
+    with pytest.raises(ValueError, match="paper='nope'"):
+        reproduce("nope")
+
+
+def test_a_claim_needs_a_registered_experiment_and_a_known_reading(synth):
+    from fedbound.verify.claims import Claim, register_claim
+
+    with pytest.raises(ValueError, match="no experiment 'synth.none'"):
+        register_claim(Claim("synth.x.y", "c", "c", {}, "a", "synth.none", lambda o: []))
+    with pytest.raises(ValueError, match="primary='nope'"):
+        register_claim(Claim("synth.x.z", "c", "c", {}, "a", "synth.base", lambda o: [],
+                             primary="nope"))
+
+
+def test_curve_sampled_on_a_grid_takes_each_seeds_last_record():
+    times = [[0.0, 2.0, 5.0, np.inf], [0.0, 1.0, 3.0, 4.0]]
+    values = [[9.0, 8.0, 7.0, 7.0], [9.0, 6.0, 5.0, 4.0]]
+    c = Curve.sampled("c", times, values, [0.0, 2.5, 4.5])
+    assert c.y.tolist() == [[9.0, 8.0, 8.0], [9.0, 6.0, 4.0]]
+    assert c.at(3.0).tolist() == [8.0, 6.0] and c.bound_at(3.0) is None
+    with pytest.raises(ValueError, match="starts at 0"):
+        c.at(-1.0)
+
+
+def _cli(capsys, *argv):
     from fedbound.verify.cli import main
 
-    assert main(["reproduce", "afl", "--quick", "--device", "cuda"]) == 2
-    err = capsys.readouterr().err
-    assert "device='cuda': this machine has no CUDA device" in err and len(err.strip().splitlines()) == 1
+    code = main(["--plugin", "synth_claims", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
-@given(st.lists(st.tuples(st.floats(-5, 5), st.floats(0.01, 1)), min_size=2, max_size=6))
-def test_increasing_reads_every_neighbouring_pair(data):
-    from fedbound.verify.reproduce import increasing
+def test_cli_json_lists_every_claim_with_its_verdict_and_readings(synth, capsys):
+    code, out, _ = _cli(capsys, "reproduce", "synth", "--quick", "--claim",
+                        ",".join(OK), "--json")
+    data = json.loads(out)
+    assert code == 1 and data["counts"] == {"agrees": 1, "contradicts": 1, "undecided": 1}
+    for c in data["claims"]:
+        assert {"id", "cite", "claim", "setting", "verdict", "effect", "detectable_effect",
+                "readings", "reproduced_under", "primary"} <= set(c)
+        assert set(c["readings"]) == {"as-printed", "flipped"}
+    undecided = next(c for c in data["claims"] if c["verdict"] == "undecided")
+    assert undecided["seeds_needed"] >= 2 and undecided["detectable_effect"] > 0
 
-    rows = [_r(centre - half, centre + half) for centre, half in data]
-    steps = [("up" if a.high < b.low else "down" if b.high < a.low else "?")
-             for a, b in zip(rows[:-1], rows[1:], strict=True)]
-    expected = False if "down" in steps else True if set(steps) == {"up"} else None
-    assert increasing(rows) is expected
+
+def test_cli_exit_statuses(synth, capsys):
+    assert _cli(capsys, "reproduce", "synth", "--quick", "--claim", "fig1.a-lower")[0] == 0
+    assert _cli(capsys, "reproduce", "synth", "--quick", "--claim", "fig2.b-like-c")[0] == 0
+    assert _cli(capsys, "reproduce", "synth", "--quick", "--claim", "fig2.b-like-c",
+                "--strict")[0] == 3
+    assert _cli(capsys, "reproduce", "synth", "--quick", "--claim", "fig3.broken")[0] == 4
+    code, _, err = _cli(capsys, "reproduce", "synth", "--quick", "--seeds", "1")
+    assert code == 2 and "--seeds" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _cli(capsys, "reproduce", "synth", "--claim", "fig4.huge", "--max-steps", "1e6")
+    assert code == 2 and "synth.huge" in err and "--max-steps" in err
+
+
+def test_cli_list_runs_nothing(synth, capsys):
+    code, out, _ = _cli(capsys, "reproduce", "synth", "--list")
+    assert code == 0 and "synth.fig1.a-lower  (Synth 2024, Fig. 1)" in out and synth.CALLS == []
+
+
+def test_report_has_a_page_per_paper_with_every_claims_figure(synth, capsys, tmp_path):
+    code, out, _ = _cli(capsys, "reproduce", "synth", "--quick", "--claim", ",".join(OK),
+                        "--report", str(tmp_path / "r"))
+    r = tmp_path / "r"
+    page = (r / "papers" / "synth.html").read_text()
+    summary = json.loads((r / "summary.json").read_text())
+    assert [c["id"] for c in summary["claims"]] == [f"synth.{i}" for i in OK]
+    for i in OK:
+        figure = "synth_" + i.replace(".", "_").replace("-", "_") + ".png"
+        assert f"synth.{i}" in page and (r / "figures" / figure).is_file()
+    index = (r / "index.html").read_text()
+    assert "synth.fig1.b-lower" in index and "contradicts" in index
+    for html in (index, page):
+        assert "http://" not in html and "https://" not in html and "<script" not in html
+    assert "Report:" in out
+
+
+def test_jobs_give_the_numbers_of_one_process(tmp_path):
+    """--jobs 2 runs the experiments in worker processes that load the plugin themselves;
+    the JSON is the same as in one process, bit for bit, but for the seconds."""
+    env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "FEDBOUND_PLUGINS": "synth_claims"}
+    outs = []
+    for jobs in ("1", "2"):
+        p = subprocess.run([sys.executable, "-m", "fedbound", "reproduce", "synth", "--quick",
+                            "--claim", ",".join(OK), "--json", "--jobs", jobs],
+                           capture_output=True, text=True, env=env, timeout=300)
+        assert p.returncode == 1, p.stderr
+        data = json.loads(p.stdout)
+        data.pop("seconds"), data.pop("paper_seconds")
+        outs.append(data)
+    assert outs[0] == outs[1]
+
+
+def test_plan_counts_its_experiments_seeds():
+    from fedbound.verify.claims import Experiment
+
+    exp = Experiment("x.y", lambda p: None, (3, 8), lambda p: None)
+    assert Plan(quick=True).count(exp) == 3 and Plan().count(exp) == 8
+    assert Plan(seeds=5).count(exp) == 5

@@ -171,9 +171,9 @@ def test_tdcd_estimated_verdict_agrees_with_the_exact_constant_verdict(variant):
 
 def test_tdcd_on_per_silo_networks_the_check_says_estimated():
     pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
-    from fedbound.verify.papers.tdcd.claims import build_model
+    from fedbound.verify.papers.tdcd.experiments import build_model
 
-    model, _ = build_model(0)
+    model, _ = build_model(silos=2, clients=2, batch=80, seed=0)
     fields = {"blocks": list(model.layout.blocks), "clients": list(model.layout.clients),
               "n": model.layout.n, "batch": model.layout.batch, "Q": 2, "rounds": 4,
               "replicas": 4}
@@ -231,9 +231,9 @@ def test_afl_estimated_verdict_agrees_with_the_exact_constant_verdict():
 
 def test_afl_on_the_digits_mlp_the_check_says_estimated():
     pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
-    from fedbound.verify.papers.afl.claims import M, build_clients
+    from fedbound.verify.papers.afl.experiments import M, clients_for
 
-    clients, _ = build_clients(0)
+    clients, _ = clients_for("mlp", 2, 16, 0)
     fields = {"M": M, "m": 5, "T": 6, "K": 2, "tau": 1, "replicas": 4, "arrivals": "biased"}
     settings = estimated.EstimationSettings(points=2, steps=3, power_steps=5, samples=16)
     v = check_estimated("afl.theorem2", fields, problem=clients, settings=settings)

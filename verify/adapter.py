@@ -45,15 +45,16 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
 from fedbound import bounds
+from fedbound.bounds.registry import did_you_mean
 
 from . import limits
 from .draw import Draw, RngDraw
+from .inputs import read_text
 from .limits import Footprint
 from .plugins import ensure_loaded
 from .scenario import Scenario, jsonable, parse_json
@@ -115,10 +116,7 @@ class Adapter:
             data.validate()
             return data
         if isinstance(data, os.PathLike) or (isinstance(data, str) and not data.lstrip().startswith("{")):
-            try:
-                data = Path(data).read_text()
-            except OSError as e:
-                raise ValueError(f"scenario file {data}: {e.strerror}") from None
+            data = read_text(data, f"scenario file {data}")
         if isinstance(data, str):
             data = parse_json(data, "scenario")
         if not isinstance(data, Mapping):
@@ -238,7 +236,9 @@ class Adapter:
         if ax is None:
             import matplotlib.pyplot as plt
 
-            ax = plt.subplots(figsize=(7, 4.6))[1]
+            from .figures import SIZE
+
+            ax = plt.subplots(figsize=SIZE)[1]
         self.check(scenario, variant=variant, exact=exact, ax=ax, label=label)
         return ax
 
@@ -275,7 +275,9 @@ class Adapter:
     def _bound_series(self, scenario: Scenario, thm: bounds.Theorem, params: Mapping[str, Any],
                       n: int) -> tuple[np.ndarray, np.ndarray] | None:
         """The bound after each prefix of the run, as (x values in 1..n, bound), or None
-        (the default figure then draws the bound of the whole run as a line)."""
+        (the default figure then draws the bound of the whole run at the run's last point
+        only, where the theorem states it: a line across the run would compare it with
+        running means it says nothing about)."""
         return None
 
     def _plot(self, ax, scenario: Scenario, thm: bounds.Theorem, params: Mapping[str, Any],
@@ -293,8 +295,9 @@ class Adapter:
             ax.loglog(k, np.cumsum(m.series) / k, "o-" if k.size < FEW_POINTS else "-", ms=3,
                       label=f"measured running mean ({how})")  # a point of a short run shows
             along = self._bound_series(scenario, thm, params, m.series.size)
-            if along is None:
-                ax.axhline(float(bound), color="C1", ls="--", label=label)
+            if along is None:  # stated for the whole run: it bounds the last point alone
+                ax.loglog([k[-1]], [float(bound)], "D", ms=7, color="C1",
+                          label=f"{label}, at the end of the run only")
             else:
                 ax.loglog(*along, "o-", ms=3, color="C1", label=label)
             ax.set_xlabel(self.series_label)
@@ -441,7 +444,8 @@ def adapter_for(key: str) -> Adapter:
         if key in bounds.keys():
             raise ValueError(f"result {key!r} is registered but has no adapter "
                              "(verify.api.register_adapter)")
-        raise ValueError(f"unknown result {key!r}; registered: {', '.join(adapter_keys())}")
+        raise ValueError(f"unknown result {key!r}{did_you_mean(key, _ADAPTERS)}; registered: "
+                         f"{', '.join(adapter_keys())}")
     return _ADAPTERS[key]
 
 

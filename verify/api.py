@@ -3,8 +3,10 @@
 A result is a Theorem (``bounds.register``) and an :class:`Adapter` (this module). A plugin
 may also register its stored witnesses (:func:`register_witness_dir`), refutation
 families (:func:`register_family`), rate sweeps (:func:`register_sweep`), choosers
-(:func:`register_chooser`, with :class:`Chooser`) and reproduced experiments
-(:func:`register_reproduction`, with :class:`Finding` and :class:`Row`). The four papers of
+(:func:`register_chooser`, with :class:`Chooser`) and the experiments and claims of its
+paper (:func:`register_experiment`, :func:`register_claim`, decided by the tests
+:func:`above`, :func:`below`, :func:`between`; :func:`reproduce` decides them and
+:func:`claim_figure` draws one). The four papers of
 ``verify/papers/`` use this module and nothing else of ``verify``, as a plugin does from
 outside the package. See ``docs/extending.md`` for a walk through, and ``verify.testing``
 for the contract checks to run on a new adapter.
@@ -40,6 +42,20 @@ from .choose import (
     settings_text,
     unregister_chooser,
 )
+from .claimplots import claim_figure
+from .claims import (
+    Claim,
+    Curve,
+    Experiment,
+    Outcome,
+    Plan,
+    Reading,
+    claims,
+    register_claim,
+    register_experiment,
+    unregister_paper,
+)
+from .decide import Test, above, below, between, in_region
 from .draw import Draw, RngDraw
 from .estimated import (
     EstimationSettings,
@@ -54,23 +70,10 @@ from .estimated import (
     estimated_start,
 )
 from .families import Family, families, register_family
-from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text
+from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text, require_runs
 from .plugins import load_plugins
 from .rate import Sweep, register_sweep, unregister_sweeps
-from .reproduce import (
-    Finding,
-    Row,
-    bound_order,
-    digits_mlp,
-    estimation_settings,
-    increasing,
-    order,
-    register_reproduction,
-    reproduce,
-    reproductions,
-    row,
-    unregister_reproduction,
-)
+from .reproduce import ClaimResult, Reproduction, digits_mlp, reproduce
 from .scenario import (
     FEATURE_NORM_RANGE,
     Scenario,
@@ -90,18 +93,19 @@ from .witnesses import Witness, register_witness_dir, unregister_witness_dir, wi
 __all__ = [
     "COUNT", "FEATURE_NORM_RANGE", "GRAD2", "INDEX", "LOOP_OVERHEAD", "LOSS", "PARAM2", "RATIO",
     "SCENARIO", "STEP", "TIME", "UNITS", "Adapter", "adapter_for", "adapter_keys",
-    "along_trajectory", "Answer", "bound_order", "check", "check_estimated",
-    "ChoiceReport", "choose", "Chooser", "choosers", "comma_separated", "compare", "Comparison",
-    "conservative_bound", "conservative_step", "count_text", "default_scenario", "digits_mlp",
-    "Draw", "estimate_constants", "Evaluation", "estimate_grid", "estimated_keys", "estimated_start",
-    "estimation_settings", "EstimationSettings", "families", "Family", "Finding", "Footprint",
-    "half_width", "increasing", "json_text", "jsonable", "Knob", "label", "load_plugins",
-    "load_scenario", "Measurement", "order", "paired_regret", "Parts", "passes", "problem_spec",
-    "Proposal",
-    "register_adapter", "register_chooser", "register_family", "register_reproduction",
-    "register_sweep", "register_witness_dir", "reproduce", "reproductions", "require_float",
-    "require_floats", "require_int", "ResourceError", "RngDraw", "roundoff", "row", "Row",
-    "Scenario", "settings_text", "Sweep", "Tags", "TOLERANCE", "unregister_adapter", "unregister_chooser",
-    "unregister_reproduction", "unregister_sweeps", "unregister_witness_dir", "Verdict",
-    "Witness", "witnesses",
+    "along_trajectory", "above", "Answer", "below", "between", "check", "check_estimated",
+    "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure", "ClaimResult", "claims",
+    "comma_separated", "compare", "Comparison", "conservative_bound", "conservative_step",
+    "count_text", "Curve", "default_scenario", "digits_mlp", "Draw", "estimate_constants",
+    "estimate_grid", "estimated_keys", "estimated_start", "Evaluation",
+    "EstimationSettings", "Experiment", "families", "Family", "Footprint", "half_width",
+    "in_region", "json_text", "jsonable", "Knob", "label", "load_plugins", "load_scenario",
+    "Measurement", "Outcome", "paired_regret", "Parts", "passes", "Plan", "problem_spec",
+    "Proposal", "Reading", "register_adapter",
+    "register_chooser", "register_claim", "register_experiment", "register_family",
+    "register_sweep", "register_witness_dir", "reproduce", "Reproduction", "require_float",
+    "require_floats", "require_int", "require_runs", "ResourceError", "RngDraw", "roundoff", "Scenario",
+    "settings_text", "Sweep", "Tags", "Test", "TOLERANCE", "unregister_adapter", "unregister_chooser",
+    "unregister_paper", "unregister_sweeps", "unregister_witness_dir", "Verdict", "Witness",
+    "witnesses",
 ]

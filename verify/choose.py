@@ -319,9 +319,17 @@ class Chooser(ABC):
         r of every other. Without, the chooser may run them in one batch."""
 
     def footprint(self, settings: dict[str, Any], replicas: int) -> limits.Footprint | None:
-        """The memory and work of simulating ``settings`` on ``replicas`` replicas (None:
-        no estimate, no limit applies)."""
+        """The memory and work of simulating ``settings`` on ``replicas`` replicas, from the
+        sizes alone (None: no estimate, no limit applies); :func:`choose` refuses the planned
+        search above the limits (``verify.limits.require_runs``) before anything runs."""
         return None
+
+    def bound_footprints(self) -> dict[str, limits.Footprint | None]:
+        """The estimated memory and work of what :meth:`certified` computes (for every
+        variant), by a label naming it in the chooser's options ("the bound at S = 0 with
+        --T 600"), from the sizes alone (:class:`verify.limits.Footprint`); :func:`choose`
+        refuses them above the limits before it computes anything. Default {}: no estimate."""
+        return {}
 
     def variants(self) -> list[str]:
         """The variants of :attr:`key` whose bound is valid (status holds or
@@ -441,12 +449,14 @@ def plan(chooser: Chooser, candidates: int, extra: int) -> Plan:
     return Plan(rungs, (min(n, candidates) + extra, chooser.replicas))
 
 
-def _check_limits(chooser: Chooser, knobs: Sequence[Knob], candidates: list[dict], p: Plan) -> None:
-    """Refuse, before anything runs, a grid or a search above the resource limits: the
-    number of configurations, the memory of the largest run and the work of every planned
-    run, each counted at the costliest configuration of the grid."""
+def _check_limits(what: str, chooser: Chooser, knobs: Sequence[Knob], candidates: list[dict],
+                  p: Plan) -> None:
+    """Refuse, before anything runs, a grid or a search above the resource limits
+    (``verify.limits.require_runs``; ``what`` names the command): the number of
+    configurations, the memory of the largest run and the work of every planned run, each
+    counted at the costliest configuration of the grid."""
     options = " x ".join(k.option or k.name for k in knobs if not k.fixed) or "the knobs"
-    limits.require_count(len(candidates), f"{chooser.name}: the grid {options}")
+    limits.require_count(len(candidates), f"{what} over {options}: the grid", "runs")
     costliest = max(candidates, key=lambda s: _steps(chooser, s, 1))
     stages = [*p.rungs, p.paired]
     prints = [chooser.footprint(costliest, r) for _, r in stages]
@@ -459,7 +469,9 @@ def _check_limits(chooser: Chooser, knobs: Sequence[Knob], candidates: list[dict
         {f"the search over {options} ({len(candidates)} configurations; runs of {runs}), each "
          f"counted as {settings_text(costliest)}":
          sum(n * fp.steps for (n, _), fp in zip(stages, prints, strict=True))})
-    limits.require(f"choose {chooser.name}", total)
+    at = " ".join(f"{k.option or k.name} {costliest[k.name]:g}" if not k.integer
+                  else f"{k.option or k.name} {costliest[k.name]}" for k in knobs)
+    limits.require_runs(what, {f"the search over {options}, the costliest at {at}": total})
 
 
 def _steps(chooser: Chooser, settings: dict, replicas: int) -> float:
@@ -514,8 +526,11 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
     candidates = grid(knobs)
     free = sum(not k.fixed for k in knobs)
     p = plan(chooser, len(candidates), len(names) + 1 + 2 * free)
+    what = f"choose {command_of(type(chooser))}"
+    if method != "simulate":
+        limits.require_runs(what, chooser.bound_footprints())
     if method != "bound":
-        _check_limits(chooser, knobs, candidates, p)
+        _check_limits(what, chooser, knobs, candidates, p)
     step = _Progress(progress, 0 if method == "bound" else p.runs())
     seconds: dict[str, float] = {}
 

@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import LogFormatter, MaxNLocator
 from matplotlib.transforms import ScaledTranslation
 
+#: the size of the figure of one check, in inches (:meth:`verify.adapter.Adapter.plot`)
+SIZE = (7, 4.6)
 #: margins of a one-axes figure in inches, wide enough for log tick labels (``4×10⁻¹``), a
 #: two-line label of the vertical axis (a fraction) and one line of the horizontal axis
 MARGIN_LEFT, MARGIN_RIGHT, MARGIN_BOTTOM = 1.1, 0.3, 0.62

@@ -8,18 +8,25 @@ it with the limits and refuses, with one line naming the fields and the estimate
 anything is allocated. The limits are process-wide settings held in environment variables,
 so that worker processes (local pools, a Dask ``LocalCluster``) inherit them:
 
-=========================  =====================================================  ===========
-variable                   limit                                                  option
-=========================  =====================================================  ===========
-``FEDBOUND_MAX_MEMORY``    bytes one scenario may use ("8G", "512M", "1.5GiB");   --max-memory
-                           default: ``MEMORY_FRACTION`` of the machine's
-                           memory (:func:`physical_memory`: its total,
-                           or its container's limit when smaller)
-``FEDBOUND_MAX_STEPS``     elementary operations of one scenario (default         --max-steps
-                           ``DEFAULT_MAX_STEPS``, a few hours of one core)
-``FEDBOUND_MAX_SCENARIOS`` scenarios of one sweep or search budget (default       --max-scenarios
-                           ``DEFAULT_MAX_SCENARIOS``)
-=========================  =====================================================  ===========
+==========================  =====================================================  ===============
+variable                    limit                                                  option
+==========================  =====================================================  ===============
+``FEDBOUND_MAX_MEMORY``     bytes one scenario may use ("8G", "512M", "1.5GiB");   --max-memory
+                            default: ``MEMORY_FRACTION`` of the machine's
+                            memory (:func:`physical_memory`: its total,
+                            or its container's limit when smaller)
+``FEDBOUND_MAX_STEPS``      elementary operations of one scenario (default         --max-steps
+                            ``DEFAULT_MAX_STEPS``, a few hours of one core)
+``FEDBOUND_MAX_SCENARIOS``  scenarios of one sweep, search budget, battery, or    --max-scenarios
+                            runs of a chooser's grid or a rate's sweep (default
+                            ``DEFAULT_MAX_SCENARIOS``)
+``FEDBOUND_MAX_INPUT``      bytes of one input read from a file or standard input  --max-input
+                            (default ``DEFAULT_MAX_INPUT``; ``verify.inputs``)
+==========================  =====================================================  ===============
+
+A command that runs several scenarios at once (a chooser's grid of candidates, a rate's
+sweep, a reproduction) asks :func:`require_runs` before the first: each run within the
+memory and the step limits, their number within the scenario limit.
 
 The estimates are deliberately simple (the product of the sizes of each buffer, summed);
 ``tests/test_limits.py`` holds them within a small factor of the measured peak memory.
@@ -40,13 +47,19 @@ MEMORY_FRACTION = 0.5
 DEFAULT_MAX_STEPS = 10**13
 #: scenarios of one sweep, or checks of one search, by default
 DEFAULT_MAX_SCENARIOS = 10**6
+#: worker processes a command may start per core of the machine (more only share the cores,
+#: each with its own copy of torch)
+JOBS_PER_CORE = 4
+#: bytes of one input (a scenario, a sweep spec) by default
+DEFAULT_MAX_INPUT = 8 * 2**20
 #: each Python-level iteration of a simulator loop costs at least this many operations
 #: (about 100 microseconds of tensor calls)
 LOOP_OVERHEAD = 10**5
 
 ENV = {"memory": "FEDBOUND_MAX_MEMORY", "steps": "FEDBOUND_MAX_STEPS",
-       "scenarios": "FEDBOUND_MAX_SCENARIOS"}
-OPTION = {"memory": "--max-memory", "steps": "--max-steps", "scenarios": "--max-scenarios"}
+       "scenarios": "FEDBOUND_MAX_SCENARIOS", "input": "FEDBOUND_MAX_INPUT"}
+OPTION = {"memory": "--max-memory", "steps": "--max-steps", "scenarios": "--max-scenarios",
+          "input": "--max-input"}
 
 
 class ResourceError(ValueError):
@@ -119,9 +132,9 @@ def parse_size(text: str, what: str) -> int:
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([kKmMgGtTpP]?)(?:i?[bB])?\s*",
                      str(text))
     value = float(m.group(1)) * _UNITS[m.group(2).lower()] if m else math.nan
-    if not (math.isfinite(value) and value >= 1):
-        raise ValueError(f"{what}={text!r} must be a size of at least 1 byte, such as 8G, "
-                         "512M or 1.5GiB (binary units)")
+    if not (math.isfinite(value) and value >= 1 and value == int(value)):
+        raise ValueError(f"{what}={str(text)[:40]!r} must be a whole number of bytes, at least 1, "
+                         "such as 8G, 512M or 1.5GiB (binary units)")
     return int(value)
 
 
@@ -132,7 +145,7 @@ def parse_count(text: str, what: str) -> int:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value >= 1 and value == int(value)):
-        raise ValueError(f"{what}={text!r} must be a positive integer, such as 1000000 or 1e6")
+        raise ValueError(f"{what}={str(text)[:40]!r} must be a positive integer, such as 1000000 or 1e6")
     return int(value)
 
 
@@ -178,11 +191,17 @@ def _cgroup_limit(path: str) -> int | None:
         return None
 
 
+def _given(kind: str) -> tuple[str | None, str]:
+    """(the value of the limit ``kind`` set in the environment, or None; how to name it)."""
+    text = os.environ.get(ENV[kind])
+    return text or None, f"{OPTION[kind]}/{ENV[kind]}={text}"
+
+
 def memory_limit() -> tuple[float, str]:
     """(bytes one scenario may use, where that limit comes from)."""
-    text = os.environ.get(ENV["memory"])
+    text, source = _given("memory")
     if text:
-        return parse_size(text, ENV["memory"]), f"{OPTION['memory']}/{ENV['memory']}={text}"
+        return parse_size(text, ENV["memory"]), source
     total = physical_memory()
     if total is None:
         return math.inf, "no limit: the system does not report its memory"
@@ -192,9 +211,9 @@ def memory_limit() -> tuple[float, str]:
 
 def _count_limit(kind: str, default: float, why: str) -> tuple[float, str]:
     """(the limit of ``kind``, where it comes from): its environment variable, else ``default``."""
-    text = os.environ.get(ENV[kind])
+    text, source = _given(kind)
     if text:
-        return parse_count(text, ENV[kind]), f"{OPTION[kind]}/{ENV[kind]}={text}"
+        return parse_count(text, ENV[kind]), source
     return default, f"the default {default:.0e}{why}; raise it with {OPTION[kind]} or {ENV[kind]}"
 
 
@@ -208,42 +227,76 @@ def scenarios_limit() -> tuple[int, str]:
     return _count_limit("scenarios", DEFAULT_MAX_SCENARIOS, "")
 
 
-def require(key: str, fp: Footprint | None) -> None:
+def input_limit() -> tuple[int, str]:
+    """(bytes one input may hold, where that limit comes from): ``verify.inputs``."""
+    text, source = _given("input")
+    if text:
+        return parse_size(text, ENV["input"]), source
+    return DEFAULT_MAX_INPUT, (f"the default {size_text(DEFAULT_MAX_INPUT)}; raise it with "
+                               f"{OPTION['input']} or {ENV['input']}")
+
+
+def require(key: str, fp: Footprint | None, *, noun: str = "scenario") -> None:
     """Raise ResourceError, one line naming the fields and the estimate, when ``fp`` exceeds
-    the memory or the step limit (None: the adapter gives no estimate, nothing to check)."""
+    the memory or the step limit (None: the adapter gives no estimate, nothing to check);
+    ``key`` and ``noun`` say what is refused ("mllsgd.theorem1: this scenario needs ...")."""
     if fp is None:
         return
     limit, source = memory_limit()
     if not fp.bytes <= limit:
         need = f"about {size_text(fp.bytes)} of memory" if math.isfinite(fp.bytes) else \
             "more memory than float64 can count"
-        raise ResourceError(f"{key}: this scenario needs {need} ({fp.what}), above the limit "
+        raise ResourceError(f"{key}: this {noun} needs {need} ({fp.what}), above the limit "
                             f"of {size_text(limit)} ({source})")
     limit, source = steps_limit()
     if not fp.steps <= limit:
-        raise ResourceError(f"{key}: this scenario needs about {count_text(fp.steps)} operations "
+        raise ResourceError(f"{key}: this {noun} needs about {count_text(fp.steps)} operations "
                             f"({fp.work}), above the limit of {count_text(limit)} ({source})")
 
 
-def require_count(count: float, what: str) -> None:
-    """Raise ResourceError when ``count`` scenarios (of a sweep, or a search budget) exceed
-    the limit; ``what`` says what is counted, in the spec's terms."""
+def require_runs(what: str, runs: Mapping[str, Footprint | None]) -> None:
+    """Raise ResourceError before the first of several runs that a command makes one after
+    the other (a chooser's candidates, a rate's points, a reproduction's trainings), when
+    there are more than the scenario limit or one of them exceeds the memory or the step
+    limit. ``runs`` maps a label naming each run in the user's options ("--Q 20", "S = 3
+    with --T 600") to its estimate (None: no estimate); ``what`` names the command
+    ("choose tdcd"). The generic hook of choosers and reproductions: they call it with
+    estimates from their sizes alone, before they allocate anything."""
+    require_count(len(runs), f"{what}: the grid", "runs")
+    for label, fp in runs.items():
+        require(f"{what} ({label})", fp, noun="run")
+
+
+def require_count(count: float, what: str, noun: str = "scenarios") -> None:
+    """Raise ResourceError when ``count`` scenarios (of a sweep, a search budget, a battery,
+    ``noun``: the runs of a grid) exceed the limit; ``what`` says what is counted, in the
+    user's terms ("--battery 100000000000 x 5 results")."""
     limit, source = scenarios_limit()
     if not count <= limit:
-        raise ResourceError(f"{what} = {count_text(count)} scenarios, above the limit of {count_text(limit)} "
-                            f"({source})")
+        raise ResourceError(f"{what} = {count_text(count)} {noun}, above the limit of "
+                            f"{count_text(limit)} ({source})")
+
+
+def require_jobs(jobs: int, option: str) -> None:
+    """Raise ResourceError when ``jobs`` worker processes (``option``: --jobs, --dask-local)
+    exceed :data:`JOBS_PER_CORE` per core of this machine: before any is started."""
+    cores = os.cpu_count() or 1
+    if jobs > JOBS_PER_CORE * cores:
+        raise ResourceError(f"{option} {jobs}: at most {JOBS_PER_CORE} worker processes per core, "
+                            f"{JOBS_PER_CORE * cores} on this machine's {cores} cores (more only "
+                            "share the cores, each with a copy of the simulator in memory)")
 
 
 @contextmanager
 def configured(*, memory: str | None = None, steps: str | None = None,
-               scenarios: str | None = None) -> Iterator[None]:
+               scenarios: str | None = None, input: str | None = None) -> Iterator[None]:
     """Set the limits given (the CLI's options) for the duration of the block, in the
     environment so that worker processes started inside it inherit them; each value is
     validated first (ValueError naming the option)."""
-    given = {"memory": memory, "steps": steps, "scenarios": scenarios}
+    given = {"memory": memory, "steps": steps, "scenarios": scenarios, "input": input}
     for name, value in given.items():
         if value is not None:
-            (parse_size if name == "memory" else parse_count)(value, OPTION[name])
+            (parse_size if name in ("memory", "input") else parse_count)(value, OPTION[name])
     saved = {name: os.environ.get(ENV[name]) for name in given}
     try:
         for name, value in given.items():

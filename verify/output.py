@@ -25,6 +25,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+from .scenario import BAD_PATHS
+
 #: the file that marks a directory as a fedbound report
 MANIFEST = "fedbound-report.json"
 #: image formats ``--plot`` writes (matplotlib picks the format from the name)
@@ -46,10 +48,27 @@ def _probe(directory: Path, what: str) -> None:
         raise OutputError(f"{what}: cannot write in {directory} ({e.strerror})") from None
 
 
+@contextlib.contextmanager
+def _named(path, flag: str) -> Iterator[None]:
+    """A path the system cannot even look at (a name too long, a loop of links) refused as
+    bad input naming ``flag``."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in BAD_PATHS:
+            raise
+        raise OutputError(f"{flag} {str(path)[:200]}: {e.strerror}") from None
+
+
 def check_file(path: str | os.PathLike, flag: str, *, suffixes: tuple[str, ...] = ()) -> Path:
     """The output file ``path`` of option ``flag``, refused (OutputError naming the option)
     when it cannot be written: a directory, a name without one of ``suffixes``, a missing
     or unwritable directory, or an existing thing that is not a regular file or a link."""
+    with _named(path, flag):
+        return _check_file(path, flag, suffixes)
+
+
+def _check_file(path, flag: str, suffixes: tuple[str, ...]) -> Path:
     p = Path(path)
     if str(path).endswith(os.sep) or p.is_dir():
         raise OutputError(f"{flag} {path} is a directory: give a file name")
@@ -96,23 +115,101 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
     return Path(path)
 
 
-def _manifest(directory: Path) -> dict | None:
-    """The manifest of a previous fedbound report in ``directory``, or None."""
-    m = directory / MANIFEST
-    if m.is_symlink() or not m.is_file():
+#: the largest manifest fedbound reads back (a report of many thousands of files is smaller)
+MANIFEST_MAX = 4 * 2**20
+#: flags of a directory opened without following a link
+_DIR = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_CLOEXEC", 0))
+
+
+def _parts(rel) -> list[str] | None:
+    """The components of ``rel``, a path inside a report as the manifest lists it, or None
+    when it is not one: not a string, empty, absolute, or holding an empty, ``.`` or ``..``
+    component or a NUL (the manifest is data read from disk, and anything may be in it)."""
+    if not isinstance(rel, str) or not rel or "\0" in rel or rel.startswith("/") or len(rel) > 4096:
+        return None
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return None
+    return parts
+
+
+def _walk(root: int, parts: list[str], *, create: bool) -> int | None:
+    """A descriptor of the directory ``parts`` inside the directory ``root`` (a descriptor),
+    each component opened without following a link. ``create``: a missing component is
+    made, and a link or a file where a directory belongs is removed (as a link, never its
+    target) and replaced by a directory; otherwise None when a component is missing, a
+    link or not a directory. The caller closes the descriptor."""
+    fd = os.dup(root)
+    try:
+        for part in parts:
+            try:
+                child = os.open(part, _DIR, dir_fd=fd)
+            except OSError:
+                try:
+                    st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    st = None
+                if not create or (st is not None and stat.S_ISDIR(st.st_mode)):
+                    if create:
+                        raise
+                    os.close(fd)
+                    return None
+                if st is not None:  # a link or a file in the way: removed as such
+                    os.unlink(part, dir_fd=fd)
+                os.mkdir(part, 0o755, dir_fd=fd)
+                child = os.open(part, _DIR, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _manifest(directory: Path | int) -> dict | None:
+    """The manifest of a previous fedbound report in ``directory`` (a path, or a descriptor
+    of it), or None: read without following a link, at most :data:`MANIFEST_MAX` bytes,
+    parsed strictly; its ``files`` are kept only where each is a path inside the report
+    (:func:`_parts`)."""
+    from .scenario import parse_json
+
+    try:
+        root = directory if isinstance(directory, int) else os.open(directory, _DIR)
+    except OSError:
         return None
     try:
-        data = json.loads(m.read_text(encoding="utf-8"))
+        fd = os.open(MANIFEST, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_CLOEXEC", 0), dir_fd=root)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            data = parse_json(f.read(MANIFEST_MAX + 1).decode("utf-8"), MANIFEST)
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) and data.get("fedbound") == "report" else None
+    finally:
+        if not isinstance(directory, int):
+            os.close(root)
+    if not isinstance(data, dict) or data.get("fedbound") != "report":
+        return None
+    files = data.get("files")
+    return {**data, "files": [f for f in (files if isinstance(files, list) else []) if _parts(f)]}
 
 
 def check_dir(path: str | os.PathLike, flag: str, *, force: bool = False) -> Path:
     """The report directory ``path`` of option ``flag``, refused (OutputError) before any
     work when it is a file, cannot be created or written, or holds files that are not a
     previous fedbound report (unless ``force``)."""
+    with _named(path, flag):
+        return _check_dir(path, flag, force)
+
+
+def _check_dir(path, flag: str, force: bool) -> Path:
     p = Path(path)
+    if p.is_symlink():
+        raise OutputError(f"{flag} {path} is a symbolic link: give the directory itself (fedbound "
+                          "writes and removes files only inside a directory it reaches without "
+                          "following a link)")
     if p.exists() and not p.is_dir():
         raise OutputError(f"{flag} {path} exists and is not a directory: give a directory name")
     if not p.exists():
@@ -131,65 +228,133 @@ def check_dir(path: str | os.PathLike, flag: str, *, force: bool = False) -> Pat
 class ReportDir:
     """A report directory being written (module docstring): ``open`` it, write files with
     :meth:`write_text` or :meth:`target`, then :meth:`finish`. ``kind`` names the report
-    ("check-all", "sweep") in the manifest."""
+    ("check-all", "sweep") in the manifest.
+
+    Every file is reached from a descriptor of the report directory, opened once without
+    following a link (a link given as the report directory is refused), one component at a
+    time, each without following a link (:func:`_walk`): what fedbound writes or removes is
+    inside the report whatever links the report holds or gains meanwhile (a link in the way
+    is removed as a link, never followed)."""
 
     def __init__(self, path: str | os.PathLike, *, kind: str, force: bool = False):
         self.path = check_dir(path, "report directory", force=force)
         self.kind = kind
         self.files: list[str] = []
         self._previous: list[str] = []
+        self._fd: int | None = None
 
     def open(self) -> ReportDir:
         """Create the directory and mark it as a fedbound report (before any file of it)."""
         self.path.mkdir(parents=True, exist_ok=True)
-        old = _manifest(self.path)
-        self._previous = [f for f in (old or {}).get("files", []) if isinstance(f, str)]
+        try:
+            self._fd = os.open(self.path, _DIR)
+        except OSError as e:
+            raise OutputError(f"report directory {self.path}: cannot open it without following a "
+                              f"link ({e.strerror})") from None
+        old = _manifest(self._fd)
+        self._previous = (old or {}).get("files", [])
         self._write_manifest(complete=False)
         return self
 
     def _write_manifest(self, *, complete: bool) -> None:
-        write_text(self.path / MANIFEST, json.dumps(
+        self.write_text(MANIFEST, json.dumps(
             {"fedbound": "report", "kind": self.kind, "complete": complete,
-             "files": sorted(set(self.files))}, indent=2) + "\n")
+             "files": sorted(set(self.files) - {MANIFEST})}, indent=2) + "\n")
 
-    def _target(self, rel: str) -> Path:
-        """The path of ``rel`` inside the report, its directories made real: a link or a file
-        where a directory of the report belongs is replaced by a directory."""
-        target = self.path / rel
-        here = self.path
-        for part in Path(rel).parts[:-1]:
-            here = here / part
-            if here.is_symlink() or (here.exists() and not here.is_dir()):
-                here.unlink()
-            here.mkdir(exist_ok=True)
-        if target.is_dir() and not target.is_symlink():
-            raise OutputError(f"{target} is a directory where the report writes a file")
-        self.files.append(rel)
-        return target
+    @contextlib.contextmanager
+    def _directory(self, rel: str) -> Iterator[tuple[int, str]]:
+        """(a descriptor of the directory of the report's file ``rel``, made real, and the
+        file's name); the file is recorded in the manifest."""
+        parts = _parts(rel)
+        if parts is None:
+            raise OutputError(f"{rel!r} is not a path inside a report")
+        if self._fd is None:
+            raise OutputError(f"report directory {self.path} is not open")
+        fd = _walk(self._fd, parts[:-1], create=True)
+        try:
+            self.files.append(rel)
+            yield fd, parts[-1]
+        finally:
+            os.close(fd)
+
+    def _replace(self, fd: int, tmp: str, name: str, rel: str) -> None:
+        """Rename the temporary file ``tmp`` over ``name`` in the directory ``fd`` (a link at
+        ``name`` is replaced, not followed)."""
+        try:
+            os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+        except IsADirectoryError:
+            raise OutputError(f"{self.path / rel} is a directory where the report writes a file") from None
 
     def write_text(self, rel: str, text: str) -> Path:
         """Write the report's file ``rel`` (a path inside the report) atomically."""
-        return write_text(self._target(rel), text)
+        with self._directory(rel) as (fd, name):
+            tmp = _tmp_name(Path(name)).name
+            out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                          | getattr(os, "O_CLOEXEC", 0), 0o644, dir_fd=fd)
+            try:
+                with os.fdopen(out, "w", encoding="utf-8") as f:
+                    f.write(text)
+                self._replace(fd, tmp, name, rel)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp, dir_fd=fd)
+        return self.path / rel
 
     @contextlib.contextmanager
     def target(self, rel: str) -> Iterator[Path]:
         """Yield a temporary path for the report's file ``rel`` (for writers that take a path,
-        such as ``savefig``); renamed into place when the block ends, if it was written."""
-        with atomic(self._target(rel)) as tmp:
-            yield tmp
+        such as ``savefig``); renamed into place when the block ends, if it was written. The
+        path reaches the file's directory through its descriptor (``/proc/self/fd``) where
+        the system has one."""
+        with self._directory(rel) as (fd, name):
+            tmp = _tmp_name(Path(name)).name
+            here = Path(f"/proc/self/fd/{fd}")
+            base = here if here.is_dir() else (self.path / rel).parent
+            try:
+                yield base / tmp
+                try:
+                    os.chmod(tmp, 0o644, dir_fd=fd)
+                except FileNotFoundError:  # not written
+                    return
+                self._replace(fd, tmp, name, rel)
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp, dir_fd=fd)
 
     def finish(self, *, complete: bool = True) -> Path:
         """Write the manifest (``complete``: False for an interrupted report) and remove the
-        files of the previous report in this directory that this one did not write again
-        (regular files only, never a link's target, never a file the previous manifest did
-        not list)."""
+        files of the previous report in this directory that this one did not write again:
+        each reached component by component without following a link (a path that passes
+        through a link is left alone), a regular file or a link (removed as a link) only,
+        never a file the previous manifest did not list."""
         self._write_manifest(complete=complete)
         keep = set(self.files) | {MANIFEST}
-        for rel in self._previous:
-            p = self.path / rel
-            if rel in keep or ".." in Path(rel).parts or Path(rel).is_absolute():
-                continue
-            with contextlib.suppress(OSError):
-                if p.is_symlink() or stat.S_ISREG(p.lstat().st_mode):
-                    p.unlink()
+        try:
+            for rel in self._previous:
+                if rel not in keep:
+                    self._remove(_parts(rel))
+        finally:
+            self.close()
         return self.path
+
+    def _remove(self, parts: list[str]) -> None:
+        fd = _walk(self._fd, parts[:-1], create=False)
+        if fd is None:  # missing, or through a link: not the report's any more
+            return
+        try:
+            st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
+                os.unlink(parts[-1], dir_fd=fd)
+        except FileNotFoundError:
+            pass
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Close the descriptor of the report directory (:meth:`finish` does)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self):
+        self.close()

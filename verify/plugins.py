@@ -12,9 +12,14 @@ fedbound imports plugin modules named
 * by the environment variable ``FEDBOUND_PLUGINS`` (comma-separated modules);
 * on the command line (``fedbound --plugin MODULE ...``) or by :func:`load_plugins`.
 
-A plugin that fails to import is reported in one line naming it; the others and the
-built-in results still work. Every registry of ``verify`` loads the plugins on its first
-use (:func:`ensure_loaded`), so a module that only reads a registry never imports a plugin
+The built-in plugins load first, so that no other plugin can take their names. A plugin
+that fails to import, whatever it raises (``SystemExit`` included; a Ctrl-C is not
+contained), is a :class:`Failure`: the others and the built-in results still work. The
+command line reports it in one line: a plugin named explicitly (``--plugin``,
+``FEDBOUND_PLUGINS``) that fails is bad input (exit 2), an installed one a warning (and an
+error row of ``check --all``, exit 4), so that one broken package never changes the exit
+status of another result. Every registry of ``verify`` loads the plugins on its first use
+(:func:`ensure_loaded`), so a module that only reads a registry never imports a plugin
 itself.
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 import importlib
 import os
 import traceback
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 
 GROUP = "fedbound.plugins"
@@ -33,15 +39,38 @@ DISTRIBUTION = "fedbound"
 _LOADED: list[bool] = []
 #: modules named explicitly (--plugin, load_plugins(modules)): worker processes re-import them
 _EXPLICIT: list[str] = []
-#: modules that failed to import (reported once)
-_FAILED: set[str] = set()
+ENTRY_POINT = "entry point"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A plugin ``module`` that failed to load: ``where`` it was named (``--plugin``,
+    ``FEDBOUND_PLUGINS`` or ``entry point 'name'``) and the one-line ``message``."""
+
+    module: str
+    where: str
+    message: str
+
+    @property
+    def explicit(self) -> bool:
+        """Named by the user (--plugin, FEDBOUND_PLUGINS), not found installed."""
+        return not self.where.startswith(ENTRY_POINT)
+
+
+#: plugins that failed to import, by module (reported once)
+_FAILED: dict[str, Failure] = {}
 
 
 def _names(modules) -> list[tuple[str, str]]:
-    """(module, where it was named) for every plugin to load, without repeats."""
-    named = [(m, "--plugin") for m in modules]
+    """(module, where it was named) for every plugin to load, without repeats: the built-in
+    plugins first (no other plugin can take their names), then ``modules``,
+    ``FEDBOUND_PLUGINS`` and the other entry points."""
+    points = list(entry_points(group=GROUP))
+    ours = [ep for ep in points if getattr(ep.dist, "name", None) == DISTRIBUTION]
+    named = [(ep.module, f"{ENTRY_POINT} {ep.name!r}") for ep in ours]
+    named += [(m, "--plugin") for m in modules]
     named += [(m.strip(), ENV) for m in os.environ.get(ENV, "").split(",") if m.strip()]
-    named += [(ep.module, f"entry point {ep.name!r}") for ep in entry_points(group=GROUP)]
+    named += [(ep.module, f"{ENTRY_POINT} {ep.name!r}") for ep in points if ep not in ours]
     seen: dict[str, str] = {}
     for module, where in named:
         seen.setdefault(module, where)
@@ -51,7 +80,9 @@ def _names(modules) -> list[tuple[str, str]]:
 def load_plugins(modules=()) -> list[str]:
     """Import the plugins (module docstring) and ``modules``; return one message per plugin
     that failed to import (empty when all loaded). Importing a loaded module again is a
-    no-op and a failure is reported once, so this can be called more than once."""
+    no-op and a failure is reported once (:func:`failures` keeps them), so this can be
+    called more than once. Whatever a plugin's import raises is contained (``SystemExit``,
+    any ``BaseException``), except a Ctrl-C."""
     for m in modules:
         if m not in _EXPLICIT:
             _EXPLICIT.append(m)
@@ -61,16 +92,30 @@ def load_plugins(modules=()) -> list[str]:
             continue
         try:
             importlib.import_module(module)
-        except Exception as e:  # noqa: BLE001 - a broken plugin must not stop the others
-            _FAILED.add(module)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as e:  # noqa: BLE001 - a broken plugin must not stop the others
             last = traceback.format_exception_only(type(e), e)[-1].strip()
-            errors.append(f"plugin {module!r} ({where}) failed to load: {last}")
+            if isinstance(e, SystemExit):
+                last = f"it called sys.exit({e.code!r})"
+            _FAILED[module] = Failure(module, where, f"plugin {module!r} ({where}) failed to "
+                                                     f"load: {last}")
+            errors.append(_FAILED[module].message)
     return errors
 
 
+def failures(modules=()) -> list[Failure]:
+    """The plugins that failed to load so far, those named by ``modules`` or
+    ``FEDBOUND_PLUGINS`` marked explicit whatever named them first."""
+    named = {*modules, *(m.strip() for m in os.environ.get(ENV, "").split(","))}
+    return [Failure(f.module, "--plugin" if f.module in modules else ENV, f.message)
+            if f.module in named and not f.explicit else f for f in _FAILED.values()]
+
+
 def modules() -> list[str]:
-    """Every plugin module that :func:`load_plugins` imports, by name (nothing is imported)."""
-    return [module for module, _ in _names(_EXPLICIT)]
+    """Every plugin module that :func:`load_plugins` imports, by name (nothing is imported),
+    but those that failed to load."""
+    return [module for module, _ in _names(_EXPLICIT) if module not in _FAILED]
 
 
 def builtin() -> list[str]:
@@ -89,6 +134,17 @@ def ensure_loaded() -> None:
 
         for message in load_plugins():
             warnings.warn(message, stacklevel=3)
+
+
+def needed_for(key: str) -> list[str]:
+    """The plugins named explicitly (``--plugin``, ``FEDBOUND_PLUGINS``) that a command
+    about ``key`` needs again: the one whose module (or a module inside it) registered it.
+    Empty for a built-in result or an installed plugin's, which every command finds."""
+    from fedbound.bounds.registry import module_of
+
+    module = module_of(key) or ""
+    named = [*_EXPLICIT, *(m.strip() for m in os.environ.get(ENV, "").split(",") if m.strip())]
+    return [m for m in dict.fromkeys(named) if module == m or module.startswith(m + ".")][:1]
 
 
 def explicit() -> list[str]:

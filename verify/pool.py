@@ -20,10 +20,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager, suppress
-from multiprocessing import forkserver, get_all_start_methods, get_context
+from multiprocessing import forkserver, get_all_start_methods, get_context, resource_tracker
 
 from .interrupts import sigint_blocked
-from .plugins import explicit, load_plugins, modules
+from .limits import require_jobs
+from .plugins import explicit, load_plugins
 
 
 @contextmanager
@@ -46,10 +47,12 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
     jobs = (os.cpu_count() or 1) if jobs is None else jobs
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"--jobs={jobs} must be an integer >= 1")
+    require_jobs(jobs, "--jobs")
     if jobs == 1:  # this process
         yield None
         return
     context = worker_context(preload)
+    start_resource_tracker()  # before any hold: starting it unblocks SIGINT (see there)
     pool = Pool(jobs, mp_context=context, initializer=worker_init,
                 initargs=(explicit(), True, dict(os.environ)))
     try:
@@ -66,21 +69,22 @@ def executor(*, jobs: int | None = None, scheduler: str | None = None,
 
 
 #: what the fork server imports once, before it forks the workers (their own imports of
-#: these took two seconds of CPU each), with the plugins (``verify.plugins.modules``)
-PRELOAD = ("torch", "fedbound.sim", "fedbound.verify.suite")
+#: these took two seconds of CPU each), the plugins among it (``verify.preload``)
+PRELOAD = ("torch", "fedbound.sim", "fedbound.verify.suite", "fedbound.verify.preload")
 
 
 def worker_context(preload: tuple[str, ...] = ()):
     """The multiprocessing context of the local pools: a fork server that has imported
-    :data:`PRELOAD`, the plugins and ``preload`` (a worker forked from it starts with them loaded, where
-    a spawned one imports them anew) where the platform has one, else spawn. The fork
+    :data:`PRELOAD` (the plugins among it) and ``preload`` (a worker forked from it starts
+    with them loaded, where a spawned one imports them anew) where the platform has one,
+    else spawn. The fork
     server is a child of this process, one for its lifetime (the modules are those of the
     call that starts it), and exits when it does; it forks each worker from its single
     thread, before torch has started any."""
     if "forkserver" not in get_all_start_methods():
         return get_context("spawn")
     context = get_context("forkserver")
-    context.set_forkserver_preload([*PRELOAD, *modules(), *preload])
+    context.set_forkserver_preload([*PRELOAD, *preload])
     return context
 
 
@@ -91,8 +95,23 @@ def start_fork_server(preload: tuple[str, ...] = ()) -> None:
     workers are (:class:`Pool`), and so are the workers it forks. Nothing happens when it
     runs already."""
     if worker_context(preload).get_start_method() == "forkserver":
+        start_resource_tracker()
         with sigint_blocked():
             forkserver.ensure_running()
+
+
+def start_resource_tracker() -> None:
+    """Start ``multiprocessing``'s resource tracker now, outside any hold of SIGINT. Every
+    process start of ``multiprocessing`` (a fork server, a spawned worker) starts the
+    tracker first if it is not running, and starting it *unblocks* SIGINT and SIGTERM in
+    the calling thread, whatever the mask was before (``resource_tracker.ensure_running``
+    blocks them around its own start and then unblocks them): inside
+    :func:`~verify.interrupts.sigint_blocked` it would start the fork server, and the
+    imports of its preload list (seconds of torch), with SIGINT deliverable, and a Ctrl-C
+    there printed a KeyboardInterrupt traceback and cut the driver's pipe to it (EOFError,
+    exit 70). Started here, it is running before the hold, and the process started inside
+    the hold inherits SIGINT blocked from its first instruction."""
+    resource_tracker.ensure_running()
 
 
 class Pool(ProcessPoolExecutor):
@@ -147,6 +166,8 @@ def _dask(scheduler: str | None, dask_local: int | None, connect_timeout: float)
         raise ValueError("Dask needs the 'dask' extra: pip install 'fedbound[dask]'") from None
     if dask_local is not None and (isinstance(dask_local, bool) or dask_local < 1):
         raise ValueError(f"--dask-local={dask_local} must be >= 1")
+    if dask_local is not None:
+        require_jobs(dask_local, "--dask-local")
     if not (isinstance(connect_timeout, (int, float)) and 0 < connect_timeout < math.inf):
         raise ValueError(f"--connect-timeout={connect_timeout} must be a number of seconds > 0")
     cluster = None if scheduler else LocalCluster(n_workers=dask_local, threads_per_worker=1,

@@ -36,8 +36,10 @@ import numpy as np
 
 from fedbound import bounds
 
+from . import limits
 from .adapter import adapter_for
 from .plugins import ensure_loaded
+from .scenario import INT_MAX
 
 #: a fitted exponent this close to the published one agrees with it
 TOL = 0.05
@@ -61,22 +63,43 @@ class Sweep:
     powers: Mapping[str, float] = field(default_factory=dict)
     note: str = ""
 
-    def scenario(self, adapter, x: float):
-        """The scenario at x (validated)."""
+    def scenario(self, adapter, x: float, name: str | None = None):
+        """The scenario at x (validated). ``name`` says where x comes from in messages
+        (default ``<field>=x``): an integer field takes an integer x only, never rounded
+        (ValueError naming it), and a coupled field that overflows is refused the same way."""
+        name = name or f"{self.field}={x!r}"
         d = adapter.default_scenario().to_dict()
         for k, v in self.base.items():
             d[k] = {**d[k], **v} if isinstance(v, Mapping) and isinstance(d.get(k), dict) else v
-        d[self.field] = _as_field(d.get(self.field), x)
-        for name, (coefficient, power) in self.couple.items():
-            d[name] = _as_field(d.get(name), coefficient * x**power)
+        d[self.field] = _as_field(d.get(self.field), x, name, self.field)
+        for field_, (coefficient, power) in self.couple.items():
+            try:
+                value = coefficient * float(x) ** power
+            except OverflowError:
+                value = math.inf
+            if not math.isfinite(value):
+                raise ValueError(f"{name}: {field_} = {coefficient:g} x {x:g}^{power:g}, which the "
+                                 "sweep couples to it, overflows float64")
+            d[field_] = _as_field(d.get(field_), round(value) if _is_int(d.get(field_)) else value,
+                                  name, field_)
         return adapter.load(d)
 
 
-def _as_field(current, value: float):
-    """``value`` as the type of the field it replaces (integers rounded)."""
-    if isinstance(current, int) and not isinstance(current, bool):
-        return int(round(value))
-    return float(value)
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _as_field(current, value, name: str, field_: str):
+    """``value`` as the type of the field it replaces: an integer field takes an integral
+    value up to ``scenario.INT_MAX`` (never rounded, never saturated); ValueError naming
+    ``name`` and the field otherwise."""
+    if not _is_int(current):
+        return float(value)
+    if not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())) \
+            or not abs(value) <= INT_MAX:
+        raise ValueError(f"{name}: {field_} is an integer field: give an integer of at most "
+                         f"2^63 - 1 (fedbound never rounds or saturates one), got {value!r}")
+    return int(value)
 
 
 #: the declared sweeps, by key and rate variable (:func:`register_sweep`)
@@ -165,12 +188,20 @@ def _one(key: str, sweep: Sweep, variant: str | None, exact: bool, values, progr
     ad = adapter_for(key)
     thm = bounds.get(key, variant)
     xs = tuple(sweep.values if values is None else values)
-    if len(xs) < 3 or len(set(xs)) < len(xs) or min(xs) <= 0:
-        raise ValueError(f"values={list(xs)}: a rate fit needs at least 3 distinct positive values")
+    label = (lambda i, x: f"--values[{i}]={x!r}") if values is not None else \
+        (lambda i, x: f"{sweep.field}={x!r}")
+    for i, x in enumerate(xs):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 < x < math.inf:
+            raise ValueError(f"{label(i, x)} must be a finite number > 0")
+    if len(xs) < 3 or len(set(xs)) < len(xs):
+        raise ValueError(f"{'--values' if values is not None else 'values'}={list(xs)}: a rate fit "
+                         "needs at least 3 distinct positive values")
+    sweep_scenarios = [sweep.scenario(ad, x, label(i, x)) for i, x in enumerate(xs)]
+    limits.require_runs(f"rate {key}", {label(i, x): ad.footprint(s, exact=exact)
+                                        for i, (x, s) in enumerate(zip(xs, sweep_scenarios, strict=True))})
     names = sorted({v for t in thm.rate.terms for v in t} | {sweep.over})
     points, scenarios = [], []
-    for x in xs:
-        s = sweep.scenario(ad, x)
+    for x, s in zip(xs, sweep_scenarios, strict=True):
         v = ad.check(s, variant=thm.variant, exact=exact)
         if not v.admissible:
             raise ValueError(f"{key} at {sweep.field}={x}: the corollary's hypotheses fail "

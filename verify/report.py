@@ -25,15 +25,23 @@ from collections import Counter
 from collections.abc import Sequence
 from contextlib import suppress
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 
 import sympy as sp
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from fedbound import bounds
 
 from . import mathml
+from .html import (  # noqa: F401 - the report's helpers, shared with the reproduction report
+    STATUS_LEGEND,
+    cite,
+    derivations,
+    environment,
+    prose,
+    render,
+    term_prose,
+)
 from .output import ReportDir
 from .rows import Row, summary
 from .scenario import json_text
@@ -68,65 +76,6 @@ def latex_formula(tex: str, tail: str = "", tail_tex: str = "") -> Formula:
     elements (and their LaTeX ``tail_tex``) appended."""
     return Formula(Markup(mathml.block(mathml.of_latex(tex) + tail)), tex + tail_tex)
 
-
-def prose(text: str) -> Markup:
-    """Text with its ``$...$`` spans as inline MathML (:func:`verify.mathml.inline`) and
-    ``double backtick`` markup shown as code (the text escaped first)."""
-    return Markup("".join(
-        mathml.inline(piece) if is_math
-        else re.sub(r"``(.+?)``", r"<code>\1</code>", str(escape(piece)))
-        for is_math, piece in mathml.prose_parts(text)))
-
-
-def cite(text: str, root: str = "") -> Markup:
-    """A citation (escaped) whose paper's short cite links to the bibliography page."""
-    from fedbound.bounds.references import PAPERS
-
-    out = str(prose(text))
-    for p in PAPERS.values():
-        short = str(escape(p.short))
-        out = out.replace(short, f'<a href="{root}references.html#{p.key}">{short}</a>', 1)
-    return Markup(out)
-
-
-@cache
-def environment():
-    """The Jinja2 environment of the report templates (autoescaping on)."""
-    from jinja2 import Environment, PackageLoader, StrictUndefined
-
-    env = Environment(loader=PackageLoader(__package__, "templates"), autoescape=True,
-                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(prose=prose, cite=cite)
-    return env
-
-
-def render(template: str, **context) -> str:
-    return environment().get_template(template).render(**context)
-
-
-#: a symbol in a term's name ("sigma_G floor", "noise: eta L Q", "kappa^2"): a Greek letter's
-#: name or a capital letter, with a subscript and a power, written in ASCII as the
-#: parameters are
-_GREEK_NAMES = "|".join(sorted((g for g in mathml._GREEK if g.isalpha()), key=len, reverse=True))
-_TERM_SYMBOL = rf"(?:(?:{_GREEK_NAMES})|[A-Z])(?:_[A-Za-z0-9]+)?(?:\^[0-9]+)?"
-#: a run of such symbols, alone between spaces or punctuation ("eta L Q")
-_TERM_MATH = re.compile(rf"(?<![\w$\\^-])({_TERM_SYMBOL}(?: {_TERM_SYMBOL})*)(?![\w$^-])")
-
-
-def _symbol_latex(symbol: str) -> str:
-    """One ASCII symbol of a term's name as LaTeX: ``sigma_G^2`` -> ``\\sigma_{G}^{2}``."""
-    name, _, power = symbol.partition("^")
-    base, _, sub = name.partition("_")
-    tex = f"\\{base}" if base in mathml._GREEK else base
-    return tex + (f"_{{{sub}}}" if sub else "") + (f"^{{{power}}}" if power else "")
-
-
-def term_prose(name: str) -> str:
-    """A term's name (a key of ``Theorem.terms``, ASCII as the parameters are) as prose with
-    its symbols in ``$...$`` (:func:`prose` renders them as MathML) and " x " as a times
-    sign: "noise: staleness x L" -> "noise: staleness × $L$"."""
-    name = re.sub(r"(?<=\w) x (?=\w)", " \u00d7 ", name)
-    return _TERM_MATH.sub(lambda m: "$" + " ".join(map(_symbol_latex, m[1].split())) + "$", name)
 
 
 def statement(thm: bounds.Theorem) -> dict:
@@ -250,6 +199,20 @@ def _dashboard_row(key: str, variant: str, rows: Sequence[Row], href: str) -> di
             "slack": "-" if v is None else slack_text(v["bound"], v["measured_mean"]),
             "tightest": "-" if tightest is None else _number(tightest),
             "css": "bad" if any(r.unexpected for r in mine) else (default.outcome if default else "")}
+
+
+def _banner(key: str, rows: Sequence[Row]) -> list[dict]:
+    """The verdict banner of a result's page: each variant's status and its verdict on the
+    default scenario (with "unexpected" where that verdict contradicts the status)."""
+    out = []
+    for variant in dict.fromkeys(r.variant for r in rows):
+        default = next((r for r in rows if r.variant == variant and r.kind == "default"), None)
+        verdict = "not checked" if default is None else default.outcome + (
+            " (unexpected)" if default.unexpected else "")
+        status = bounds.get(key, variant).status
+        out.append({"variant": variant, "status": status, "meaning": STATUS_LEGEND[status],
+                    "verdict": verdict})
+    return out
 
 
 def page_name(key: str) -> str:
@@ -377,7 +340,8 @@ def write_summary(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery
     out = ReportDir(outdir, kind="check-all", force=force).open()
     data = {"seed": seed, "battery": battery, "summary": summary(rows),
             "rows": [r.as_dict() for r in rows],
-            "tightness": {key: row(key) for key in dict.fromkeys(r.key for r in rows)}}
+            "tightness": {key: row(key) for key in dict.fromkeys(r.key for r in rows
+                                                                   if r.kind != "plugin")}}
     if interrupted:
         data.update(interrupted=True, finished=len(rows), total=total)
     out.write_text("summary.json", json_text(data))
@@ -390,14 +354,16 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
     previous fedbound report, else ``force``; files are renamed into place, links are not
     followed: ``verify.output``) and return it: ``summary.json`` first, then
     ``index.html`` (the dashboard), ``results/<key>.html`` (one page per result),
-    ``references.html``, the figures the rows carry (``verify.suite.tasks(...,
+    ``references.html``, ``derivations/<name>.html`` (the package's derivations, which the
+    pages link where they name them), the figures the rows carry (``verify.suite.tasks(...,
     figures=True)``: each drawn by its check from its own measurement) and the rendered
     notebooks of a source checkout (``notebooks/``). Writing imports no matplotlib."""
     report = write_summary(rows, outdir, seed=seed, battery=battery, force=force)
     summ = summary(rows)
     by_key: dict[str, list[Row]] = {}
     for r in rows:
-        by_key.setdefault(r.key, []).append(r)
+        if r.kind != "plugin":  # a plugin or result that could not be loaded: no page
+            by_key.setdefault(r.key, []).append(r)
     drawn = _figures(report, rows)
     def href(key: str, root: str = "") -> str:
         return root + page_name(key)
@@ -412,6 +378,7 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
             citation=thm.citation, tightness=_tightness_lines(key), siblings=siblings,
             variants=[variant_context(bounds.get(key, v))
                       for v in dict.fromkeys(r.variant for r in krows)],
+            banner=_banner(key, krows),
             parameters=_parameters(krows), checks=checks, no_slack=NO_SLACK,
             figures=drawn.get(key, [])))
     from fedbound.bounds.references import PAPERS
@@ -420,11 +387,15 @@ def write(rows: Sequence[Row], outdir: str | Path, *, seed: int, battery: int,
         "references.html", root="", pages=PAGES, here="references.html",
         papers=[{"key": p.key, "short": p.short, "entry": p.entry(), "note": p.note}
                 for p in PAPERS.values()]))
+    for name, markdown in derivations().items():
+        report.write_text(f"derivations/{name}.html", render(
+            "derivation.html", root="../", pages=PAGES, here="", name=name, text=markdown))
     report.write_text("index.html", render(
         "index.html", root="", pages=PAGES, here="index.html", checks=summ["checks"], seed=seed,
         no_slack=NO_SLACK,
         battery=battery, summary_line=summary_line(summ), papers=papers,
-        key_pages={k: href(k) for k in by_key}, notebooks=_copy_notebooks(report)))
+        key_pages={k: href(k) for k in by_key}, notebooks=_copy_notebooks(report),
+        unloaded=[r.error for r in rows if r.kind == "plugin"]))
     return report.finish()
 
 

@@ -1,161 +1,330 @@
-"""Each paper's headline experimental claims, reproduced at small scale beside its bound.
+"""Reproducing the papers' experimental claims: run the experiments, decide every claim.
 
-``reproduce(paper, quick=...)`` runs, for one paper, the small-scale analogue of the
-experiments behind its claims (networks from ``sim.neural`` on the 8x8 digits of
-``sim.data``), and returns one :class:`Finding` per claim: the claim with its place in the
-paper, each configuration's measurement over seeds with a 95% Student-t interval
-(``verify.verdict.LEVEL``), whether the measurement agrees with the claim, and what the
-paper's bound, with constants estimated on the same problem (``sim.estimate``), predicts
-for the same configurations: does it order them the way the measurement does?
+:func:`reproduce` takes papers (and optionally claim ids), runs each experiment their claims
+need once per reading of an ambiguous step (``verify.claims``), in this process or in
+``jobs`` worker processes (``verify.pool.executor``), after checking every run's footprint
+against ``verify.limits``, and decides each claim from its experiment's outcome on paired
+differences over seeds (``verify.decide``): a :class:`ClaimResult` per claim, with one
+:class:`Decision` per reading. The claim's verdict is its primary reading's (the algorithm
+as printed); every reading's verdict is beside it.
 
-Agreement is decided from the intervals, never from the means alone: a claim "A is lower
-than B" agrees when A's interval lies below B's, disagrees when it lies above, and is
-undecided (None) when they overlap (:func:`order`). The bound agrees when it orders every
-pair that the measurement separates the same way (:func:`bound_order`).
+Beside the measurement, an experiment may give the bound's prediction (constants
+estimated on the same problem, ``sim.estimate``): its curves' ``bound`` and a sentence. A
+decision says whether the bound orders each pair of configurations its tests compare as
+the claim does (``bound_agrees``; None where no bound is evaluated there).
 
-Each paper registers its reproduction with :func:`register_reproduction` (through
-``verify.api``, from its plugin): ``run(*, quick: bool, seed: int, device) ->
-tuple[Finding, ...]``, which :func:`reproduce` runs with torch on one thread. ``quick`` is
-the setting the tests and notebook 07 run (seconds); the default is the full run (more
-seeds, longer runs). The same seed gives the same numbers, bit for bit.
+The same seed gives the same numbers, bit for bit, with or without ``jobs``: every
+experiment draws from generators seeded by the plan, never from global state.
 """
 
 from __future__ import annotations
 
 import math
 import time
+import traceback
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, replace
 
-import numpy as np
-
-from .plugins import ensure_loaded
-from .verdict import t_multiplier
-
-#: the registered reproductions: paper -> run(quick=, seed=, device=) -> findings
-_RUNS: dict[str, Callable[..., Sequence]] = {}
+from .claims import Claim, Experiment, Outcome, Plan, claims, experiment
+from .decide import Test, combine, deciding
 
 
 @dataclass(frozen=True)
-class Row:
-    """One configuration: ``measured`` (mean over seeds) with its 95% interval
-    ``[low, high]``, and the bound with estimated constants at the same configuration
-    (None where the bound is not evaluated, e.g. inadmissible there)."""
+class Decision:
+    """A claim decided under one ``reading`` (None: its experiment has one): the verdict,
+    every test, the deciding one (``effect``), whether the bound orders the compared
+    configurations as the claim does, and the bound's prediction in words."""
 
-    config: str
-    measured: float
-    low: float
-    high: float
-    seeds: int
-    bound: float | None = None
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One claim of a paper, measured and predicted.
-
-    ``claim``: the paper's claim in words; ``source``: where the paper makes it (figure,
-    table or section); ``metric``: what each row measures; ``rows``: the configurations;
-    ``measured``: one sentence on what the measurement shows; ``agrees``: True/False, or
-    None when the intervals cannot tell; ``prediction``: one sentence on what the bound
-    says; ``bound_agrees``: does the bound order the configurations as the measurement
-    does (None when it was not evaluated, or the measurement separates no pair)."""
-
-    claim: str
-    source: str
-    metric: str
-    rows: tuple[Row, ...]
-    measured: str
-    agrees: bool | None
-    prediction: str
+    reading: str | None
+    verdict: str
+    tests: tuple[Test, ...]
+    effect: Test
     bound_agrees: bool | None
+    prediction: str
+
+    def as_dict(self) -> dict:
+        e = self.effect
+        return {"reading": self.reading, "verdict": self.verdict,
+                "effect": {"test": e.name, "value": e.effect, "low": e.low, "high": e.high,
+                           "seeds": e.seeds, "region": e.region()},
+                "detectable_effect": e.detectable, "seeds_needed": e.needed,
+                "bound_agrees": self.bound_agrees, "prediction": self.prediction,
+                "tests": [t.as_dict() for t in self.tests]}
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """A claim with its decisions (one per reading; none when its experiment failed, with
+    the ``error``)."""
+
+    claim: Claim
+    decisions: tuple[Decision, ...]
+    error: str = ""
+
+    @property
+    def primary(self) -> Decision | None:
+        """The decision of the claim's primary reading (its only one without readings)."""
+        return next((d for d in self.decisions if d.reading == self.claim.primary), None)
+
+    @property
+    def verdict(self) -> str:
+        return "error" if self.primary is None else self.primary.verdict
+
+    def reproduced_under(self) -> list[str]:
+        """The readings under which the claim agrees."""
+        return [d.reading for d in self.decisions if d.verdict == "agrees"]
+
+    def as_dict(self) -> dict:
+        c, p = self.claim, self.primary
+        out = {"id": c.id, "cite": c.cite, "claim": c.claim, "setting": dict(c.setting),
+               "analogue": c.analogue, "metric": c.metric, "verdict": self.verdict}
+        if p is not None:
+            d = p.as_dict()
+            out.update(effect=d["effect"], detectable_effect=d["detectable_effect"],
+                       seeds_needed=d["seeds_needed"], bound_agrees=d["bound_agrees"],
+                       prediction=d["prediction"], tests=d["tests"])
+        if len(self.decisions) > 1 or c.primary is not None:
+            out["primary"] = c.primary
+            out["readings"] = {d.reading: d.as_dict() for d in self.decisions}
+            out["reproduced_under"] = self.reproduced_under()
+        out.update(tolerance=c.tolerance, sensitivity=c.sensitivity,
+                   stated_model=c.stated_model, experiment=c.experiment, error=self.error)
+        return out
+
+
+@dataclass(frozen=True)
+class Run:
+    """One experiment run under one plan: its outcome (None when it failed: ``error``) and
+    its seconds."""
+
+    experiment: str
+    plan: Plan
+    outcome: Outcome | None
+    seconds: float
+    error: str = ""
 
 
 @dataclass(frozen=True)
 class Reproduction:
-    """Every finding of one paper's reproduction."""
+    """The claims of one or more papers, decided, with the runs behind them."""
 
-    paper: str
-    quick: bool
-    seed: int
-    findings: tuple[Finding, ...]
+    papers: tuple[str, ...]
+    plan: Plan
+    results: tuple[ClaimResult, ...]
+    runs: tuple[Run, ...]
     seconds: float
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def outcome(self, claim: Claim, reading: str | None = None) -> Outcome | None:
+        """The outcome ``claim`` was decided on under ``reading``."""
+        return next((r.outcome for r in self.runs
+                     if r.experiment == claim.experiment and r.plan.reading == reading), None)
 
-    def summary(self) -> list[dict]:
-        """One row per claim: claim, measured, bound's prediction, agreement."""
-        return [{"paper": self.paper, "claim": f.claim, "source": f.source,
-                 "measured": f.measured, "agrees": word(f.agrees),
-                 "bound's prediction": f.prediction, "bound agrees": word(f.bound_agrees)}
-                for f in self.findings]
+    def counts(self) -> dict[str, int]:
+        """How many claims ended in each verdict (and in an error)."""
+        return dict(Counter(r.verdict for r in self.results))
+
+    def paper_seconds(self) -> dict[str, float]:
+        """The seconds of each paper's runs (summed over runs, whether in parallel or not)."""
+        out: dict[str, float] = {}
+        for r in self.runs:
+            paper = r.experiment.split(".")[0]
+            out[paper] = out.get(paper, 0.0) + r.seconds
+        return out
+
+    def status(self, strict: bool = False) -> int:
+        """The exit status: 1 when a claim is contradicted, 4 when one ended in an error, 3
+        with ``strict`` when one is undecided, else 0."""
+        verdicts = {r.verdict for r in self.results}
+        if "contradicts" in verdicts:
+            return 1
+        if "error" in verdicts:
+            return 4
+        return 3 if strict and "undecided" in verdicts else 0
+
+    def to_dict(self) -> dict:
+        return {"papers": list(self.papers), "quick": self.plan.quick, "seed": self.plan.seed,
+                "seeds": self.plan.seeds, "batch": self.plan.batch, "step": self.plan.step,
+                "seconds": self.seconds, "counts": self.counts(),
+                "paper_seconds": self.paper_seconds(),
+                "claims": [r.as_dict() for r in self.results]}
 
     def text(self) -> str:
-        """The reproduction as plain text: per claim, its table and its verdicts."""
+        """The reproduction as plain text: per paper a header, per claim its verdict."""
         from fedbound.bounds.references import PAPERS, cite
 
-        title = cite(self.paper) if self.paper in PAPERS else self.paper  # a plugin's paper
-        lines = [f"{title}: {len(self.findings)} claims "
-                 f"({'quick' if self.quick else 'full'} run, seed {self.seed}, "
-                 f"{self.seconds:.1f} s)"]
-        for f in self.findings:
-            lines += ["", f"claim: {f.claim} ({f.source})", f"  {f.metric}"]
-            width = max(len(r.config) for r in f.rows)
-            for r in f.rows:
-                bound = "" if r.bound is None else f"   bound {r.bound:.4g}"
-                lines.append(f"  {r.config:<{width}}  {r.measured:.4g} "
-                             f"[{r.low:.4g}, {r.high:.4g}] over {r.seeds} seeds{bound}")
-            lines += [f"  measured: {f.measured} -> {word(f.agrees)}",
-                      f"  bound:    {f.prediction} -> {word(f.bound_agrees)}"]
-        return "\n".join(lines)
+        lines = []
+        seconds = self.paper_seconds()
+        for paper in self.papers:
+            mine = [r for r in self.results if r.claim.paper == paper]
+            counts = Counter(r.verdict for r in mine)
+            title = cite(paper) if paper in PAPERS else paper
+            lines += [f"{title}: {len(mine)} claims ({'quick' if self.plan.quick else 'full'} "
+                      f"run, seed {self.plan.seed}, {seconds.get(paper, 0.0):.1f} s): "
+                      + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())), ""]
+            for r in mine:
+                lines += claim_lines(r) + [""]
+        return "\n".join(lines).rstrip()
 
 
-def word(agrees: bool | None) -> str:
-    return {True: "agrees", False: "disagrees", None: "undecided"}[agrees]
+def _number(x: float) -> str:
+    return f"{x:.3g}"
 
 
-def row(config: str, values: Sequence[float], bound: float | None = None) -> Row:
-    """A :class:`Row` from one value per seed: the mean and its Student-t interval."""
-    v = np.asarray(values, dtype=float)
-    if v.ndim != 1 or v.size < 2 or not np.isfinite(v).all():
-        raise ValueError(f"{config}: need at least two finite values over seeds, got {values!r}")
-    half = t_multiplier(v.size) * float(v.std(ddof=1)) / math.sqrt(v.size)
-    mean = float(v.mean())
-    return Row(config, mean, mean - half, mean + half, int(v.size),
-               None if bound is None else float(bound))
+def effect_text(t: Test) -> str:
+    """A test's measured effect with its interval, its claimed region, and (undecided)
+    what the run could have detected and the seeds that would decide it."""
+    text = (f"{t.name}: {_number(t.effect)} [{_number(t.low)}, {_number(t.high)}] over "
+            f"{t.seeds} seeds (claimed {t.region()})")
+    if t.verdict == "undecided":
+        text += f"; detectable {_number(t.detectable)}, " + (
+            f"{t.needed} seeds would decide it" if t.needed is not None
+            else "no number of seeds decides it at the observed effect")
+    return text
 
 
-def order(lower: Row, higher: Row) -> bool | None:
-    """Does the measurement say ``lower`` < ``higher``? True when the intervals separate
-    them that way, False when they separate them the other way, None when they overlap."""
-    if lower.high < higher.low:
-        return True
-    if higher.high < lower.low:
-        return False
-    return None
+def claim_lines(r: ClaimResult) -> list[str]:
+    c = r.claim
+    lines = [f"{c.id}  ({c.cite})", f"  {c.claim}"]
+    if r.error:
+        return [*lines, f"  error: {r.error}"]
+    p = r.primary
+    readings = ""
+    if c.primary is not None:
+        readings = "  [" + "; ".join(f"{d.reading}: {d.verdict}" for d in r.decisions) + "]"
+    lines += [f"  verdict: {r.verdict}{readings}", f"  effect: {effect_text(p.effect)}"]
+    if c.stated_model:
+        lines.append(f"  the stated model: {c.stated_model}")
+    if p.prediction:
+        bound = {True: "orders the compared configurations as claimed",
+                 False: "orders them otherwise", None: "no order to compare"}[p.bound_agrees]
+        lines.append(f"  bound: {p.prediction} ({bound})")
+    return lines
 
 
-def bound_order(rows: Sequence[Row]) -> bool | None:
-    """Does the bound order the rows as the measurement does? Every pair that the
-    measurement separates (disjoint intervals) must be in the same order by the bound
-    (ties in the bound count as disagreement); None when no pair is separated or a row has
-    no bound."""
-    if any(r.bound is None for r in rows):
-        return None
-    separated = [(a, b) for i, a in enumerate(rows) for b in rows[i + 1:] if order(a, b) is not None]
-    if not separated:
-        return None
-    return all((a.bound < b.bound) == order(a, b) and a.bound != b.bound for a, b in separated)
+def bound_agrees(tests: Sequence[Test], outcome: Outcome) -> bool | None:
+    """Does the bound order every pair of configurations the tests compare as the claim
+    does (the first of ``Test.compares`` lower)? None when no such pair has a bound on both
+    curves."""
+    said = []
+    for t in tests:
+        if t.compares is None or t.at is None:
+            continue
+        low, high = (outcome.curves[label].bound_at(t.at) if label in outcome.curves else None
+                     for label in t.compares)
+        if low is not None and high is not None:
+            said.append(low < high)
+    return all(said) if said else None
 
 
-def increasing(rows: Sequence[Row]) -> bool | None:
-    """Does the measurement say rows[0] < rows[1] < ...? True when every neighbouring pair
-    is ordered so, False when one is ordered the other way, else None (:func:`order`)."""
-    steps = [order(a, b) for a, b in zip(rows[:-1], rows[1:], strict=True)]
-    if False in steps:
-        return False
-    return True if all(steps) else None
+def decision(claim: Claim, outcome: Outcome, reading: str | None) -> Decision:
+    """``claim`` decided on ``outcome`` (module docstring)."""
+    tests = tuple(claim.decide(outcome))
+    return Decision(reading, combine(tests, claim.rule), tests, deciding(tests, claim.rule),
+                    bound_agrees(tests, outcome), outcome.prediction)
+
+
+def run_experiment(experiment_id: str, plan: Plan) -> Run:
+    """Run one experiment under ``plan`` with torch on one thread; a failure is recorded in
+    the run (its message), not raised, except a package the experiments need and that is
+    not installed (ImportError: the environment, not the experiment, so every claim would
+    fail alike)."""
+    from fedbound.sim.problems import one_thread
+
+    exp = experiment(experiment_id)
+    t0 = time.perf_counter()
+    try:
+        with one_thread():
+            outcome = exp.run(replace(plan, seeds=plan.count(exp)))
+    except (KeyboardInterrupt, MemoryError, ImportError):
+        raise
+    except Exception as e:  # noqa: BLE001 - recorded, the other claims go on
+        last = traceback.extract_tb(e.__traceback__)[-1]
+        return Run(experiment_id, plan, None, time.perf_counter() - t0,
+                   f"{type(e).__name__}: {e} ({last.filename.rsplit('/', 1)[-1]}:{last.lineno})")
+    return Run(experiment_id, plan, outcome, time.perf_counter() - t0)
+
+
+def planned_runs(selected: Sequence[Claim], plan: Plan) -> list[tuple[Experiment, Plan]]:
+    """Each experiment the claims need, once per reading, in the claims' order."""
+    out: dict[tuple[str, str | None], tuple[Experiment, Plan]] = {}
+    for c in selected:
+        exp = experiment(c.experiment)
+        for p in exp.plans(plan):
+            out.setdefault((exp.id, p.reading), (exp, p))
+    return list(out.values())
+
+
+def checked_plan(*, quick: bool, seed, seeds, device, batch, step) -> Plan:
+    """A :class:`Plan` from the arguments, or ValueError naming the first bad one."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
+        raise ValueError(f"seed={seed!r} must be an integer in [0, 2^63)")
+    if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 2):
+        raise ValueError(f"seeds={seeds!r} must be an integer >= 2 (a paired interval needs two)")
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 1):
+        raise ValueError(f"batch={batch!r} must be an integer >= 1")
+    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, float))
+                             or not (math.isfinite(step) and step > 0)):
+        raise ValueError(f"step={step!r} must be a finite number > 0")
+    if device is not None:
+        from fedbound.sim.problems import checked_device
+
+        checked_device(device)
+        device = str(device)
+    return Plan(quick=bool(quick), seed=seed, seeds=seeds, device=device, batch=batch,
+                step=None if step is None else float(step))
+
+
+def reproduce(papers: str | Sequence[str], *, claim_ids: Sequence[str] | None = None,
+              quick: bool = False, seed: int = 0, seeds: int | None = None, device=None,
+              batch: int | None = None, step: float | None = None, jobs: int = 1,
+              progress: Callable[[Run], None] | None = None) -> Reproduction:
+    """Decide the claims of ``papers`` (a key prefix, or several; ``claim_ids`` selects some
+    of their claims) from their experiments, run with ``quick`` or full settings from
+    ``seed``, with ``seeds`` seeds (None: each experiment's own), on ``device``, with the
+    batch size and step ``batch`` and ``step`` where given (the experiments' own otherwise),
+    in ``jobs`` processes; ``progress(run)`` is called as each run finishes. Every run's
+    footprint is checked first (``verify.limits``: ResourceError before anything runs)."""
+    from .limits import require
+    from .pool import executor
+
+    papers = (papers,) if isinstance(papers, str) else tuple(dict.fromkeys(papers))
+    if not papers:
+        raise ValueError("give at least one paper")
+    plan = checked_plan(quick=quick, seed=seed, seeds=seeds, device=device, batch=batch, step=step)
+    selected = claims(papers, claim_ids)
+    todo = planned_runs(selected, plan)
+    for exp, p in todo:
+        require(f"reproduce {exp.id}" + (f" ({p.reading})" if p.reading else ""),
+                exp.footprint(replace(p, seeds=p.count(exp))))
+    t0 = time.perf_counter()
+    runs: list[Run] = []
+    with executor(jobs=jobs) as pool:
+        if pool is None:
+            for exp, p in todo:
+                runs.append(run_experiment(exp.id, p))
+                if progress:
+                    progress(runs[-1])
+        else:
+            futures = [pool.submit(run_experiment, exp.id, p) for exp, p in todo]
+            for f in futures:
+                runs.append(f.result())
+                if progress:
+                    progress(runs[-1])
+    results = []
+    for c in selected:
+        mine = [r for r in runs if r.experiment == c.experiment]
+        failed = next((r.error for r in mine if r.outcome is None), "")
+        if failed:
+            results.append(ClaimResult(c, (), failed))
+            continue
+        try:
+            results.append(ClaimResult(c, tuple(decision(c, r.outcome, r.plan.reading)
+                                                for r in mine)))
+        except (ValueError, KeyError) as e:
+            results.append(ClaimResult(c, (), f"{type(e).__name__}: {e}"))
+    return Reproduction(papers, replace(plan, seeds=seeds), tuple(results), tuple(runs),
+                        time.perf_counter() - t0)
 
 
 def digits_mlp(batch: int, device=None):
@@ -174,50 +343,3 @@ def digits_mlp(batch: int, device=None):
         module = mlp()
     pr = NeuralProblem(module, data.features, data.labels, batch=batch, device=device)
     return pr, pr.initial()
-
-
-def estimation_settings(quick: bool):
-    """How a reproduction estimates its bound's constants (``verify.estimated``): fewer
-    points and samples in a quick run."""
-    from .estimated import EstimationSettings
-
-    return (EstimationSettings(points=2, steps=20, power_steps=15, starts=2, samples=50)
-            if quick else EstimationSettings())
-
-
-def register_reproduction(paper: str, run: Callable[..., Sequence]) -> None:
-    """Register the reproduction of ``paper`` (the key prefix of its results, e.g. "hfl"):
-    ``run(*, quick, seed, device)`` returns its :class:`Finding` s (module docstring).
-    Registering a paper twice is an error."""
-    if paper in _RUNS:
-        raise ValueError(f"a reproduction of {paper!r} is already registered")
-    _RUNS[paper] = run
-
-
-def unregister_reproduction(paper: str) -> None:
-    """Remove the reproduction of ``paper`` (for tests)."""
-    _RUNS.pop(paper, None)
-
-
-def reproductions() -> list[str]:
-    """The papers with a registered reproduction, sorted (the plugins loaded)."""
-    ensure_loaded()
-    return sorted(_RUNS)
-
-
-def reproduce(paper: str, *, quick: bool = False, seed: int = 0, device=None) -> Reproduction:
-    """Run ``paper``'s reproduction (one of :func:`reproductions`; see the module docstring),
-    with torch on one thread (``sim.problems.one_thread``: the tensors are small, and extra
-    threads only slow them down, by up to ten times on a loaded machine)."""
-    if paper not in reproductions():
-        raise ValueError(f"paper={paper!r}: reproductions exist for {', '.join(reproductions())}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63:
-        raise ValueError(f"seed={seed!r} must be an integer in [0, 2^63)")
-    from fedbound.sim.problems import checked_device, one_thread
-
-    if device is not None:
-        checked_device(device)
-    t0 = time.perf_counter()
-    with one_thread():
-        findings = _RUNS[paper](quick=quick, seed=seed, device=device)
-    return Reproduction(paper, quick, seed, tuple(findings), time.perf_counter() - t0)

@@ -17,7 +17,9 @@ FAILURES = ("violated", "diverged")
 REFUTED = ("refuted", "rate-refuted")
 
 
-KINDS = ("default", "battery", "witness")
+#: kinds of rows: "plugin" is a plugin that failed to load, or a result whose registration
+#: fails when it is built (an error row: nothing of it could be checked)
+KINDS = ("default", "battery", "witness", "plugin")
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,8 @@ def summary(rows: Sequence[Row]) -> dict:
     for r in rows:
         by_kind[r.kind][r.outcome] = by_kind[r.kind].get(r.outcome, 0) + 1
     witness_rows = [r for r in rows if r.kind == "witness"]
-    return {"checks": len(rows), "results": len({r.key for r in rows}), "outcomes": by_kind,
+    return {"checks": len(rows), "results": len({r.key for r in rows if r.kind != "plugin"}),
+            "outcomes": by_kind,
             "witnesses": {"replayed": len(witness_rows),
                           "reproduced": sum(r.outcome != "error" and not r.unexpected
                                             for r in witness_rows),

@@ -9,6 +9,7 @@ with field-naming errors, the stable hash that keys sweeps, and the field valida
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
 import math
@@ -106,6 +107,19 @@ def _int_literal(text: str):
     return value if abs(value) <= INT_MAX else _float_literal(text)
 
 
+class _DuplicateKey(Exception):
+    """A JSON object that repeats a key (Python's json keeps the last value silently)."""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refusing a repeated key (``object_pairs_hook`` of :func:`parse_json`)."""
+    out = dict(pairs)
+    if len(out) < len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return out
+
+
 def _literal_path(x, path: str = "") -> tuple[str, str] | None:
     """(path, text) of the first non-finite literal in parsed JSON, e.g. ("problem.sigma", "NaN")."""
     if isinstance(x, _Literal):
@@ -119,14 +133,24 @@ def _literal_path(x, path: str = "") -> tuple[str, str] | None:
     return None
 
 
+#: what the system says of a path that names nothing it can reach: bad input (exit 2), not
+#: a failure of the environment
+BAD_PATHS = (errno.ENAMETOOLONG, errno.ELOOP, errno.EINVAL)
+
+
 def parse_json(text: str, what: str):
     """JSON text, strictly: a number must be finite in float64 (NaN, Infinity and -Infinity,
-    which Python's json accepts, and overflowing literals such as 1e400 are refused), with a
-    ValueError naming ``what`` and the field's path (``problem.sigma``, ``a[3]``)."""
+    which Python's json accepts, and overflowing literals such as 1e400 are refused), and an
+    object must not repeat a key (Python's json would keep the last value), with a
+    ValueError naming ``what`` and the field's path (``problem.sigma``, ``a[3]``) or key."""
     try:
         data = json.loads(text, parse_constant=_Literal, parse_float=_float_literal,
-                          parse_int=_int_literal)
+                          parse_int=_int_literal, object_pairs_hook=_object)
         bad = _literal_path(data)
+    except _DuplicateKey as e:
+        key = e.args[0] if len(e.args[0]) <= 60 else e.args[0][:57] + "..."
+        raise ValueError(f"{what}: {key} is given twice in one object (a JSON object must not "
+                         "repeat a key: which value was meant?)") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{what} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") \
             from None

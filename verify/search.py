@@ -423,7 +423,7 @@ def search(key: str, *, variant: str | None = None, budget: int = 50, seed: int 
     """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ValueError(f"budget={budget!r} must be an integer >= 1")
-    limits.require_count(budget, "search budget")
+    limits.require_count(budget, f"search --budget {budget}")
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= INT_MAX:
         raise ValueError(f"seed={seed!r} must be an integer in [0, 2^63)")
     if objective not in OBJECTIVES:

@@ -35,6 +35,7 @@ from functools import cache
 import numpy as np
 
 from fedbound import bounds
+from fedbound.bounds.registry import did_you_mean
 
 from . import limits
 from .adapter import adapter_for, adapter_keys, default_scenario
@@ -53,9 +54,34 @@ def select(only: str | None) -> list[str]:
     out = [k for k in keys if any(k == w or k.startswith(w + ".") for w in wanted)]
     missing = [w for w in wanted if not any(k == w or k.startswith(w + ".") for k in keys)]
     if missing or not out:
-        raise ValueError(f"--only {only!r}: no registered result matches {missing or wanted}; "
-                         f"papers: {', '.join(sorted({k.split('.')[0] for k in keys}))}")
+        papers = sorted({k.split(".")[0] for k in keys})
+        near = did_you_mean((missing or wanted)[0], [*papers, *keys])
+        raise ValueError(f"--only {only!r}: no registered result matches {missing or wanted}"
+                         f"{near}; papers: {', '.join(papers)}")
     return out
+
+
+def unloadable(keys: Sequence[str]) -> tuple[list[str], list[Row]]:
+    """(``keys`` whose every variant builds, an error row of kind "plugin" for each installed
+    plugin that failed to load and each result whose registration fails when it is built:
+    a plugin's factory that raises on first use). The suite runs the others, and
+    ``check --all`` exits 4 (never 1: a broken plugin contradicts nothing)."""
+    from .plugins import failures
+
+    rows = [Row(f.module, "-", "plugin", f.where, "-", None, None, f.message, 0.0)
+            for f in failures()]
+    good = []
+    for key in keys:
+        try:
+            for variant in bounds.variants(key):
+                bounds.get(key, variant)
+            default_scenario(key)
+            good.append(key)
+        except Exception as e:  # noqa: BLE001 - a broken result must not stop the others
+            last = traceback.format_exception_only(type(e), e)[-1].strip()
+            rows.append(Row(key, "-", "plugin", "its registration", "-", None, None,
+                            f"{key} cannot be built: {last}", 0.0))
+    return good, rows
 
 
 #: variants checked on the battery beside the default one: fedbound's own results
@@ -74,20 +100,25 @@ def tasks(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0,
     selected results. ``figures``: the default check of each result's default variant, and
     the replay of each refutation of a refuted result in that variant, also draw their
     figure (:data:`Row.figure`)."""
-    keys = _checked(keys, battery)
+    keys = checked_keys(keys, battery)
     return [t for key in keys for t in key_tasks(key, battery=battery, seed=seed, replay=replay,
                                                  figures=figures)]
 
 
-def _checked(keys: Sequence[str] | None, battery: int) -> list[str]:
-    """``keys`` (default: every key with an adapter), each known, and ``battery`` valid."""
+def checked_keys(keys: Sequence[str] | None, battery: int) -> list[str]:
+    """``keys`` (default: every key with an adapter), each known, and ``battery`` valid: its
+    random scenarios, over every selected result and variant, within the scenario limit
+    (``--max-scenarios``), counted before any is drawn."""
     if isinstance(battery, bool) or not isinstance(battery, int) or battery < 0:
         raise ValueError(f"battery={battery!r} must be an integer >= 0")
     known = adapter_keys()
     keys = known if keys is None else list(keys)
     for key in keys:
         if key not in known:
-            raise ValueError(f"unknown result {key!r}; registered: {', '.join(known)}")
+            raise ValueError(f"unknown result {key!r}{did_you_mean(key, known)}; registered: "
+                             f"{', '.join(known)}")
+    stressed = sum(len(_stressed(key, bounds.registry.default(key))) for key in keys)
+    limits.require_count(battery * stressed, f"--battery {battery} x {stressed} result variants")
     return keys
 
 
@@ -150,8 +181,10 @@ def _check_drawn(task: Task):
     that cannot be drawn leaves the check to run alone; the row then says why."""
     from matplotlib.figure import Figure as Canvas
 
+    from .figures import SIZE
+
     try:
-        fig = Canvas(figsize=(7, 4.6), dpi=100)
+        fig = Canvas(figsize=SIZE, dpi=100)
         ax = fig.add_subplot()
         v = adapter_for(task.key).check(task.scenario, variant=task.variant, exact=task.exact,
                                         ax=ax, label=task.figure.label)
@@ -272,7 +305,7 @@ def shares(keys: Sequence[str] | None = None, *, battery: int = 2, seed: int = 0
     task."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ValueError(f"jobs={jobs!r} must be an integer >= 1")
-    keys = _checked(keys, battery)
+    keys = checked_keys(keys, battery)
     if jobs == 1:
         return [Share(key, 0, _count(key, battery, replay), battery, seed, replay, figures)
                 for key in keys]

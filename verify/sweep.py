@@ -34,10 +34,15 @@ What a sweep promises (``docs/reliability.md``):
 * The store is recognised by its SQLite ``application_id`` and ``user_version``; a file
   that is not a fedbound store, a corrupt one or one written by a newer fedbound is
   refused without being modified (it is inspected read-only first).
+* A store that another process holds locked is waited on for ``LOCK_WAIT`` seconds, then
+  refused (a ValueError naming ``--db``: exit 2); SQLite's own I/O failures (a full disk,
+  a read-only file) are ``OSError`` s naming the store (exit 74).
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import hashlib
 import itertools
 import json
@@ -45,6 +50,7 @@ import math
 import os
 import socket
 import sqlite3
+import stat as stat_module
 import threading
 import time
 import traceback
@@ -63,7 +69,8 @@ from fedbound import bounds
 from . import limits
 from .adapter import adapter_for, default_scenario
 from .check import check
-from .scenario import INT_MAX, json_text, parse_json, require_float
+from .inputs import KINDS, read_text
+from .scenario import BAD_PATHS, INT_MAX, json_text, parse_json, require_float
 
 SPEC_FIELDS = ("key", "variant", "exact", "base", "grid", "random")
 RANDOM_FIELDS = ("n", "seed", "fields")
@@ -208,11 +215,10 @@ class SweepSpec:
 
     @classmethod
     def load(cls, path: str | Path) -> SweepSpec:
-        try:
-            text = Path(path).read_text()
-        except (OSError, UnicodeDecodeError) as e:
-            raise ValueError(f"sweep spec {path}: {getattr(e, 'strerror', None) or e}") from None
-        return cls.from_dict(parse_json(text, f"sweep spec {path}"))
+        """The spec in the JSON file ``path`` (``-``: standard input), read with the input
+        limit and the guards of ``verify.inputs``."""
+        what = f"sweep spec {path}"
+        return cls.from_dict(parse_json(read_text(path, what), what))
 
     def variant_name(self) -> str:
         return bounds.get(self.key, self.variant).variant
@@ -295,6 +301,39 @@ RESULT_COLUMNS = ("digest", "key", "variant", "exact", "scenario", "verdict", "e
                   "finished")
 #: a claim's lease (seconds): renewed every third of it while its driver lives
 LEASE = 60.0
+#: seconds a statement waits for a store that another process holds locked
+LOCK_WAIT = 30.0
+#: SQLite's messages of a failure of the environment, and the errno each is reported as
+IO_FAILURES = {"disk I/O error": errno.EIO, "database or disk is full": errno.ENOSPC,
+               "attempt to write a readonly database": errno.EROFS,
+               "unable to open database file": errno.EACCES}
+
+
+@contextmanager
+def _store_errors(path: Path, flag: str) -> Iterator[None]:
+    """SQLite's "database is locked" (after :data:`LOCK_WAIT` seconds) as a ValueError naming
+    ``flag``, and its I/O failures (:data:`IO_FAILURES`) as an OSError naming ``path``."""
+    try:
+        yield
+    except sqlite3.OperationalError as e:
+        text = str(e)
+        if "locked" in text or "busy" in text:
+            raise ValueError(f"{flag} {path} is locked by another process: waited {LOCK_WAIT:g} s "
+                             "for it to be released; run again when that process has "
+                             "finished") from None
+        code = next((c for m, c in IO_FAILURES.items() if m in text), None)
+        if code is not None:
+            raise OSError(code, f"SQLite: {text}", str(path)) from None
+        raise
+
+
+def _guarded(method):
+    """A :class:`Store` method whose SQLite errors are :func:`_store_errors`."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with _store_errors(self.path, self.flag):
+            return method(self, *args, **kwargs)
+    return wrapper
 
 
 def _header(path: Path) -> tuple[int, int] | None:
@@ -318,7 +357,11 @@ def inspect_store(path: str | Path, flag: str = "--db") -> int:
     database, which a sweep may initialise), read without modifying anything; ValueError
     naming ``flag`` when it is not a fedbound store, is corrupt, or is of a newer version."""
     path = Path(path)
-    if path.stat().st_size == 0:
+    st = path.stat()
+    if not stat_module.S_ISREG(st.st_mode):
+        kind = KINDS.get(stat_module.S_IFMT(st.st_mode), "not a regular file")
+        raise ValueError(f"{flag} {path} is {kind}: give the file of a fedbound store")
+    if st.st_size == 0:
         return 0
     head = _header(path)
     if head is None:
@@ -406,23 +449,34 @@ class Store:
     def __init__(self, path: str | Path, *, readonly: bool = False, flag: str = "--db"):
         self.path = Path(path)
         self.readonly = readonly
-        exists = self.path.exists()
+        self.flag = flag
+        try:
+            exists = self.path.exists()
+        except OSError as e:
+            if e.errno not in BAD_PATHS:
+                raise
+            raise ValueError(f"{flag} {str(path)[:200]}: {e.strerror}") from None
+        if not exists and self.path.is_symlink():
+            raise ValueError(f"{flag} {path} is a symbolic link that leads nowhere (a dangling link "
+                             "or a loop of links)")
         if readonly and not exists:
             raise ValueError(f"{flag} {path}: no such file")
         version = inspect_store(self.path, flag) if exists else 0
         if readonly and version == 0:
             raise ValueError(f"{flag} {path} holds no fedbound results (an empty database)")
         try:
-            if readonly:
-                self.conn = sqlite3.connect(_read_only(self.path), uri=True, check_same_thread=False)
-            else:
-                self.conn = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-                if version < SCHEMA_VERSION:
-                    self._initialise()
+            with _store_errors(self.path, flag):
+                if readonly:
+                    self.conn = sqlite3.connect(_read_only(self.path), uri=True,
+                                                timeout=LOCK_WAIT, check_same_thread=False)
+                else:
+                    self.conn = sqlite3.connect(self.path, timeout=LOCK_WAIT, check_same_thread=False)
+                    if version < SCHEMA_VERSION:
+                        self._initialise()
         except sqlite3.DatabaseError as e:
             raise ValueError(f"{flag} {path}: cannot open the store ({e})") from None
 
-    def _initialise(self, timeout: float = 30.0) -> None:
+    def _initialise(self, timeout: float = LOCK_WAIT) -> None:
         """Create (or upgrade a version-1 store to) the current schema. Every statement is
         idempotent, so two drivers that create one store at once both succeed: switching to
         WAL needs the file to itself, and SQLite answers "database is locked" at once rather
@@ -443,9 +497,11 @@ class Store:
                     raise
                 time.sleep(0.05)
 
+    @_guarded
     def finished(self) -> set[str]:
         return {d for (d,) in self.conn.execute("SELECT digest FROM results")}
 
+    @_guarded
     def add(self, digest: str, key: str, variant: str, exact: bool, scenario: Mapping,
             outcome: Mapping) -> None:
         """Store one finished scenario and drop its claim, in one transaction (a repeat is
@@ -458,6 +514,7 @@ class Store:
                  outcome["error"], outcome["seconds"], time.time()))
             self.conn.execute("DELETE FROM claims WHERE digest = ?", (digest,))
 
+    @_guarded
     def claim(self, digests, owner: str, lease: float, limit: int) -> tuple[list[str], list[str]]:
         """Claim up to ``limit`` of ``digests`` (in their order) for ``owner``: those not
         stored and not claimed by a live driver whose lease has not expired. Returns (the
@@ -481,14 +538,22 @@ class Store:
                 claimed.append(d)
         return claimed, stored
 
+    @_guarded
     def renew(self, owner: str, lease: float) -> None:
         with self.conn:
             self.conn.execute("UPDATE claims SET expires = ? WHERE owner = ?", (time.time() + lease, owner))
 
+    @_guarded
     def release(self, owner: str) -> None:
         with self.conn:
             self.conn.execute("DELETE FROM claims WHERE owner = ?", (owner,))
 
+    @_guarded
+    def count(self) -> int:
+        """The number of stored results (counted, nothing loaded)."""
+        return self.conn.execute("SELECT count(*) FROM results").fetchone()[0]
+
+    @_guarded
     def rows(self) -> list[dict]:
         """Every stored result: key, variant, exact, scenario, verdict (or error)."""
         cur = self.conn.execute("SELECT digest, key, variant, exact, scenario, verdict, error "
@@ -540,7 +605,7 @@ class _Heartbeat(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self) -> None:
-        with suppress(sqlite3.Error), _closing(sqlite3.connect(self.path, timeout=30)) as conn:
+        with suppress(sqlite3.Error), _closing(sqlite3.connect(self.path, timeout=LOCK_WAIT)) as conn:
             while not self.stopped.wait(self.lease / 3):
                 with conn:
                     conn.execute("UPDATE claims SET expires = ? WHERE owner = ?",
@@ -615,13 +680,13 @@ def run_sweep(spec: SweepSpec, store: Store, executor: Executor | None = None,
     except KeyboardInterrupt:
         for f in running:
             f.cancel()
-        with suppress(sqlite3.Error):  # the interruption may fall between a store and its count
+        with suppress(sqlite3.Error, ValueError, OSError):  # between a store and its count
             pending = {d: None for d in pending if d not in store.finished()}
         raise KeyboardInterrupt(f"{ran} scenarios run by this driver are stored in {store.path} "
                                 f"({total - len(pending)} of {total} in all); run the same "
                                 "command again to resume") from None
     finally:
         heartbeat.stopped.set()
-        with suppress(sqlite3.Error):
+        with suppress(sqlite3.Error, ValueError, OSError):
             store.release(owner)
     return SweepResult(total=total, skipped=skipped, ran=ran, errors=errors, others=others)

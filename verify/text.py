@@ -84,6 +84,9 @@ def summary_line(summ: dict) -> str:
     if w["replayed"]:
         parts.append(f"{w['replayed']} witnesses replayed: {w['reproduced']} reproduced, "
                      f"{w['stale']} stale")
+    broken = sum(summ["outcomes"].get("plugin", {}).values())
+    if broken:
+        parts.append(f"{broken} plugins or results could not be loaded (error rows)")
     return (f"{summ['results']} results. " + "; ".join(parts)
             + f". {len(summ['unexpected'])} unexpected.")
 
@@ -124,8 +127,11 @@ def format_search(result) -> str:
     else:
         lines = [head + f"VIOLATED{known} after {result.tried} admissible scenarios ({v.mode}): "
                  f"measured {v.measured_mean:.6g} > bound {v.bound:.6g} (slack {v.slack:.4g})"]
+    from .plugins import needed_for
+
+    plugin = "".join(f"--plugin {m} " for m in needed_for(result.key))
     return "\n".join(lines + strata + [
-        f"witness (fedbound check {result.key} --variant {result.variant}"
+        f"witness (fedbound {plugin}check {result.key} --variant {result.variant}"
         f"{' --exact' if result.exact else ''} --scenario FILE reproduces it):",
         json_text(result.witness)])
 

@@ -4,26 +4,29 @@ One module per command (:data:`MODULES`), each with its :class:`~.common.Command
 commands of the registered plugins' choosers run as ``fedbound choose NAME``, and a
 chooser's aliases as commands of their own (:func:`expand_alias`).
 
-The exit status is the same for every command (``common.EXIT_CODES``, shown by ``--help``).
+The exit statuses mean the same for every command (``common.EXIT_STATUS``); each command's
+``--help`` shows those it can return.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
 import tempfile
+import textwrap
 import traceback
 from collections.abc import Sequence
 
 from . import bound, check, choose, listing, rate, reproduce, scenario, search, sweep
-from .common import EXIT_CODES, Exit, Parser, UsageError, limit_options
+from .common import Exit, Parser, UsageError, exit_codes, limit_options, warn
 
 MODULES = (listing, bound, scenario, check, search, rate, choose, reproduce, sweep)
 COMMANDS = {c.name: c for m in MODULES for c in m.COMMANDS}
 #: options of the command line before the command that take a value
-_VALUED = ("--plugin", "--max-memory", "--max-steps", "--max-scenarios")
+_VALUED = ("--plugin", "--max-memory", "--max-steps", "--max-scenarios", "--max-input")
 
 
 def _version() -> str:
@@ -34,26 +37,51 @@ def _version() -> str:
 
 def parser() -> argparse.ArgumentParser:
     ap = Parser(prog="fedbound", formatter_class=argparse.RawDescriptionHelpFormatter,
-                description="Executable convergence theory for hierarchical, multi-level and "
-                            "anarchic federated learning.",
-                epilog="exit status:\n" + EXIT_CODES)
+                usage=USAGE, description="Executable convergence theory for hierarchical, "
+                                         "multi-level and anarchic federated learning.",
+                epilog=f"{command_list()}\n\n{MORE}\n\nexit status:\n{exit_codes()}")
     ap.add_argument("--version", action="version", version=f"fedbound {_version()}")
     ap.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                     help="import MODULE to register its results (repeatable; also "
                          "FEDBOUND_PLUGINS and the entry-point group fedbound.plugins)")
     ap.add_argument("--debug", action="store_true", help="show the traceback of an internal error")
-    limit_options(ap, argparse.SUPPRESS)
-    limits = Parser(add_help=False)
-    limit_options(limits, argparse.SUPPRESS)
-    sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser)
+    limit_options(ap, argparse.SUPPRESS, shown=())
+    sub = ap.add_subparsers(dest="command", parser_class=Parser, metavar="COMMAND",
+                            help=argparse.SUPPRESS)
     for c in COMMANDS.values():
-        p = sub.add_parser(c.name, help=c.help, description=c.description or c.help,
-                           parents=[limits], formatter_class=argparse.RawDescriptionHelpFormatter,
-                           epilog=f"example:\n  {c.example}\n\nexit status:\n{EXIT_CODES}")
+        p = sub.add_parser(c.name, prog=f"fedbound {c.name}", help=c.help,
+                           description=textwrap.fill(c.description or c.help, 79),
+                           formatter_class=argparse.RawDescriptionHelpFormatter,
+                           epilog=f"example:\n  {c.example}\n\nexit status:\n{exit_codes(c.exits)}")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.set_defaults(fn=c.run)
         c.arguments(p)
+        limit_options(p, argparse.SUPPRESS, shown=c.limits)
     return ap
+
+
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    """Every command line's argument parser by the command line that runs it (``fedbound``,
+    ``fedbound check``, ..., and ``fedbound choose NAME`` for each registered chooser): what
+    the CLI reference of the documentation is generated from."""
+    from ..choose import choosers, command_of
+
+    top = parser()
+    sub = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    out = {"fedbound": top, **{f"fedbound {name}": p for name, p in sub.choices.items()}}
+    for name, cls in choosers().items():
+        out[f"fedbound choose {name}"] = choose.chooser_parser(cls, command_of(cls))
+    return out
+
+
+USAGE = "fedbound [--version] [--plugin MODULE] [--debug] COMMAND [options]"
+MORE = "fedbound COMMAND --help shows the options of a command, an example and its exit statuses."
+
+
+def command_list() -> str:
+    """The commands with their one-line help, aligned (what ``fedbound`` alone shows)."""
+    width = max(map(len, COMMANDS))
+    return "commands:\n" + "\n".join(f"  {c.name:<{width}}  {c.help}" for c in COMMANDS.values())
 
 
 def _command_index(argv: Sequence[str]) -> int | None:
@@ -88,29 +116,98 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt("terminated (SIGTERM)")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+#: the longest line fedbound prints for an error: a value echoed from the input (a string of
+#: megabytes, a list of thousands of entries) is cut to fit
+LINE_MAX = 500
+
+
+def one_line(text: object) -> str:
+    """``text`` on one line of at most :data:`LINE_MAX` characters (whitespace runs, line
+    breaks included, become one space; what is cut is counted)."""
+    text = " ".join(str(text).split())
+    if len(text) <= LINE_MAX:
+        return text
+    return f"{text[:LINE_MAX - 40]}... ({len(text) - LINE_MAX + 40} more characters)"
+
+
+class _NamedStream:
+    """Standard output as the command writes it: an ``OSError`` of a write or a flush (a full
+    disk, a closed pipe) names the stream, so that it is reported as the environment's
+    failure on "standard output" (exit 74)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, "standard output") from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except OSError as e:
+            raise OSError(e.errno, e.strerror, "standard output") from None
+
+
+def _environment_failed(e: OSError, stdout) -> int:
+    """Exit 74: one line naming the path (no traceback log: the environment failed, not
+    fedbound). A failed standard output is replaced by /dev/null, so that the interpreter's
+    last flush at exit does not fail again."""
+    where = e.filename if e.filename is not None else "standard output"
+    what = e.strerror or type(e).__name__
+    if where == "standard output":
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, stdout.fileno())
+    print(f"fedbound: I/O error: {one_line(f'{where}: {what}')} (the environment's I/O failed; "
+          "nothing of fedbound's is wrong)", file=sys.stderr)
+    return 74
+
+
+def main(argv: Sequence[str] | None = None, *, mask=None) -> int:
+    """Run the ``fedbound`` command on ``argv`` (default ``sys.argv[1:]``) and return its exit
+    status. ``mask``: the signal mask to restore once the command can take a Ctrl-C (the
+    entry point, ``fedbound.__main__``, holds SIGINT and SIGTERM blocked until then)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv
     try:
         previous = signal.signal(signal.SIGTERM, _terminate)
     except ValueError:  # not the main thread: leave signals alone
         previous = None
+    stdout = sys.stdout
+    sys.stdout = _NamedStream(stdout)
     try:
-        args = parser().parse_args(expand_alias(argv))
+        if mask is not None:  # a signal that came while the command imported itself: now
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        ap = parser()
+        args = ap.parse_args(expand_alias(argv))
+        if args.command is None:  # fedbound alone: how to use it, and the commands
+            print(f"usage: {USAGE}\n\n{command_list()}\n\n{MORE}", file=sys.stderr)
+            raise UsageError("a COMMAND is required")
         if check.pool_ahead(args):
             from ..pool import start_fork_server
 
             start_fork_server(() if args.no_figures else ("fedbound.verify.plots",))
         from .. import limits
         from ..interrupts import uninterrupted_imports
-        from ..plugins import load_plugins, modules
+        from ..plugins import failures, load_plugins, modules
 
         with limits.configured(memory=getattr(args, "max_memory", None),
                                steps=getattr(args, "max_steps", None),
-                               scenarios=getattr(args, "max_scenarios", None)):
+                               scenarios=getattr(args, "max_scenarios", None),
+                               input=getattr(args, "max_input", None)):
             with uninterrupted_imports("torch", *modules()):  # the plugins' imports too
-                for message in load_plugins(args.plugin):
-                    print(f"fedbound: warning: {message}", file=sys.stderr)
+                messages = load_plugins(args.plugin)
+                named = [f for f in failures(args.plugin) if f.explicit]
+                if named:  # a plugin the user named: bad input; an installed one: a warning
+                    raise UsageError(named[0].message)
+                for message in messages:
+                    warn(message)
                 import numpy as np
 
                 with np.errstate(all="ignore"):  # every result is checked for finiteness
@@ -125,15 +222,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         return status
     except (UsageError, ValueError, NotImplementedError) as e:
-        print(f"fedbound: error: {e}", file=sys.stderr)
+        print(f"fedbound: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
-        print("fedbound: interrupted" + (f": {e}" if str(e) else ""), file=sys.stderr)
+        print("fedbound: interrupted" + (f": {one_line(e)}" if str(e) else ""), file=sys.stderr)
         return 130
-    except BrokenPipeError:  # the reader went away (| head): end quietly
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+    except OSError as e:  # a full disk, a closed pipe, permission denied, an I/O error
+        return _environment_failed(e, stdout)
     except Exception as e:  # noqa: BLE001 - one line and a log, never a bare traceback
         if debug:
             traceback.print_exc()
@@ -141,9 +236,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             fd, log = tempfile.mkstemp(prefix="fedbound-error-", suffix=".log")
             with os.fdopen(fd, "w") as f:
                 traceback.print_exc(file=f)
-            print(f"fedbound: internal error: {type(e).__name__}: {e} (traceback in {log}; "
-                  "run with --debug to show it)", file=sys.stderr)
+            print(f"fedbound: internal error: {one_line(f'{type(e).__name__}: {e}')} (traceback "
+                  f"in {log}; run with --debug to show it)", file=sys.stderr)
         return 70
     finally:
+        sys.stdout = stdout
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)

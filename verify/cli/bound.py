@@ -21,6 +21,10 @@ def param_value(name: str, v):
                              + (", not a boolean" if isinstance(x, bool) else ""))
         if isinstance(x, int) and not isinstance(x, bool) and abs(x) > 2**1023:
             raise UsageError(f"--params: {where} is beyond the float64 range")
+        if isinstance(x, int) and not isinstance(x, bool) and int(float(x)) != x:
+            raise UsageError(f"--params: {where}={x} is an integer that float64 cannot hold exactly "
+                             f"(it would be evaluated as {int(float(x))}): give it as a float "
+                             "(e.g. 1e20) if an approximation is meant")
         if isinstance(x, list):
             if not x:
                 raise UsageError(f"--params: {where} is an empty list")
@@ -133,12 +137,15 @@ def step_arguments(p) -> None:
 
 COMMANDS = (
     Command("bound", run_bound, "evaluate a bound: value, terms, admissibility", bound_arguments,
-            "fedbound bound mllsgd.theorem1 --params '{\"L\": 1, \"beta\": 0, \"sigma\": 1, "
-            "\"Delta\": 1, \"eta\": 0.001, \"K\": 64, \"q\": 2, \"tau\": 4, \"zeta\": 0.5, "
-            "\"a\": [0.5, 0.5], \"p\": [1, 0.9]}'",
+            "fedbound bound mllsgd.theorem1 --params '{\"L\": 1, \"beta\": 0, \"sigma\": 1,\n"
+            "      \"Delta\": 1, \"eta\": 0.001, \"K\": 64, \"q\": 2, \"tau\": 4, \"zeta\": 0.5,\n"
+            "      \"a\": [0.5, 0.5], \"p\": [1, 0.9]}'",
             "Evaluate a bound at the given parameters. Exits 1 when the parameters are "
-            "inadmissible (a condition of the theorem fails), unless --allow-inadmissible."),
+            "inadmissible (a condition of the theorem fails), unless --allow-inadmissible.",
+            {0: "the parameters are admissible (or --allow-inadmissible)",
+             1: "the parameters are inadmissible: a condition of the theorem fails"}),
     Command("step", run_step, "largest admissible (or bound-minimising) step size", step_arguments,
-            "fedbound step hfl.theorem2 --params '{\"L\": 2, \"G\": 1, \"sigma\": 1, \"Delta\": 1, "
-            "\"sizes\": [2, 2], \"t\": [[1, 2]]}'"),
+            "fedbound step hfl.theorem2 --params '{\"L\": 2, \"G\": 1, \"sigma\": 1, \"Delta\": 1,\n"
+            "      \"sizes\": [2, 2], \"t\": [[1, 2]]}'",
+            exits={0: "the step was found and printed"}),
 )

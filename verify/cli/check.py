@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .common import Command, Exit, UsageError, count, progress_bar, read_scenario, seed
+from .common import Command, Exit, UsageError, count, progress_bar, read_scenario, seed, stages
 
 
 def witness_name(w) -> str:
@@ -18,12 +18,15 @@ def witness_name(w) -> str:
 def _stored_witness(key: str, name: str):
     """The stored witness ``name`` of ``key`` (``verify.witnesses``); UsageError listing the
     stored names otherwise."""
+    from fedbound.bounds.registry import did_you_mean
+
     from ..witnesses import witnesses
 
     found = {witness_name(w): w for w in witnesses(key)}
     if name not in found:
-        raise UsageError(f"--witness {name}: {key} has no stored witness of that name; its "
-                         f"stored witnesses are: {', '.join(found) or 'none'}")
+        raise UsageError(f"--witness {name}: {key} has no stored witness of that name"
+                         f"{did_you_mean(name, found)}; its stored witnesses are: "
+                         f"{', '.join(found) or 'none'}")
     return found[name]
 
 
@@ -44,15 +47,31 @@ def run(args):
     from ..adapter import adapter_for
 
     scenario, variant = read_scenario(args.key, args.scenario, args.variant)
+    ad = adapter_for(args.key)
     if args.estimated:
-        v = _check_estimated(args, scenario, variant)
-    else:
-        v = adapter_for(args.key).check(scenario, variant=variant, exact=args.exact)
-    if args.plot:
-        from ..figures import save
+        _estimated_usage(args)
+    else:  # a scenario too large is refused before torch is even imported
+        ad.require_resources(scenario, exact=args.exact and ad.supports_exact(scenario))
+    steps = ("loading the simulator", "estimating the constants and simulating" if args.estimated
+             else "simulating", *(("drawing the figure",) if args.plot else ()))
+    with stages(f"check {args.key}", steps) as begin:
+        begin(steps[0])
+        import torch  # noqa: F401 - what the check imports first, most of its start-up
 
-        with output.atomic(args.plot) as tmp:
-            save(adapter_for(args.key).plot(scenario, variant=variant, exact=args.exact), str(tmp))
+        ax = _axes() if args.plot else None
+        begin(steps[1])
+        if args.estimated:  # the scenario's problem, its constants estimated
+            from ..estimated import check_estimated
+
+            v = check_estimated(args.key, scenario, variant=variant)
+        else:  # the figure is drawn from this very measurement
+            v = ad.check(scenario, variant=variant, exact=args.exact, ax=ax)
+        if args.plot:
+            begin(steps[2])
+            from ..figures import save
+
+            with output.atomic(args.plot) as tmp:
+                save(ax, str(tmp))
     status = {"holds": 0, "violated": 1, "diverged": 1}.get(v.verdict, 3 if args.strict else 0)
     if args.json:
         return Exit(v.as_dict(), status)
@@ -62,15 +81,23 @@ def run(args):
     return Exit(None, status)
 
 
-def _check_estimated(args, scenario, variant):
-    """``check KEY --estimated``: the scenario's problem with its constants estimated."""
-    from ..estimated import check_estimated, estimated_keys
+def _axes():
+    """The axes of the figure of ``check --plot`` (:meth:`verify.adapter.Adapter.plot`'s)."""
+    import matplotlib.pyplot as plt
+
+    from ..figures import SIZE
+
+    return plt.subplots(figsize=SIZE)[1]
+
+
+def _estimated_usage(args) -> None:
+    """UsageError unless ``check KEY --estimated`` is used as it can be."""
+    from ..estimated import estimated_keys
 
     if args.exact or args.plot:
         raise UsageError("check --estimated takes no --exact or --plot")
     if args.key not in estimated_keys():
         raise UsageError(f"check --estimated covers {', '.join(estimated_keys())}; got {args.key}")
-    return check_estimated(args.key, scenario, variant=variant)
 
 
 #: check --all runs in this process below this many results unless --jobs says otherwise
@@ -117,7 +144,8 @@ def _check_all(args) -> Exit:
     from .. import pool, report, suite, text
     from ..rows import summary
 
-    keys = suite.select(args.only)
+    keys = suite.checked_keys(suite.select(args.only), args.battery)  # the battery counted
+    broken: list = []
     with progress_bar(desc="fedbound check --all", unit="check") as bar:
         def progress(row):
             bar.set_postfix_str(row.key, refresh=False)
@@ -129,18 +157,19 @@ def _check_all(args) -> Exit:
             # the workers draw the figures: their fork server imports matplotlib too
             with pool.executor(jobs=jobs, preload=() if args.no_figures else ("fedbound.verify.plots",)
                                 ) as pool:
-                report.prepare(keys)  # while the workers start
+                keys, broken = suite.unloadable(keys)  # while the workers start
+                report.prepare(keys)
                 todo = suite.shares(keys, battery=args.battery, seed=args.seed,
                                     replay=not args.no_witnesses, figures=not args.no_figures,
                                     jobs=jobs, executor=pool)
                 bar.reset(total=sum(map(len, todo)))
-                rows = suite.run_shares(todo, executor=pool, progress=progress)
+                rows = broken + suite.run_shares(todo, executor=pool, progress=progress)
                 if pool is not None:  # the workers exit while the report is written
                     pool.shutdown(wait=False)
                 out = report.write(rows, args.report, seed=args.seed, battery=args.battery,
                                    force=args.force)
         except suite.Interrupted as stop:
-            kept = report.write_summary(stop.rows, args.report, seed=args.seed, battery=args.battery,
+            kept = report.write_summary(broken + stop.rows, args.report, seed=args.seed, battery=args.battery,
                                         interrupted=True, total=stop.total, force=args.force)
             kept.finish(complete=False)
             raise KeyboardInterrupt(f"{stop}; their results are in {kept.path / 'summary.json'} "
@@ -199,4 +228,10 @@ COMMANDS = (Command(
     "--witness names no stored witness. A stored refutation (--witness) still exits 1: "
     "its bound is violated. With --all: "
     "every result on its default scenario and a random battery, and every stored "
-    "witness replayed; exit 0 when every result behaves as recorded."),)
+    "witness replayed; exit 0 when every result behaves as recorded.",
+    {0: "the bound holds (--all: every result behaves as recorded)",
+     1: "the bound is violated or the run diverged (--all: a holding result failed, or a "
+        "stored witness went stale)",
+     3: "inconclusive, with --strict",
+     4: "--all finished, but some rows ended in an error"},
+    ("memory", "steps")),)

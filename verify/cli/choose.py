@@ -4,26 +4,35 @@ declares; a chooser's aliases (``fedbound ALIAS ...``) run it too."""
 from __future__ import annotations
 
 import argparse
+import re
+import textwrap
+from contextlib import contextmanager
 
-from .common import EXIT_CODES, Command, Exit, Parser, limit_options, names, progress_bar, read_scenario
+from .common import Command, Exit, Parser, exit_codes, limit_options, names, progress_bar, read_scenario
+
+#: the exit statuses of fedbound choose beside those of every command
+EXITS = {0: "the choices were made and printed (or the choosers listed)"}
 
 
-def _chooser_parser(cls, command: str) -> Parser:
-    p = Parser(prog=f"fedbound choose {command}", description=cls.summary or cls.__doc__,
+def chooser_parser(cls, command: str) -> Parser:
+    """The argument parser of ``fedbound choose COMMAND``, which runs the chooser ``cls``."""
+    from ..choose import METHODS
+
+    p = Parser(prog=f"fedbound choose {command}", description=textwrap.fill(cls.summary or cls.__doc__, 79),
                formatter_class=argparse.RawDescriptionHelpFormatter,
                epilog=(f"example:\n  {cls.example}\n\n" if cls.example else "")
-               + f"exit status:\n{EXIT_CODES}")
+               + f"exit status:\n{exit_codes(EXITS)}")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--curves", action="store_true",
                    help="with --json: each answer's prediction (or simulation) over every "
                         "configuration compared")
     p.add_argument("--variant", help=f"comma-separated variants of {cls.key} for the certified "
                                      "answers (default: every valid one)")
-    p.add_argument("--method", choices=("both", "bound", "simulate"), default="both",
+    p.add_argument("--method", choices=METHODS, default="both",
                    help="both (default): the certified, calibrated and simulated answers, each "
                         "simulated; bound: the certified and calibrated predictions only, "
                         "nothing simulated; simulate: the simulated search only")
-    limit_options(p, None)
+    limit_options(p, None, shown=("memory", "steps"))
     cls.add_arguments(p)
     return p
 
@@ -46,9 +55,10 @@ def run(args):
               "fedbound choose NAME --help lists the options of one")
         return Exit(None, 0)
     cls = chooser_class(args.name)
-    sub = _chooser_parser(cls, command_of(cls)).parse_args(args.rest)
+    parser = chooser_parser(cls, command_of(cls))
+    sub = parser.parse_args(args.rest)
     with limits.configured(memory=sub.max_memory, steps=sub.max_steps,
-                           scenarios=sub.max_scenarios):
+                           scenarios=sub.max_scenarios, input=sub.max_input), as_options(parser):
         chooser = cls.from_arguments(sub, lambda key, source: read_scenario(key, source)[0])
         with progress_bar(unit="runs", leave=False) as bar:
             rep = choose(chooser, variants=names(sub.variant), method=sub.method, progress=bar)
@@ -56,6 +66,22 @@ def run(args):
         return rep.as_dict(curves=sub.curves)
     print(rep.text())
     return None
+
+
+@contextmanager
+def as_options(parser: argparse.ArgumentParser):
+    """A ValueError raised inside the block names the chooser's fields as the user wrote
+    them: a field the chooser validates under the name of its option (``alpha=1e-320``,
+    ``delays[0..3]``) is written as that option (``--alpha=1e-320``, ``--delays[0..3]``)."""
+    options = {a.dest: a.option_strings[-1] for a in parser._actions
+               if a.option_strings and a.option_strings[-1].startswith("--")}
+    try:
+        yield
+    except ValueError as e:
+        text = str(e)
+        for dest, option in options.items():
+            text = re.sub(rf"(?<![\w.\-\[]){re.escape(dest)}(?=[=\[])", option, text)
+        raise ValueError(text) from None
 
 
 def alias_command(name: str) -> str | None:
@@ -77,12 +103,13 @@ def arguments(p) -> None:
 
 COMMANDS = (Command(
     "choose", run, "choose a problem's knobs: certified, calibrated and simulated answers", arguments,
-    "fedbound choose hfl --sizes 15,15 --delays 0.01,0.85,0.001,0.085,4,2,0.4,0.2 --T 600 "
-    "--L 1 --G 10 --sigma 10 --Delta 10\n  fedbound choose tdcd --t-comm 100 --t-comp 1\n"
+    "fedbound choose hfl --sizes 15,15 --delays 0.01,0.85,0.001,0.085,4,2,0.4,0.2 \\\n"
+    "      --T 600 --L 1 --G 10 --sigma 10 --Delta 10\n"
+    "  fedbound choose tdcd --t-comm 100 --t-comp 1\n"
     "  fedbound choose mllsgd --graph complete --t-comm 4",
     "Run a registered chooser: the certified answer of each valid variant of its bound, the "
     "calibrated answer (a prediction from constants estimated on the problem, not a "
     "certificate) and the simulated answer (an adaptive paired search on the problem), each "
-    "simulated with its 95% interval and its regret against the best. `fedbound choose` lists "
-    "the choosers, `fedbound choose NAME --help` the options of one; a chooser may also answer "
-    "to an alias (choose-sync-time, choose-q-eta)."),)
+    "simulated with its 95% interval and its regret against the best. fedbound choose lists "
+    "the choosers, fedbound choose NAME --help the options of one; a chooser may also answer "
+    "to an alias (choose-sync-time, choose-q-eta).", EXITS),)

@@ -6,21 +6,54 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from collections.abc import Callable
+import textwrap
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 
-EXIT_CODES = """\
-  0    yes: the bound holds, the parameters are admissible, the command did its job
-  1    no: a bound is violated, a stored refutation went stale, a search found a violation
-       of a result not recorded as refuted, the parameters given to ``bound`` are
-       inadmissible
-  2    bad input or usage (one line naming the field)
-  3    inconclusive, with --strict
-  4    finished, but some rows ended in an error (check --all, sweep)
-  70   internal error (one line; the traceback in a log file, or on screen with --debug)
-  130  interrupted"""
+#: what each exit status means; a command's ``--help`` shows the statuses it can return
+#: (:attr:`Command.exits`, in its own words) and those every command can (:data:`EVERY_COMMAND`)
+EXIT_STATUS = {
+    0: "yes: the bound holds, the parameters are admissible, the job is done",
+    1: "no: a bound is violated, a stored refutation went stale, a search found a violation "
+       "of a result not recorded as refuted, the parameters given to bound are inadmissible",
+    2: "bad input or usage (one line naming the field)",
+    3: "inconclusive, with --strict",
+    4: "finished, but some rows ended in an error (check --all, sweep)",
+    70: "internal error (one line; the traceback in a log file, or on screen with --debug)",
+    74: "the environment's I/O failed: a full disk, a closed pipe, permission denied (one line "
+        "naming the path)",
+    130: "interrupted (what finished is kept)",
+}
+#: the statuses any command can return, whatever it does
+EVERY_COMMAND = (2, 70, 74, 130)
+
+
+def exit_codes(exits: Mapping[int, str] | None = None) -> str:
+    """The exit-status block of a ``--help``: the statuses ``exits`` names, in its words,
+    then those of :data:`EVERY_COMMAND`, as an aligned, wrapped list (every status of
+    :data:`EXIT_STATUS` when ``exits`` is None: the top-level help)."""
+    meanings = dict(EXIT_STATUS) if exits is None else {
+        **exits, **{c: EXIT_STATUS[c] for c in EVERY_COMMAND}}
+    lines = []
+    for code in sorted(meanings):
+        wrapped = textwrap.wrap(meanings[code], width=72)
+        lines += [f"  {code:<4} {wrapped[0]}", *(f"       {w}" for w in wrapped[1:])]
+    return "\n".join(lines)
+
+
+#: the resource limits (verify.limits) by kind: option, metavar and help
+LIMIT_OPTIONS = {
+    "memory": ("--max-memory", "SIZE", "memory one scenario may use, e.g. 8G (default: half the "
+               "machine's memory, or of its container's limit; also FEDBOUND_MAX_MEMORY)"),
+    "steps": ("--max-steps", "N", "operations one scenario may take, e.g. 1e14 (default 1e13; "
+              "also FEDBOUND_MAX_STEPS)"),
+    "scenarios": ("--max-scenarios", "N", "scenarios of one sweep, search budget or battery, runs "
+                  "of a chooser's grid (default 1e6; also FEDBOUND_MAX_SCENARIOS)"),
+    "input": ("--max-input", "SIZE", "bytes of one input file or standard input, e.g. 64M "
+              "(default 8M; also FEDBOUND_MAX_INPUT)"),
+}
 
 
 class UsageError(Exception):
@@ -39,7 +72,10 @@ class Exit:
 class Command:
     """One subcommand: its ``name``, the function that ``run``s it on the parsed arguments
     (returning what to print as JSON, or an :class:`Exit`), its one-line ``help``, a longer
-    ``description``, a usage ``example`` and the function that adds its ``arguments``."""
+    ``description``, a usage ``example``, the function that adds its ``arguments``, the exit
+    statuses it returns beside those of every command (``exits``: status -> meaning) and the
+    resource ``limits`` its work can exceed (kinds of :data:`LIMIT_OPTIONS`), the only ones
+    its ``--help`` shows."""
 
     name: str
     run: Callable
@@ -47,11 +83,20 @@ class Command:
     arguments: Callable[[argparse.ArgumentParser], None]
     example: str
     description: str = ""
+    exits: Mapping[int, str] = field(default_factory=lambda: {0: "done"})
+    limits: tuple[str, ...] = ()
 
 
 class Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, exit 2, no usage dump
         raise UsageError(message)
+
+    def _get_values(self, action, arg_strings):
+        """argparse drops a value "--" (``--battery=--``) and passes an empty list as the
+        option's value; here it is the missing value it is."""
+        if action.nargs is None and action.option_strings and arg_strings == ["--"]:
+            raise argparse.ArgumentError(action, "expected one argument, got '--'")
+        return super()._get_values(action, arg_strings)
 
 
 def json_object(text: str | None, what: str) -> dict:
@@ -101,17 +146,18 @@ def names(text: str | None) -> list[str] | None:
     return None if text is None else [v.strip() for v in text.split(",") if v.strip()]
 
 
-def limit_options(p: argparse.ArgumentParser, default) -> None:
-    """The resource limits (verify.limits), accepted before or after the command."""
-    p.add_argument("--max-memory", metavar="SIZE", default=default,
-                   help="memory one scenario may use, e.g. 8G (default: half the machine's "
-                        "memory, or of its container's limit; also FEDBOUND_MAX_MEMORY)")
-    p.add_argument("--max-steps", metavar="N", default=default,
-                   help="operations one scenario may take, e.g. 1e14 (default 1e13; also "
-                        "FEDBOUND_MAX_STEPS)")
-    p.add_argument("--max-scenarios", metavar="N", default=default,
-                   help="scenarios of one sweep or search budget (default 1e6; also "
-                        "FEDBOUND_MAX_SCENARIOS)")
+def limit_options(p: argparse.ArgumentParser, default, shown=tuple(LIMIT_OPTIONS)) -> None:
+    """The resource limits (verify.limits), accepted before or after the command; the help
+    lists the kinds ``shown`` (those the command's work can exceed) and hides the others,
+    which are accepted all the same (the limits are process-wide settings)."""
+    for kind, (option, metavar, text) in LIMIT_OPTIONS.items():
+        p.add_argument(option, metavar=metavar, default=default,
+                       help=text if kind in shown else argparse.SUPPRESS)
+
+
+def warn(message: str) -> None:
+    """One warning line on standard error ("fedbound: warning: ...")."""
+    print(f"fedbound: warning: {message}", file=sys.stderr)
 
 
 def one_torch_thread() -> None:
@@ -131,28 +177,62 @@ def progress_bar(**kwargs):
         yield bar
 
 
+#: seconds between two redraws of a :func:`stages` bar while a stage runs
+TICK = 0.5
+
+
+@contextmanager
+def stages(desc: str, names: tuple[str, ...]) -> Iterator[Callable[[str], None]]:
+    """A progress bar over the stages ``names`` of one long computation (a check: import the
+    simulator, derive the parameters, simulate), on a terminal only: the context gives
+    ``begin(name)``, which completes the stages before ``name`` and shows it running; the
+    elapsed time moves while a stage runs (the bar is redrawn every :data:`TICK` seconds)."""
+    with progress_bar(total=len(names), desc=desc, unit="stage",
+                      bar_format="{desc} ({n_fmt}/{total_fmt}{postfix}) [{elapsed}]") as bar:
+        def begin(name: str) -> None:  # drawn at once, however short the stage before
+            bar.n = names.index(name)
+            bar.set_postfix_str(name)
+
+        done = threading.Event()
+
+        def tick() -> None:
+            while not done.wait(TICK):
+                bar.refresh()
+
+        ticker = None if bar.disable else threading.Thread(target=tick, daemon=True)
+        if ticker is not None:
+            ticker.start()
+        try:
+            yield begin
+            bar.n = len(names)
+            bar.set_postfix_str("done")
+        finally:
+            done.set()
+            if ticker is not None:
+                ticker.join()
+
+
 def read_scenario(key: str, source: str | None, variant: str | None = None):
     """The scenario of ``--scenario`` (a file, or - for standard input) and the variant to
     check: a stored witness file (``verify.Witness``) gives its scenario and, unless
     ``--variant`` says otherwise, its variant."""
     from ..adapter import adapter_for
+    from ..inputs import read_text
     from ..scenario import parse_json
     from ..witnesses import as_witness
 
     ad = adapter_for(key)
     if source is None:
         return ad.default_scenario(), variant
-    if source != "-" and not Path(source).is_file():
-        raise UsageError(f"--scenario {source}: No such file")
-    try:
-        text = sys.stdin.read() if source == "-" else Path(source).read_text()
-    except (OSError, UnicodeDecodeError) as e:
-        raise UsageError(f"--scenario {source}: {getattr(e, 'strerror', None) or e}") from None
-    data = parse_json(text, f"--scenario {source}")
+    what = "--scenario -" if source == "-" else f"--scenario {source}"
+    data = parse_json(read_text(source, what), what)
+    if not isinstance(data, dict):  # null is not the default scenario
+        raise UsageError(f"{what} must be a JSON object (a scenario or a witness), got "
+                         f"{'null' if data is None else type(data).__name__}")
     w = as_witness(data)
     if w is not None:
         if w.key != key:
-            raise UsageError(f"--scenario {source} is a witness of {w.key}, not of {key}")
+            raise UsageError(f"{what} is a witness of {w.key}, not of {key}")
         return ad.load(w.scenario), variant or w.variant
     return ad.load(data), variant
 

@@ -42,4 +42,7 @@ COMMANDS = (Command(
     "measure the left-hand side at each point, fit its exponent (log LHS against log x, "
     "with a 95% interval) and compare it with the rate's exponent along the same sweep. "
     "Exit 1 when the left-hand side decays more slowly than the rate allows "
-    "(contradicts), 0 when it agrees or decays faster."),)
+    "(contradicts), 0 when it agrees or decays faster.",
+    {0: "the left-hand side decays as the rate says, or faster",
+     1: "the left-hand side decays more slowly than the rate allows (contradicts)"},
+    ("memory", "steps")),)

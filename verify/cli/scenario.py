@@ -16,4 +16,5 @@ def arguments(p) -> None:
 
 
 COMMANDS = (Command("scenario", run, "the default scenario of a result, as JSON", arguments,
-                    "fedbound scenario mllsgd.theorem1 > s.json"),)
+                    "fedbound scenario mllsgd.theorem1 > s.json",
+                    exits={0: "the scenario was printed"}),)

@@ -72,4 +72,8 @@ COMMANDS = (Command(
     "measured/bound, exact where the result has an exact mode), optionally within a "
     "region of scenarios (--where) or with the budget split over values of a field "
     "(--stratify): exit 1 when a violation is found for a result not recorded as refuted, "
-    "0 otherwise."),)
+    "0 otherwise.",
+    {0: "no violation found, or only of a result recorded as refuted (or the tightest "
+        "scenario found)",
+     1: "a violation of a result not recorded as refuted was found"},
+    ("memory", "steps", "scenarios")),)

@@ -41,11 +41,12 @@ def run_sweep(args):
 
 
 def run_report(args):
-    from .. import output, report, sweep
+    from .. import limits, output, report, sweep
 
     output.check_dir(args.out, "--out", force=args.force)
     store = sweep.Store(args.db, readonly=True)
     try:
+        limits.require_count(store.count(), f"--db {args.db}: its stored results")  # before loading
         rows = store.rows()
     finally:
         store.close()
@@ -79,7 +80,11 @@ def report_arguments(p) -> None:
 
 COMMANDS = (
     Command("sweep", run_sweep, "run a sweep spec into an SQLite store (resumable)",
-            sweep_arguments, "fedbound sweep spec.json --db sweep.sqlite --jobs 2"),
+            sweep_arguments, "fedbound sweep spec.json --db sweep.sqlite --jobs 2",
+            exits={0: "every scenario of the spec is stored",
+                   4: "finished, but some scenarios ended in an error (stored as such)"},
+            limits=("memory", "steps", "scenarios")),
     Command("report", run_report, "plots and tables of a sweep's store", report_arguments,
-            "fedbound report --db sweep.sqlite --out sweep-report"),
+            "fedbound report --db sweep.sqlite --out sweep-report",
+            exits={0: "the report was written"}),
 )

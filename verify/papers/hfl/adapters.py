@@ -196,6 +196,21 @@ def _schedule_size(s: HFLScenario) -> tuple[float, str, float, float]:
     return rounds, text, float(width), float(per_round)
 
 
+def schedule_terms(s: HFLScenario, paths: int) -> tuple[dict[str, float], dict[str, float]]:
+    """The memory and work terms (``Footprint.of``) of drawing ``paths`` delay paths of the
+    scenario over T (``bounds.delays``): paths x rounds x the local iterations a round can
+    take, 3 draws each, and the schedule [paths, U, G]."""
+    G = len(s.sizes)
+    rounds, rounds_text, width, _ = _schedule_size(s)
+    local = f"local iterations={_n(width)} per round (S={s.S:g} / the local delays)"
+    memory = {f"paths={_n(paths)} x {rounds_text} x {local} x 3 draws of 8 B": 24 * paths * rounds * width,
+              f"paths={_n(paths)} x {rounds_text} x groups={G} x 2 of 8 B (the schedule)":
+              16 * paths * rounds * G}
+    steps = {f"paths={_n(paths)} x {rounds_text} x {local} x groups={G} (the delay draws)":
+             10 * paths * rounds * width * G}
+    return memory, steps
+
+
 def _roundoff(st: Setup) -> float:
     """Round-off level of ||grad f||^2 at the scale of x^1."""
     return roundoff(st.problem.L, float(st.x1.norm()))
@@ -311,27 +326,22 @@ class HFL(Adapter):
         return np.arange(1, U + 1), thm.evaluate(**{**params, "t": prefixes})
 
     def _footprint(self, s: HFLScenario, exact: bool) -> Footprint:
-        """Memory: the delay draws of ``bounds.delays.sample_schedules`` (paths x rounds x the
-        local iterations a round can take), the schedule and the per-round records [R, U, G],
-        and the clients' gradients [R, G, n_max, d] of one local iteration (the sampler's
-        reused buffers: its draws or gathered rows, their masked copy and their sum). Work:
-        rounds x local iterations x those tensors."""
+        """Memory: the delay draws of ``bounds.delays.sample_schedules`` (:func:`schedule_terms`),
+        the per-round records [R, U, G], and the clients' gradients [R, G, n_max, d] of one
+        local iteration (the sampler's reused buffers: its draws or gathered rows, their masked
+        copy and their sum). Work: rounds x local iterations x those tensors."""
         G, n_max, R = len(s.sizes), max(s.sizes), s.replicas
         rounds, rounds_text, width, per_round = _schedule_size(s)
-        paths = 1 if s.mode == "conditional" else R
+        memory, steps = schedule_terms(s, 1 if s.mode == "conditional" else R)
         spec = s.problem_spec()
         dim = spec["dim"]
-        local = f"local iterations={_n(width)} per round (S={s.S:g} / the local delays)"
         clients = f"replicas={_n(R)} x groups={G} x clients={_n(n_max)} (max sizes) x dim={_n(dim)}"
         loop = f"{rounds_text} x {_n(per_round)} local iterations per round x {clients}"
-        memory = {
-            f"paths={_n(paths)} x {rounds_text} x {local} x 3 draws of 8 B": 24 * paths * rounds * width,
+        memory |= {
             f"replicas={_n(R)} x {rounds_text} x groups={G} x 6 records of 8 B": 48 * R * rounds * G,
             f"{clients} x 3 buffers of 8 B": 24 * R * G * n_max * dim,
         }
-        steps = {loop: rounds * per_round * (10 * R * G * n_max * dim + LOOP_OVERHEAD),
-                 f"paths={_n(paths)} x {rounds_text} x {local} x groups={G} (the delay draws)":
-                 10 * paths * rounds * width * G}
+        steps |= {loop: rounds * per_round * (10 * R * G * n_max * dim + LOOP_OVERHEAD)}
         if spec["kind"] == "logistic":
             batch, data = spec["batch"], spec["n"]
             memory[f"{clients} x problem.batch={_n(batch)} x 8 B (the gathered rows)"] = \

@@ -94,6 +94,10 @@ def knob_values(name: str, value, option: str, *, low: float, low_open: bool) ->
                           low_open=low_open) for i, v in enumerate(values)]
 
 
+#: the delay paths ``bounds.choose_sync_time`` draws per S for the round statistics
+BOUND_DRAWS = 2000
+
+
 @register_chooser
 class SyncTime(Chooser):
     """(S, alpha) for Algorithm 1 of Ali & Arafa 2025 (module docstring).
@@ -259,6 +263,19 @@ class SyncTime(Chooser):
         top = float(np.max(default_sync_grid(self.model, self.T))) / 2
         return [0.0, *np.round(np.geomspace(max(top / 20, 0.5), top, S_STEPS), 3).tolist()]
 
+    def bound_footprints(self) -> dict[str, Footprint | None]:
+        """Per S of the grid: the delay paths of the bound's round statistics (``BOUND_DRAWS``
+        paths over --T) and of the calibrated prediction (--replicas paths), from the sizes
+        alone (``adapters.schedule_terms``)."""
+        from .adapters import HFLScenario, schedule_terms
+
+        paths = max(BOUND_DRAWS, self.replicas)
+        delays = [float(d) for d in self.delays]
+        return {f"the bound and the prediction at S = {S:g} with --T {self.T:g} and --replicas "
+                f"{self.replicas}": Footprint.of(*schedule_terms(
+                    HFLScenario(sizes=self.sizes, delays=delays, S=float(S), T=self.T), paths))
+                for S in self.S_given or self.S_default()}
+
     def knobs(self) -> list[Knob]:
         top = self.alpha_max()
         alphas = self.alpha_given or [top * 2.0**-k for k in range(ALPHA_STEPS)]
@@ -402,7 +419,7 @@ class SyncTime(Chooser):
         per_round = max(1.0, S / min(float(law.expectation) for law in self.model.local) + 1)
         d, n = self.problem.dim, max(self.sizes) * len(self.sizes)
         batch = getattr(self.problem, "batch", 1) or 1
-        clients = f"replicas={_n(replicas)} x clients={_n(n)} x dim={_n(d)} x batch={_n(batch)}"
+        clients = f"replicas={_n(replicas)} x clients={_n(n)} (of --sizes) x dim={_n(d)} x batch={_n(batch)}"
         return Footprint.of(
             {f"{clients} x 4 buffers of 8 B": 32.0 * replicas * n * d * batch},
             {f"rounds={_n(rounds)} x local iterations={_n(per_round)} x {clients}":

@@ -38,6 +38,7 @@ from fedbound.verify.api import (
     register_chooser,
     require_float,
     require_int,
+    require_runs,
 )
 from fedbound.verify.api import count_text as _n
 
@@ -183,6 +184,8 @@ class QEta(Chooser):
             self.source = f"{type(model).__name__} (dim {model.dim}) passed in"
         self.grad0 = float((self.model.grad(self.model.split(self.theta0)[None]) ** 2).sum())
         self.horizon = SIM_ROUNDS_Q1 * btdcd.round_time(1, self.t_comm, self.t_comp)
+        require_runs("choose tdcd", {f"the noise floor at --Q 1 with --replicas {self.replicas}":
+                                     self.footprint({"Q": 1}, self.replicas)})
         self.floor = self.noise_floor()
         self._incumbent = math.inf  # the best time to epsilon seen: the calibrated, then simulated
         if epsilon is None:

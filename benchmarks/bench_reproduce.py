@@ -1,0 +1,65 @@
+"""``fedbound reproduce``: how long deciding every claim of a paper takes (issue 29, item 5).
+
+    python benchmarks/bench_reproduce.py [--full] [--papers mllsgd,hfl,tdcd,afl] [--device cpu]
+
+Runs ``verify.api.reproduce(paper, quick=...)`` for each paper in this one process (one
+job, one intra-op thread), and records per paper its wall-clock seconds and the seconds of
+processor time this process used (on a machine shared with other work the wall clock
+measures the load too; the processor time is what the run itself costs), with the number
+of claims that agree, contradict, or stay undecided. Goals: ``--quick`` (the default) at
+most 60 s a paper, ``--full`` at most 900 s (15 minutes) a paper, on 2 cores. Writes the
+figures to benchmarks/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
+from benchmarks.results import figure, record  # noqa: E402
+from fedbound.verify.api import reproduce  # noqa: E402
+
+PAPERS = ("mllsgd", "hfl", "tdcd", "afl")
+#: seconds a paper may take: (quick, full)
+GOALS = {True: 60.0, False: 900.0}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--full", action="store_true", help="the full runs (default: --quick)")
+    parser.add_argument("--papers", default=",".join(PAPERS), help="comma-separated paper keys")
+    add_device_argument(parser)
+    args = parser.parse_args(argv)
+    device = checked_device(parser, args.device)
+    papers = [p.strip() for p in args.papers.split(",") if p.strip()]
+    unknown = sorted(set(papers) - set(PAPERS))
+    if unknown or not papers:
+        parser.error(f"--papers {args.papers}: each must be one of {', '.join(PAPERS)}")
+    torch.set_num_threads(1)
+    quick = not args.full
+    mode = "quick" if quick else "full"
+    entries = []
+    for paper in papers:
+        wall, cpu = time.perf_counter(), time.process_time()
+        rep = reproduce(paper, quick=quick, device=None if device == "cpu" else device)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        verdicts = rep.counts()
+        print(f"{paper:>7} {mode}: {wall:8.1f} s wall, {cpu:8.1f} s processor, "
+              + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
+        name = f"reproduce.{paper}{suffix(device)}.{mode}"
+        entries += [figure(f"{name}.wall_s", wall, "s", at_most=GOALS[quick]),
+                    figure(f"{name}.processor_s", cpu, "s", at_most=GOALS[quick])]
+        entries += [figure(f"{name}.{v}", verdicts.get(v, 0), "claims")
+                    for v in ("agrees", "contradicts", "undecided", "error")]
+    record(entries)
+
+
+if __name__ == "__main__":
+    main()

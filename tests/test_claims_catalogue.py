@@ -1,0 +1,108 @@
+"""The catalogue of the four papers' experimental claims (verify/papers/<paper>/claims.py),
+without running an experiment: every claim cited to its figure, table or section, with the
+paper's setting and fedbound's analogue; the claims about an ambiguous step of an algorithm
+run under each reading; every experiment's footprint is finite and refused by a small step
+limit; and one step of TDCD's two readings of the round's mini-batch, measured directly."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import replace
+
+import pytest
+import torch
+
+pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
+
+from fedbound.bounds.references import cite  # noqa: E402
+from fedbound.verify import claims as catalogue  # noqa: E402
+from fedbound.verify.api import load_plugins  # noqa: E402
+
+PAPERS = {"mllsgd": 16, "hfl": 23, "tdcd": 10, "afl": 17}
+WHERE = re.compile(r"\b(Figs?\.|Table|Section|Appendix)")
+
+
+@pytest.fixture(scope="module")
+def claims():
+    assert not load_plugins()
+    return {p: catalogue.claims([p]) for p in PAPERS}
+
+
+def test_every_paper_has_its_claims_each_cited_with_its_setting_and_analogue(claims):
+    assert {p: len(c) for p, c in claims.items()} == PAPERS
+    for paper, cs in claims.items():
+        for c in cs:
+            assert c.id.startswith(paper + ".") and c.cite.startswith(cite(paper)), c.id
+            assert WHERE.search(c.cite), f"{c.id}: {c.cite!r} names no figure, table or section"
+            assert set(c.setting) <= set(catalogue.SETTING_FIELDS) and c.setting["model"], c.id
+            assert c.claim and c.analogue, c.id
+
+
+def test_claims_on_an_ambiguous_step_run_under_each_reading(claims):
+    expected = {"hfl": ("printed", "fednova", "sum"), "tdcd": ("round", "step")}
+    for paper, names in expected.items():
+        with_readings = [c for c in claims[paper] if catalogue.experiment(c.experiment).readings]
+        assert with_readings, paper
+        for c in with_readings:
+            exp = catalogue.experiment(c.experiment)
+            assert tuple(r.name for r in exp.readings) == names and c.primary == names[0], c.id
+    s_claims = [c for c in claims["hfl"] if re.search(r"\bS\b", c.claim)
+                and c.experiment in ("hfl.fig6", "hfl.fig7a", "hfl.fig7b", "hfl.fig13")]
+    assert s_claims and all(c.primary == "printed" for c in s_claims)
+    tdcd_q = [c for c in claims["tdcd"] if c.experiment == "tdcd.latency"]
+    assert len(tdcd_q) == 4
+
+
+def test_every_experiment_has_a_finite_footprint_that_a_small_limit_refuses(claims, monkeypatch):
+    from fedbound.verify.limits import ResourceError
+    from fedbound.verify.reproduce import reproduce
+
+    for exp_id in {c.experiment for cs in claims.values() for c in cs}:
+        exp = catalogue.experiment(exp_id)
+        for plan in (catalogue.Plan(quick=True), catalogue.Plan()):
+            for p in exp.plans(plan):
+                fp = exp.footprint(replace(p, seeds=p.count(exp)))
+                assert math.isfinite(fp.bytes) and math.isfinite(fp.steps), exp_id
+    monkeypatch.setenv("FEDBOUND_MAX_STEPS", "1000")
+    with pytest.raises(ResourceError, match="reproduce tdcd.latency"):
+        reproduce("tdcd", claim_ids=["tdcd.fig6.slower-per-iteration"], quick=True)
+
+
+def test_tdcd_readings_of_the_batch_are_the_simulators_and_differ():
+    """best_step under "round" and "step" is run_tdcd(batch=...) at the same seed: the same
+    start, another sequence of batches (Das et al. 2022, Section 3, against a fresh batch
+    per local step)."""
+    from fedbound.sim.tdcd import run_tdcd
+    from fedbound.verify.papers.tdcd import experiments as ex
+
+    model, theta0 = ex.build_model(silos=2, clients=2, batch=8, seed=0)
+    losses = {}
+    for batch in ("round", "step"):
+        eta, loss = ex.best_step(model, theta0, Q=3, rounds=2, steps=(0.1,), seeds=2, seed=1,
+                                 batch=batch)
+        direct = run_tdcd(model, eta=torch.full((2,), 0.1, dtype=torch.float64), Q=3, rounds=2,
+                          theta0=theta0, replicas=2, generator=torch.Generator().manual_seed(1),
+                          batch=batch)
+        assert eta == 0.1 and (loss == direct.loss.numpy()).all()
+        losses[batch] = loss
+    assert (losses["round"][:, 0] == losses["step"][:, 0]).all()
+    assert not (losses["round"][:, -1] == losses["step"][:, -1]).any()
+
+
+def test_a_quick_hfl_claim_runs_and_is_decided_on_its_paired_runs(claims):
+    """Fig. 8 of Ali & Arafa 2025 (a few seconds): the claim ends in a verdict, its effect is
+    the paired difference of the two curves it compares at the end, recomputed here."""
+    import numpy as np
+
+    from fedbound.verify.api import reproduce
+
+    rep = reproduce("hfl", claim_ids=["hfl.fig8.s12-best"], quick=True, seeds=3)
+    (r,) = rep.results
+    assert not r.error and r.verdict in ("agrees", "contradicts", "undecided")
+    assert r.claim.stated_model and r.as_dict()["verdict"] == r.verdict
+    out = rep.outcome(r.claim)
+    for t in r.primary.tests:
+        better, worse = t.compares
+        d = out.at(worse, t.at) - out.at(better, t.at)
+        assert t.seeds == 3 and np.isclose(t.effect, d.mean(), rtol=1e-12, atol=1e-15), t.name
