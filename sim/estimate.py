@@ -23,6 +23,10 @@ the interval is a simultaneous one-sided-per-end confidence interval over the po
   observed stochastic-gradient norm.
 - :func:`delta`: Delta = F(x_1) - f_inf, with f_inf from a reference run
   (:func:`reference_minimum`) and the problem's certified lower bound.
+- :func:`quadratic_model`: the problem's local quadratic model (:class:`QuadraticModel`)
+  around a reference minimiser: the Hessian's spectrum, where the start, the groups'
+  gradient offsets (their heterogeneity) and the gradient noise lie in it. What the
+  choosers' calibrated predictions are built from (exact for a quadratic).
 
 Everything is vectorised over points, start vectors, samples and workers (one batched
 call each); only the power iteration and the reference run loop over their steps.
@@ -36,6 +40,7 @@ import math
 import warnings
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from fedbound.sim.problems import DTYPE, Problem, randn
@@ -330,3 +335,200 @@ def trajectory(problem: Problem, x1, *, eta: float, steps: int, points: int) -> 
     if not torch.isfinite(result).all():
         raise ValueError(f"eta={eta!r}: the trajectory diverged")
     return result
+
+
+# ---------------------------------------------------------------------- the local quadratic model
+
+#: up to this dimension the Hessian is formed whole (one batched Hessian-vector product per
+#: column) and diagonalised; above it, Lanczos gives LANCZOS_STEPS Ritz pairs
+FULL_HESSIAN_MAX = 512
+LANCZOS_STEPS = 40
+
+
+@dataclass(frozen=True)
+class QuadraticModel:
+    """A problem's local quadratic model around a reference point x_ref (a minimiser, or
+    close to one): f(x) ~ f_ref + 0.5 (x - x_ref)^T H (x - x_ref), each group's gradient
+    grad f_i(x) ~ h_i + H (x - x_ref), and stochastic gradients with noise of covariance
+    Sigma_i around grad f_i. Everything is given per *node*: an eigenvalue of H (exact for
+    a full Hessian, a Ritz value of Lanczos otherwise, where one more node per vector holds
+    what the Ritz vectors miss, at its Rayleigh quotient).
+
+    - ``curvature`` [J]: the nodes' eigenvalues;
+    - ``gram`` [J, V, V]: per node, the inner products of the projections of the V vectors
+      (x_1 - x_ref, h_1, ..., h_G): the start and the groups' gradient offsets (V = 1 when
+      the groups share the objective);
+    - ``noise`` [G, J]: per group and node, the variance of one client's stochastic gradient
+      at x_ref (the mean over the group's clients), summing over nodes to sigma_i^2;
+    - ``f_ref``: F(x_ref); ``method``: how it was obtained.
+
+    It is a prediction model (calibrated on the instance), not a certificate."""
+
+    curvature: np.ndarray
+    gram: np.ndarray
+    noise: np.ndarray
+    f_ref: float
+    method: str
+
+    @property
+    def start_energy(self) -> np.ndarray:
+        """||x_1 - x_ref||^2 per node, [J]."""
+        return self.gram[:, 0, 0]
+
+    @property
+    def heterogeneous(self) -> bool:
+        """Whether the groups' gradients at x_ref differ (V > 1 and an offset is nonzero)."""
+        return self.gram.shape[1] > 1 and bool(np.any(self.gram[:, 1:, 1:] != 0))
+
+
+def exact_quadratic_model(problem, x1, groups: int = 1) -> QuadraticModel:
+    """The model of a ``sim.problems.Quadratic`` (every constant exact): its eigenvalues,
+    the start's eigen-coordinates, noise sigma^2 / dim per eigen-direction (isotropic),
+    the same objective in every one of ``groups`` groups."""
+    lam = problem.eigenvalues.cpu().numpy()
+    x = _points(problem, x1)[0]
+    start = (problem.eigvecs.T @ (x - problem.x_star)).cpu().numpy()
+    noise = np.full((groups, lam.size), problem.sigma**2 / problem.dim)
+    return QuadraticModel(lam, start[:, None, None] ** 2, noise, float(problem.f_inf),
+                          "exact: the quadratic's eigen-decomposition and isotropic noise")
+
+
+def quadratic_model(problem: Problem, x1, generator: torch.Generator, *, sizes=None,
+                    steps: int = 300, samples: int = 64) -> QuadraticModel:
+    """The local quadratic model of any ``sim`` problem (:class:`QuadraticModel`), estimated:
+
+    - x_ref: ``steps`` full-gradient descent steps from x_1 with step 1 / (the largest
+      curvature at x_1, by :func:`lipschitz`), each step halved while it raises F;
+    - H at x_ref: whole (dimension up to FULL_HESSIAN_MAX) and diagonalised, else Lanczos
+      from x_1 - x_ref with full re-orthogonalisation (Gauss quadrature of the start's
+      spectral measure), each other vector's remainder outside the Ritz vectors a node of
+      its own at its Rayleigh quotient;
+    - the offsets h_i = grad f_i(x_ref) - grad F(x_ref) of the groups of ``sizes``
+      (``problem.group_grads``; none without ``sizes`` or where every group has F);
+    - the noise: ``samples`` stochastic gradients per client at x_ref (each client around
+      its own gradient when the problem holds clients), projected on the nodes.
+
+    Exact (:func:`exact_quadratic_model`) for a ``sim.problems.Quadratic`` with one
+    objective for every group."""
+    from fedbound.sim.problems import Quadratic
+
+    groups = 1 if sizes is None else len(sizes)
+    x = _points(problem, x1)[0]
+    if isinstance(problem, Quadratic) and not hasattr(problem, "M"):
+        return exact_quadratic_model(problem, x, groups)
+    samples = _count("samples", samples, 2)
+    ref = _descend(problem, x, generator, _count("steps", steps))
+    offsets = _offsets(problem, ref, sizes)
+    noise_vectors, noise_groups = _noise_vectors(problem, ref, sizes, samples, generator)
+    vectors = torch.cat([(x - ref)[None], offsets]) if offsets is not None else (x - ref)[None]
+    if problem.dim <= FULL_HESSIAN_MAX:
+        eye = torch.eye(problem.dim, dtype=DTYPE, device=x.device)
+        hess = hessian_vector_product(problem, ref.expand(problem.dim, problem.dim).contiguous(), eye)
+        lam, vecs = torch.linalg.eigh(0.5 * (hess + hess.T))
+        proj, noise_proj = vectors @ vecs, noise_vectors @ vecs
+        method = "estimated: Hessian at x_ref diagonalised"
+    else:
+        lam, vecs, proj, noise_proj = _lanczos_nodes(problem, ref, vectors, noise_vectors)
+        method = f"estimated: Lanczos ({vecs.shape[1]} Ritz pairs) at x_ref"
+    gram = torch.einsum("aj,bj->jab", proj, proj)
+    noise = torch.stack([noise_proj[noise_groups == g].square().mean(0) for g in range(groups)])
+    return QuadraticModel(lam.cpu().numpy(), gram.cpu().numpy(), noise.cpu().numpy(),
+                          float(problem.loss(ref)),
+                          f"{method}, x_ref after {steps} gradient steps from x_1, noise from "
+                          f"{samples} stochastic gradients per client")
+
+
+def _descend(problem: Problem, x: torch.Tensor, generator: torch.Generator, steps: int) -> torch.Tensor:
+    """x_ref: gradient descent from x at 1 / (the curvature at x), halving a step that
+    raises F (a non-convex problem's curvature grows away from x_1)."""
+    eta = 1.0 / lipschitz(problem, x, generator=generator, steps=30, starts=2).upper
+    f = problem.loss(x)
+    for _ in range(steps):
+        while True:
+            y = x - eta * problem.grad(x)
+            fy = problem.loss(y)
+            if fy <= f or eta < 1e-12:
+                break
+            eta /= 2
+        x, f = y, fy
+    return x
+
+
+def _offsets(problem: Problem, ref: torch.Tensor, sizes) -> torch.Tensor | None:
+    """h_i = grad f_i(x_ref) - grad F(x_ref) per group [G, d], or None when the problem
+    gives no group objectives or every group has F."""
+    if sizes is None or not hasattr(problem, "group_grads"):
+        return None
+    counts = torch.as_tensor(list(sizes), device=ref.device)
+    per_group = problem.group_grads(ref.expand(len(sizes), ref.numel()), counts)
+    h = per_group - problem.grad(ref)
+    return None if bool((h == 0).all()) else h
+
+
+def _noise_vectors(problem: Problem, ref: torch.Tensor, sizes, samples: int,
+                   generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Noise samples at x_ref [n, d] and the group of each [n]: every client's stochastic
+    gradient around its own gradient when the problem holds clients (``M``,
+    ``worker_grads``), else the problem's around grad F (every group the same)."""
+    d = ref.numel()
+    groups = 1 if sizes is None else len(sizes)
+    if hasattr(problem, "M") and hasattr(problem, "worker_grads"):
+        M = problem.M
+        draws = problem.gradient_sampler((samples, M, d), generator)(ref.expand(samples, M, d).contiguous())
+        own = problem.worker_grads(ref.expand(M, d).contiguous())
+        vectors = (draws - own).reshape(-1, d)
+        counts = [M] if sizes is None else list(sizes)
+        if sum(counts) != M:
+            raise ValueError(f"sizes={list(sizes)} must sum to the problem's {M} clients")
+        group_of = torch.repeat_interleave(torch.arange(len(counts)), torch.tensor(counts))
+        return vectors, group_of.repeat(samples)
+    draws = problem.stochastic_grad(ref.expand(samples * groups, d).contiguous(), generator)
+    return draws - problem.grad(ref), torch.arange(groups).repeat_interleave(samples)
+
+
+def _lanczos_nodes(problem: Problem, ref: torch.Tensor, vectors: torch.Tensor,
+                   noise_vectors: torch.Tensor):
+    """Ritz pairs of H(x_ref) by Lanczos from vectors[0] (full re-orthogonalisation), and
+    the projections of ``vectors`` and ``noise_vectors`` on them, with one node more per
+    vector (and one for the noise) holding its remainder at its Rayleigh quotient."""
+    d = ref.numel()
+    steps = min(LANCZOS_STEPS, d)
+    q = vectors[0] / vectors[0].norm().clamp(min=torch.finfo(DTYPE).tiny)
+    basis, alpha, beta = [q], [], []
+    for k in range(steps):
+        w = hessian_vector_product(problem, ref, basis[-1])
+        alpha.append(float(w @ basis[-1]))
+        Q = torch.stack(basis)
+        w = w - Q.T @ (Q @ w)
+        w = w - Q.T @ (Q @ w)
+        b = float(w.norm())
+        if k == steps - 1 or b < 1e-10 * max(1.0, abs(alpha[0])):
+            break
+        beta.append(b)
+        basis.append(w / b)
+    Q = torch.stack(basis)
+    T = torch.diag(torch.tensor(alpha, dtype=DTYPE)) + torch.diag(torch.tensor(beta, dtype=DTYPE), 1) \
+        + torch.diag(torch.tensor(beta, dtype=DTYPE), -1)
+    theta, s = torch.linalg.eigh(T)
+    ritz = Q.T @ s.to(Q.device)                                      # [d, k]
+    proj, noise_proj = vectors @ ritz, noise_vectors @ ritz
+    rest = torch.cat([vectors - proj @ ritz.T, (noise_vectors - noise_proj @ ritz.T)])
+    # one node per vector for its remainder, one for the noise's, each at its Rayleigh quotient
+    rests = [rest[i] for i in range(vectors.shape[0])]
+    noise_rest = rest[vectors.shape[0]:]
+    quotients = [float(r @ hessian_vector_product(problem, ref, r)) / max(float(r @ r), 1e-300)
+                 for r in rests]
+    hv = hessian_vector_product(problem, ref.expand_as(noise_rest), noise_rest)
+    quotients.append(float((noise_rest * hv).sum() / (noise_rest.square().sum()).clamp(min=1e-300)))
+    extra = len(quotients)
+    lam = torch.cat([theta.to(ref.device), torch.tensor(quotients, dtype=DTYPE, device=ref.device)])
+    V = vectors.shape[0]
+    proj_full = torch.zeros(V, theta.numel() + extra, dtype=DTYPE, device=ref.device)
+    proj_full[:, : theta.numel()] = proj
+    for i in range(V):
+        proj_full[i, theta.numel() + i] = rests[i].norm()
+    noise_full = torch.zeros(noise_vectors.shape[0], theta.numel() + extra, dtype=DTYPE,
+                             device=ref.device)
+    noise_full[:, : theta.numel()] = noise_proj
+    noise_full[:, -1] = noise_rest.norm(dim=-1)
+    return lam, ritz, proj_full, noise_full

@@ -226,22 +226,32 @@ class HFLTrace:
         return self.loss[:, -1]
 
 
-def _validated(problem: Problem, sizes, alpha, x1, device):
+def _validated(problem: Problem, sizes, alpha, x1, replicas, device):
     sizes = torch.as_tensor(sizes, device=device)
     if sizes.ndim != 1 or sizes.numel() == 0 or sizes.dtype.is_floating_point:
         raise ValueError("sizes must be a non-empty 1-D integer tensor of group sizes")
     if (sizes < 1).any():
         i = int(torch.nonzero(sizes < 1)[0])
         raise ValueError(f"sizes[{i}]={int(sizes[i])} must be >= 1 (a group cannot be empty)")
-    if not (isinstance(alpha, (int, float)) and math.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"alpha={alpha!r} must be finite and > 0")
+    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
+        if not (math.isfinite(alpha) and alpha > 0):
+            raise ValueError(f"alpha={alpha!r} must be finite and > 0")
+        alpha = float(alpha)
+    else:  # one step per replica: a grid of steps in one run
+        steps = torch.as_tensor(alpha, dtype=DTYPE)
+        if steps.shape != (replicas,):
+            raise ValueError(f"alpha must be a number or one step per replica ({replicas}), got "
+                             f"shape {tuple(steps.shape)}")
+        if not (torch.isfinite(steps) & (steps > 0)).all():
+            raise ValueError("alpha: every step must be finite and > 0")
+        alpha = steps.to(device)[:, None, None]
     x1 = torch.as_tensor(x1, dtype=DTYPE, device=device)
     if x1.shape != (problem.dim,) or not torch.isfinite(x1).all():
         raise ValueError(f"x1 must be finite with shape ({problem.dim},), got {tuple(x1.shape)}")
-    return sizes.long(), float(alpha), x1
+    return sizes.long(), alpha, x1
 
 
-def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float, x1, replicas: int,
+def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float | torch.Tensor, x1, replicas: int,
             generator: torch.Generator, schedule: HFLSchedule | None = None, t=None,
             end_time=None, delays: HFLDelays | None = None, S: float | None = None, T: float | None = None,
             ramp: bool = False, upload: str = "printed", record_grad: bool = True,
@@ -254,7 +264,8 @@ def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float, x1, replica
     The schedule is ``schedule``, or the counts ``t`` ([U, G]: one fixed delay path;
     [R, U_max, G]: zero-padded paths; ``end_time`` their wall-clock round ends, if known),
     or drawn from ``delays`` at ``S``, ``T`` (and ``ramp``) by :func:`draw_schedule` with
-    ``generator``. ``upload``: the reading of eqs. (10) and (12), :data:`UPLOADS` ("printed",
+    ``generator``. ``alpha``: one step, or one per replica (a grid of steps in one run).
+    ``upload``: the reading of eqs. (10) and (12), :data:`UPLOADS` ("printed",
     the default, divides each group's update by t_i^u; "fednova" rescales that by the
     groups' mean t; "sum" does not divide). Returns a CPU :class:`HFLTrace`.
     ``record_grad=False`` records the loss only (``grad_sq_norm`` and ``group_grad_sq_sum``
@@ -265,8 +276,8 @@ def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float, x1, replica
                          "Ali & Arafa 2025, eqs. (10) and (12))")
     device = problem.device if device is None else torch.device(device)
     problem = problem.to(device)
-    sizes, alpha, x1 = _validated(problem, sizes, alpha, x1, device)
     replicas = _positive_int("replicas", replicas)
+    sizes, alpha, x1 = _validated(problem, sizes, alpha, x1, replicas, device)
     given = [schedule is not None, t is not None, delays is not None]
     if sum(given) != 1:
         raise ValueError("give exactly one of schedule, t, or delays (with S and T)")
@@ -296,7 +307,7 @@ def upload_divisors(t: torch.Tensor, sizes: torch.Tensor, upload: str) -> torch.
     return counts[..., None]
 
 
-def _run(problem: Problem, sizes: torch.Tensor, alpha: float, x1: torch.Tensor,
+def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1: torch.Tensor,
          schedule: HFLSchedule, generator: torch.Generator, device, upload: str,
          record_grad: bool = True) -> HFLTrace:
     t = schedule.t.to(device)

@@ -124,8 +124,18 @@ def _validated(problem: Problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, 
             f"K={K} must be a multiple of q*tau={q * tau}: the proof of Theorem 1 sums over "
             f"K/(q*tau) whole hub periods (Castiglia et al. 2021, Appendix C.3, summing (182))"
         )
-    if not (math.isfinite(eta) and eta > 0):
-        raise ValueError(f"eta={eta} must be finite and > 0")
+    if isinstance(eta, (int, float)) and not isinstance(eta, bool):
+        if not (math.isfinite(eta) and eta > 0):
+            raise ValueError(f"eta={eta} must be finite and > 0")
+        eta = float(eta)
+    else:  # one step per replica: a grid of steps in one run
+        steps = torch.as_tensor(eta, dtype=DTYPE)
+        if steps.shape != (replicas,):
+            raise ValueError(f"eta must be a number or one step per replica ({replicas}), got "
+                             f"shape {tuple(steps.shape)}")
+        if not (torch.isfinite(steps) & (steps > 0)).all():
+            raise ValueError("eta: every step must be finite and > 0")
+        eta = steps.to(device)[:, None, None].neg()
     H = torch.as_tensor(H, dtype=DTYPE, device=device)
     if H.ndim != 2 or H.shape[0] != H.shape[1] or H.shape[0] < 1:
         raise ValueError(f"H must be a square D x D matrix, got shape {tuple(H.shape)}")
@@ -152,10 +162,10 @@ def _validated(problem: Problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, 
     x1 = torch.as_tensor(x1, dtype=DTYPE, device=device)
     if x1.shape != (problem.dim,) or not torch.isfinite(x1).all():
         raise ValueError(f"x1 must be finite with shape ({problem.dim},), got {tuple(x1.shape)}")
-    return H, hub_of, w, p, float(eta), K, q, tau, x1, replicas
+    return H, hub_of, w, p, eta, K, q, tau, x1, replicas
 
 
-def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int, tau: int,
+def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, K: int, q: int, tau: int,
                x1, replicas: int, generator: torch.Generator, wait_for_all: bool = False,
                record_iterates: bool = False, record_every: int = 1, record_grad: bool = True,
                device=None) -> Trace:
@@ -164,7 +174,8 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int,
     ``H`` [D, D] hub mixing matrix (Assumption 2; not validated beyond its shape: u_k
     follows (10) only when H b = b), ``hub_of`` [N] hub d(i) of each worker,
     ``w`` [N] positive worker weights (v, a and b are derived by :func:`hub_weights`),
-    ``p`` [N] step probabilities in (0, 1], ``x1`` [d] common start (X_1 = x1 1^T, as in
+    ``p`` [N] step probabilities in (0, 1], ``eta`` one step or one per replica (a grid of
+    steps in one run), ``x1`` [d] common start (X_1 = x1 1^T, as in
     Lemma 4, Appendix C.2). ``K`` must be a multiple of ``q * tau``. Every worker samples
     ``problem``'s F (i.i.d. workers, as the paper's analysis assumes), or, for a
     ``sim.clients.ClientProblem`` of N clients, worker i draws its mini-batches from client
@@ -236,7 +247,10 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float, K: int, q: int,
         G = sample(X)
         if not every_coin_lands:
             G.mul_(coins[..., None])
-        torch.add(X, G, alpha=-eta, out=moved)
+        if isinstance(eta, float):
+            torch.add(X, G, alpha=-eta, out=moved)
+        else:  # -eta per replica
+            torch.addcmul(X, G, eta, out=moved)
         average(moved, operator_at(k, q, tau))
         X, moved = accept(X, moved), X
         if accept.alive is None and every_coin_lands:

@@ -668,7 +668,7 @@ BATCHES = ("round", "step")
 def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, theta0,
              replicas: int, generator: torch.Generator, t_comm: float = 0.0, t_comp: float = 1.0,
              record_iterates: bool = False, batch: str = "round", shards=None,
-             record_grad: bool = True) -> TDCDTrace:
+             stop_below: float | None = None, record_grad: bool = True) -> TDCDTrace:
     """Run ``replicas`` independent realisations of ``rounds`` TDCD rounds (T = Q rounds
     iterations), Das et al. 2022, Algorithm 1 (see the module docstring).
 
@@ -682,10 +682,14 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     samples of its cells: horizontal non-i.i.d. clients (label-skewed with
     ``sim.data.label_partition`` or ``dirichlet_partition`` of the labels as classes); the
     trace's loss stays L over all n samples, and its ``sigma2`` is None (the model's exact
-    variance is that of copies). The simulation runs on the model's device; the generator
-    may live on any device. Returns a CPU trace. ``record_grad=False`` records the loss only
-    (``grad_sq_norm`` and ``sigma2`` None): a run whose training curve is all that is read,
-    without a full gradient every round; the dynamics and the draws are the same."""
+    variance is that of copies). ``stop_below``: stop after the first round by which every
+    replica's running left side of (15) (:attr:`TDCDTrace.running_lhs`) has been at most
+    this, or the replica diverged (the trace then holds the rounds run; their numbers are
+    those of the full run; it reads the gradients, so needs ``record_grad``). The simulation
+    runs on the model's device; the generator may live on any device. Returns a CPU trace.
+    ``record_grad=False`` records the loss only (``grad_sq_norm`` and ``sigma2`` None): a run
+    whose training curve is all that is read, without a full gradient every round; the
+    dynamics and the draws are the same."""
     device = model.device
     steps, Q, rounds, theta0, R = _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm,
                                                t_comp, device)
@@ -702,8 +706,14 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     accept = Acceptance(R, device)
     losses, grad_sq, sigma2, drift, g0 = [], [], [], [], []
     hubs, virtual, directions, batches = [hub], [], [], []
+    if stop_below is not None and not math.isfinite(stop_below):
+        raise ValueError(f"stop_below={stop_below!r} must be finite")
+    if stop_below is not None and not record_grad:
+        raise ValueError("stop_below reads the gradients: it needs record_grad=True")
+    total = torch.zeros(R, dtype=DTYPE, device=device)
+    reached = torch.zeros(R, dtype=torch.bool, device=device)
 
-    for _ in range(rounds):
+    for r in range(rounds):
         if record_grad:
             loss, grad_sq_norm, variance = model.statistics(hub)
             grad_sq.append(grad_sq_norm)
@@ -740,6 +750,11 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
         if record_iterates:
             hubs.append(hub)
             batches.append(rows if batch == "round" else torch.stack(round_rows, 1))
+        if stop_below is not None:
+            total += grad_sq_norm
+            reached |= total <= stop_below * (r + 1)
+            if bool((reached | accept.diverged).all()):
+                break
     losses.append(model.loss(hub))
 
     recorded = {}
@@ -753,7 +768,7 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     t_round = 3.0 * t_comm + Q * t_comp
     return TDCDTrace(
         grad_sq_norm=grad_sq, loss=loss.cpu(), drift=drift.cpu(), g0=g0.cpu(),
-        time=torch.arange(rounds + 1, dtype=DTYPE) * t_round, diverged=diverged.cpu(),
+        time=torch.arange(loss.shape[1], dtype=DTYPE) * t_round, diverged=diverged.cpu(),
         sigma2=None if sigma2 is None else sigma2.cpu(),
         **{name: value.cpu() for name, value in recorded.items()},
     )

@@ -23,10 +23,9 @@ from fedbound.verify.papers.hfl import HFLScenario, lemma1_pathwise  # noqa: E40
 from fedbound.verify.papers.hfl.choose import (  # noqa: E402
     SyncTime,
     loss_at_times,
+    plot_answers,
     plot_loss_vs_wallclock,
-    plot_sync_time,
 )
-from fedbound.verify.text import format_choice  # noqa: E402
 from fedbound.verify.verdict import t_multiplier  # noqa: E402
 
 FIG7A = [0.01, 0.85, 1e-3, 0.085, 4, 2, 0.4, 0.2]
@@ -134,14 +133,16 @@ def test_conditional_mode_is_one_delay_path_drawn_from_the_seed():
 
 
 def test_choose_sync_time_proof_bound_picks_zero():
+    """alpha fixed (as today's choose-sync-time): the proof bound is non-decreasing in S."""
     chooser = SyncTime(sizes=[15, 15], delays=FIG7A, T=2000, alpha=0.05, L=1.0, G=2.0, sigma=1.0,
                        Delta=3.0)
     report = choose(chooser, variants=["proof"], method="bound")
     json.dumps(report.as_dict())
-    (proof,) = report.bound
-    assert proof.settings == {"S": 0.0}  # the proof bound is non-decreasing in S
+    (proof,) = report.certified
+    assert proof.settings == {"S": 0.0, "alpha": 0.05}
     assert np.all(np.diff([p["bound"] for p in proof.curve]) >= 0)
-    assert report.simulation is None and "proof chooses S = 0" in format_choice(report)
+    assert report.calibrated.settings["alpha"] == 0.05  # a fixed knob is fixed for every answer
+    assert report.simulated is None and "proof chooses S = 0, alpha = 0.05" in report.text()
 
 
 def test_choose_sync_time_joint_alpha():
@@ -158,19 +159,27 @@ def test_choose_sync_time_joint_alpha():
                          sizes=[15, 15])
 
 
-def test_choose_sync_time_both_simulates_each_choice():
+def test_choose_sync_time_simulates_every_answer_on_the_same_paths():
+    """Every answer is simulated on the same replicas (paired): its regret is the paired
+    regret of its per-replica values against the best answer's, computed here again from a
+    fresh paired simulation; the simulated answer is the best and passes."""
     chooser = SyncTime(sizes=[3, 3], delays=FIG7A, T=200, alpha=0.05, L=1.0, G=2.0, sigma=1.0,
-                       Delta=3.0, S_grid=[0, 3, 8])
+                       Delta=3.0, S=[0, 3, 8], replicas=8)
     report = choose(chooser, variants=["proof", "tight"])
-    json.dumps(report.as_dict())
-    assert [o.settings["S"] for o in report.simulation] == [0.0, 3.0, 8.0]
-    best = min(o.loss for o in report.simulation)
-    assert report.best.loss == best
-    for c in report.bound:  # each variant's choice is simulated, relative to the best
-        assert c.relative == pytest.approx(c.simulated.loss / best)
-    assert "Best simulated" in format_choice(report)
-    ax = plot_sync_time(report)
-    plot_loss_vs_wallclock(report)
+    out = report.as_dict()
+    json.dumps(out)
+    assert set(out) >= {"certified", "calibrated", "simulated"} and "curve" not in out["simulated"]
+    assert report.simulated.value == min(a.value for a in report.answers)
+    again = chooser.simulate([a.settings for a in report.answers], 8, paired=True)
+    best = again[-1].values
+    for a, e in zip(report.answers, again, strict=True):
+        d = e.values - best
+        assert a.value == pytest.approx(e.values.mean(), rel=1e-12)
+        assert a.regret == pytest.approx(d.mean() / best.mean(), rel=1e-9, abs=1e-15)
+        assert a.passes == (a.regret <= 0.1 or a.regret - a.regret_ci <= 0)
+    assert report.simulated.regret == 0 and report.simulated.passes
+    ax = plot_answers(choose(chooser, variants=["proof"]))
+    plot_loss_vs_wallclock(chooser, [report.simulated.settings])
     plt.close("all")
     assert ax.get_xlabel().startswith("sync time S")
 

@@ -29,7 +29,6 @@ from fedbound.verify.papers.tdcd.choose import (  # noqa: E402
     q_sweep,
 )
 from fedbound.verify.strategies import scenarios  # noqa: E402
-from fedbound.verify.text import format_choice  # noqa: E402
 
 KEYS = ("tdcd.theorem1", "tdcd.lemma2", "tdcd.remark5")
 
@@ -199,27 +198,32 @@ def test_loss_against_time_follows_the_latency_model():
 def test_choose_q_eta_proof_bound_prefers_q1_and_simulates_its_choice():
     report = choose(QEta(epsilon=0.005, t_comm=100.0, t_comp=1.0), variants=["proof"])
     json.dumps(report.as_dict())
-    (proof,) = report.bound
+    (proof,) = report.certified
     assert proof.settings["Q"] == 1
     rows = proof.curve  # eta Q and R do not depend on Q: extra local steps only cost time
     assert len({row["rounds"] for row in rows}) == 1
     assert all(row["eta"] * row["Q"] == pytest.approx(rows[0]["eta"], rel=1e-6) for row in rows)
-    reached = [o for o in report.simulation if math.isfinite(o.loss)]
-    assert report.best.loss == min(o.loss for o in reached)
-    for o in reached:  # time = rounds x t_Q
-        assert o.loss == pytest.approx(o.extra["rounds"] * (300 + o.settings["Q"]))
-    assert proof.simulated.settings == proof.settings
-    text = format_choice(report)
-    assert "The bound's choice" in text and "Simulation" in text and report.message in text
+    assert report.simulated.value == min(a.value for a in report.answers)
+    for a in report.answers:  # time = rounds x t_Q: a multiple of t_Q on average
+        (e,) = report_chooser_evaluation(report, a.settings)
+        assert a.value == pytest.approx(e.extra["rounds"] * (300 + a.settings["Q"]))
+    text = report.text()
+    assert "certified proof" in text and "calibrated" in text and report.message in text
+
+
+def report_chooser_evaluation(report, settings):
+    """The paired simulation of ``settings`` again, as the report ran it."""
+    chooser = QEta(epsilon=0.005, t_comm=100.0, t_comp=1.0)
+    return chooser.simulate([settings], report.search["replicas"], paired=True)
 
 
 def test_choose_q_eta_slow_communication_favours_more_local_steps_at_one_step():
     """The paper's practice (Section 5.2: one step size for every Q): at eta = eta_max(1) of
     (14) and t_comm = 100, Q = 10 reaches epsilon sooner in wall-clock time than Q = 1."""
-    chooser = QEta(epsilon=0.005, t_comm=100.0, t_comp=1.0, Q_grid=(1, 10))
+    chooser = QEta(epsilon=0.005, t_comm=100.0, t_comp=1.0, Q=(1, 10))
     eta = chooser.max_step("proof", 1)
-    q1, q10 = chooser.simulate([{"Q": 1, "eta": eta}, {"Q": 10, "eta": eta}])
-    assert math.isfinite(q10.loss) and q10.loss + q10.ci < q1.loss - q1.ci
+    q1, q10 = chooser.simulate([{"Q": 1, "eta": eta}, {"Q": 10, "eta": eta}], 16, paired=True)
+    assert math.isfinite(q10.value) and q10.value + q10.ci < q1.value - q1.ci
 
 
 def test_choose_q_eta_bound_matches_the_closed_form_and_bad_input():
@@ -229,15 +233,15 @@ def test_choose_q_eta_bound_matches_the_closed_form_and_bad_input():
     m = chooser.model
     need = btdcd.rounds_needed(1e-6, L=m.L, L_max=m.L_max, sigma=np.asarray(m.sigma),
                                Delta=V.delta(V.build(chooser.scenario)))
-    got = chooser.bound_choice("proof").curve[0]
+    got = chooser.certified("proof").curve[0]
     assert got["rounds"] == pytest.approx(need["R"], rel=1e-6)
     assert got["eta"] == pytest.approx(need["a"], rel=1e-4)
-    r1, r2 = (QEta(epsilon=e, t_comm=10.0, t_comp=1.0).bound_choice("proof").curve[0]["rounds"]
+    r1, r2 = (QEta(epsilon=e, t_comm=10.0, t_comp=1.0).certified("proof").curve[0]["rounds"]
               for e in (1e-6, 1e-7))
     assert r2 / r1 == pytest.approx(100, rel=0.01)
     with pytest.raises(ValueError, match="method='fast'"):
         choose(chooser, method="fast")
     with pytest.raises(ValueError, match="epsilon=0 must lie in"):
         QEta(epsilon=0.0, t_comm=1.0, t_comp=1.0)
-    with pytest.raises(ValueError, match=r"Q_grid\[1\]=0"):
-        QEta(epsilon=0.1, t_comm=1.0, t_comp=1.0, Q_grid=(1, 0))
+    with pytest.raises(ValueError, match=r"Q\[1\]=0"):
+        QEta(epsilon=0.1, t_comm=1.0, t_comp=1.0, Q=(1, 0))

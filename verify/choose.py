@@ -1,13 +1,32 @@
-"""Choosing a problem's knobs (a sync time, local steps, a step size) from a bound and by
-simulation: the generic engine.
+"""Choosing a problem's knobs (a sync time, local steps, a step size) for the user's own
+problem: the generic engine.
 
-One interface for every chooser: a :class:`Chooser` knows its knobs, the choice each
-variant of its bound makes (:meth:`Chooser.bound_choice`), the configurations worth
-simulating (:meth:`Chooser.candidates`) and how to simulate them (:meth:`Chooser.simulate`,
-which returns one :class:`Option` per configuration: the simulated loss with its 95%
-interval). :func:`choose` puts the two side by side: every variant's choice is also
-simulated, so the report says how far each bound's choice is from the best simulated
-configuration.
+Three answers, side by side, each simulated on the problem with its 95% interval and its
+regret against the best configuration found:
+
+- **certified**, one per valid variant of the chooser's bound (:meth:`Chooser.certified`):
+  the minimiser of the bound with the problem's certified constants, and the bound's value
+  there, a guarantee;
+- **calibrated** (:meth:`Chooser.calibrated`): the minimiser of a prediction built from
+  constants estimated on this instance (each chooser says which model, in
+  :attr:`Chooser.calibration`); a prediction, not a certificate;
+- **simulated**: an adaptive search on the problem itself, started from the calibrated
+  answer: successive halving (Jamieson & Talwalkar 2016; Li et al. 2018, Hyperband) over
+  the grid of the knobs (:meth:`Chooser.knobs`), the survivors of each rung re-run with
+  twice the replicas, then a paired comparison of the finalists, the other answers and
+  the neighbours of the leader with common random numbers.
+
+Every configuration of the last, paired stage runs on the same seeds (the same delay paths
+and draws, :meth:`Chooser.simulate` with ``paired=True``), so that the difference between
+two configurations is measured replica by replica. The regret of an answer is
+mean(v - v_best) / |mean(v_best)| over those replicas (for a metric to maximise, v_best - v),
+with the 95% Student-t interval of the paired differences; an answer **passes** when its
+regret is at most :data:`TOLERANCE` or it cannot be told from the best at 95% (the lower end
+of the interval of the paired difference is at most 0).
+
+The planned simulations (every rung, the paired stage at its largest) are checked against
+the resource limits (``verify.limits``) before anything runs: a grid too large or a run too
+long is refused with a ResourceError naming the knobs.
 
 Each paper's chooser lives with its paper and registers with :func:`register_chooser`
 (through ``verify.api``, as a plugin's does); ``fedbound choose NAME`` runs the chooser
@@ -16,10 +35,12 @@ registered under NAME with the command-line options it declares.
 
 from __future__ import annotations
 
+import itertools
 import math
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -31,70 +52,233 @@ from .plugins import ensure_loaded
 from .scenario import jsonable
 from .verdict import t_multiplier
 
-METHODS = ("bound", "simulate", "both")
+#: what ``choose`` runs: every answer with its simulation ("both"), the certified and
+#: calibrated predictions only, nothing simulated ("bound"), or the simulated search only
+METHODS = ("both", "bound", "simulate")
+#: an answer passes when its regret is at most this, or it cannot be told from the best
+TOLERANCE = 0.1
+#: the statuses of a variant whose bound is valid (a certificate)
+VALID = ("holds", "holds-with-erratum")
+SCALES = ("linear", "log")
+
+
+# ---------------------------------------------------------------------- the knobs
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob and the values the search compares: ``values`` ascending (one value: the knob
+    is fixed), on a ``"log"`` or ``"linear"`` ``scale`` (where the search refines between
+    two values: the geometric or the arithmetic mean), ``integer`` when only integers are
+    allowed; ``option`` names the command-line option that sets it (for messages)."""
+
+    name: str
+    values: tuple
+    scale: str = "linear"
+    integer: bool = False
+    option: str = ""
+
+    def __post_init__(self):
+        if self.scale not in SCALES:
+            raise ValueError(f"knob {self.name}: scale={self.scale!r} must be one of {SCALES}")
+        if not self.values:
+            raise ValueError(f"{self.option or self.name}: no value to choose from")
+        values = sorted(set(self.values))
+        for v in values:
+            if not (isinstance(v, (int, float)) and math.isfinite(v)) or (self.scale == "log" and v <= 0):
+                raise ValueError(f"{self.option or self.name}={v!r} must be a finite number"
+                                 + (" > 0" if self.scale == "log" else ""))
+        object.__setattr__(self, "values", tuple(int(v) if self.integer else float(v) for v in values))
+
+    @property
+    def fixed(self) -> bool:
+        return len(self.values) == 1
+
+    def between(self, a, b):
+        """The value halfway between ``a`` and ``b`` on the knob's scale (None when an
+        integer knob has none strictly between)."""
+        mid = math.sqrt(a * b) if self.scale == "log" and a > 0 and b > 0 else (a + b) / 2
+        if self.integer:
+            mid = int(round(mid))
+            return mid if min(a, b) < mid < max(a, b) else None
+        return float(mid)
+
+    def neighbours(self, value) -> list:
+        """The values halfway between ``value`` and its nearest grid values on either side
+        (none for a fixed knob): where the search looks around a leader."""
+        if self.fixed:
+            return []
+        lower = [v for v in self.values if v < value]
+        upper = [v for v in self.values if v > value]
+        out = [self.between(value, side[k]) for side, k in ((lower, -1), (upper, 0)) if side]
+        return [v for v in out if v is not None and v != value]
+
+
+def grid(knobs: Sequence[Knob]) -> list[dict[str, Any]]:
+    """Every combination of the knobs' values (the product), knob order kept."""
+    return [dict(zip((k.name for k in knobs), combo, strict=True))
+            for combo in itertools.product(*(k.values for k in knobs))]
+
+
+def around(knobs: Sequence[Knob], settings: dict[str, Any]) -> list[dict[str, Any]]:
+    """The settings one knob at a time halfway to its neighbouring grid values."""
+    out = []
+    for k in knobs:
+        for v in k.neighbours(settings[k.name]):
+            out.append({**settings, k.name: v})
+    return out
+
+
+# ---------------------------------------------------------------------- results
 
 
 @dataclass
-class Option:
-    """One simulated configuration: ``settings`` (the knobs), ``loss`` (the simulated
-    metric, mean over replicas; inf when it diverged or never reached the target) and the
-    half-width ``ci`` of its 95% interval; ``extra``: what else the simulation measured."""
+class Evaluation:
+    """The simulation of one configuration: ``values`` per replica (inf where a replica
+    diverged or never reached the target), ``extra`` what else it measured."""
 
     settings: dict[str, Any]
-    loss: float
-    ci: float
+    values: np.ndarray
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def value(self) -> float:
+        """The mean over replicas (inf when any replica is inf)."""
+        v = np.asarray(self.values, dtype=float)
+        return float(v.mean()) if np.all(np.isfinite(v)) else math.inf
+
+    @property
+    def ci(self) -> float:
+        """The half-width of its 95% interval."""
+        return half_width(self.values)
+
 
 @dataclass
-class BoundChoice:
-    """The configuration a variant of the bound chooses, the bound's objective there, the
-    objective over the candidates (``curve``), and the simulation at exactly that choice
-    with its loss relative to the best simulated one."""
+class Proposal:
+    """What a certified bound or the calibrated prediction proposes: ``settings``, the
+    ``predicted`` value there (the bound's value, or the predicted metric), the prediction
+    over the configurations it compared (``curve``) and a ``note``."""
 
-    variant: str
     settings: dict[str, Any]
-    value: float
-    curve: list[dict[str, Any]]
-    simulated: Option | None = None
-    relative: float | None = None
+    predicted: float
+    curve: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+
+
+@dataclass
+class Answer:
+    """One answer of :func:`choose`: its ``kind`` ("certified", "calibrated" or
+    "simulated"), the ``variant`` of a certified one, its ``settings``, the simulated
+    ``value`` of the metric there (mean over the paired replicas) with the half-width ``ci``
+    of its 95% interval, its ``regret`` against the best with the half-width ``regret_ci``
+    (paired), whether it ``passes`` (module docstring), what its method ``predicted`` there
+    and a ``note``. ``curve``: the prediction (or, for the simulated answer, every simulated
+    configuration) over the configurations compared."""
+
+    kind: str
+    settings: dict[str, Any]
+    predicted: float | None = None
+    variant: str | None = None
+    value: float | None = None
+    ci: float | None = None
+    regret: float | None = None
+    regret_ci: float | None = None
+    passes: bool | None = None
+    note: str = ""
+    curve: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_dict(self, curves: bool = False) -> dict[str, Any]:
+        out = {"settings": self.settings, "value": self.value, "ci": self.ci,
+               "regret": self.regret, "regret_ci": self.regret_ci, "passes": self.passes}
+        if self.variant is not None:
+            out["variant"] = self.variant
+        if self.kind == "certified":
+            out["bound"] = self.predicted
+        elif self.kind == "calibrated":
+            out["predicted"] = self.predicted
+        if self.note:
+            out["note"] = self.note
+        if curves:
+            out["curve"] = self.curve
+        return jsonable(out)
 
 
 @dataclass
 class ChoiceReport:
-    """What :func:`choose` returns (see the module docstring); ``message`` is one line on
-    how the choices compare, or why there is nothing to compare."""
+    """What :func:`choose` returns: the chooser, its knobs, the metric (and whether it is
+    maximised), the validated inputs, the answers (``certified``: one per variant,
+    ``calibrated``, ``simulated``), what the calibrated model is (``calibration``), how the
+    search went (``search``: its rungs, the paired replicas, the configurations run), the
+    seconds each part took, and a one-line ``message``."""
 
     chooser: str
     knobs: list[str]
     metric: str
+    maximise: bool
     inputs: dict[str, Any]
-    bound: list[BoundChoice]
-    simulation: list[Option] | None
-    best: Option | None
+    certified: list[Answer]
+    calibrated: Answer | None
+    simulated: Answer | None
+    calibration: str
+    search: dict[str, Any]
+    seconds: dict[str, float]
     message: str
 
-    def as_dict(self) -> dict[str, Any]:
-        return jsonable(asdict(self))
+    def text(self) -> str:
+        """The report as aligned text (what ``fedbound choose`` prints)."""
+        from .text import format_choice
+
+        return format_choice(self)
+
+    @property
+    def answers(self) -> list[Answer]:
+        """Every answer: the certified ones, the calibrated, the simulated."""
+        return [*self.certified, *(a for a in (self.calibrated, self.simulated) if a is not None)]
+
+    def as_dict(self, curves: bool = False) -> dict[str, Any]:
+        """The report as JSON values; the per-configuration curves only with ``curves``."""
+        def one(a):
+            return None if a is None else a.as_dict(curves)
+
+        return jsonable({
+            "chooser": self.chooser, "knobs": self.knobs, "metric": self.metric,
+            "maximise": self.maximise, "inputs": self.inputs,
+            "certified": [a.as_dict(curves) for a in self.certified],
+            "calibrated": one(self.calibrated), "simulated": one(self.simulated),
+            "calibration": self.calibration, "search": self.search, "seconds": self.seconds,
+            "message": self.message})
+
+
+# ---------------------------------------------------------------------- the chooser
 
 
 class Chooser(ABC):
-    """A choice of configuration, by the bound and by simulation (module docstring).
+    """A choice of configuration (module docstring).
 
-    ``name`` names the chooser in its report; ``key`` is the result whose bound it
-    minimises; ``command`` the name of ``fedbound choose COMMAND`` (default: the key's
-    prefix, the paper), ``aliases`` other command names that run it, ``summary`` and
-    ``example`` its help. Its command-line options are its own: :meth:`add_arguments` adds
-    them, :meth:`from_arguments` builds the chooser from them."""
+    ``name`` names the chooser in its report; ``key`` is the result whose bound gives the
+    certified answers; ``metric`` says what the simulation measures (``maximise``: True for
+    an accuracy); ``calibration`` what the calibrated prediction is. ``command`` the name
+    of ``fedbound choose COMMAND`` (default: the key's prefix, the paper), ``aliases`` other
+    command names that run it, ``summary`` and ``example`` its help. Its command-line options
+    are its own: :meth:`add_arguments` adds them, :meth:`from_arguments` builds the chooser
+    from them.
+
+    The search: ``screen_replicas`` replicas per configuration in its first rung (doubled
+    at every rung, half the configurations kept), ``replicas`` in the paired stage,
+    ``finalists`` configurations carried into it."""
 
     name: str
-    knobs: tuple[str, ...]
-    metric: str
     key: str
+    metric: str
+    maximise: bool = False
+    calibration: str = ""
     command: ClassVar[str] = ""
     aliases: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
     example: ClassVar[str] = ""
+    replicas: int = 32
+    screen_replicas: int = 4
+    finalists: int = 2
 
     @classmethod
     def add_arguments(cls, parser) -> None:
@@ -115,32 +299,42 @@ class Chooser(ABC):
         """The validated inputs, as JSON values."""
 
     @abstractmethod
-    def bound_choice(self, variant: str) -> BoundChoice:
-        """The configuration that ``variant`` of the bound prefers."""
+    def knobs(self) -> list[Knob]:
+        """The knobs and the grid of values the search compares (a fixed knob: one value)."""
 
     @abstractmethod
-    def candidates(self) -> list[dict[str, Any]]:
-        """The configurations the simulation compares."""
+    def certified(self, variant: str) -> Proposal:
+        """The configuration that ``variant`` of the bound prefers, with the bound's value."""
 
     @abstractmethod
-    def simulate(self, settings: list[dict[str, Any]]) -> list[Option]:
-        """One Option per configuration, in order."""
+    def calibrated(self) -> Proposal:
+        """The configuration the calibrated prediction prefers, with the predicted metric."""
+
+    @abstractmethod
+    def simulate(self, settings: list[dict[str, Any]], replicas: int, *,
+                 paired: bool) -> list[Evaluation]:
+        """One Evaluation per configuration, in order, each on ``replicas`` replicas. With
+        ``paired``, every configuration runs on the same seeds 0 .. replicas - 1 (the
+        same delay paths and draws): replica r of one configuration is paired with replica
+        r of every other. Without, the chooser may run them in one batch."""
+
+    def footprint(self, settings: dict[str, Any], replicas: int) -> limits.Footprint | None:
+        """The memory and work of simulating ``settings`` on ``replicas`` replicas, from the
+        sizes alone (None: no estimate, no limit applies); :func:`choose` refuses the planned
+        search above the limits (``verify.limits.require_runs``) before anything runs."""
+        return None
 
     def bound_footprints(self) -> dict[str, limits.Footprint | None]:
-        """The estimated memory and work of what :meth:`bound_choice` computes (for every
-        variant), by a label naming it in the chooser's options ("S = 0 with --T 600"), from
-        the sizes alone (:class:`verify.limits.Footprint`); :func:`choose` refuses them above
-        the limits before it computes anything. Default {}: no estimate."""
+        """The estimated memory and work of what :meth:`certified` computes (for every
+        variant), by a label naming it in the chooser's options ("the bound at S = 0 with
+        --T 600"), from the sizes alone (:class:`verify.limits.Footprint`); :func:`choose`
+        refuses them above the limits before it computes anything. Default {}: no estimate."""
         return {}
 
-    def footprints(self, settings: list[dict[str, Any]]) -> dict[str, limits.Footprint | None]:
-        """The same for each run that :meth:`simulate` makes on ``settings`` ("--Q 20": one
-        vectorised run per Q, say). Default {}: no estimate."""
-        return {}
-
-    def unreached(self, options: list[Option]) -> str:
-        """One line when no simulated configuration reached a finite metric."""
-        return f"No simulated configuration reached a finite {self.metric}."
+    def variants(self) -> list[str]:
+        """The variants of :attr:`key` whose bound is valid (status holds or
+        holds-with-erratum): one certified answer each."""
+        return [v for v in bounds.variants(self.key) if bounds.get(self.key, v).status in VALID]
 
 
 # ---------------------------------------------------------------------- the registry
@@ -187,44 +381,221 @@ def chooser_class(name: str) -> type[Chooser]:
     raise ValueError(f"no chooser {name!r}; registered: {', '.join(choosers()) or 'none'}")
 
 
-def choose(chooser: Chooser, *, variants=None, method: str = "both") -> ChoiceReport:
-    """Each variant's choice (``variants``: default every variant of the chooser's result)
-    beside the simulation's, each bound choice simulated too (module docstring)."""
+# ---------------------------------------------------------------------- statistics
+
+
+def half_width(v) -> float:
+    """Half-width of the 95% Student-t interval of the mean of ``v`` (inf when a value is
+    not finite or there are fewer than two)."""
+    v = np.asarray(v, dtype=float)
+    if v.size < 2 or not np.all(np.isfinite(v)):
+        return math.inf
+    return float(t_multiplier(v.size) * v.std(ddof=1) / math.sqrt(v.size))
+
+
+def paired_regret(values, best, *, maximise: bool = False) -> tuple[float, float, bool]:
+    """(regret, half-width of its 95% interval, whether the difference is significant) of
+    per-replica ``values`` against the best configuration's ``best`` on the same replicas:
+    the paired differences d = values - best (best - values when maximising), regret =
+    mean(d) / |mean(best)|. A replica that is inf for ``values`` but not for ``best`` makes
+    the regret inf; one inf in both counts as no difference."""
+    v, b = np.asarray(values, dtype=float), np.asarray(best, dtype=float)
+    if v.shape != b.shape:
+        raise ValueError(f"paired values need the same replicas: {v.shape} and {b.shape}")
+    both = np.isinf(v) & np.isinf(b) & (np.sign(v) == np.sign(b))
+    with np.errstate(invalid="ignore"):
+        d = np.where(both, 0.0, (b - v) if maximise else (v - b))
+    scale = np.abs(b[~both]).mean() if (~both).any() else math.nan
+    if not np.all(np.isfinite(d)):
+        worse = np.any(d == np.inf)
+        return (math.inf if worse else -math.inf), math.inf, True
+    if not (math.isfinite(scale) and scale > 0):
+        scale = 1.0  # a best of exactly 0: the regret is the difference itself
+    mean = float(d.mean())
+    hw = 0.0 if d.size and np.all(d == d[0]) else half_width(d)
+    return mean / scale, hw / scale, bool(mean - hw > 0)
+
+
+def passes(regret: float, regret_ci: float) -> bool:
+    """Regret at most :data:`TOLERANCE`, or not told from the best at 95%."""
+    return bool(regret <= TOLERANCE or regret - regret_ci <= 0)
+
+
+# ---------------------------------------------------------------------- the search
+
+
+@dataclass
+class Plan:
+    """The simulations :func:`choose` will run: per rung (configurations, replicas), and the
+    paired stage's largest size."""
+
+    rungs: list[tuple[int, int]]
+    paired: tuple[int, int]
+
+    def runs(self) -> int:
+        """Replica runs in all (configurations x replicas, summed)."""
+        return sum(n * r for n, r in self.rungs) + self.paired[0] * self.paired[1]
+
+
+def plan(chooser: Chooser, candidates: int, extra: int) -> Plan:
+    """Successive halving over ``candidates`` configurations: rungs of screen_replicas x 2^k
+    replicas keeping half (rounded up) until at most ``finalists`` remain or the next rung
+    would reach the paired replicas; then a paired stage of the finalists and ``extra``
+    more configurations (the other answers and the leader's neighbours)."""
+    rungs, n, r = [], candidates, chooser.screen_replicas
+    while n > chooser.finalists and r < chooser.replicas:
+        rungs.append((n, r))
+        n, r = math.ceil(n / 2), 2 * r
+    return Plan(rungs, (min(n, candidates) + extra, chooser.replicas))
+
+
+def _check_limits(what: str, chooser: Chooser, knobs: Sequence[Knob], candidates: list[dict],
+                  p: Plan) -> None:
+    """Refuse, before anything runs, a grid or a search above the resource limits
+    (``verify.limits.require_runs``; ``what`` names the command): the number of
+    configurations, the memory of the largest run and the work of every planned run, each
+    counted at the costliest configuration of the grid."""
+    options = " x ".join(k.option or k.name for k in knobs if not k.fixed) or "the knobs"
+    limits.require_count(len(candidates), f"{what} over {options}: the grid", "runs")
+    costliest = max(candidates, key=lambda s: _steps(chooser, s, 1))
+    stages = [*p.rungs, p.paired]
+    prints = [chooser.footprint(costliest, r) for _, r in stages]
+    if any(fp is None for fp in prints):
+        return
+    runs = " + ".join(f"{n} x {r} replicas" for n, r in stages)
+    total = limits.Footprint.of(
+        {f"the costliest configuration ({settings_text(costliest)}) at {p.paired[1]} replicas: "
+         f"{prints[-1].what}": max(fp.bytes for fp in prints)},
+        {f"the search over {options} ({len(candidates)} configurations; runs of {runs}), each "
+         f"counted as {settings_text(costliest)}":
+         sum(n * fp.steps for (n, _), fp in zip(stages, prints, strict=True))})
+    at = " ".join(f"{k.option or k.name} {costliest[k.name]:g}" if not k.integer
+                  else f"{k.option or k.name} {costliest[k.name]}" for k in knobs)
+    limits.require_runs(what, {f"the search over {options}, the costliest at {at}": total})
+
+
+def _steps(chooser: Chooser, settings: dict, replicas: int) -> float:
+    fp = chooser.footprint(settings, replicas)
+    return 0.0 if fp is None else fp.steps
+
+
+def _key(settings: dict[str, Any]) -> tuple:
+    return tuple(sorted((k, float(v)) for k, v in settings.items()))
+
+
+def _ranked(evaluations: list[Evaluation], maximise: bool) -> list[Evaluation]:
+    """Best first (by the mean; a configuration with an inf replica last)."""
+    sign = -1.0 if maximise else 1.0
+    return sorted(evaluations, key=lambda e: (not math.isfinite(e.value), sign * e.value
+                                              if math.isfinite(e.value) else 0.0))
+
+
+class _Progress:
+    """Advances a tqdm-like ``bar`` (``update``, ``set_description``) by replica runs."""
+
+    def __init__(self, bar, total: int):
+        self.bar = bar
+        if bar is not None:
+            bar.total = total
+            bar.refresh()
+
+    def __call__(self, what: str, runs: int = 0) -> None:
+        if self.bar is not None:
+            self.bar.set_description(what)
+            self.bar.update(runs)
+
+
+def choose(chooser: Chooser, *, variants=None, method: str = "both",
+           progress=None) -> ChoiceReport:
+    """The three answers of the module docstring. ``variants``: the certified answers to
+    give (default :meth:`Chooser.variants`); ``method``: one of :data:`METHODS`;
+    ``progress``: a tqdm-like bar advanced by replica runs (None: none)."""
     from fedbound.sim.problems import one_thread
 
     with one_thread():
-        return _choose(chooser, variants, method)
+        return _choose(chooser, variants, method, progress)
 
 
-def _choose(chooser: Chooser, variants, method: str) -> ChoiceReport:
+def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
     if method not in METHODS:
         raise ValueError(f"method={method!r} must be one of {METHODS}")
-    names = list(bounds.variants(chooser.key)) if variants is None else list(variants)
+    names = chooser.variants() if variants is None else list(variants)
     for v in names:
         bounds.get(chooser.key, v)  # unknown variant: ValueError naming it
+    knobs = chooser.knobs()
+    candidates = grid(knobs)
+    free = sum(not k.fixed for k in knobs)
+    p = plan(chooser, len(candidates), len(names) + 1 + 2 * free)
     what = f"choose {command_of(type(chooser))}"
     if method != "simulate":
         limits.require_runs(what, chooser.bound_footprints())
     if method != "bound":
-        grid = chooser.candidates()
-        limits.require_count(len(grid), f"{what}: the grid", "runs")  # before any estimate
-        limits.require_runs(what, chooser.footprints(grid))
-    choices = [chooser.bound_choice(v) for v in names] if method != "simulate" else []
-    options, best = None, None
-    if method != "bound":
-        grid = chooser.candidates()
-        grid += [c.settings for c in choices if c.settings not in grid]
-        limits.require_runs(what, chooser.footprints(grid))
-        options = chooser.simulate(grid)
-        finite = [o for o in options if math.isfinite(o.loss)]
-        best = min(finite, key=lambda o: o.loss) if finite else None
-        for c in choices:
-            c.simulated = options[grid.index(c.settings)]
-            if best is not None and best.loss > 0:
-                c.relative = c.simulated.loss / best.loss
-        options = options[:len(chooser.candidates())]
-    return ChoiceReport(chooser.name, list(chooser.knobs), chooser.metric, chooser.inputs(),
-                        choices, options, best, _message(chooser, choices, options, best))
+        _check_limits(what, chooser, knobs, candidates, p)
+    step = _Progress(progress, 0 if method == "bound" else p.runs())
+    seconds: dict[str, float] = {}
+
+    t0 = time.perf_counter()
+    certified = []
+    if method != "simulate":
+        for v in names:
+            step(f"certified: {v}")
+            prop = chooser.certified(v)
+            certified.append(Answer("certified", dict(prop.settings), prop.predicted, v,
+                                    note=prop.note, curve=prop.curve))
+    seconds["certified"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    step("calibrated")
+    prop = chooser.calibrated()
+    calibrated = None if method == "simulate" else Answer(
+        "calibrated", dict(prop.settings), prop.predicted, note=prop.note, curve=prop.curve)
+    seconds["calibrated"] = time.perf_counter() - t0
+    if method == "bound":
+        return ChoiceReport(chooser.name, [k.name for k in knobs], chooser.metric, chooser.maximise,
+                            chooser.inputs(), certified, calibrated, None, chooser.calibration,
+                            {}, seconds, _message(chooser, certified, calibrated, None))
+
+    t0 = time.perf_counter()
+    start = dict(prop.settings)
+    pool = _unique([start, *around(knobs, start), *candidates])
+    rungs = []
+    for k, (_, r) in enumerate(p.rungs):
+        if len(pool) <= chooser.finalists:
+            break
+        step(f"search: rung {k + 1}, {len(pool)} configurations x {r} replicas")
+        ranked = _ranked(chooser.simulate(pool, r, paired=False), chooser.maximise)
+        step("search", len(pool) * r)
+        rungs.append({"configurations": len(pool), "replicas": r})
+        pool = [e.settings for e in ranked[:math.ceil(len(pool) / 2)]]
+    finalists = pool[:chooser.finalists]
+    others = [a.settings for a in certified] + ([calibrated.settings] if calibrated else [])
+    stage = _unique([*finalists, *around(knobs, finalists[0]), *others])
+    step(f"search: paired, {len(stage)} configurations x {chooser.replicas} replicas")
+    evaluated = chooser.simulate(stage, chooser.replicas, paired=True)
+    step("search", len(stage) * chooser.replicas)
+    best = _ranked(evaluated, chooser.maximise)[0]
+    seconds["simulated"] = time.perf_counter() - t0
+    by_key = {_key(e.settings): e for e in evaluated}
+    simulated = Answer("simulated", dict(best.settings), best.value,
+                       curve=[{**e.settings, "value": e.value, "ci": e.ci} for e in evaluated])
+    for a in [*certified, *([calibrated] if calibrated else []), simulated]:
+        e = by_key[_key(a.settings)]
+        a.value, a.ci = e.value, e.ci
+        a.regret, a.regret_ci, _ = paired_regret(e.values, best.values, maximise=chooser.maximise)
+        a.passes = passes(a.regret, a.regret_ci)
+    search = {"grid": len(candidates), "rungs": rungs, "paired": len(stage),
+              "replicas": chooser.replicas, "start": start}
+    return ChoiceReport(chooser.name, [k.name for k in knobs], chooser.metric, chooser.maximise,
+                        chooser.inputs(), certified, calibrated, simulated, chooser.calibration,
+                        search, seconds, _message(chooser, certified, calibrated, simulated))
+
+
+def _unique(settings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen, out = set(), []
+    for s in settings:
+        if _key(s) not in seen:
+            seen.add(_key(s))
+            out.append(dict(s))
+    return out
 
 
 def settings_text(settings: dict[str, Any]) -> str:
@@ -233,24 +604,19 @@ def settings_text(settings: dict[str, Any]) -> str:
                      for k, v in settings.items())
 
 
-def _message(chooser: Chooser, choices, options, best) -> str:
-    if options is None:
-        return "Bound only: " + "; ".join(f"{c.variant} chooses {settings_text(c.settings)}"
-                                          for c in choices)
-    if best is None:
-        return chooser.unreached(options)
-    if not choices:
-        return f"Simulation only: best {settings_text(best.settings)}."
-    within = [c.variant for c in choices if c.relative is not None and c.relative <= 1.1]
-    return (f"Best simulated: {settings_text(best.settings)} ({chooser.metric} {best.loss:.4g}); "
-            f"within 10% of it: {', '.join(within) if within else 'no variant of the bound'}.")
-
-
-def half_width(v: np.ndarray) -> float:
-    """Half-width of the 95% Student-t interval of the mean of ``v``."""
-    v = np.asarray(v, dtype=float)
-    if not np.all(np.isfinite(v)):
-        return math.inf
-    return float(t_multiplier(v.size) * v.std(ddof=1) / math.sqrt(v.size))
-
-
+def _message(chooser: Chooser, certified, calibrated, simulated) -> str:
+    if simulated is None:
+        parts = [f"{a.variant} chooses {settings_text(a.settings)}" for a in certified]
+        if calibrated is not None:
+            parts.append(f"calibrated (not a certificate) chooses {settings_text(calibrated.settings)}")
+        return "Predictions only: " + "; ".join(parts) + "."
+    if not math.isfinite(simulated.value):
+        return (f"No simulated configuration reached a finite {chooser.metric}; the closest is "
+                f"{settings_text(simulated.settings)}.")
+    ok = [a.variant for a in certified if a.passes]
+    cal = "" if calibrated is None else (
+        f"; calibrated {settings_text(calibrated.settings)} "
+        + ("passes" if calibrated.passes else "misses") + f" (regret {calibrated.regret:.1%})")
+    return (f"Best simulated: {settings_text(simulated.settings)} ({chooser.metric} "
+            f"{simulated.value:.4g}){cal}; certified answers that pass (regret <= "
+            f"{TOLERANCE:.0%} or indistinguishable at 95%): {', '.join(ok) if ok else 'none'}.")

@@ -165,28 +165,34 @@ def _cell(x) -> str:
 
 
 def format_choice(report) -> str:
-    """A :class:`verify.choose.ChoiceReport` as text: the inputs, each variant's choice with
-    the simulation there, the simulated table, and the one-line conclusion."""
+    """A :class:`verify.choose.ChoiceReport` as text: the inputs, one row per answer
+    (certified per variant, calibrated, simulated) with what its method predicted there, the
+    simulated metric with its 95% interval, the paired regret against the best with its
+    interval and whether it passes, what the calibrated answer is, and the conclusion."""
     lines = [f"{report.chooser}: " + ", ".join(f"{k}={_cell(v)}" for k, v in report.inputs.items()
                                                if not isinstance(v, dict))]
-    if report.bound:
-        head = ["variant", *report.knobs, "bound objective"]
-        if report.simulation is not None:
-            head += [f"simulated ({report.metric})", "95% +-", "vs best"]
-        body = []
-        for c in report.bound:
-            row = [c.variant, *(_cell(c.settings[k]) for k in report.knobs), _cell(c.value)]
-            if c.simulated is not None:
-                row += [_cell(c.simulated.loss), _cell(c.simulated.ci),
-                        "-" if c.relative is None else f"{c.relative:.3g}x"]
-            body.append(row)
-        lines += ["", "The bound's choice, per variant:", _table(head, body)]
-    if report.simulation is not None:
-        body = [[*(_cell(o.settings[k]) for k in report.knobs), _cell(o.loss), _cell(o.ci)]
-                for o in report.simulation]
-        lines += ["", f"Simulation ({report.metric}):",
-                  _table([*report.knobs, report.metric, "95% +-"], body)]
-    lines += ["", report.message]
+    head = ["answer", *report.knobs, "predicted"]
+    simulated = report.simulated is not None
+    if simulated:
+        head += [f"simulated {report.metric}", "95% +-", "regret", "95% +-", "passes"]
+    body = []
+    for a in report.answers:
+        name = f"certified {a.variant}" if a.kind == "certified" else a.kind
+        row = [name, *(_cell(a.settings[k]) for k in report.knobs),
+               "-" if a.kind == "simulated" else _cell(a.predicted)]
+        if simulated:
+            row += [_cell(a.value), _cell(a.ci), _percent(a.regret), _percent(a.regret_ci),
+                    "yes" if a.passes else "no"]
+        body.append(row)
+    lines += ["", _table(head, body), "",
+              "predicted: the bound's value for a certified answer (a guarantee); for the "
+              f"calibrated answer, {report.calibration}.", "", report.message]
     return "\n".join(lines)
+
+
+def _percent(x) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.1%}" if abs(x) < 1e6 else ("inf" if x > 0 else "-inf")
 
 

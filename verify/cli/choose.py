@@ -8,7 +8,7 @@ import re
 import textwrap
 from contextlib import contextmanager
 
-from .common import Command, Exit, Parser, exit_codes, limit_options, names, read_scenario
+from .common import Command, Exit, Parser, exit_codes, limit_options, names, progress_bar, read_scenario
 
 #: the exit statuses of fedbound choose beside those of every command
 EXITS = {0: "the choices were made and printed (or the choosers listed)"}
@@ -23,10 +23,15 @@ def chooser_parser(cls, command: str) -> Parser:
                epilog=(f"example:\n  {cls.example}\n\n" if cls.example else "")
                + f"exit status:\n{exit_codes(EXITS)}")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--variant", help=f"comma-separated variants of {cls.key} (default: all)")
+    p.add_argument("--curves", action="store_true",
+                   help="with --json: each answer's prediction (or simulation) over every "
+                        "configuration compared")
+    p.add_argument("--variant", help=f"comma-separated variants of {cls.key} for the certified "
+                                     "answers (default: every valid one)")
     p.add_argument("--method", choices=METHODS, default="both",
-                   help="bound: each variant's choice only; simulate: the simulation only; "
-                        "both (default): side by side")
+                   help="both (default): the certified, calibrated and simulated answers, each "
+                        "simulated; bound: the certified and calibrated predictions only, "
+                        "nothing simulated; simulate: the simulated search only")
     limit_options(p, None, shown=("memory", "steps"))
     cls.add_arguments(p)
     return p
@@ -42,7 +47,7 @@ def _listing() -> str:
 
 
 def run(args):
-    from .. import limits, text
+    from .. import limits
     from ..choose import choose, chooser_class, command_of
 
     if args.name is None:
@@ -55,10 +60,11 @@ def run(args):
     with limits.configured(memory=sub.max_memory, steps=sub.max_steps,
                            scenarios=sub.max_scenarios, input=sub.max_input), as_options(parser):
         chooser = cls.from_arguments(sub, lambda key, source: read_scenario(key, source)[0])
-        rep = choose(chooser, variants=names(sub.variant), method=sub.method)
+        with progress_bar(unit="runs", leave=False) as bar:
+            rep = choose(chooser, variants=names(sub.variant), method=sub.method, progress=bar)
     if args.json or sub.json:
-        return rep.as_dict()
-    print(text.format_choice(rep))
+        return rep.as_dict(curves=sub.curves)
+    print(rep.text())
     return None
 
 
@@ -96,11 +102,14 @@ def arguments(p) -> None:
 
 
 COMMANDS = (Command(
-    "choose", run, "choose a problem's knobs from each bound variant and by simulation", arguments,
+    "choose", run, "choose a problem's knobs: certified, calibrated and simulated answers", arguments,
     "fedbound choose hfl --sizes 15,15 --delays 0.01,0.85,0.001,0.085,4,2,0.4,0.2 \\\n"
-    "      --T 600 --alpha 0.05 --L 1 --G 10 --sigma 10 --Delta 10\n"
-    "  fedbound choose tdcd --t-comm 100 --t-comp 1",
-    "Run a registered chooser: each variant of its bound's choice beside the simulation's "
-    "best, every choice simulated. fedbound choose lists the choosers, fedbound choose "
-    "NAME --help the options of one; a chooser may also answer to an alias "
-    "(choose-sync-time, choose-q-eta).", EXITS),)
+    "      --T 600 --L 1 --G 10 --sigma 10 --Delta 10\n"
+    "  fedbound choose tdcd --t-comm 100 --t-comp 1\n"
+    "  fedbound choose mllsgd --graph complete --t-comm 4",
+    "Run a registered chooser: the certified answer of each valid variant of its bound, the "
+    "calibrated answer (a prediction from constants estimated on the problem, not a "
+    "certificate) and the simulated answer (an adaptive paired search on the problem), each "
+    "simulated with its 95% interval and its regret against the best. fedbound choose lists "
+    "the choosers, fedbound choose NAME --help the options of one; a chooser may also answer "
+    "to an alias (choose-sync-time, choose-q-eta).", EXITS),)

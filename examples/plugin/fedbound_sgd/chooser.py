@@ -1,11 +1,15 @@
 """A chooser for ``sgd.nonconvex``: the constant step eta for K iterations of SGD, chosen by
-every variant of the bound and by simulation (``fedbound choose sgd``).
+every variant of the bound, by a calibrated prediction and by simulation (``fedbound choose
+sgd``).
 
-The bound side minimises Ghadimi & Lan's bound over the admissible steps (a log grid up to
-1/L); the simulation runs SGD at each candidate step on the scenario's quadratic, every
-step on the same seeds, and measures the average squared gradient norm. A plugin adds a
-chooser this way: a :class:`~verify.api.Chooser` subclass registered with
-:func:`~verify.api.register_chooser`, with the options it takes on the command line.
+Certified: the bound minimised over the admissible steps (a log grid up to 1/L).
+Calibrated: the exact second moments of SGD on the scenario's quadratic
+(:func:`~fedbound_sgd.adapter.expected_grad_sq_norms`), minimised over a finer grid.
+Simulated: ``verify.choose`` searches the knob's grid with SGD on the scenario's quadratic,
+every step on the same seeds (common random numbers), measuring the average squared
+gradient norm. A plugin adds a chooser this way: a :class:`~verify.api.Chooser` subclass
+registered with :func:`~verify.api.register_chooser`, with the options it takes on the
+command line.
 """
 
 from __future__ import annotations
@@ -16,16 +20,16 @@ import numpy as np
 
 from fedbound import bounds
 from fedbound.verify.api import (
-    BoundChoice,
     Chooser,
-    Option,
+    Evaluation,
+    Knob,
+    Proposal,
     comma_separated,
-    half_width,
     register_chooser,
     require_int,
 )
 
-from .adapter import SGDScenario, build, simulate
+from .adapter import SGDScenario, build, expected_grad_sq_norms, simulate
 from .theorem import KEY
 
 
@@ -34,10 +38,10 @@ class Step(Chooser):
     """The step eta of SGD for the scenario's K iterations (module docstring)."""
 
     name = "sgd-step"
-    knobs = ("eta",)
     metric = "mean ||grad f(x_k)||^2 over the K iterations"
+    calibration = "the exact second moments of SGD on the scenario's quadratic"
     key = KEY
-    summary = "SGD: the step eta for K iterations, from the bound and by simulation"
+    summary = "SGD: the step eta for K iterations, certified, calibrated and simulated"
     example = "fedbound --plugin fedbound_sgd choose sgd --K 100 --sigma 1"
 
     def __init__(self, scenario: SGDScenario | None = None, *, etas=None, points: int = 9):
@@ -45,6 +49,7 @@ class Step(Chooser):
         self.scenario.validate()
         self.points = require_int("points", points, minimum=2)
         self.etas = None if etas is None else [float(e) for e in etas]
+        self.replicas = self.scenario.replicas
 
     @classmethod
     def add_arguments(cls, p) -> None:
@@ -66,30 +71,40 @@ class Step(Chooser):
     def inputs(self) -> dict[str, Any]:
         return self.scenario.to_dict()
 
-    def candidates(self) -> list[dict[str, Any]]:
+    def knobs(self) -> list[Knob]:
         """The steps given, else a log grid from 1/(100 L) to 1/L."""
-        if self.etas is not None:
-            return [{"eta": e} for e in self.etas]
         top = 1.0 / self.scenario.L
-        return [{"eta": float(e)} for e in np.geomspace(top / 100, top, self.points)]
+        etas = self.etas or np.geomspace(top / 100, top, self.points).tolist()
+        return [Knob("eta", tuple(etas), "log", option="--eta")]
 
-    def bound_choice(self, variant: str) -> BoundChoice:
+    def certified(self, variant: str) -> Proposal:
         thm, params = bounds.get(self.key, variant), self._params()
         etas = np.geomspace(thm.max_step(**params) / 1e4, thm.max_step(**params), 400)
         values = np.asarray(thm.evaluate(**params, eta=etas), dtype=float)
         best = int(np.argmin(values))
         curve = [{"eta": float(e), "bound": float(v)} for e, v in zip(etas[::40], values[::40],
                                                                        strict=True)]
-        return BoundChoice(variant, {"eta": float(etas[best])}, float(values[best]), curve)
+        return Proposal({"eta": float(etas[best])}, float(values[best]), curve)
 
-    def simulate(self, settings: list[dict[str, Any]]) -> list[Option]:
+    def calibrated(self) -> Proposal:
+        problem, x0, _ = build(self.scenario)
+        lam = problem.eigenvalues.numpy()
+        y0 = (problem.eigvecs.T @ (x0 - problem.x_star)).numpy()
+        (knob,) = self.knobs()
+        etas = np.geomspace(min(knob.values), max(knob.values), 4 * len(knob.values))
+        values = [float(np.mean(expected_grad_sq_norms(lam, y0, problem.sigma, e, self.scenario.K)))
+                  for e in etas]
+        best = int(np.argmin(values))
+        return Proposal({"eta": float(etas[best])}, values[best],
+                        [{"eta": float(e), "predicted": v} for e, v in zip(etas, values, strict=True)])
+
+    def simulate(self, settings: list[dict[str, Any]], replicas: int, *,
+                 paired: bool) -> list[Evaluation]:
         """Each step on the same seeds (common random numbers): the average over the K
-        iterations of ||grad f(x_k)||^2 per replica, its mean and 95% half-width."""
+        iterations of ||grad f(x_k)||^2 per replica (inf where a replica diverged)."""
         out = []
         for row in settings:
             problem, x0, gen = build(self.scenario)  # the same draws for every step
-            grad_sq, diverged = simulate(problem, x0, row["eta"], self.scenario.K,
-                                         self.scenario.replicas, gen)
-            values = np.where(diverged, np.inf, grad_sq.mean(axis=1))
-            out.append(Option(dict(row), float(values.mean()), half_width(values)))
+            grad_sq, diverged = simulate(problem, x0, row["eta"], self.scenario.K, replicas, gen)
+            out.append(Evaluation(dict(row), np.where(diverged, np.inf, grad_sq.mean(axis=1))))
         return out

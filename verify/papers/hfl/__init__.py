@@ -3,10 +3,10 @@ Updates: fedbound's plugin for the paper.
 
 Loaded as any plugin is, through the entry point ``hfl`` of the group ``fedbound.plugins``;
 it registers through ``verify.api`` only: adapters (Lemma 1, Theorems 1 and 2, Corollary 1),
-the sync-time chooser, reproduced claims, its stored witnesses (``witnesses/``) and its rate
+the (S, alpha) chooser, reproduced claims, its stored witnesses (``witnesses/``) and its rate
 sweeps. Modules: ``adapters`` (statement, scenario, parameter derivation, measurement, one
-adapter per result), ``choose`` (its chooser) and ``claims`` (its experiments reproduced at
-small scale).
+adapter per result), ``choose`` (its chooser), ``predict`` (the chooser's calibrated
+prediction) and ``claims`` (its experiments reproduced at small scale).
 """
 
 from importlib import resources
@@ -36,8 +36,8 @@ from .choose import (  # noqa: F401 - the paper's public names
     METRICS,
     SyncTime,
     loss_at_times,
+    plot_answers,
     plot_loss_vs_wallclock,
-    plot_sync_time,
     synthetic_quadratic,
 )
 

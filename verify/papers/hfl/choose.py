@@ -1,12 +1,14 @@
-"""The sync time S of Algorithm 1 of Ali & Arafa 2025, chosen by every variant of the
-bound and by simulation (the chooser of ``fedbound choose hfl``, alias
-``choose-sync-time``).
+"""The sync time S and the step alpha of Algorithm 1 of Ali & Arafa 2025, chosen jointly for
+the user's problem (the chooser of ``fedbound choose hfl``, alias ``choose-sync-time``).
 
-:class:`SyncTime`: S for system time T under the paper's linear delay model (Section IV);
-the bound side minimises the expected bound over delay paths (``bounds.choose_sync_time``);
-the simulation runs Algorithm 1 on a quadratic with the given L, sigma and Delta, every
-replica on its own delay path. Its figures: :func:`plot_sync_time`,
-:func:`plot_loss_vs_wallclock`.
+:class:`SyncTime` gives the three answers of ``verify.choose`` under the paper's linear delay
+model (Section IV): *certified*, each valid variant of Theorem 2 minimised over (S, alpha)
+in expectation over the delay paths (``bounds.choose_sync_time``) with the problem's
+certified constants; *calibrated*, the minimiser of the exact second moments of Algorithm 1
+on the problem's local quadratic model (``predict``); *simulated*, the paired search on the
+problem itself. The problem is the synthetic quadratic built from (L, sigma, Delta) (the
+default), a scenario's (``HFLScenario``), or any ``sim`` problem passed in. Its figures:
+:func:`plot_answers`, :func:`plot_loss_vs_wallclock`.
 """
 
 from __future__ import annotations
@@ -19,25 +21,48 @@ import numpy as np
 from fedbound import bounds
 from fedbound.verify.api import (
     GRAD2,
+    LOOP_OVERHEAD,
     LOSS,
     TIME,
-    BoundChoice,
     Chooser,
+    Evaluation,
     Footprint,
-    Option,
-    adapter_for,
+    Knob,
+    Proposal,
     comma_separated,
-    half_width,
     label,
     register_chooser,
     require_float,
     require_int,
+    settings_text,
 )
+from fedbound.verify.api import count_text as _n
+
+#: the metrics the simulation ranks (S, alpha) by; the old name final_loss is loss
+METRICS = ("loss", "lhs", "time")
+METRIC_NAMES = {
+    "loss": "loss at the deadline, f(x^(U+1)) - f_inf",
+    "lhs": "Theorem 2's left-hand side, the mean of ||grad f(x^u)||^2 over the rounds",
+    "time": "wall-clock time until f(x^u) - f_inf <= epsilon",
+}
+#: the default grid of steps: ALPHA_STEPS factors of 2 below the largest admissible
+ALPHA_STEPS = 7
+#: the default grid of S: 0 and S_STEPS values spread geometrically up to half the range of
+#: ``bounds.tuning.default_sync_grid`` (about 20 local iterations per round)
+S_STEPS = 6
+#: the calibrated prediction searches this many steps per factor of 2 of the step range
+CALIBRATION_PER_OCTAVE = 4
+DELAYS_HELP = (
+    "the 8 parameters d,b,e,f,d_g,b_g,e_g,f_g of the paper's linear delay model (Ali & Arafa "
+    "2025, Section IV), in the time unit of T and S: a local iteration of group i takes c_i + "
+    "Exp(mean 1/lambda_i) with shift c_i = d |N_i| + b and mean 1/lambda_i = e |N_i| + f; a "
+    "global aggregation takes c_g + Exp(mean 1/lambda_g) with c_g = d_g G + b_g and 1/lambda_g "
+    "= e_g G + f_g (|N_i| the clients of group i, G the groups)")
 
 
 def synthetic_quadratic(L: float, sigma: float, Delta: float, dim: int = 10, seed: int = 0):
     """A quadratic with exactly L (largest eigenvalue), noise variance sigma^2 and
-    f(x^1) - f* = Delta (x^1 on the top eigenvector): the simulation problem for choosing S."""
+    f(x^1) - f* = Delta (x^1 on the top eigenvector): the default problem."""
     import torch
 
     from fedbound.sim.problems import Quadratic
@@ -57,203 +82,398 @@ def loss_at_times(loss: np.ndarray, end_time: np.ndarray, U: np.ndarray, times) 
     return np.take_along_axis(loss, ended, axis=1)
 
 
-METRICS = ("final_loss", "lhs")
+def knob_values(name: str, value, option: str, *, low: float, low_open: bool) -> list[float] | None:
+    """A knob given as None (the default grid), a number (fixed) or a list (a grid), each
+    value validated (ValueError naming ``option`` and the entry)."""
+    if value is None:
+        return None
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if not values:
+        raise ValueError(f"{option}: give at least one value")
+    return [require_float(f"{option}[{i}]" if len(values) > 1 else option, v, low=low,
+                          low_open=low_open) for i, v in enumerate(values)]
+
+
 #: the delay paths ``bounds.choose_sync_time`` draws per S for the round statistics
 BOUND_DRAWS = 2000
 
 
 @register_chooser
 class SyncTime(Chooser):
-    """S for Algorithm 1 of Ali & Arafa 2025 (module docstring). ``metric``: "lhs" (the
-    default: Theorem 2's left-hand side, the average over rounds of ||grad f(x^u)||^2, the
-    quantity every variant of the bound bounds, so bound and simulation rank S by the same
-    measure) or "final_loss" (f(x^{U+1}) - f*, which favours larger S: it sees only the noise
-    floor at the end of the run). Both are measured and shown."""
+    """(S, alpha) for Algorithm 1 of Ali & Arafa 2025 (module docstring).
+
+    The problem: ``problem`` and ``x1`` (any ``sim`` problem: its clients i.i.d. on it, or a
+    problem holding clients, sum(sizes) of them, group after group), else the synthetic
+    quadratic of (``L``, ``sigma``, ``Delta``). The certified constants (L, G, sigma, Delta
+    of Theorem 2): those given, else the problem's own (L, G, sigma exact for logistic
+    regression; Delta = f(x^1) - f_inf). ``S`` and ``alpha``: None (the default grid), a
+    number (fixed) or a list (the grid). ``metric``: one of METRICS (``epsilon`` for
+    "time"); ``replicas`` delay paths in the paired comparison; ``seed``."""
 
     name = "sync-time"
-    knobs = ("S",)
     key = "hfl.theorem2"
     aliases = ("choose-sync-time",)
-    summary = "HFL: the sync time S from the expected bound of each variant and from simulation"
+    summary = "HFL: the sync time S and the step alpha, certified, calibrated and simulated"
     example = ("fedbound choose hfl --sizes 15,15 --delays 0.01,0.85,0.001,0.085,4,2,0.4,0.2 "
-               "--T 600 --alpha 0.05 --L 1 --G 10 --sigma 10 --Delta 10")
+               "--T 600 --L 1 --G 10 --sigma 10 --Delta 10")
+    calibration = ("the exact second moments of Algorithm 1 on the problem's local quadratic "
+                   "model (sim.estimate.quadratic_model: the Hessian's spectrum, the start, the "
+                   "groups' gradient offsets and the gradient noise at a reference minimiser), "
+                   "rounds drawn from the delay model; a prediction, not a certificate")
 
     @classmethod
     def add_arguments(cls, p) -> None:
-        p.add_argument("--sizes", required=True, help="clients per group, e.g. 15,15")
-        p.add_argument("--delays", required=True,
-                       help="d,b,e,f,d_g,b_g,e_g,f_g of the paper's linear delay model")
-        for name, help_ in (("T", "system time"), ("alpha", "step size"), ("L", "smoothness"),
-                            ("G", "gradient bound"), ("sigma", "gradient noise"),
-                            ("Delta", "initial gap f(x1) - f_inf")):
-            p.add_argument(f"--{name}", type=float, required=True, help=help_)
-        p.add_argument("--S", help="comma-separated sync times to compare (default: a grid)")
-        p.add_argument("--metric", choices=METRICS, default="lhs",
-                       help="what the simulation ranks S by: lhs, Theorem 2's left-hand side (the "
-                            "mean of ||grad f(x^u)||^2 over rounds, what every variant bounds; "
-                            "default), or final_loss, f(x^(U+1)) - f*")
+        p.add_argument("--sizes", help="clients per group, e.g. 15,15 (default: the scenario's)")
+        p.add_argument("--delays", help=DELAYS_HELP + " (default: the scenario's)")
+        p.add_argument("--T", type=float, help="system time, the deadline of training, in time "
+                                               "units (default: the scenario's)")
+        for name, help_ in (("L", "smoothness (the quadratic's largest eigenvalue)"),
+                            ("G", "bound on E||g||^2, Assumption 3 (certified bounds only)"),
+                            ("sigma", "gradient noise, E||g - grad f||^2 <= sigma^2"),
+                            ("Delta", "initial gap f(x^1) - f_inf")):
+            p.add_argument(f"--{name}", type=float, help=help_ + " (the synthetic quadratic)")
+        p.add_argument("--S", help="sync time in time units: one value (fixed) or comma-"
+                                   "separated values to compare (default: 0 and 6 values up to "
+                                   "about 20 local iterations per round)")
+        p.add_argument("--alpha", help="step size: one value (fixed) or comma-separated values "
+                                       "(default: 7 factors of 2 up to 1/L, the largest step "
+                                       "Theorem 2 admits)")
+        p.add_argument("--metric", choices=(*METRICS, "final_loss"), default="loss",
+                       help="what the simulation ranks by: loss (the default: the loss gap at "
+                            "the deadline T, f(x^(U+1)) - f_inf), lhs (Theorem 2's left-hand "
+                            "side) or time (to reach f - f_inf <= --epsilon)")
+        p.add_argument("--epsilon", type=float, help="the target of --metric time")
         p.add_argument("--replicas", type=int, default=32,
-                       help="simulated delay paths per S (default 32)")
-        p.add_argument("--seed", type=int, default=0, help="seed of the simulation")
+                       help="delay paths in the paired comparison (default 32)")
+        p.add_argument("--seed", type=int, default=0, help="seed of the problem and the paths")
+        p.add_argument("--scenario", help="HFL scenario JSON file: its problem, sizes, delays "
+                                          "and T (options given override them)")
 
     @classmethod
     def from_arguments(cls, args, read_scenario) -> SyncTime:
-        delays = [x.strip() for x in args.delays.split(",")]  # strings: decimals stay exact
-        if len(delays) != 8:
-            raise ValueError(f"--delays needs the 8 parameters d,b,e,f,d_g,b_g,e_g,f_g of the "
-                             f"linear delay model, got {len(delays)}")
+        delays = None
+        if args.delays is not None:
+            delays = [x.strip() for x in args.delays.split(",")]  # strings: decimals stay exact
+            if len(delays) != 8:
+                raise ValueError(f"--delays needs the 8 parameters d,b,e,f,d_g,b_g,e_g,f_g of the "
+                                 f"linear delay model, got {len(delays)}")
+        S = comma_separated(args.S, "--S")
+        alpha = comma_separated(args.alpha, "--alpha")
+        given = {"S": S, "alpha": alpha, "metric": args.metric, "epsilon": args.epsilon,
+                 "replicas": args.replicas, "seed": args.seed}
+        if args.scenario is not None:
+            s = read_scenario(cls.key, args.scenario)
+            return cls.from_scenario(s, sizes=comma_separated(args.sizes, "--sizes", int),
+                                     delays=delays, T=args.T, **given)
+        missing = [f"--{n}" for n in ("sizes", "delays", "T", "L", "G", "sigma", "Delta")
+                   if getattr(args, "delays" if n == "delays" else n) is None]
+        if missing:
+            raise ValueError(f"{', '.join(missing)}: required without --scenario")
         return cls(sizes=comma_separated(args.sizes, "--sizes", int), delays=delays, T=args.T,
-                   alpha=args.alpha, L=args.L, G=args.G, sigma=args.sigma, Delta=args.Delta,
-                   S_grid=comma_separated(args.S, "--S"), replicas=args.replicas, seed=args.seed,
-                   metric=args.metric)
+                   L=args.L, G=args.G, sigma=args.sigma, Delta=args.Delta, **given)
 
-    def __init__(self, *, sizes, delays, T, alpha, L, G, sigma, Delta, S_grid=None,
-                 replicas: int = 32, seed: int = 0, metric: str = "lhs", times=()):
+    @classmethod
+    def from_scenario(cls, s, *, sizes=None, delays=None, T=None, **kw) -> SyncTime:
+        """The chooser on an ``HFLScenario``'s problem, x^1, sizes, delays and T (each of
+        ``sizes``, ``delays``, ``T`` given overrides the scenario's)."""
+        from .adapters import build
+
+        s.validate()
+        st = build(s)
+        return cls(sizes=sizes or s.sizes, delays=delays or s.delays, T=T or s.T,
+                   problem=st.problem, x1=st.x1, **kw)
+
+    def __init__(self, *, sizes, delays, T, L=None, G=None, sigma=None, Delta=None,
+                 problem=None, x1=None, S=None, alpha=None, metric: str = "loss",
+                 epsilon=None, replicas: int = 32, seed: int = 0):
         from fedbound.bounds import delays as dl
 
         self.model = dl.DelayModel.linear(delays, sizes)
         self.sizes = list(dl.validate_sizes(sizes))
         self.delays = list(delays)
         self.T = require_float("T", T, low=0, low_open=True)
-        self.alpha = require_float("alpha", alpha, low=0, low_open=True)
-        self.L = require_float("L", L, low=0, low_open=True)
-        self.G = require_float("G", G, low=0, low_open=True)
-        self.sigma = require_float("sigma", sigma, low=0)
-        self.Delta = require_float("Delta", Delta, low=0)
-        self.grid = None if S_grid is None else [require_float(f"S[{i}]", v, low=0)
-                                                 for i, v in enumerate(S_grid)]
         self.replicas = require_int("replicas", replicas, minimum=2)
         self.seed = require_int("seed", seed, minimum=0)
+        metric = {"final_loss": "loss"}.get(metric, metric)
         if metric not in METRICS:
             raise ValueError(f"metric={metric!r} must be one of {METRICS}")
         self.measured = metric
-        self.times = list(times)
+        self.epsilon = None if epsilon is None else require_float("epsilon", epsilon, low=0,
+                                                                  low_open=True)
+        if metric == "time" and self.epsilon is None:
+            raise ValueError("metric='time' needs epsilon, the target of f - f_inf")
+        given = {k: v for k, v in (("L", L), ("G", G), ("sigma", sigma), ("Delta", Delta))
+                 if v is not None}
+        for k, v in given.items():
+            require_float(k, v, low=0, low_open=k in ("L", "G"))
+        if problem is None:
+            missing = [k for k in ("L", "sigma", "Delta") if k not in given]
+            if missing:
+                raise ValueError(f"{', '.join(missing)}: needed for the synthetic quadratic "
+                                 "(or pass a problem)")
+            problem, x1 = synthetic_quadratic(given["L"], given["sigma"], given["Delta"], seed=seed)
+            self.source = (f"synthetic quadratic (dim {problem.dim}, L = {given['L']:g}, "
+                           f"sigma = {given['sigma']:g}, Delta = {given['Delta']:g})")
+        else:
+            if x1 is None:
+                raise ValueError("x1: the start of the problem passed in is needed")
+            self.source = f"{type(problem).__name__} (dim {problem.dim}) passed in"
+        self.problem, self.x1 = problem, x1
+        self.constants = self._certified_constants(given)
+        self.S_given = knob_values("S", S, "--S", low=0, low_open=False)
+        self.alpha_given = knob_values("alpha", alpha, "--alpha", low=0, low_open=True)
 
     @property
     def metric(self) -> str:
-        return {"lhs": "mean ||grad f(x^u)||^2 over rounds",
-                "final_loss": "final loss gap f(x^(U+1)) - f*"}[self.measured]
+        return METRIC_NAMES[self.measured]
+
+    def _certified_constants(self, given: dict[str, float]) -> dict[str, float]:
+        """L, G, sigma, Delta of Theorem 2: those given, else the problem's own; a constant
+        neither gives is missing (the certified answers then say so)."""
+        pr = self.problem
+        own = {"L": getattr(pr, "L", None), "G": getattr(pr, "G", None),
+               "sigma": getattr(pr, "sigma", None), "Delta": pr.delta(self.x1)}
+        out = {k: given.get(k, own[k]) for k in ("L", "G", "sigma", "Delta")}
+        return {k: float(v) for k, v in out.items() if v is not None}
 
     def inputs(self) -> dict[str, Any]:
-        return {"sizes": self.sizes, "delays": self.delays, "T": self.T, "alpha": self.alpha,
-                "L": self.L, "G": self.G, "sigma": self.sigma, "Delta": self.Delta,
-                "replicas": self.replicas, "seed": self.seed, "metric": self.measured}
+        return {"sizes": self.sizes, "delays": self.delays, "T": self.T, "problem": self.source,
+                "constants": self.constants, "metric": self.measured, "epsilon": self.epsilon,
+                "replicas": self.replicas, "seed": self.seed}
 
-    def bound_choice(self, variant: str) -> BoundChoice:
-        c = bounds.choose_sync_time(self.key, model=self.model, T=self.T, variant=variant,
-                                    S_grid=self.grid, alpha=self.alpha, L=self.L, G=self.G,
-                                    sigma=self.sigma, Delta=self.Delta, sizes=self.sizes)
-        curve = [{"S": S, "bound": b, "mean_U": U} for S, b, U in zip(c.S, c.bound, c.mean_U, strict=True)]
-        return BoundChoice(c.variant, {"S": c.best_S}, c.best_bound, curve)
+    # ------------------------------------------------------------------ knobs
 
-    def _scenario(self, S: float, replicas: int):
-        """The hfl.theorem2 scenario of simulating S with ``replicas`` delay paths: its
-        footprint (``Adapter.footprint``) is the estimate of a run of the chooser."""
-        from .adapters import HFLScenario
-
-        return HFLScenario(sizes=self.sizes, delays=[float(d) for d in self.delays], S=S, T=self.T,
-                           problem={"kind": "quadratic", "dim": 10, "L": self.L, "mu": self.L / 10,
-                                    "sigma": self.sigma, "distance": 1.0},
-                           mode="expected", replicas=replicas, seed=self.seed)
-
-    def bound_footprints(self) -> dict[str, Footprint | None]:
-        """Per S of the bound's grid: the delay paths of its round statistics
-        (``BOUND_DRAWS`` paths over --T)."""
-        from fedbound.bounds.tuning import default_sync_grid
-
-        from .adapters import schedule_terms
-
-        grid = default_sync_grid(self.model, self.T) if self.grid is None else self.grid
-        return {f"the bound at S = {S:g} with --T {self.T:g}":
-                Footprint.of(*schedule_terms(self._scenario(float(S), 2), BOUND_DRAWS)) for S in grid}
-
-    def footprints(self, settings: list[dict[str, Any]]) -> dict[str, Footprint | None]:
-        """Per S: --replicas delay paths over --T and the clients' updates along them."""
-        ad = adapter_for(self.key)
-        return {f"S = {row['S']:g} with --T {self.T:g}, --sizes and --replicas {self.replicas}":
-                ad.footprint(self._scenario(float(row["S"]), self.replicas)) for row in settings}
-
-    def candidates(self) -> list[dict[str, Any]]:
-        """The S grid given, else 0 and 5 values spread geometrically over the lower half of
-        the bound's default range (up to about 20 local iterations per round)."""
-        from fedbound.bounds.tuning import default_sync_grid
-
-        if self.grid is not None:
-            return [{"S": S} for S in self.grid]
-        top = float(np.max(default_sync_grid(self.model, self.T))) / 2
-        return [{"S": S} for S in [0.0, *np.round(np.geomspace(max(top / 20, 0.5), top, 5), 3).tolist()]]
-
-    def simulate(self, settings: list[dict[str, Any]]) -> list[Option]:
-        """For each S: every replica on its own delay path, the final loss gap, Theorem 2's
-        left-hand side, the mean loss gap at the wall-clock ``times``, and one replica's loss
-        against wall-clock time."""
+    def alpha_max(self) -> float:
+        """The largest step any valid variant admits (Theorem 2: alpha <= 1/L), with L the
+        certified constant, else the largest curvature at x^1."""
+        if "L" in self.constants:
+            return 1.0 / self.constants["L"]
         import torch
 
+        from fedbound.sim.estimate import lipschitz
+
+        return 1.0 / lipschitz(self.problem, self.x1, generator=torch.Generator().manual_seed(self.seed),
+                               steps=30, starts=2).upper
+
+    def S_default(self) -> list[float]:
+        """0 and S_STEPS values spread geometrically up to half the range of
+        ``bounds.tuning.default_sync_grid``."""
+        from fedbound.bounds.tuning import default_sync_grid
+
+        top = float(np.max(default_sync_grid(self.model, self.T))) / 2
+        return [0.0, *np.round(np.geomspace(max(top / 20, 0.5), top, S_STEPS), 3).tolist()]
+
+    def bound_footprints(self) -> dict[str, Footprint | None]:
+        """Per S of the grid: the delay paths of the bound's round statistics (``BOUND_DRAWS``
+        paths over --T) and of the calibrated prediction (--replicas paths), from the sizes
+        alone (``adapters.schedule_terms``)."""
+        from .adapters import HFLScenario, schedule_terms
+
+        paths = max(BOUND_DRAWS, self.replicas)
+        delays = [float(d) for d in self.delays]
+        return {f"the bound and the prediction at S = {S:g} with --T {self.T:g} and --replicas "
+                f"{self.replicas}": Footprint.of(*schedule_terms(
+                    HFLScenario(sizes=self.sizes, delays=delays, S=float(S), T=self.T), paths))
+                for S in self.S_given or self.S_default()}
+
+    def knobs(self) -> list[Knob]:
+        top = self.alpha_max()
+        alphas = self.alpha_given or [top * 2.0**-k for k in range(ALPHA_STEPS)]
+        return [Knob("S", tuple(self.S_given or self.S_default()), "linear", option="--S"),
+                Knob("alpha", tuple(alphas), "log", option="--alpha")]
+
+    # ------------------------------------------------------------------ the answers
+
+    def certified(self, variant: str) -> Proposal:
+        """The variant's expected bound (over delay paths) minimised over the S grid and, unless
+        alpha is fixed, alpha in (0, 1/L] jointly (``bounds.choose_sync_time``)."""
+        missing = [k for k in ("L", "G", "sigma", "Delta") if k not in self.constants]
+        if missing:
+            raise ValueError(f"{variant}: no certified {', '.join(missing)} for this problem "
+                             "(give them, or choose --method simulate)")
+        S_knob, alpha_knob = self.knobs()
+        fixed = {"alpha": alpha_knob.values[0]} if alpha_knob.fixed else {"joint_alpha": True}
+        c = bounds.choose_sync_time(self.key, model=self.model, T=self.T, variant=variant,
+                                    S_grid=list(S_knob.values), sizes=self.sizes, **fixed,
+                                    **self.constants)
+        curve = [{"S": S, "alpha": a, "bound": b, "mean_U": U}
+                 for S, a, b, U in zip(c.S, c.alpha, c.bound, c.mean_U, strict=True)]
+        return Proposal({"S": c.best_S, "alpha": c.best_alpha}, c.best_bound, curve,
+                        f"dominant term: {c.dominant_term}")
+
+    def quadratic_model(self):
+        """The problem's local quadratic model (``sim.estimate.quadratic_model``), cached."""
+        if not hasattr(self, "_model"):
+            import torch
+
+            from fedbound.sim.estimate import quadratic_model
+
+            self._model = quadratic_model(self.problem, self.x1,
+                                          torch.Generator().manual_seed(self.seed), sizes=self.sizes)
+        return self._model
+
+    def schedules(self, S: float, replicas: int):
+        """The delay paths of S: the same for every step and every call (seeded)."""
         from fedbound.bounds import delays as dl
+
+        return dl.sample_schedules(self.model, S, self.T, replicas, np.random.default_rng(self.seed))
+
+    def calibration_grid(self) -> tuple[list[float], list[float]]:
+        """The S and alpha the prediction compares: the knobs' values, and between the values
+        of a default grid, CALIBRATION_PER_OCTAVE steps per factor of 2 and the midpoints of S."""
+        S_knob, alpha_knob = self.knobs()
+        S = list(S_knob.values)
+        if self.S_given is None:
+            S = sorted({*S, *(0.5 * (a + b) for a, b in zip(S[:-1], S[1:], strict=True))})
+        alphas = list(alpha_knob.values)
+        if self.alpha_given is None:
+            lo, hi = min(alphas), max(alphas)
+            n = CALIBRATION_PER_OCTAVE * round(math.log2(hi / lo)) + 1
+            alphas = np.geomspace(lo, hi, n).tolist()
+        return S, alphas
+
+    def calibrated(self) -> Proposal:
+        """The minimiser of the predicted metric over :meth:`calibration_grid` (``predict``),
+        on the delay paths the paired simulation runs."""
+        from . import predict
+
+        qm = self.quadratic_model()
+        S_grid, alphas = self.calibration_grid()
+        curve, best = [], None
+        for S in S_grid:
+            sched = self.schedules(S, self.replicas)
+            rows = predict.count_rows(sched.t, sched.U)
+            gaps, grads = predict.curves(qm, self.sizes, alphas, rows, int(sched.U.max()))
+            eps = None if self.epsilon is None else self.epsilon - (qm.f_ref - self.problem.f_inf)
+            values = predict.metric_values(gaps, grads, sched.U, sched.end_time, self.measured, eps)
+            if self.measured == "loss":
+                values = values + (qm.f_ref - self.problem.f_inf)
+            for a, v in zip(alphas, values, strict=True):
+                curve.append({"S": S, "alpha": a, "predicted": float(v)})
+                if best is None or v < best["predicted"]:
+                    best = curve[-1]
+        return Proposal({"S": best["S"], "alpha": best["alpha"]}, best["predicted"], curve,
+                        f"model: {qm.method}")
+
+    # ------------------------------------------------------------------ simulation
+
+    def simulate(self, settings: list[dict[str, Any]], replicas: int, *,
+                 paired: bool) -> list[Evaluation]:
+        """Per S, every replica on its own delay path (the same paths for every alpha); paired:
+        one run per alpha, every one on the same seed (the same gradient draws); unpaired:
+        every alpha of an S in one run (one step per replica)."""
+        import torch
+
         from fedbound.sim.hfl import run_hfl
 
-        pr, x1 = synthetic_quadratic(self.L, self.sigma, self.Delta, seed=self.seed)
-        out = []
-        for row in settings:
-            sched = dl.sample_schedules(self.model, row["S"], self.T, self.replicas,
-                                        np.random.default_rng(self.seed))
-            tr = run_hfl(pr, sizes=self.sizes, alpha=self.alpha, x1=x1, replicas=self.replicas,
-                         t=sched.t, end_time=sched.end_time,
-                         generator=torch.Generator().manual_seed(self.seed + 1))
-            ok = ~tr.diverged.numpy()
-            gap = np.where(ok, tr.final_loss.numpy() - pr.f_inf, np.inf)
-            lhs = np.where(ok, tr.lhs.numpy(), np.inf)
-            at = loss_at_times(tr.loss.numpy() - pr.f_inf, tr.end_time.numpy(), sched.U, self.times)
-            ends = tr.end_time.numpy()[0, : sched.U[0]]
-            extra = {"final_loss": float(gap.mean()), "final_loss_ci": half_width(gap),
-                     "lhs": float(lhs.mean()), "lhs_ci": half_width(lhs),
-                     "mean_U": float(sched.U.mean()), "loss_at_times": at.mean(axis=0).tolist(),
-                     "wallclock": {"time": np.concatenate([[0.0], ends]).tolist(),
-                                   "loss": (tr.loss.numpy()[0, : sched.U[0] + 1] - pr.f_inf).tolist()}}
-            out.append(Option(dict(row), extra[self.measured], extra[self.measured + "_ci"], extra))
-        return out
+        out: dict[int, Evaluation] = {}
+        for S in dict.fromkeys(row["S"] for row in settings):
+            idx = [i for i, row in enumerate(settings) if row["S"] == S]
+            sched = self.schedules(S, replicas)
+            groups = [[i] for i in idx] if paired else [idx]
+            for batch in groups:
+                alphas = [settings[i]["alpha"] for i in batch]
+                steps = torch.tensor(alphas, dtype=torch.float64).repeat_interleave(replicas)
+                t = np.tile(sched.t, (len(batch), 1, 1))
+                ends = np.tile(sched.end_time, (len(batch), 1))
+                tr = run_hfl(self.problem, sizes=self.sizes, x1=self.x1, replicas=len(batch) * replicas,
+                             alpha=float(alphas[0]) if len(batch) == 1 else steps, t=t, end_time=ends,
+                             generator=torch.Generator().manual_seed(self.seed + 1))
+                values = self._values(tr, sched).reshape(len(batch), replicas)
+                mean_U = float(sched.U.mean())
+                for k, i in enumerate(batch):
+                    out[i] = Evaluation(dict(settings[i]), values[k], {"mean_U": mean_U})
+        return [out[i] for i in range(len(settings))]
+
+    def _values(self, tr, sched) -> np.ndarray:
+        """The metric per replica (inf for a diverged replica, or one never at epsilon)."""
+        ok = ~tr.diverged.numpy()
+        if self.measured == "loss":
+            v = tr.final_loss.numpy() - self.problem.f_inf
+        elif self.measured == "lhs":
+            v = tr.lhs.numpy()
+        else:
+            v = self._hitting_times(tr)
+        return np.where(ok, v, math.inf)
+
+    def _hitting_times(self, tr) -> np.ndarray:
+        """The end of the first round after which f - f_inf <= epsilon, per replica."""
+        gap = tr.loss.numpy()[:, 1:] - self.problem.f_inf                     # after round u
+        real = tr.t.numpy()[..., 0] > 0
+        hit = (gap <= self.epsilon) & real
+        first = np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+        ends = tr.end_time.numpy()
+        return np.where(first >= 0, ends[np.arange(len(first)), np.clip(first, 0, None)], math.inf)
+
+    def footprint(self, settings: dict[str, Any], replicas: int) -> Footprint:
+        """The run of one (S, alpha) on ``replicas`` replicas: rounds x local iterations x
+        replicas x clients x the problem's dimension (x its batch, for data problems)."""
+        from fedbound.bounds import delays as dl
+
+        S = float(settings["S"])
+        try:
+            rounds = dl.rounds_envelope(self.model, S, self.T)
+        except ValueError:
+            laws = (*self.model.local, self.model.global_)
+            rounds = 2 * self.T / max(float(law.expectation) for law in laws)
+        per_round = max(1.0, S / min(float(law.expectation) for law in self.model.local) + 1)
+        d, n = self.problem.dim, max(self.sizes) * len(self.sizes)
+        batch = getattr(self.problem, "batch", 1) or 1
+        clients = f"replicas={_n(replicas)} x clients={_n(n)} (of --sizes) x dim={_n(d)} x batch={_n(batch)}"
+        return Footprint.of(
+            {f"{clients} x 4 buffers of 8 B": 32.0 * replicas * n * d * batch},
+            {f"rounds={_n(rounds)} x local iterations={_n(per_round)} x {clients}":
+             rounds * per_round * (10.0 * replicas * n * d * batch + LOOP_OVERHEAD)})
 
 
-
-
-def plot_sync_time(report, ax=None):
-    """Each variant's expected bound (left axis, log) and the simulated loss with its 95%
-    interval (right axis) against S, from :func:`verify.api.choose` on a
-    :class:`SyncTime` run with ``method="both"``."""
+def plot_answers(report, ax=None):
+    """The calibrated prediction against S at the calibrated alpha (line), each certified
+    answer's and the simulated answer's (S, alpha) with its simulated metric and 95% interval,
+    from :func:`verify.api.choose` with ``curves``: where each answer falls."""
     import matplotlib.pyplot as plt
 
     ax = ax or plt.subplots(figsize=(6, 4))[1]
-    for c in report.bound:
-        ax.semilogy([p["S"] for p in c.curve], [p["bound"] for p in c.curve], "-",
-                    label=f"E bound [{c.variant}] (chooses S = {c.settings['S']:g})")
+    cal = report.calibrated
+    if cal is not None and cal.curve:
+        a = cal.settings["alpha"]
+        pts = [p for p in cal.curve if p["alpha"] == a]
+        ax.plot([p["S"] for p in pts], [p["predicted"] for p in pts], "-", color="C0",
+                label=f"calibrated prediction at alpha = {a:.3g}")
+    for k, ans in enumerate(report.answers):
+        if ans.value is None:
+            continue
+        who = ans.variant or ans.kind
+        ax.errorbar([ans.settings["S"]], [ans.value], yerr=[ans.ci if math.isfinite(ans.ci) else 0],
+                    fmt="os^"[min(k, 2)] if ans.kind != "certified" else "x", capsize=3,
+                    label=f"{who}: {settings_text(ans.settings)}")
+    ax.set_yscale("log")
     ax.set_xlabel(label("sync time S", TIME))
-    ax.set_ylabel(label("expected bound over delay paths", GRAD2))
-    right = ax.twinx()
-    sim = report.simulation
-    right.errorbar([o.settings["S"] for o in sim], [o.loss for o in sim], yerr=[o.ci for o in sim],
-                   fmt="s--", color="k", capsize=3, label=f"simulated {report.metric}")
-    right.set_yscale("log")
-    right.set_ylabel(label(f"simulated {report.metric}",
-                           {"lhs": GRAD2, "final_loss": LOSS}[report.inputs["metric"]]))
-    best = report.best.settings["S"] if report.best else float("nan")
-    ax.set_title(f"choosing S: best simulated S = {best:g}")
-    h1, l1 = ax.get_legend_handles_labels()
-    h2, l2 = right.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, loc="best", fontsize=8)
+    unit = {"loss": LOSS, "lhs": GRAD2, "time": TIME}[report.inputs["metric"]]
+    ax.set_ylabel(label(report.metric, unit))
+    ax.set_title("where each answer falls")
+    ax.legend(loc="best", fontsize=7)
     return ax
 
 
-def plot_loss_vs_wallclock(report, ax=None):
-    """Loss gap of one replica against wall-clock time (round ends) for every simulated S."""
+def plot_loss_vs_wallclock(chooser: SyncTime, settings: list[dict[str, Any]], ax=None):
+    """Mean f(x) - f_inf over the chooser's delay paths against wall-clock time, for each of
+    ``settings`` ({"S", "alpha"}): the model available at each time."""
     import matplotlib.pyplot as plt
+    import torch
+
+    from fedbound.sim.hfl import run_hfl
 
     ax = ax or plt.subplots(figsize=(6, 4))[1]
-    for o in report.simulation:
-        curve = o.extra["wallclock"]
-        ax.step(curve["time"], curve["loss"], where="post", label=f"S = {o.settings['S']:g}")
+    times = np.linspace(0, chooser.T, 200)
+    for row in settings:
+        sched = chooser.schedules(row["S"], chooser.replicas)
+        tr = run_hfl(chooser.problem, sizes=chooser.sizes, alpha=row["alpha"], x1=chooser.x1,
+                     replicas=chooser.replicas, t=sched.t, end_time=sched.end_time,
+                     generator=torch.Generator().manual_seed(chooser.seed + 1))
+        at = loss_at_times(tr.loss.numpy() - chooser.problem.f_inf, tr.end_time.numpy(), sched.U, times)
+        ax.plot(times, at.mean(axis=0), label=settings_text(row))
     ax.set_yscale("log")
     ax.set_xlabel(label("wall-clock time", TIME))
-    ax.set_ylabel(label("f(x) - f* (one replica)", LOSS))
-    ax.set_title("loss against wall-clock time")
-    ax.legend()
+    ax.set_ylabel(label("mean f(x) - f_inf", LOSS))
+    ax.legend(fontsize=8)
     return ax

@@ -3,16 +3,17 @@ Hierarchical Networks (ICLR 2021): fedbound's plugin for the paper.
 
 Loaded as any plugin is, through the entry point ``mllsgd`` of the group
 ``fedbound.plugins``; it registers through ``verify.api`` only: adapters (Theorem 1, its
-limit (14), Corollary 1), reproduced claims, its stored witnesses (``witnesses/``) and its
-rate sweeps. Modules: ``adapters`` (statement, scenario, parameter derivation, measurement,
-one adapter per result) and ``claims`` (its experiments reproduced at small scale).
+limit (14), Corollary 1), the (tau, eta) chooser, reproduced claims, its stored witnesses
+(``witnesses/``) and its rate sweeps. Modules: ``adapters`` (statement, scenario, parameter
+derivation, measurement, one adapter per result), ``choose`` (its chooser), ``predict`` (the
+chooser's calibrated prediction) and ``claims`` (its experiments reproduced at small scale).
 """
 
 from importlib import resources
 
 from fedbound.verify.api import register_witness_dir
 
-from . import adapters, claims  # noqa: F401 - each registers what it holds
+from . import adapters, choose, claims  # noqa: F401 - each registers what it holds
 from .adapters import (  # noqa: F401 - the paper's public names
     MAX_WORKERS,
     MLLSGD,
@@ -30,5 +31,6 @@ from .adapters import (  # noqa: F401 - the paper's public names
     expected_grad_sq_norms,
     expected_lhs,
 )
+from .choose import DEFAULT_K, TauEta  # noqa: F401 - the paper's public names
 
 register_witness_dir(resources.files(__name__) / "witnesses")

@@ -6,8 +6,8 @@ Loaded as any plugin is, through the entry point ``tdcd`` of the group ``fedboun
 it registers through ``verify.api`` only: adapters (Theorem 1, Lemma 2, Remark 5), the (Q,
 eta) chooser and Q sweeps, reproduced claims, its stored witnesses (``witnesses/``) and its
 rate sweeps. Modules: ``adapters`` (statement, scenario, parameter derivation, measurement,
-one adapter per result), ``choose`` (its chooser) and ``claims`` (its experiments reproduced
-at small scale).
+one adapter per result), ``choose`` (its chooser), ``predict`` (the chooser's calibrated
+prediction) and ``claims`` (its experiments reproduced at small scale).
 """
 
 from importlib import resources

@@ -1,12 +1,15 @@
-"""The local steps Q and the step eta of TDCD (Das et al. 2022), chosen by every variant of
-Theorem 1 and by simulation (the chooser of ``fedbound choose tdcd``, alias
-``choose-q-eta``), and the sweeps over Q behind the paper's Section 5.2 figures.
+"""The local steps Q and the step eta of TDCD (Das et al. 2022), chosen jointly for the user's
+problem (the chooser of ``fedbound choose tdcd``, alias ``choose-q-eta``), and the sweeps
+over Q behind the paper's Section 5.2 figures.
 
-:class:`QEta`: the (Q, eta) that reach a target epsilon of the left side of Theorem 1,
-eq. (15), fastest in wall-clock time under t_Q = 3 t_comm + Q t_comp (Section 5.2); every
-variant of tdcd.theorem1, including fedbound's own ``refined``. :func:`q_eta_evidence`
-compares the choices over ratios t_comm / t_comp; :func:`q_sweep` and :func:`loss_vs_time`
-(with their figures :func:`plot_against_q`, :func:`plot_loss_vs_time`) sweep Q.
+:class:`QEta` gives the three answers of ``verify.choose`` for the wall-clock time to reach
+a target epsilon of the left side of Theorem 1, eq. (15), under t_Q = 3 t_comm + Q t_comp
+(Section 5.2): *certified*, each valid variant of tdcd.theorem1 (fedbound's ``refined``
+among them) minimised over (Q, eta); *calibrated*, the minimiser of the moments of the hub
+models on the model's local quadratic model (``predict``); *simulated*, the paired search
+on the problem. :func:`q_eta_evidence` compares them over ratios t_comm / t_comp;
+:func:`q_sweep` and :func:`loss_vs_time` (with their figures :func:`plot_against_q`,
+:func:`plot_loss_vs_time`) sweep Q.
 """
 
 from __future__ import annotations
@@ -19,24 +22,25 @@ import numpy as np
 from fedbound import bounds
 from fedbound.verify.api import (
     COUNT,
+    LOOP_OVERHEAD,
     LOSS,
     TIME,
-    BoundChoice,
     Chooser,
+    Evaluation,
     Footprint,
-    Option,
+    Knob,
+    Proposal,
     adapter_for,
     check,
     choose,
     comma_separated,
-    half_width,
     label,
     register_chooser,
     require_float,
     require_int,
     require_runs,
-    settings_text,
 )
+from fedbound.verify.api import count_text as _n
 
 from .adapters import TDCDScenario, Theorem1, build
 
@@ -47,13 +51,20 @@ SIM_ROUNDS_Q1 = 150
 EPSILON_FRACTION = 0.25
 #: ... and at least this multiple of the simulated noise floor (:meth:`QEta.noise_floor`)
 FLOOR_MARGIN = 2.0
-#: the simulated steps of each Q: factors of 2 from the smallest variant's eta_max(Q) / 4 up to
-#: twice the largest variant's eta_max(Q), or eta_max(1) / Q (the paper searches a grid,
-#: Section 5.2; :meth:`QEta.eta_grid`)
+#: the steps compared: factors of 2 from ETA_BELOW x the smallest eta_max(Q) of any valid
+#: variant and Q up to ETA_ABOVE x the largest (the paper searches a grid, Section 5.2)
 ETA_BELOW, ETA_ABOVE = 0.25, 2.0
 #: step sizes per Q searched on the bound side: a log grid over BOUND_DECADES decades up to the
 #: admissible maximum (the rounds needed are unimodal in eta), refined by a scalar search
 BOUND_ETAS, BOUND_DECADES = 241, 12
+#: an unpaired screen of the time to epsilon stops at this multiple of the best time so far
+SCREEN_FACTOR = 4.0
+METRICS = ("time", "lhs", "loss")
+METRIC_NAMES = {
+    "time": "wall-clock time to reach epsilon",
+    "lhs": "left side of (15) at the horizon",
+    "loss": "training loss at the horizon",
+}
 
 
 def hitting_times(running: np.ndarray, time: np.ndarray, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
@@ -68,25 +79,31 @@ def hitting_times(running: np.ndarray, time: np.ndarray, epsilon: float) -> tupl
 
 @register_chooser
 class QEta(Chooser):
-    """(Q, eta) reaching ``epsilon`` of the left side of (15) fastest in wall-clock time
-    (module docstring), on the TDCD ``scenario`` (default: tdcd.theorem1's).
+    """(Q, eta) for TDCD (module docstring), on the TDCD ``scenario`` (default:
+    tdcd.theorem1's), or on ``model`` and ``theta0`` (a ``sim.tdcd.BlockLinear``, with its
+    certified constants, or any model TDCD runs; the bound's constants then come from
+    ``constants``).
 
+    ``Q`` and ``eta``: None (the default grid), a number (fixed) or a list (the grid).
     Defaults that make the choice depend on the problem: ``t_comm`` and ``t_comp`` the
     scenario's; ``epsilon`` EPSILON_FRACTION of ||grad L(theta^0)||^2, raised to FLOOR_MARGIN
-    times the simulated noise floor when that is higher. The bound's parameters are the
+    times the simulated noise floor when that is higher. The certified constants are the
     adapter's (``verify.adapter_for("tdcd.theorem1").parameters``, K_j included for the
-    refined variant). Every simulated configuration runs ``replicas`` replicas over the time
-    of SIM_ROUNDS_Q1 rounds of Q = 1; its objective is the mean over replicas of the time at
-    which the replica's running left side first reaches epsilon, with a 95% interval (inf
-    when a replica never does or diverges)."""
+    refined variant). Every simulated configuration runs over the time of SIM_ROUNDS_Q1
+    rounds of Q = 1; ``metric``: "time" (the default: the mean over replicas of the time at
+    which the running left side first reaches epsilon, inf when a replica never does or
+    diverges), "lhs" (the left side at the horizon) or "loss" (the training loss there)."""
 
     name = "q-eta"
-    knobs = ("Q", "eta")
-    metric = "wall-clock time to reach epsilon"
     key = "tdcd.theorem1"
     aliases = ("choose-q-eta",)
-    summary = "TDCD: which Q and eta reach accuracy epsilon fastest in wall-clock time"
+    summary = "TDCD: the local steps Q and the step eta, certified, calibrated and simulated"
     example = "fedbound choose tdcd --t-comm 100 --t-comp 1"
+    calibration = ("the first and second moments of the hub models on the model's local "
+                   "quadratic model (each sample's loss slope linearised at anchors from theta^0 "
+                   "to a reference minimiser, exact for least squares), the expectations over "
+                   "drawn batches; a prediction, not a certificate")
+    replicas = SIM_REPLICAS
 
     @classmethod
     def add_arguments(cls, p) -> None:
@@ -94,45 +111,83 @@ class QEta(Chooser):
                        help="target of the left side of Theorem 1, eq. (15) (default: 0.25 "
                             "||grad L(theta^0)||^2, at least twice the simulated noise floor)")
         p.add_argument("--t-comm", type=float,
-                       help="time of one communication (default: the scenario's)")
-        p.add_argument("--t-comp", type=float, help="time of one local step (default: the scenario's)")
+                       help="time of one communication, in time units (default: the scenario's)")
+        p.add_argument("--t-comp", type=float,
+                       help="time of one local step, in time units (default: the scenario's); a "
+                            "round takes 3 t_comm + Q t_comp (Section 5.2)")
         p.add_argument("--replicas", type=int,
-                       help=f"simulated replicas per configuration (default {SIM_REPLICAS})")
+                       help=f"replicas in the paired comparison (default {SIM_REPLICAS})")
         p.add_argument("--scenario", help="TDCD scenario JSON file (default: tdcd.theorem1's)")
-        p.add_argument("--Q", help="comma-separated local-step counts to compare")
+        p.add_argument("--loss", choices=("logistic", "squared"),
+                       help="the scenario's loss: logistic regression or least squares")
+        p.add_argument("--Q", help="local steps: one value (fixed) or comma-separated values "
+                                   "(default 1,2,5,10,20)")
+        p.add_argument("--eta", help="step size: one value (fixed) or comma-separated values "
+                                     "(default: factors of 2 around every valid variant's "
+                                     "admissible range)")
+        p.add_argument("--metric", choices=METRICS, default="time",
+                       help="time (the default: to reach --epsilon), lhs (the left side of (15) "
+                            "at the horizon) or loss (the training loss there)")
 
     @classmethod
     def from_arguments(cls, args, read_scenario) -> QEta:
         scenario = None if args.scenario is None else read_scenario(cls.key, args.scenario)
+        if args.loss is not None:
+            scenario = (scenario or Theorem1.default).replace(loss=args.loss)
         return cls(epsilon=args.epsilon, t_comm=args.t_comm, t_comp=args.t_comp,
-                   scenario=scenario, Q_grid=comma_separated(args.Q, "--Q", int),
+                   scenario=scenario, Q=comma_separated(args.Q, "--Q", int),
+                   eta=comma_separated(args.eta, "--eta"), metric=args.metric,
                    **({} if args.replicas is None else {"replicas": args.replicas}))
 
     def __init__(self, *, epsilon=None, t_comm=None, t_comp=None,
-                 scenario: TDCDScenario | None = None, Q_grid=None, replicas: int = SIM_REPLICAS):
+                 scenario: TDCDScenario | None = None, model=None, theta0=None,
+                 constants: dict | None = None, Q=None, eta=None, metric: str = "time",
+                 replicas: int = SIM_REPLICAS, seed: int | None = None):
         import fedbound.bounds.tdcd as btdcd
 
         self.scenario = scenario or Theorem1.default
         self.scenario.validate()
+        self.seed = require_int("seed", self.scenario.seed if seed is None else seed, minimum=0)
         self.t_comm = require_float("t_comm", self.scenario.t_comm if t_comm is None else t_comm, low=0)
         self.t_comp = require_float("t_comp", self.scenario.t_comp if t_comp is None else t_comp, low=0)
         if self.t_comm + self.t_comp <= 0:
             raise ValueError(f"t_comm={self.t_comm} and t_comp={self.t_comp}: a round must take "
                              "time (t_comm + t_comp > 0)")
-        Qs = DEFAULT_Q_GRID if Q_grid is None else Q_grid
-        self.Q_grid = [require_int(f"Q[{i}]", q) for i, q in enumerate(Qs)]
-        if not self.Q_grid:
-            raise ValueError("Q_grid is empty")
+        Qs = None if Q is None else (list(Q) if isinstance(Q, (list, tuple)) else [Q])
+        self.Q_given = None if Qs is None else [require_int(f"Q[{i}]", q) for i, q in enumerate(Qs)]
+        if self.Q_given == []:
+            raise ValueError("Q: give at least one value")
+        etas = None if eta is None else (list(eta) if isinstance(eta, (list, tuple)) else [eta])
+        self.eta_given = None if etas is None else [require_float(f"eta[{i}]", e, low=0, low_open=True)
+                                                    for i, e in enumerate(etas)]
+        if self.eta_given == []:
+            raise ValueError("eta: give at least one value")
+        if metric not in METRICS:
+            raise ValueError(f"metric={metric!r} must be one of {METRICS}")
+        self.measured = metric
         self.replicas = require_int("replicas", replicas, minimum=2)
-        st = build(self.scenario)
-        self.model = st.model
-        self.grad0 = float((st.model.grad(st.model.split(st.theta0)[None]) ** 2).sum())
-        adapter = adapter_for(self.key)
-        self.params = {v: self._bound_params(adapter, v) for v in bounds.variants(self.key)}
+        import torch
+
+        if model is None:
+            st = build(self.scenario)
+            self.model, self.theta0 = st.model, st.theta0
+            self._state = st.generator.get_state()
+            adapter = adapter_for(self.key)
+            self.params = {v: self._bound_params(adapter, v) for v in bounds.variants(self.key)}
+            self.source = f"tdcd.theorem1 scenario ({self.scenario.loss}, n = {self.scenario.n})"
+        else:
+            if theta0 is None:
+                raise ValueError("theta0: the start of the model passed in is needed")
+            self.model, self.theta0 = model, theta0
+            self._state = torch.Generator().manual_seed(self.seed).get_state()
+            self.params = {v: dict(constants) for v in bounds.variants(self.key)} if constants else {}
+            self.source = f"{type(model).__name__} (dim {model.dim}) passed in"
+        self.grad0 = float((self.model.grad(self.model.split(self.theta0)[None]) ** 2).sum())
         self.horizon = SIM_ROUNDS_Q1 * btdcd.round_time(1, self.t_comm, self.t_comp)
-        require_runs("choose tdcd", {f"the noise floor at Q = 1 with --replicas {self.replicas}":
-                                     self._footprint(1, SIM_ROUNDS_Q1, self.replicas)})
+        require_runs("choose tdcd", {f"the noise floor at --Q 1 with --replicas {self.replicas}":
+                                     self.footprint({"Q": 1}, self.replicas)})
         self.floor = self.noise_floor()
+        self._incumbent = math.inf  # the best time to epsilon seen: the calibrated, then simulated
         if epsilon is None:
             self.epsilon = max(EPSILON_FRACTION * self.grad0, FLOOR_MARGIN * self.floor)
             self.epsilon_source = (f"{EPSILON_FRACTION} ||grad L(theta^0)||^2, at least "
@@ -140,6 +195,10 @@ class QEta(Chooser):
         else:
             self.epsilon = require_float("epsilon", epsilon, low=0, low_open=True)
             self.epsilon_source = "given"
+
+    @property
+    def metric(self) -> str:
+        return METRIC_NAMES[self.measured]
 
     def _bound_params(self, adapter, variant: str) -> dict[str, Any]:
         """The variant's parameters on the scenario, less those the chooser sets (Q, eta, R)."""
@@ -151,49 +210,108 @@ class QEta(Chooser):
         """eta_max(Q): the largest step the variant's conditions admit."""
         return bounds.get(self.key, variant).max_step(**self.params[variant], Q=Q, R=1)
 
+    def generator(self):
+        """The generator of a run, in the same state for every configuration (common random
+        numbers): the scenario's stream after its data, or seeded for a model passed in."""
+        import torch
+
+        return torch.Generator().set_state(self._state)
+
     def noise_floor(self) -> float:
         """The level ||grad L||^2 settles at: its mean over replicas and the last half of the
-        horizon, at Q = 1 with the largest admissible step of any variant."""
-        eta = max(self.max_step(v, 1) for v in self.params)
-        st = build(self.scenario)
+        horizon, at Q = 1 with the largest step the certified variants admit (or 1/L)."""
         from fedbound.sim.problems import one_thread
         from fedbound.sim.tdcd import run_tdcd
 
+        eta = max(self.max_step(v, 1) for v in self.valid()) if self.params else 1.0 / self.model.L
         with one_thread():
-            tr = run_tdcd(st.model, eta=eta, Q=1, rounds=SIM_ROUNDS_Q1, theta0=st.theta0,
-                          replicas=self.replicas, generator=st.generator)
+            tr = run_tdcd(self.model, eta=eta, Q=1, rounds=SIM_ROUNDS_Q1, theta0=self.theta0,
+                          replicas=self.replicas, generator=self.generator())
         g = tr.grad_sq_norm.numpy()[~tr.diverged.numpy()]
         return float(g[:, SIM_ROUNDS_Q1 // 2:].mean()) if g.size else math.inf
+
+    def valid(self) -> list[str]:
+        """The valid variants with parameters on this problem."""
+        return [v for v in self.variants() if v in self.params]
 
     def inputs(self) -> dict[str, Any]:
         return {"epsilon": self.epsilon, "epsilon_source": self.epsilon_source,
                 "grad_sq_norm_0": self.grad0, "noise_floor": self.floor, "t_comm": self.t_comm,
-                "t_comp": self.t_comp, "Q_grid": self.Q_grid, "replicas": self.replicas,
-                "horizon": self.horizon, "scenario": self.scenario.to_dict()}
+                "t_comp": self.t_comp, "metric": self.measured, "replicas": self.replicas,
+                "horizon": self.horizon, "problem": self.source,
+                "scenario": self.scenario.to_dict()}
 
     def _time(self, Q: int, rounds) -> np.ndarray:
         import fedbound.bounds.tdcd as btdcd
 
         return np.asarray(rounds, dtype=float) * btdcd.round_time(Q, self.t_comm, self.t_comp)
 
-    def bound_choice(self, variant: str) -> BoundChoice:
-        """For each Q, the admissible eta with the fewest rounds R at which the variant's bound
-        is <= epsilon; the fastest in wall-clock time wins (the smaller Q on a tie);
-        unreachable targets cost infinite time. The refined variant (derived by fedbound, not
-        published) by ``bounds.tdcd.refined_choice``; the others are A(eta)/R + C(eta) in R
-        (C the limit as R grows, A = bound(R = 1) - C), so R = ceil(A / (epsilon - C)),
-        minimised over a log grid of eta and then by a bounded scalar search."""
+    def rounds(self, Q: int) -> int:
+        """The rounds of Q within the horizon."""
         import fedbound.bounds.tdcd as btdcd
 
-        if variant == "refined":
+        return max(1, math.ceil(self.horizon / btdcd.round_time(Q, self.t_comm, self.t_comp)))
+
+    # ------------------------------------------------------------------ knobs
+
+    def knobs(self) -> list[Knob]:
+        Qs = self.Q_given or list(DEFAULT_Q_GRID)
+        if self.eta_given is not None:
+            etas = self.eta_given
+        else:
+            tops = ([self.max_step(v, Q) for v in self.valid() for Q in Qs] if self.params
+                    else [1.0 / (self.model.L * Q) for Q in Qs])
+            lo, hi = ETA_BELOW * min(tops), ETA_ABOVE * max(tops)
+            etas = (lo * 2.0 ** np.arange(int(math.floor(math.log2(hi / lo) + 1e-9)) + 1)).tolist()
+        return [Knob("Q", tuple(Qs), "log", integer=True, option="--Q"),
+                Knob("eta", tuple(etas), "log", option="--eta")]
+
+    # ------------------------------------------------------------------ the answers
+
+    def certified(self, variant: str) -> Proposal:
+        """For each Q, the admissible eta with the fewest rounds R at which the variant's bound
+        is <= epsilon (at the fixed eta, if eta is fixed); the fastest in wall-clock time wins
+        (the smaller Q on a tie); unreachable targets cost infinite time. The refined variant
+        (derived by fedbound, not published) by ``bounds.tdcd.refined_choice``; the others are
+        A(eta)/R + C(eta) in R (C the limit as R grows, A = bound(R = 1) - C), so R = ceil(A /
+        (epsilon - C)), minimised over a log grid of eta and then by a bounded scalar search."""
+        import fedbound.bounds.tdcd as btdcd
+
+        if variant not in self.params:
+            raise ValueError(f"{variant}: no certified constants for the model passed in (give "
+                             "constants=...)")
+        Q_knob, eta_knob = self.knobs()
+        if eta_knob.fixed:
+            curve = [self._row_at(variant, Q, eta_knob.values[0]) for Q in Q_knob.values]
+        elif variant == "refined":
             rows = btdcd.refined_choice(self.epsilon, **self.params[variant], t_comm=self.t_comm,
-                                        t_comp=self.t_comp, Q_grid=self.Q_grid)["table"]
+                                        t_comp=self.t_comp, Q_grid=list(Q_knob.values))["table"]
             curve = [{"Q": r["Q"], "eta": r["eta"], "rounds": float(r["R"]), "time": r["time"]}
                      for r in rows]
         else:
-            curve = [self._published_row(variant, Q) for Q in self.Q_grid]
+            curve = [self._published_row(variant, Q) for Q in Q_knob.values]
         best = min(curve, key=lambda row: (row["time"], row["Q"]))
-        return BoundChoice(variant, {"Q": best["Q"], "eta": best["eta"]}, best["time"], curve)
+        return Proposal({"Q": best["Q"], "eta": best["eta"]}, best["time"], curve,
+                        f"certified rounds: {best['rounds']:g}")
+
+    def _row_at(self, variant: str, Q: int, eta: float) -> dict[str, Any]:
+        """The least R at which the variant's bound at (Q, eta) is <= epsilon (doubling, then
+        bisection; the bound decreases in R), inf when even R -> infinity is above it or eta
+        is not admissible."""
+        thm, base = bounds.get(self.key, variant), self.params[variant]
+
+        def above(R) -> bool:
+            return float(thm.evaluate(**base, Q=Q, R=float(R), eta=eta)) > self.epsilon
+
+        if eta > self.max_step(variant, Q) * (1 + 1e-12) or above(2.0**200):
+            return {"Q": Q, "eta": eta, "rounds": math.inf, "time": math.inf}
+        lo, hi = 1, 1
+        while above(hi):
+            lo, hi = hi + 1, 2 * hi
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (mid + 1, hi) if above(mid) else (lo, mid)
+        return {"Q": Q, "eta": eta, "rounds": float(lo), "time": float(self._time(Q, lo))}
 
     def _published_row(self, variant: str, Q: int) -> dict[str, Any]:
         from scipy.optimize import minimize_scalar
@@ -220,103 +338,128 @@ class QEta(Chooser):
             else math.inf
         return {"Q": Q, "eta": eta, "rounds": R, "time": float(self._time(Q, R))}
 
-    def eta_grid(self, Q: int) -> list[float]:
-        """The simulated steps of Q: factors of 2 from ETA_BELOW x the smallest variant's
-        eta_max(Q) up to ETA_ABOVE x the largest's, or up to ETA_ABOVE x the largest
-        eta_max(1) / Q if that is higher (so that every Q is tried up to the same eta Q)."""
-        tops = [self.max_step(v, Q) for v in self.params]
-        lo = ETA_BELOW * min(tops)
-        hi = ETA_ABOVE * max(max(tops), max(self.max_step(v, 1) for v in self.params) / Q)
-        return (lo * 2.0 ** np.arange(int(math.floor(math.log2(hi / lo) + 1e-9)) + 1)).tolist()
+    def calibrated(self) -> Proposal:
+        """The minimiser of the predicted metric (``predict``) over the knobs' grid, then over
+        the midpoints (on the log scale) around the best."""
+        from . import predict
 
-    def _rounds(self, Q: int) -> int:
-        """The rounds of Q within the horizon."""
-        import fedbound.bounds.tdcd as btdcd
+        if not hasattr(self.model, "loss_kind"):
+            raise ValueError(f"{type(self.model).__name__}: the calibrated prediction needs a "
+                             "block-linear model (sim.tdcd.BlockLinear)")
+        import torch
 
-        return max(1, math.ceil(self.horizon / btdcd.round_time(Q, self.t_comm, self.t_comp)))
+        from fedbound.sim.tdcd import draw_batch
 
-    def _footprint(self, Q: int, rounds: int, replicas: int) -> Footprint | None:
-        """The tdcd.theorem1 adapter's estimate of a run of the scenario with ``Q``, ``rounds``
-        and ``replicas``."""
-        from dataclasses import replace
+        theta0 = self.model.join(self.model.split(self.theta0)).cpu().numpy()
+        batches = draw_batch(self.model.layout, predict.BATCHES,
+                             torch.Generator().manual_seed(self.seed), "cpu").numpy()
+        points = predict.anchors(self.model, batches, theta0, predict.reference(self.model))
+        Q_knob, eta_knob = self.knobs()
+        curve = []
 
-        return adapter_for(self.key).footprint(replace(self.scenario, Q=Q, rounds=rounds,
-                                                       replicas=replicas))
+        def run(Q, etas):
+            curves = predict.grad_sq_curves(self.model, points, theta0, Q, etas, self.rounds(Q),
+                                            self.epsilon if self.measured == "time" else None)
+            for eta, c in zip(etas, curves, strict=True):
+                curve.append({"Q": Q, "eta": float(eta), "predicted": self._predicted(Q, c)})
 
-    def footprints(self, settings: list[dict[str, Any]]) -> dict[str, Footprint | None]:
-        """One vectorised run per Q: its steps x --replicas replicas over the horizon."""
-        steps = {}
-        for row in settings:
-            steps[row["Q"]] = steps.get(row["Q"], 0) + 1
-        return {f"--Q {Q} ({n} steps x --replicas {self.replicas})":
-                self._footprint(Q, self._rounds(Q), n * self.replicas) for Q, n in steps.items()}
+        for Q in Q_knob.values:
+            run(Q, list(eta_knob.values))
+        best = min(curve, key=lambda row: (row["predicted"], row["Q"]))
+        between = eta_knob.neighbours(best["eta"])
+        if between:
+            run(best["Q"], between)
+            best = min(curve, key=lambda row: (row["predicted"], row["Q"]))
+        if self.measured == "time":
+            self._incumbent = best["predicted"]
+        return Proposal({"Q": best["Q"], "eta": best["eta"]}, best["predicted"], curve,
+                        f"{len(points)} linearisation point(s), {predict.BATCHES} batches")
 
-    def candidates(self) -> list[dict[str, Any]]:
-        """Every Q of the grid with every step of :meth:`eta_grid`."""
-        return [{"Q": Q, "eta": eta} for Q in self.Q_grid for eta in self.eta_grid(Q)]
+    def _predicted(self, Q: int, curve: np.ndarray) -> float:
+        from . import predict
 
-    def simulate(self, settings: list[dict[str, Any]]) -> list[Option]:
-        """All the steps of one Q in one vectorised run (``replicas`` replicas per step) over
-        the horizon; per replica the time at which its running left side of (15) first
-        reaches epsilon; the Option's loss is their mean with its 95% interval, and
-        ``extra`` has the mean rounds, the mean left side at the horizon with its interval,
-        and whether the step is admissible for each variant."""
+        if self.measured == "time":
+            return predict.time_to_epsilon(curve, self.epsilon, float(self._time(Q, 1)))
+        if self.measured == "lhs":
+            return float(curve.mean())
+        raise ValueError("metric='loss': the calibrated prediction ranks by the left side of "
+                         "(15); use metric='lhs' or 'time'")
+
+    # ------------------------------------------------------------------ simulation
+
+    def simulate(self, settings: list[dict[str, Any]], replicas: int, *,
+                 paired: bool) -> list[Evaluation]:
+        """Per Q over the horizon; paired: one run per step, every one from the same generator
+        state (the same batches); unpaired: all the steps of one Q in one vectorised run (one
+        step per replica). For the time to epsilon a run stops once every replica has reached
+        it, and an unpaired screen stops at SCREEN_FACTOR x the best time seen so far (a
+        configuration not there by then cannot be the best; it counts as not reaching
+        epsilon), unless no configuration gets there."""
+        screen = (not paired and self.measured == "time" and math.isfinite(self._incumbent))
+        out = self._simulate(settings, replicas, paired, SCREEN_FACTOR * self._incumbent
+                             if screen else math.inf)
+        if screen and not any(math.isfinite(e.value) for e in out):
+            out = self._simulate(settings, replicas, paired, math.inf)
+        finite = [e.value for e in out if math.isfinite(e.value)]
+        if self.measured == "time" and finite:
+            self._incumbent = min(self._incumbent, min(finite))
+        return out
+
+    def _simulate(self, settings, replicas: int, paired: bool, cutoff: float) -> list[Evaluation]:
         import torch
 
         from fedbound.sim.tdcd import run_tdcd
 
-        out: dict[int, Option] = {}
+        out: dict[int, Evaluation] = {}
+        stop = self.epsilon if self.measured == "time" else None
         for Q in dict.fromkeys(row["Q"] for row in settings):
             idx = [i for i, row in enumerate(settings) if row["Q"] == Q]
-            etas = [settings[i]["eta"] for i in idx]
-            steps = torch.tensor(etas, dtype=torch.float64).repeat_interleave(self.replicas)
-            rounds = self._rounds(Q)
-            st = build(self.scenario)
-            tr = run_tdcd(st.model, eta=steps, Q=Q, rounds=rounds, theta0=st.theta0,
-                          replicas=steps.numel(), generator=st.generator, t_comm=self.t_comm,
-                          t_comp=self.t_comp)
-            running = tr.running_lhs.numpy().reshape(len(etas), self.replicas, rounds)
-            diverged = tr.diverged.numpy().reshape(len(etas), self.replicas)
-            tops = {v: self.max_step(v, Q) for v in self.params}
-            for k, i in enumerate(idx):
-                r, t = hitting_times(running[k], tr.time.numpy(), self.epsilon)
-                t[diverged[k]] = np.inf
-                final = np.where(diverged[k], np.inf, running[k][:, -1])
-                out[i] = Option(dict(settings[i]), float(t.mean()), half_width(t) if np.isfinite(t).all()
-                                else math.inf,
-                                {"rounds": float(r.mean()), "lhs_at_horizon": float(final.mean()),
-                                 "lhs_at_horizon_ci": half_width(final),
-                                 "admissible": [v for v, top in tops.items()
-                                                if etas[k] <= top * (1 + 1e-12)],
-                                 "diverged": int(diverged[k].sum()), "replicas": self.replicas})
+            rounds = self.rounds(Q) if cutoff == math.inf else \
+                min(self.rounds(Q), max(1, math.ceil(cutoff / float(self._time(Q, 1)))))
+            for batch in ([[i] for i in idx] if paired else [idx]):
+                etas = [settings[i]["eta"] for i in batch]
+                steps = torch.tensor(etas, dtype=torch.float64).repeat_interleave(replicas)
+                tr = run_tdcd(self.model, eta=steps, Q=Q, rounds=rounds, theta0=self.theta0,
+                              replicas=steps.numel(), generator=self.generator(),
+                              t_comm=self.t_comm, t_comp=self.t_comp, stop_below=stop)
+                ran = tr.grad_sq_norm.shape[1]
+                running = tr.running_lhs.numpy().reshape(len(etas), replicas, ran)
+                diverged = tr.diverged.numpy().reshape(len(etas), replicas)
+                loss = tr.loss.numpy()[:, -1].reshape(len(etas), replicas)
+                for k, i in enumerate(batch):
+                    r, t = hitting_times(running[k], tr.time.numpy(), self.epsilon)
+                    values = {"time": t, "lhs": running[k][:, -1], "loss": loss[k]}[self.measured]
+                    values = np.where(diverged[k], np.inf, values)
+                    out[i] = Evaluation(dict(settings[i]), values,
+                                        {"rounds": float(r.mean()), "diverged": int(diverged[k].sum())})
         return [out[i] for i in range(len(settings))]
 
-    def unreached(self, options: list[Option]) -> str:
-        """One line: no configuration reaches epsilon, and the closest one."""
-        o = min(options, key=lambda o: o.extra["lhs_at_horizon"])
-        return (f"No configuration reaches epsilon = {self.epsilon:.4g} within the horizon "
-                f"{self.horizon:.4g}; the lowest left side there is {o.extra['lhs_at_horizon']:.4g} "
-                f"at {settings_text(o.settings)}.")
+    def footprint(self, settings: dict[str, Any], replicas: int) -> Footprint:
+        """Rounds x Q local steps x replicas x the clients' gradients on the batch."""
+        lay = self.model.layout
+        Q, rounds = int(settings["Q"]), self.rounds(int(settings["Q"]))
+        clients = (f"replicas={_n(replicas)} x silos={lay.N} x clients={max(lay.clients)} x "
+                   f"batch={_n(lay.batch)} x block={_n(max(lay.blocks))}")
+        work = replicas * lay.N * max(lay.clients) * lay.batch * max(lay.blocks)
+        return Footprint.of({f"{clients} x 6 buffers of 8 B": 48.0 * work},
+                            {f"rounds={_n(rounds)} x Q={Q} x {clients}":
+                             rounds * Q * (10.0 * work + LOOP_OVERHEAD)})
 
 
 def q_eta_evidence(ratios=(1.0, 10.0, 100.0), *, scenario: TDCDScenario | None = None,
                    t_comp: float = 1.0, replicas: int = SIM_REPLICAS) -> list[dict[str, Any]]:
-    """For each t_comm / t_comp in ``ratios``: :func:`choose` with every variant of
-    tdcd.theorem1 and the defaults of :class:`QEta`, one row per choice (each variant's and the
-    simulation's best): Q, eta, the simulated time to epsilon with its 95% half-width, that
-    time relative to the best simulated one (inf: some replica never reached epsilon), and the
-    simulated left side at the horizon relative to the best configuration's."""
+    """For each t_comm / t_comp in ``ratios``: :func:`choose` with the defaults of
+    :class:`QEta`, one row per answer (each valid variant's, the calibrated, the simulated):
+    Q, eta, the simulated time to epsilon with its 95% half-width, the paired regret against
+    the best with its half-width, and whether the answer passes."""
     rows = []
     for ratio in ratios:
         rep = choose(QEta(t_comm=ratio * t_comp, t_comp=t_comp, scenario=scenario, replicas=replicas))
-        if rep.best is None:
-            raise ValueError(f"t_comm/t_comp={ratio}: {rep.message}")
-        picks = [(c.variant, c.simulated) for c in rep.bound] + [("simulation", rep.best)]
-        for who, o in picks:
-            rows.append({"ratio": ratio, "epsilon": rep.inputs["epsilon"], "chooser": who,
-                         "Q": o.settings["Q"], "eta": o.settings["eta"], "time": o.loss, "ci": o.ci,
-                         "relative_time": o.loss / rep.best.loss,
-                         "relative_lhs": o.extra["lhs_at_horizon"] / rep.best.extra["lhs_at_horizon"]})
+        for a in rep.answers:
+            rows.append({"ratio": ratio, "epsilon": rep.inputs["epsilon"],
+                         "chooser": a.variant or a.kind, "Q": a.settings["Q"],
+                         "eta": a.settings["eta"], "time": a.value, "ci": a.ci,
+                         "regret": a.regret, "regret_ci": a.regret_ci, "passes": a.passes})
     return rows
 
 
