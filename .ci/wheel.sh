@@ -90,6 +90,6 @@ exec 2>&3
 # every README command, run as written by tests/test_readme.py against this installed wheel
 # (the test itself runs in the test environment of `make test`)
 cd "$clone"
-FEDBOUND_README_PYTHON="$py" "${TEST_PYTHON:-.venv/bin/python}" -m pytest -q -p no:cacheprovider \
+FEDBOUND_README_PYTHON="$py" "${TEST_PYTHON:-.venv/bin/python}" -m pytest -q -p no:cacheprovider -n auto \
   tests/test_readme.py
 echo "wheel job: ok"
