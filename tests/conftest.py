@@ -18,6 +18,15 @@ settings.register_profile("ci", derandomize=True, print_blob=True, deadline=None
 settings.register_profile("local", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "local")
 
+#: one thread per process, for this process and every command, notebook kernel and worker the
+#: tests start (they inherit the environment): pytest-xdist runs a worker per core, and a
+#: process whose OpenMP threads outnumber the cores left to it spins for them (two ``fedbound
+#: sweep`` drivers at torch's default of a thread per core took 131 s on 2 cores, against 10 s
+#: at one thread each). A value the caller set is kept.
+THREAD_CAPS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+for _name in THREAD_CAPS:
+    os.environ.setdefault(_name, "1")
+
 _CACHE = tempfile.mkdtemp(prefix="fedbound-test-cache-")
 os.environ["XDG_CACHE_HOME"] = _CACHE  # subprocesses of the tests inherit it
 

@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 import pytest
+from conftest import THREAD_CAPS
 
 from fedbound.verify.search import TIE, better, search
 
@@ -42,8 +43,9 @@ def _run(env: dict[str, str], one_core: bool = False) -> dict:
     def pin():  # runs in the child before Python starts
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
+    default = {k: v for k, v in os.environ.items() if k not in THREAD_CAPS}  # conftest's caps
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                         env={**os.environ, **env}, timeout=600,
+                         env={**default, **env}, timeout=600,
                          preexec_fn=pin if one_core else None)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
