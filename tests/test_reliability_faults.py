@@ -483,6 +483,7 @@ def test_a_rendering_failure_loses_no_result(tmp_path, capsys, monkeypatch):
         raise RuntimeError("the renderer broke")
 
     monkeypatch.setattr(report, "statement", fail)
+    monkeypatch.setattr(report, "_CONTEXTS", {})  # pages an earlier test of this worker built
     out = tmp_path / "r"
     code = main(["check", "--all", "--only", "afl.theorem1", "--battery", "0",
                  "--no-witnesses", "--no-figures", "--report", str(out)])
