@@ -17,7 +17,7 @@ variable                    limit                                               
                             or its container's limit when smaller)
 ``FEDBOUND_MAX_STEPS``      elementary operations of one scenario (default         --max-steps
                             ``DEFAULT_MAX_STEPS``, a few hours of one core)
-``FEDBOUND_MAX_SCENARIOS``  scenarios of one sweep, search budget, battery, or    --max-scenarios
+``FEDBOUND_MAX_SCENARIOS``  scenarios of one sweep, search budget or battery, or   --max-scenarios
                             runs of a chooser's grid or a rate's sweep (default
                             ``DEFAULT_MAX_SCENARIOS``)
 ``FEDBOUND_MAX_INPUT``      bytes of one input read from a file or standard input  --max-input
