@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import torch
 
-from fedbound.sim.problems import DTYPE, Problem, rand
+from fedbound.sim.problems import DTYPE, Problem, rand, replica_steps
 from fedbound.sim.trace import Acceptance
 
 #: the readings of the upload (10) and the global update (12), Delta_i = x_i^{u,t_i^u} - x^u,
@@ -233,18 +233,7 @@ def _validated(problem: Problem, sizes, alpha, x1, replicas, device):
     if (sizes < 1).any():
         i = int(torch.nonzero(sizes < 1)[0])
         raise ValueError(f"sizes[{i}]={int(sizes[i])} must be >= 1 (a group cannot be empty)")
-    if isinstance(alpha, (int, float)) and not isinstance(alpha, bool):
-        if not (math.isfinite(alpha) and alpha > 0):
-            raise ValueError(f"alpha={alpha!r} must be finite and > 0")
-        alpha = float(alpha)
-    else:  # one step per replica: a grid of steps in one run
-        steps = torch.as_tensor(alpha, dtype=DTYPE)
-        if steps.shape != (replicas,):
-            raise ValueError(f"alpha must be a number or one step per replica ({replicas}), got "
-                             f"shape {tuple(steps.shape)}")
-        if not (torch.isfinite(steps) & (steps > 0)).all():
-            raise ValueError("alpha: every step must be finite and > 0")
-        alpha = steps.to(device)[:, None, None]
+    alpha = replica_steps("alpha", alpha, replicas, device)
     x1 = torch.as_tensor(x1, dtype=DTYPE, device=device)
     if x1.shape != (problem.dim,) or not torch.isfinite(x1).all():
         raise ValueError(f"x1 must be finite with shape ({problem.dim},), got {tuple(x1.shape)}")

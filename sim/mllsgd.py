@@ -26,12 +26,11 @@ with ``wait_for_all`` the waiting times of a hub period are drawn at its first i
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch
 
-from fedbound.sim.problems import DTYPE, Problem, rand, rand_
+from fedbound.sim.problems import DTYPE, Problem, rand, rand_, replica_steps
 from fedbound.sim.trace import Acceptance, Trace
 
 
@@ -124,18 +123,8 @@ def _validated(problem: Problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, 
             f"K={K} must be a multiple of q*tau={q * tau}: the proof of Theorem 1 sums over "
             f"K/(q*tau) whole hub periods (Castiglia et al. 2021, Appendix C.3, summing (182))"
         )
-    if isinstance(eta, (int, float)) and not isinstance(eta, bool):
-        if not (math.isfinite(eta) and eta > 0):
-            raise ValueError(f"eta={eta} must be finite and > 0")
-        eta = float(eta)
-    else:  # one step per replica: a grid of steps in one run
-        steps = torch.as_tensor(eta, dtype=DTYPE)
-        if steps.shape != (replicas,):
-            raise ValueError(f"eta must be a number or one step per replica ({replicas}), got "
-                             f"shape {tuple(steps.shape)}")
-        if not (torch.isfinite(steps) & (steps > 0)).all():
-            raise ValueError("eta: every step must be finite and > 0")
-        eta = steps.to(device)[:, None, None].neg()
+    eta = replica_steps("eta", eta, replicas, device)
+    eta = eta.neg() if isinstance(eta, torch.Tensor) else eta
     H = torch.as_tensor(H, dtype=DTYPE, device=device)
     if H.ndim != 2 or H.shape[0] != H.shape[1] or H.shape[0] < 1:
         raise ValueError(f"H must be a square D x D matrix, got shape {tuple(H.shape)}")

@@ -41,6 +41,23 @@ def checked_device(device) -> torch.device:
     return checked
 
 
+def replica_steps(name: str, value, replicas: int, device) -> float | torch.Tensor:
+    """A step size as a run takes it: a number, finite and > 0, as a float; or one step per
+    replica (a grid of steps in one run), each finite and > 0, as a [replicas, 1, 1] tensor on
+    ``device``. ``name``: the argument, named in the error."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name}={value!r} must be finite and > 0")
+        return float(value)
+    steps = torch.as_tensor(value, dtype=DTYPE)
+    if steps.shape != (replicas,):
+        raise ValueError(f"{name} must be a number or one step per replica ({replicas}), got "
+                         f"shape {tuple(steps.shape)}")
+    if not (torch.isfinite(steps) & (steps > 0)).all():
+        raise ValueError(f"{name}: every step must be finite and > 0")
+    return steps.to(device)[:, None, None]
+
+
 @contextmanager
 def one_thread():
     """torch on one thread inside (restored after): runs of many small tensor operations (a
