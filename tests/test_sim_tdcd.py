@@ -405,3 +405,37 @@ def test_logistic_labels_and_data_shape_are_checked():
         BlockLinear(X[:, :3], torch.ones(10), lay, loss="squared")
     with pytest.raises(ValueError, match="loss='hinge'"):
         BlockLinear(X, torch.ones(10), lay, loss="hinge")
+
+
+@pytest.mark.parametrize("at", [0, 12, 29, None])
+def test_stop_below_stops_at_the_first_round_every_replica_has_reached(at):
+    """The same run (same seed) with and without ``stop_below``: the stopped run ends at the
+    first round by which every replica's running left side of (15), computed here from the
+    full run's gradients by a cumulative mean, has been at most the threshold (the largest
+    best-so-far of the replicas at round ``at``; None: below every replica's, never reached),
+    and what it recorded is the full run's prefix, bit for bit."""
+    layout = Layout((2, 3), (2, 3), 36, 12)
+    X, y = synthetic_data(36, layout.D, loss="squared", generator=torch.Generator().manual_seed(3), noise=0.3)
+    model = BlockLinear(X, y, layout, loss="squared")
+    theta0 = torch.randn(layout.D, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
+
+    def go(**kw):
+        return run_tdcd(model, eta=0.5 / (2 * 3 * model.L_max), Q=3, rounds=30, theta0=theta0, replicas=5,
+                        generator=torch.Generator().manual_seed(5), t_comm=2.0, t_comp=1.0, **kw)
+
+    full = go()
+    assert not full.diverged.any()
+    g = full.grad_sq_norm.numpy()
+    running = np.cumsum(g, axis=1) / np.arange(1, g.shape[1] + 1)        # [R, rounds]
+    best = np.minimum.accumulate(running, axis=1)                         # best so far per replica
+    threshold = best[:, -1].min() / 2 if at is None else best[:, at].max()
+    everyone = np.all(best <= threshold, axis=0)                          # [rounds]
+    first = int(np.argmax(everyone)) if everyone.any() else g.shape[1] - 1
+    assert not everyone.any() if at is None else first <= at
+    stopped = go(stop_below=float(threshold))
+    assert stopped.grad_sq_norm.shape[1] == first + 1
+    for name in ("grad_sq_norm", "loss", "drift", "g0", "time", "sigma2"):
+        a, b = getattr(stopped, name), getattr(full, name)
+        prefix = b[:, :a.shape[1]] if b.ndim > 1 else b[:a.shape[0]]
+        assert torch.equal(a, prefix), name
+    assert torch.equal(stopped.diverged, full.diverged)
