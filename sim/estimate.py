@@ -518,7 +518,7 @@ def _lanczos_nodes(problem: Problem, ref: torch.Tensor, vectors: torch.Tensor,
     noise_rest = rest[vectors.shape[0]:]
     quotients = [float(r @ hessian_vector_product(problem, ref, r)) / max(float(r @ r), 1e-300)
                  for r in rests]
-    hv = hessian_vector_product(problem, ref.expand_as(noise_rest), noise_rest)
+    hv = hessian_vector_product(problem, ref.expand_as(noise_rest).contiguous(), noise_rest)
     quotients.append(float((noise_rest * hv).sum() / (noise_rest.square().sum()).clamp(min=1e-300)))
     extra = len(quotients)
     lam = torch.cat([theta.to(ref.device), torch.tensor(quotients, dtype=DTYPE, device=ref.device)])

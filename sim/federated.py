@@ -20,11 +20,13 @@ x_1. The splits, over M = sum(sizes) clients numbered group after group:
   Ali & Arafa 2025, Fig. 5a).
 
 Every split but ``"iid"`` gives a ``sim.clients.ClientProblem``: client k draws its
-mini-batches from its own shard.
+mini-batches from its own shard. :func:`parse_split` reads a split written as text
+(``"dirichlet:0.5"``, ``"labels:2"``: the spelling of the command line).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -74,6 +76,44 @@ def dataset(name: str, data_dir=None, device=None) -> Dataset:
     raise ValueError(f"data={name!r} must be one of {DATASETS} or a sim.data.Dataset")
 
 
+#: the splits as text, for :func:`parse_split` and its messages
+SPLIT_SPELLINGS = ("iid", "shards", "dirichlet:BETA", "fedml:BETA", "labels:K", "group_labels")
+
+
+def parse_split(text: str):
+    """The split (module docstring) written as text: ``"iid"``, ``"shards"``,
+    ``"group_labels"``, ``"dirichlet:BETA"`` and ``"fedml:BETA"`` (BETA a finite number > 0)
+    or ``"labels:K"`` (K an integer >= 1). ValueError naming ``split`` and the rule otherwise.
+
+    >>> parse_split("dirichlet:0.5"), parse_split("labels:2"), parse_split("iid")
+    (('dirichlet', 0.5), ('labels', 2), 'iid')
+    """
+    name, sep, value = str(text).strip().partition(":")
+    if not sep and name in ("iid", "shards", "group_labels"):
+        return name
+    if sep and name in ("dirichlet", "fedml"):
+        try:
+            beta = float(value)
+        except ValueError:
+            beta = math.nan
+        if not (math.isfinite(beta) and beta > 0):
+            raise ValueError(f"split={text!r}: the Dirichlet concentration BETA of {name}:BETA "
+                             "must be a finite number > 0")
+        return (name, beta)
+    if sep and name == "labels":
+        if not value.strip().isdigit() or int(value) < 1:
+            raise ValueError(f"split={text!r}: the classes per client K of labels:K must be an "
+                             "integer >= 1")
+        return (name, int(value))
+    raise ValueError(f"split={text!r} must be one of {', '.join(SPLIT_SPELLINGS)}")
+
+
+def split_text(split) -> str:
+    """The text :func:`parse_split` reads back as ``split``: ``("dirichlet", 0.5)`` is
+    ``"dirichlet:0.5"``."""
+    return split if isinstance(split, str) else f"{split[0]}:{split[1]:g}"
+
+
 def partition_of(split, labels: torch.Tensor, sizes: Sequence[int],
                  generator: torch.Generator) -> Partition | None:
     """The partition of the split (module docstring) over sum(``sizes``) clients; None for
@@ -109,6 +149,15 @@ def network(model: str, data: Dataset, name: str, hidden: Sequence[int]) -> torc
                              f"{tuple(IMAGES)}")
         return small_cnn(data.classes, image=IMAGES[name])
     raise ValueError(f"model={model!r} must be one of {MODELS}")
+
+
+def parameter_count(model: str, data: Dataset, name: str, hidden: Sequence[int]) -> int:
+    """The parameters of ``model`` on ``data`` (the dimension of x), counted on torch's meta
+    device: nothing is allocated (for a resource check before :func:`federated_problem`)."""
+    if model == "logistic" and data.classes == 2:
+        return int(data.features.shape[1])
+    with torch.device("meta"):
+        return sum(p.numel() for p in network(model, data, name, hidden).parameters())
 
 
 def federated_problem(data, model: str = "logistic", split="iid", sizes: Sequence[int] = (10,),

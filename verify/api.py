@@ -32,6 +32,7 @@ from .choose import (
     Chooser,
     Evaluation,
     Knob,
+    NoCertificate,
     Proposal,
     choose,
     choosers,
@@ -71,6 +72,7 @@ from .estimated import (
 )
 from .families import Family, families, register_family
 from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text, require_runs
+from .named_problem import NamedProblem, add_problem_arguments
 from .plugins import load_plugins
 from .rate import Sweep, register_sweep, unregister_sweeps
 from .reproduce import ClaimResult, Reproduction, digits_mlp, reproduce
@@ -92,7 +94,8 @@ from .witnesses import Witness, register_witness_dir, unregister_witness_dir, wi
 
 __all__ = [
     "COUNT", "FEATURE_NORM_RANGE", "GRAD2", "INDEX", "LOOP_OVERHEAD", "LOSS", "PARAM2", "RATIO",
-    "SCENARIO", "STEP", "TIME", "UNITS", "Adapter", "adapter_for", "adapter_keys",
+    "SCENARIO", "STEP", "TIME", "UNITS", "Adapter", "add_problem_arguments", "adapter_for",
+    "adapter_keys",
     "along_trajectory", "above", "Answer", "below", "between", "check", "check_estimated",
     "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure", "ClaimResult", "claims",
     "comma_separated", "compare", "Comparison", "conservative_bound", "conservative_step",
@@ -100,8 +103,8 @@ __all__ = [
     "estimate_grid", "estimated_keys", "estimated_start", "Evaluation",
     "EstimationSettings", "Experiment", "families", "Family", "Footprint", "half_width",
     "in_region", "json_text", "jsonable", "Knob", "label", "load_plugins", "load_scenario",
-    "Measurement", "Outcome", "paired_regret", "Parts", "passes", "Plan", "problem_spec",
-    "Proposal", "Reading", "register_adapter",
+    "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "Parts", "passes",
+    "Plan", "problem_spec", "Proposal", "Reading", "register_adapter",
     "register_chooser", "register_claim", "register_experiment", "register_family",
     "register_sweep", "register_witness_dir", "reproduce", "Reproduction", "require_float",
     "require_floats", "require_int", "require_runs", "ResourceError", "RngDraw", "roundoff", "Scenario",

@@ -132,6 +132,12 @@ def around(knobs: Sequence[Knob], settings: dict[str, Any]) -> list[dict[str, An
 # ---------------------------------------------------------------------- results
 
 
+class NoCertificate(ValueError):
+    """What :meth:`Chooser.certified` raises when the problem has no certified constants for
+    the variant (a neural network's L and G): :func:`choose` gives that variant's answer no
+    settings, and the message as its note, and goes on with the other answers."""
+
+
 @dataclass
 class Evaluation:
     """The simulation of one configuration: ``values`` per replica (inf where a replica
@@ -173,10 +179,12 @@ class Answer:
     of its 95% interval, its ``regret`` against the best with the half-width ``regret_ci``
     (paired), whether it ``passes`` (module docstring), what its method ``predicted`` there
     and a ``note``. ``curve``: the prediction (or, for the simulated answer, every simulated
-    configuration) over the configurations compared."""
+    configuration) over the configurations compared. A certified answer of a variant the
+    problem has no certified constants for (:class:`NoCertificate`) has no ``settings``
+    (None), nothing simulated, and the reason as its ``note``."""
 
     kind: str
-    settings: dict[str, Any]
+    settings: dict[str, Any] | None
     predicted: float | None = None
     variant: str | None = None
     value: float | None = None
@@ -539,7 +547,11 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
     if method != "simulate":
         for v in names:
             step(f"certified: {v}")
-            prop = chooser.certified(v)
+            try:
+                prop = chooser.certified(v)
+            except NoCertificate as e:
+                certified.append(Answer("certified", None, None, v, note=str(e)))
+                continue
             certified.append(Answer("certified", dict(prop.settings), prop.predicted, v,
                                     note=prop.note, curve=prop.curve))
     seconds["certified"] = time.perf_counter() - t0
@@ -567,7 +579,8 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
         rungs.append({"configurations": len(pool), "replicas": r})
         pool = [e.settings for e in ranked[:math.ceil(len(pool) / 2)]]
     finalists = pool[:chooser.finalists]
-    others = [a.settings for a in certified] + ([calibrated.settings] if calibrated else [])
+    others = [a.settings for a in certified if a.settings is not None] + (
+        [calibrated.settings] if calibrated else [])
     stage = _unique([*finalists, *around(knobs, finalists[0]), *others])
     step(f"search: paired, {len(stage)} configurations x {chooser.replicas} replicas")
     evaluated = chooser.simulate(stage, chooser.replicas, paired=True)
@@ -578,6 +591,8 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
     simulated = Answer("simulated", dict(best.settings), best.value,
                        curve=[{**e.settings, "value": e.value, "ci": e.ci} for e in evaluated])
     for a in [*certified, *([calibrated] if calibrated else []), simulated]:
+        if a.settings is None:
+            continue
         e = by_key[_key(a.settings)]
         a.value, a.ci = e.value, e.ci
         a.regret, a.regret_ci, _ = paired_regret(e.values, best.values, maximise=chooser.maximise)
@@ -606,7 +621,8 @@ def settings_text(settings: dict[str, Any]) -> str:
 
 def _message(chooser: Chooser, certified, calibrated, simulated) -> str:
     if simulated is None:
-        parts = [f"{a.variant} chooses {settings_text(a.settings)}" for a in certified]
+        parts = [f"{a.variant} chooses {settings_text(a.settings)}" if a.settings is not None
+                 else f"{a.variant}: no certificate" for a in certified]
         if calibrated is not None:
             parts.append(f"calibrated (not a certificate) chooses {settings_text(calibrated.settings)}")
         return "Predictions only: " + "; ".join(parts) + "."

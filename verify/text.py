@@ -164,13 +164,26 @@ def _cell(x) -> str:
     return "-" if x is None else str(x)
 
 
+def _scalars(v: dict) -> bool:
+    """A dict of numbers, strings and lists of them (shown inline in a report's inputs)."""
+    return all(x is None or isinstance(x, (str, int, float)) or (
+        isinstance(x, list) and all(isinstance(y, (int, float)) for y in x)) for x in v.values())
+
+
+def _flat(v) -> str:
+    """An input as text: a dict as (key=value, ...)."""
+    if isinstance(v, dict):
+        return "(" + ", ".join(f"{k}={_cell(x)}" for k, x in v.items()) + ")"
+    return _cell(v)
+
+
 def format_choice(report) -> str:
     """A :class:`verify.choose.ChoiceReport` as text: the inputs, one row per answer
     (certified per variant, calibrated, simulated) with what its method predicted there, the
     simulated metric with its 95% interval, the paired regret against the best with its
     interval and whether it passes, what the calibrated answer is, and the conclusion."""
-    lines = [f"{report.chooser}: " + ", ".join(f"{k}={_cell(v)}" for k, v in report.inputs.items()
-                                               if not isinstance(v, dict))]
+    lines = [f"{report.chooser}: " + ", ".join(f"{k}={_flat(v)}" for k, v in report.inputs.items()
+                                               if not isinstance(v, dict) or _scalars(v))]
     head = ["answer", *report.knobs, "predicted"]
     simulated = report.simulated is not None
     if simulated:
@@ -178,13 +191,14 @@ def format_choice(report) -> str:
     body = []
     for a in report.answers:
         name = f"certified {a.variant}" if a.kind == "certified" else a.kind
-        row = [name, *(_cell(a.settings[k]) for k in report.knobs),
+        row = [name, *(_cell(None if a.settings is None else a.settings[k]) for k in report.knobs),
                "-" if a.kind == "simulated" else _cell(a.predicted)]
         if simulated:
             row += [_cell(a.value), _cell(a.ci), _percent(a.regret), _percent(a.regret_ci),
-                    "yes" if a.passes else "no"]
+                    "-" if a.passes is None else "yes" if a.passes else "no"]
         body.append(row)
     lines += ["", _table(head, body), "",
+              *(f"certified {a.variant}: {a.note}" for a in report.certified if a.settings is None),
               "predicted: the bound's value for a certified answer (a guarantee); for the "
               f"calibrated answer, {report.calibration}.", "", report.message]
     return "\n".join(lines)

@@ -7,7 +7,9 @@ in expectation over the delay paths (``bounds.choose_sync_time``) with the probl
 certified constants; *calibrated*, the minimiser of the exact second moments of Algorithm 1
 on the problem's local quadratic model (``predict``); *simulated*, the paired search on the
 problem itself. The problem is the synthetic quadratic built from (L, sigma, Delta) (the
-default), a scenario's (``HFLScenario``), or any ``sim`` problem passed in. Its figures:
+default), a scenario's (``HFLScenario``), a model on a bundled data set split across the
+clients (``--data --model --split``: ``sim.federated.federated_problem``), or any ``sim``
+problem passed in. Its figures:
 :func:`plot_answers`, :func:`plot_loss_vs_wallclock`.
 """
 
@@ -28,7 +30,10 @@ from fedbound.verify.api import (
     Evaluation,
     Footprint,
     Knob,
+    NamedProblem,
+    NoCertificate,
     Proposal,
+    add_problem_arguments,
     comma_separated,
     label,
     register_chooser,
@@ -106,7 +111,10 @@ class SyncTime(Chooser):
     problem holding clients, sum(sizes) of them, group after group), else the synthetic
     quadratic of (``L``, ``sigma``, ``Delta``). The certified constants (L, G, sigma, Delta
     of Theorem 2): those given, else the problem's own (L, G, sigma exact for logistic
-    regression; Delta = f(x^1) - f_inf). ``S`` and ``alpha``: None (the default grid), a
+    regression; Delta = f(x^1) - f_inf); a problem without them (a neural network) gets
+    certified answers that say so (``verify.choose.NoCertificate``). ``source``: what the
+    report's ``problem`` input says (default: the problem's type and dimension). ``S`` and
+    ``alpha``: None (the default grid), a
     number (fixed) or a list (the grid). ``metric``: one of METRICS (``epsilon`` for
     "time"); ``replicas`` delay paths in the paired comparison; ``seed``."""
 
@@ -131,7 +139,9 @@ class SyncTime(Chooser):
                             ("G", "bound on E||g||^2, Assumption 3 (certified bounds only)"),
                             ("sigma", "gradient noise, E||g - grad f||^2 <= sigma^2"),
                             ("Delta", "initial gap f(x^1) - f_inf")):
-            p.add_argument(f"--{name}", type=float, help=help_ + " (the synthetic quadratic)")
+            p.add_argument(f"--{name}", type=float, help=help_ + " (the synthetic quadratic; "
+                                                               "with --data, a certified constant "
+                                                               "you vouch for)")
         p.add_argument("--S", help="sync time in time units: one value (fixed) or comma-"
                                    "separated values to compare (default: 0 and 6 values up to "
                                    "about 20 local iterations per round)")
@@ -145,9 +155,13 @@ class SyncTime(Chooser):
         p.add_argument("--epsilon", type=float, help="the target of --metric time")
         p.add_argument("--replicas", type=int, default=32,
                        help="delay paths in the paired comparison (default 32)")
-        p.add_argument("--seed", type=int, default=0, help="seed of the problem and the paths")
+        p.add_argument("--seed", type=int, default=0, help="seed of the problem (the synthetic "
+                                                           "quadratic, or the split and the "
+                                                           "network's start of --data) and of "
+                                                           "the paths")
         p.add_argument("--scenario", help="HFL scenario JSON file: its problem, sizes, delays "
                                           "and T (options given override them)")
+        add_problem_arguments(p, clients="--sizes, group after group")
 
     @classmethod
     def from_arguments(cls, args, read_scenario) -> SyncTime:
@@ -161,16 +175,28 @@ class SyncTime(Chooser):
         alpha = comma_separated(args.alpha, "--alpha")
         given = {"S": S, "alpha": alpha, "metric": args.metric, "epsilon": args.epsilon,
                  "replicas": args.replicas, "seed": args.seed}
+        named = NamedProblem.from_arguments(args)
         if args.scenario is not None:
+            if named is not None:
+                raise ValueError("--data: the problem is the scenario's with --scenario (give "
+                                 "one or the other)")
             s = read_scenario(cls.key, args.scenario)
             return cls.from_scenario(s, sizes=comma_separated(args.sizes, "--sizes", int),
                                      delays=delays, T=args.T, **given)
-        missing = [f"--{n}" for n in ("sizes", "delays", "T", "L", "G", "sigma", "Delta")
-                   if getattr(args, "delays" if n == "delays" else n) is None]
+        needed = ("sizes", "delays", "T") + (("L", "G", "sigma", "Delta") if named is None else ())
+        missing = [f"--{n}" for n in needed if getattr(args, n) is None]
         if missing:
-            raise ValueError(f"{', '.join(missing)}: required without --scenario")
-        return cls(sizes=comma_separated(args.sizes, "--sizes", int), delays=delays, T=args.T,
-                   L=args.L, G=args.G, sigma=args.sigma, Delta=args.Delta, **given)
+            raise ValueError(f"{', '.join(missing)}: required without --scenario"
+                             + ("" if named is not None else " or --data"))
+        sizes = comma_separated(args.sizes, "--sizes", int)
+        problem = {}
+        if named is not None:
+            from fedbound.bounds.delays import validate_sizes
+
+            problem, x1 = named.build(validate_sizes(sizes), args.seed, "choose hfl")
+            problem = {"problem": problem, "x1": x1, "source": named.as_dict(args.seed)}
+        return cls(sizes=sizes, delays=delays, T=args.T, L=args.L, G=args.G, sigma=args.sigma,
+                   Delta=args.Delta, **problem, **given)
 
     @classmethod
     def from_scenario(cls, s, *, sizes=None, delays=None, T=None, **kw) -> SyncTime:
@@ -185,7 +211,7 @@ class SyncTime(Chooser):
 
     def __init__(self, *, sizes, delays, T, L=None, G=None, sigma=None, Delta=None,
                  problem=None, x1=None, S=None, alpha=None, metric: str = "loss",
-                 epsilon=None, replicas: int = 32, seed: int = 0):
+                 epsilon=None, replicas: int = 32, seed: int = 0, source=None):
         from fedbound.bounds import delays as dl
 
         self.model = dl.DelayModel.linear(delays, sizes)
@@ -217,7 +243,7 @@ class SyncTime(Chooser):
         else:
             if x1 is None:
                 raise ValueError("x1: the start of the problem passed in is needed")
-            self.source = f"{type(problem).__name__} (dim {problem.dim}) passed in"
+            self.source = source or f"{type(problem).__name__} (dim {problem.dim}) passed in"
         self.problem, self.x1 = problem, x1
         self.constants = self._certified_constants(given)
         self.S_given = knob_values("S", S, "--S", low=0, low_open=False)
@@ -245,15 +271,17 @@ class SyncTime(Chooser):
 
     def alpha_max(self) -> float:
         """The largest step any valid variant admits (Theorem 2: alpha <= 1/L), with L the
-        certified constant, else the largest curvature at x^1."""
+        certified constant, else the largest curvature at x^1 (estimated once)."""
         if "L" in self.constants:
             return 1.0 / self.constants["L"]
-        import torch
+        if not hasattr(self, "_curvature"):
+            import torch
 
-        from fedbound.sim.estimate import lipschitz
+            from fedbound.sim.estimate import lipschitz
 
-        return 1.0 / lipschitz(self.problem, self.x1, generator=torch.Generator().manual_seed(self.seed),
-                               steps=30, starts=2).upper
+            self._curvature = lipschitz(self.problem, self.x1, steps=30, starts=2,
+                                        generator=torch.Generator().manual_seed(self.seed)).upper
+        return 1.0 / self._curvature
 
     def S_default(self) -> list[float]:
         """0 and S_STEPS values spread geometrically up to half the range of
@@ -277,8 +305,7 @@ class SyncTime(Chooser):
                 for S in self.S_given or self.S_default()}
 
     def knobs(self) -> list[Knob]:
-        top = self.alpha_max()
-        alphas = self.alpha_given or [top * 2.0**-k for k in range(ALPHA_STEPS)]
+        alphas = self.alpha_given or [self.alpha_max() * 2.0**-k for k in range(ALPHA_STEPS)]
         return [Knob("S", tuple(self.S_given or self.S_default()), "linear", option="--S"),
                 Knob("alpha", tuple(alphas), "log", option="--alpha")]
 
@@ -289,8 +316,8 @@ class SyncTime(Chooser):
         alpha is fixed, alpha in (0, 1/L] jointly (``bounds.choose_sync_time``)."""
         missing = [k for k in ("L", "G", "sigma", "Delta") if k not in self.constants]
         if missing:
-            raise ValueError(f"{variant}: no certified {', '.join(missing)} for this problem "
-                             "(give them, or choose --method simulate)")
+            raise NoCertificate(f"no certified {', '.join(missing)} for this problem (give "
+                                "them: --L, --G, --sigma, --Delta)")
         S_knob, alpha_knob = self.knobs()
         fixed = {"alpha": alpha_knob.values[0]} if alpha_knob.fixed else {"joint_alpha": True}
         c = bounds.choose_sync_time(self.key, model=self.model, T=self.T, variant=variant,

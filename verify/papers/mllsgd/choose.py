@@ -7,7 +7,9 @@ each valid variant of Theorem 1, (13) under (12), minimised over (tau, eta) with
 problem's certified constants; *calibrated*, the minimiser of the exact second moments of
 MLL-SGD on the problem's local quadratic model (``predict``); *simulated*, the paired search
 on the problem. The hub topology, the workers' probabilities and weights, q and K are the
-scenario's (``MLLSGDScenario``).
+scenario's (``MLLSGDScenario``); the problem is the scenario's, a model on a bundled data set
+split across the workers hub after hub (``--data --model --split``:
+``sim.federated.federated_problem``), or any ``sim`` problem passed in.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from fedbound.verify.api import (
     Evaluation,
     Footprint,
     Knob,
+    NamedProblem,
+    NoCertificate,
     Proposal,
+    add_problem_arguments,
     comma_separated,
     register_chooser,
     require_float,
@@ -53,7 +58,9 @@ METRIC_NAMES = {"loss": "loss at the end, F(u_K) - F_inf",
 class TauEta(Chooser):
     """(tau, eta) for MLL-SGD (module docstring), on ``scenario`` (default Theorem 1's with
     K = DEFAULT_K): its hub graph, H, workers, p, q, K and problem, or on ``problem`` and
-    ``x1`` passed in (the bound's constants then the problem's L, beta, sigma). ``tau`` and
+    ``x1`` passed in (the bound's constants then the problem's L, beta, sigma; a problem
+    without them, a neural network, gets certified answers that say so, and steps up to 2 /
+    its curvature at x_1; ``source``: what the report's ``problem`` input says). ``tau`` and
     ``eta``: None (the default grid), a number (fixed) or a list (the grid); ``metric``: one
     of METRICS; ``replicas`` in the paired comparison. ``t_comm`` and ``t_hub``: the time of
     a sub-network average and what a hub averaging adds, in units of one local iteration:
@@ -96,6 +103,10 @@ class TauEta(Chooser):
                             "side)")
         p.add_argument("--replicas", type=int, default=32,
                        help="replicas in the paired comparison (default 32)")
+        p.add_argument("--seed", type=int, help="seed of the hub graph, the problem (with --data: "
+                                                "the split and the network's start) and the "
+                                                "runs (default: the scenario's)")
+        add_problem_arguments(p, clients="--hubs x --workers-per-hub, hub after hub")
 
     @classmethod
     def from_arguments(cls, args, read_scenario) -> TauEta:
@@ -103,14 +114,21 @@ class TauEta(Chooser):
             Theorem1.default.replace(K=DEFAULT_K)
         changes = {name: value for name, value in (
             ("hubs", args.hubs), ("workers_per_hub", args.workers_per_hub), ("graph", args.graph),
-            ("p", args.p), ("K", args.K), ("q", args.q)) if value is not None}
-        return cls(scenario=s.replace(**changes), tau=comma_separated(args.tau, "--tau", int),
+            ("p", args.p), ("K", args.K), ("q", args.q), ("seed", args.seed)) if value is not None}
+        s = s.replace(**changes)
+        named, problem = NamedProblem.from_arguments(args), {}
+        if named is not None:
+            s.validate()
+            fed = named.build(s.sizes().tolist(), s.seed, "choose mllsgd",
+                              groups="--hubs x --workers-per-hub")
+            problem = {"problem": fed.problem, "x1": fed.x1, "source": named.as_dict(s.seed)}
+        return cls(scenario=s, tau=comma_separated(args.tau, "--tau", int),
                    eta=comma_separated(args.eta, "--eta"), metric=args.metric,
-                   t_comm=args.t_comm, t_hub=args.t_hub, replicas=args.replicas)
+                   t_comm=args.t_comm, t_hub=args.t_hub, replicas=args.replicas, **problem)
 
     def __init__(self, *, scenario: MLLSGDScenario | None = None, problem=None, x1=None,
                  tau=None, eta=None, metric: str = "loss", t_comm: float = 0.0,
-                 t_hub: float = 0.0, replicas: int = 32):
+                 t_hub: float = 0.0, replicas: int = 32, source=None):
         self.scenario = (scenario or Theorem1.default.replace(K=DEFAULT_K)).replace(tau=1)
         self.scenario.validate()
         st = build(self.scenario)
@@ -119,7 +137,7 @@ class TauEta(Chooser):
             if x1 is None:
                 raise ValueError("x1: the start of the problem passed in is needed")
             st.problem, st.x1 = problem, x1
-            self.source = f"{type(problem).__name__} (dim {problem.dim}) passed in"
+            self.source = source or f"{type(problem).__name__} (dim {problem.dim}) passed in"
         else:
             self.source = f"scenario's {self.scenario.problem_spec()['kind']}"
         self._state = st.generator.get_state()
@@ -142,7 +160,9 @@ class TauEta(Chooser):
         self.t_comm = require_float("t_comm", t_comm, low=0)
         self.t_hub = require_float("t_hub", t_hub, low=0)
         pr = st.problem
-        self.constants = {"L": pr.L, "beta": pr.beta, "sigma": pr.sigma, "Delta": pr.delta(st.x1)}
+        own = {"L": getattr(pr, "L", None), "beta": getattr(pr, "beta", None),
+               "sigma": getattr(pr, "sigma", None), "Delta": pr.delta(st.x1)}
+        self.constants = {k: float(v) for k, v in own.items() if v is not None}
 
     @property
     def metric(self) -> str:
@@ -173,6 +193,23 @@ class TauEta(Chooser):
     def max_step(self, variant: str, tau: int) -> float:
         return bounds.get(self.key, variant).max_step(**self.params(tau))
 
+    def missing(self) -> list[str]:
+        """The constants of Theorem 1 the problem has no certified value for."""
+        return [k for k in ("L", "beta", "sigma") if k not in self.constants]
+
+    def curvature(self) -> float:
+        """L, the certified constant, else the largest curvature at x_1 (estimated once)."""
+        if "L" in self.constants:
+            return self.constants["L"]
+        if not hasattr(self, "_curvature"):
+            import torch
+
+            from fedbound.sim.estimate import lipschitz
+
+            self._curvature = lipschitz(self.setup.problem, self.setup.x1, steps=30, starts=2,
+                                        generator=torch.Generator().manual_seed(self.scenario.seed)).upper
+        return self._curvature
+
     # ------------------------------------------------------------------ knobs
 
     def knobs(self) -> list[Knob]:
@@ -181,9 +218,9 @@ class TauEta(Chooser):
         if self.eta_given is not None:
             etas = self.eta_given
         else:
-            tops = [self.max_step(v, t) for v in self.variants() for t in taus]
-            hi = max(max(tops), 2.0 / self.constants["L"])
-            lo = max(ETA_BELOW * min(tops), hi * 2.0**-ETA_OCTAVES)
+            tops = [] if self.missing() else [self.max_step(v, t) for v in self.variants() for t in taus]
+            hi = max([*tops, 2.0 / self.curvature()])
+            lo = max(ETA_BELOW * min(tops or [0.0]), hi * 2.0**-ETA_OCTAVES)
             etas = (hi * 2.0 ** -np.arange(int(math.floor(math.log2(hi / lo) + 1e-9)) + 1))[::-1].tolist()
         return [Knob("tau", tuple(taus), "log", integer=True, option="--tau"),
                 Knob("eta", tuple(etas), "log", option="--eta")]
@@ -193,6 +230,8 @@ class TauEta(Chooser):
     def certified(self, variant: str) -> Proposal:
         """The variant's bound (13) minimised over tau and the admissible eta (a log grid over
         BOUND_DECADES decades up to eta_max(tau)), or at the fixed eta where it is admissible."""
+        if self.missing():
+            raise NoCertificate(f"no certified {', '.join(self.missing())} for this problem")
         thm = bounds.get(self.key, variant)
         tau_knob, eta_knob = self.knobs()
         curve = []

@@ -1,0 +1,112 @@
+"""The choosers on the researcher's own problem named on the command line (``--data --model
+--split --batch --hidden``, verify/named_problem.py): the CLI's answers against the Python
+API called with ``sim.federated.federated_problem`` directly (same seed: bit for bit), the
+report's ``problem`` field, the certified answers of a problem without certified constants,
+and bad input refused in one line naming the option (exit 2) before anything heavy runs."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stdout
+
+import pytest
+import torch
+
+from fedbound.sim.federated import federated_problem, parse_split
+from fedbound.verify.api import choose
+from fedbound.verify.cli import main
+from fedbound.verify.papers.hfl.choose import SyncTime
+from fedbound.verify.papers.mllsgd.adapters import Theorem1
+from fedbound.verify.papers.mllsgd.choose import TauEta
+
+torch.set_num_threads(1)
+DELAYS = "0.01,0.85,0.001,0.085,4,2,0.4,0.2"
+HFL = ["choose", "hfl", "--sizes", "2,2", "--delays", DELAYS, "--T", "20", "--replicas", "4"]
+DIGITS = ["--data", "digits", "--model", "logistic", "--split", "dirichlet:0.5", "--batch", "4"]
+
+
+def run_json(argv: list[str]) -> dict:
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        code = main([*argv, "--json", "--curves"])
+    assert code == 0
+    return json.loads(buf.getvalue())
+
+
+def answers(report: dict) -> dict:
+    return {k: report[k] for k in ("knobs", "metric", "certified", "calibrated", "simulated", "search")}
+
+
+@pytest.fixture(scope="module")
+def hfl_report():
+    return run_json([*HFL, *DIGITS, "--S", "0,2", "--alpha", "0.25,0.5", "--seed", "3"])
+
+
+def test_hfl_cli_on_digits_is_the_python_api_bit_for_bit(hfl_report):
+    problem, x1 = federated_problem("digits", "logistic", ("dirichlet", 0.5), (2, 2), seed=3, batch=4)
+    chooser = SyncTime(sizes=(2, 2), delays=DELAYS.split(","), T=20, problem=problem, x1=x1,
+                       S=[0.0, 2.0], alpha=[0.25, 0.5], replicas=4, seed=3)
+    direct = json.loads(json.dumps(choose(chooser).as_dict(curves=True)))
+    assert answers(hfl_report) == answers(direct)
+    assert hfl_report["simulated"]["value"] > 0 and hfl_report["calibrated"]["regret"] is not None
+
+
+def test_the_report_names_the_problem(hfl_report):
+    assert hfl_report["inputs"]["problem"] == {"data": "digits", "model": "logistic",
+                                               "split": "dirichlet:0.5", "batch": 4, "seed": 3}
+    assert "L" not in hfl_report["inputs"]["constants"]        # a linear network: no certified L
+
+
+def test_certified_answers_without_certified_constants_say_so(hfl_report):
+    certified = hfl_report["certified"]
+    assert certified and all(a["settings"] is None and a["value"] is None and a["bound"] is None
+                             and a["note"].startswith("no certified L, G, sigma") for a in certified)
+    assert {"proof", "refined"} <= {a["variant"] for a in certified}
+
+
+def test_mllsgd_cli_on_breast_cancer_is_the_python_api():
+    argv = ["choose", "mllsgd", "--hubs", "2", "--workers-per-hub", "2", "--K", "32", "--tau", "1,4",
+            "--replicas", "4", "--method", "bound", "--data", "breast_cancer", "--split", "shards",
+            "--batch", "2"]
+    report = run_json(argv)
+    scenario = Theorem1.default.replace(hubs=2, workers_per_hub=2, K=32)
+    problem, x1 = federated_problem("breast_cancer", "logistic", "shards", (2, 2), seed=scenario.seed,
+                                    batch=2)
+    direct = choose(TauEta(scenario=scenario, problem=problem, x1=x1, tau=[1, 4], replicas=4),
+                    method="bound").as_dict(curves=True)
+    assert answers(report) == answers(json.loads(json.dumps(direct)))
+    assert report["inputs"]["problem"]["split"] == "shards"
+    assert report["inputs"]["constants"]["L"] == pytest.approx(problem.L, rel=1e-15)
+
+
+def test_split_text_round_trips():
+    for text in ("iid", "shards", "group_labels", "dirichlet:0.5", "fedml:0.1", "labels:3"):
+        split = parse_split(text)
+        assert parse_split(split if isinstance(split, str) else f"{split[0]}:{split[1]}") == split
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--data", "tiny"], "argument --data: invalid choice: 'tiny'"),
+    (["--data", "breast_cancer", "--model", "cnn"], "--model=cnn needs image data: --data=breast_cancer"),
+    (["--data", "digits", "--split", "dirichlet:0"], "--split='dirichlet:0': the Dirichlet concentration"),
+    (["--data", "digits", "--split", "dirichlet:-1"], "must be a finite number > 0"),
+    (["--data", "digits", "--split", "labels:11"], "--split=labels:11: 11 classes per client, but "
+                                                   "--data=digits has 10 classes"),
+    (["--data", "digits", "--split", "group_labels", "--sizes", ",".join(["1"] * 11)],
+     "--split=group_labels needs a class per group: --sizes gives 11 groups"),
+    (["--data", "digits", "--split", "shards", "--sizes", "1000,1000"], "--split=shards over --sizes"),
+    (["--data", "digits", "--split", "halves"], "--split='halves' must be one of"),
+    (["--model", "mlp"], "--model: needs --data"),
+    (["--data", "digits", "--batch", "0"], "--batch=0 must be an integer >= 1"),
+    (["--data", "digits", "--hidden", "8"], "--hidden: only with --model mlp"),
+    (["--data", "mnist"], "--data=mnist is read from files: give --data-dir"),
+    (["--data", "digits", "--model", "mlp", "--hidden", "100000,100000"],
+     "(the problem (--model mlp --hidden 100000,100000 on --data digits)): this run needs about"),
+    (["--data", "digits", "--batch", "100000000", "--alpha", "0.1"], "--batch=1e+08"),
+])
+def test_bad_input_names_the_option(capsys, argv, message):
+    base = [a for a in HFL if a not in ("--sizes", "2,2")] if "--sizes" in argv else HFL
+    code = main([*base, *argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and "\n" not in err, err
