@@ -59,10 +59,12 @@ def test_the_report_names_the_problem(hfl_report):
 
 
 def test_certified_answers_without_certified_constants_say_so(hfl_report):
-    certified = hfl_report["certified"]
-    assert certified and all(a["settings"] is None and a["value"] is None and a["bound"] is None
-                             and a["note"].startswith("no certified L, G, sigma") for a in certified)
-    assert {"proof", "refined"} <= {a["variant"] for a in certified}
+    certified = {a["variant"]: a for a in hfl_report["certified"]}
+    assert {"proof", "refined", "iid"} <= set(certified)
+    assert all(a["settings"] is None and a["value"] is None and a["bound"] is None
+               for a in certified.values())
+    assert all(a["note"].startswith("no certified L, G, sigma") for v, a in certified.items() if v != "iid")
+    assert "assumes every client samples the same data" in certified["iid"]["note"]
 
 
 def test_mllsgd_cli_on_breast_cancer_is_the_python_api():

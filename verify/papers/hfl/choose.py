@@ -313,7 +313,12 @@ class SyncTime(Chooser):
 
     def certified(self, variant: str) -> Proposal:
         """The variant's expected bound (over delay paths) minimised over the S grid and, unless
-        alpha is fixed, alpha in (0, 1/L] jointly (``bounds.choose_sync_time``)."""
+        alpha is fixed, alpha in (0, 1/L] jointly (``bounds.choose_sync_time``). None
+        (``NoCertificate``) for a constant the problem has no certified value of, or for the
+        ``iid`` variant on a problem whose clients hold their own data."""
+        if variant == "iid" and hasattr(self.problem, "M"):
+            raise NoCertificate("the iid variant assumes every client samples the same data (Ali "
+                                "& Arafa 2025, Section II); this problem's clients hold their own")
         missing = [k for k in ("L", "G", "sigma", "Delta") if k not in self.constants]
         if missing:
             raise NoCertificate(f"no certified {', '.join(missing)} for this problem (give "

@@ -29,6 +29,7 @@ from fedbound.verify.api import (
     Evaluation,
     Footprint,
     Knob,
+    NoCertificate,
     Proposal,
     adapter_for,
     check,
@@ -278,8 +279,8 @@ class QEta(Chooser):
         import fedbound.bounds.tdcd as btdcd
 
         if variant not in self.params:
-            raise ValueError(f"{variant}: no certified constants for the model passed in (give "
-                             "constants=...)")
+            raise NoCertificate("no certified constants for the model passed in (give "
+                                "constants=...)")
         Q_knob, eta_knob = self.knobs()
         if eta_knob.fixed:
             curve = [self._row_at(variant, Q, eta_knob.values[0]) for Q in Q_knob.values]
