@@ -82,6 +82,18 @@ def test_mllsgd_cli_on_breast_cancer_is_the_python_api():
     assert report["inputs"]["constants"]["L"] == pytest.approx(problem.L, rel=1e-15)
 
 
+def test_mllsgd_on_a_network_has_no_certificate_and_steps_from_its_curvature():
+    report = run_json(["choose", "mllsgd", "--hubs", "2", "--workers-per-hub", "2", "--K", "16",
+                       "--tau", "1,2", "--replicas", "4", "--method", "bound", "--data", "breast_cancer",
+                       "--model", "mlp", "--hidden", "4", "--split", "dirichlet:1", "--seed", "2"])
+    assert report["inputs"]["problem"] == {"data": "breast_cancer", "model": "mlp", "split": "dirichlet:1",
+                                           "batch": 1, "hidden": [4], "seed": 2}
+    assert report["certified"] and all(a["settings"] is None and "no certified L, beta, sigma" in a["note"]
+                                       for a in report["certified"])
+    etas = {row["eta"] for row in report["calibrated"]["curve"]}
+    assert len(etas) > 1 and report["calibrated"]["settings"]["eta"] in etas
+
+
 def test_split_text_round_trips():
     for text in ("iid", "shards", "group_labels", "dirichlet:0.5", "fedml:0.1", "labels:3"):
         split = parse_split(text)
@@ -106,9 +118,17 @@ def test_split_text_round_trips():
     (["--data", "digits", "--model", "mlp", "--hidden", "100000,100000"],
      "(the problem (--model mlp --hidden 100000,100000 on --data digits)): this run needs about"),
     (["--data", "digits", "--batch", "100000000", "--alpha", "0.1"], "--batch=1e+08"),
+    (["--data", "digits", "--scenario", "s.json"], "--data: the problem is the scenario's"),
 ])
 def test_bad_input_names_the_option(capsys, argv, message):
     base = [a for a in HFL if a not in ("--sizes", "2,2")] if "--sizes" in argv else HFL
     code = main([*base, *argv])
     err = capsys.readouterr().err.strip()
     assert code == 2 and message in err and "\n" not in err, err
+
+
+def test_bad_input_of_mllsgd_names_its_options(capsys):
+    code = main(["choose", "mllsgd", "--hubs", "11", "--workers-per-hub", "1", "--K", "16",
+                 "--data", "digits", "--split", "group_labels"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--hubs x --workers-per-hub gives 11 groups" in err and "\n" not in err, err

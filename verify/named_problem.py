@@ -11,6 +11,7 @@ sizes alone, then builds it.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,27 +34,28 @@ def add_problem_arguments(p, *, clients: str) -> None:
     to the parser ``p``; ``clients`` says where the clients and groups come from (the
     command's option, for the help)."""
     g = p.add_argument_group(
-        "the problem (default: the command's synthetic problem)",
-        f"--data names your problem: the model --model trained on the data set --data, split "
-        f"across the clients of {clients} by --split (sim.federated.federated_problem)")
+        "your problem (without --data: the command's default one)",
+        textwrap.fill(f"--data names your problem: the model --model trained on the data set "
+                      f"--data, its samples spread by --split over the clients ({clients}); "
+                      "sim.federated.federated_problem", 79))
     g.add_argument("--data", choices=DATASETS,
                    help="the data set: digits (8x8 images, 10 classes) and breast_cancer (30 "
                         "features, 2 classes) come with fedbound[data]; mnist and cifar10 are "
                         "read from --data-dir")
-    g.add_argument("--data-dir", help="the directory of the MNIST or CIFAR-10 files")
+    g.add_argument("--data-dir", metavar="DIR", help="the directory of the MNIST or CIFAR-10 files")
     g.add_argument("--model", choices=MODELS,
                    help="logistic (the default: logistic regression, multinomial beyond 2 "
                         "classes), mlp (tanh hidden layers of --hidden) or cnn (two 3x3 "
                         "convolutions, image data only)")
-    g.add_argument("--split",
+    g.add_argument("--split", metavar="SPLIT",
                    help="how the data are spread over the clients: iid (the default: every "
                         "client samples the whole data set), shards (disjoint random shards), "
                         "dirichlet:BETA (Dirichlet(BETA) class proportions per client, BETA > 0; "
                         "small BETA: few classes each), fedml:BETA (the same, balanced as "
                         "FedML's), labels:K (K classes per client) or group_labels (disjoint "
                         "class sets per group)")
-    g.add_argument("--batch", type=int, help="every client's mini-batch (default 1)")
-    g.add_argument("--hidden", help="--model mlp: the widths of its hidden layers, comma-"
+    g.add_argument("--batch", type=int, metavar="B", help="every client's mini-batch (default 1)")
+    g.add_argument("--hidden", metavar="W,...", help="--model mlp: the widths of its hidden layers, comma-"
                                     "separated (default 32)")
 
 
@@ -84,7 +86,7 @@ class NamedProblem:
                      if _given(args, o) is not None]
             if extra:
                 raise ValueError(f"{extra[0]}: needs --data (without it the problem is the "
-                                 "command's synthetic one)")
+                                 "command's default one)")
             return None
         model = args.model or "logistic"
         if model == "cnn" and args.data not in IMAGES:

@@ -114,9 +114,9 @@ class SyncTime(Chooser):
     regression; Delta = f(x^1) - f_inf); a problem without them (a neural network) gets
     certified answers that say so (``verify.choose.NoCertificate``). ``source``: what the
     report's ``problem`` input says (default: the problem's type and dimension). ``S`` and
-    ``alpha``: None (the default grid), a
-    number (fixed) or a list (the grid). ``metric``: one of METRICS (``epsilon`` for
-    "time"); ``replicas`` delay paths in the paired comparison; ``seed``."""
+    ``alpha``: None (the default grid), a number (fixed) or a list (the grid). ``metric``:
+    one of METRICS (``epsilon`` for "time"); ``replicas`` delay paths in the paired
+    comparison; ``seed``."""
 
     name = "sync-time"
     key = "hfl.theorem2"
