@@ -49,7 +49,8 @@ def evaluate(chooser, name: str, replicas: int) -> dict[str, Any]:
     report = choose(chooser)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     configs, seen = [], set()
-    for s in [*(a.settings for a in report.answers), *dense(chooser.knobs())]:
+    answers = [a for a in report.answers if a.settings is not None]  # no certificate: no settings
+    for s in [*(a.settings for a in answers), *dense(chooser.knobs())]:
         if _key(s) not in seen:
             seen.add(_key(s))
             configs.append(dict(s))
@@ -57,7 +58,7 @@ def evaluate(chooser, name: str, replicas: int) -> dict[str, Any]:
     sign = -1.0 if chooser.maximise else 1.0
     best = min(evaluated.values(), key=lambda e: sign * e.value if math.isfinite(e.value) else math.inf)
     rows = []
-    for a in report.answers:
+    for a in answers:
         e = evaluated[_key(a.settings)]
         regret, hw, _ = paired_regret(e.values, best.values, maximise=chooser.maximise)
         rows.append({"who": a.variant or a.kind, "kind": a.kind, "settings": a.settings,
