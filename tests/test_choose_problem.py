@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from fedbound.sim.federated import federated_problem, parse_split
-from fedbound.verify.api import choose
+from fedbound.verify.api import choose, json_text
 from fedbound.verify.cli import main
 from fedbound.verify.papers.hfl.choose import SyncTime
 from fedbound.verify.papers.mllsgd.adapters import Theorem1
@@ -47,7 +47,7 @@ def test_hfl_cli_on_digits_is_the_python_api_bit_for_bit(hfl_report):
     problem, x1 = federated_problem("digits", "logistic", ("dirichlet", 0.5), (2, 2), seed=3, batch=4)
     chooser = SyncTime(sizes=(2, 2), delays=DELAYS.split(","), T=20, problem=problem, x1=x1,
                        S=[0.0, 2.0], alpha=[0.25, 0.5], replicas=4, seed=3)
-    direct = json.loads(json.dumps(choose(chooser).as_dict(curves=True)))
+    direct = json.loads(json_text(choose(chooser).as_dict(curves=True)))
     assert answers(hfl_report) == answers(direct)
     assert hfl_report["simulated"]["value"] > 0 and hfl_report["calibrated"]["regret"] is not None
 
@@ -77,7 +77,7 @@ def test_mllsgd_cli_on_breast_cancer_is_the_python_api():
                                     batch=2)
     direct = choose(TauEta(scenario=scenario, problem=problem, x1=x1, tau=[1, 4], replicas=4),
                     method="bound").as_dict(curves=True)
-    assert answers(report) == answers(json.loads(json.dumps(direct)))
+    assert answers(report) == answers(json.loads(json_text(direct)))
     assert report["inputs"]["problem"]["split"] == "shards"
     assert report["inputs"]["constants"]["L"] == pytest.approx(problem.L, rel=1e-15)
 
@@ -92,6 +92,38 @@ def test_mllsgd_on_a_network_has_no_certificate_and_steps_from_its_curvature():
                                        for a in report["certified"])
     etas = {row["eta"] for row in report["calibrated"]["curve"]}
     assert len(etas) > 1 and report["calibrated"]["settings"]["eta"] in etas
+
+
+def test_tdcd_on_breast_cancer_split_by_features():
+    """``choose tdcd --data breast_cancer``: the model holds the data set's features in a
+    permuted column order, split over the scenario's silos, labels -1/+1, and its Delta is the
+    logistic loss at theta^0 computed here with numpy; the CLI's answers are those of the
+    Python API on that model; least squares has no certified sigma and says so."""
+    import numpy as np
+
+    from fedbound.sim.data import load_breast_cancer
+    from fedbound.verify.papers.tdcd.adapters import Theorem1 as TDCD1
+    from fedbound.verify.papers.tdcd.choose import QEta, data_model
+
+    argv = ["choose", "tdcd", "--data", "breast_cancer", "--Q", "1,2", "--eta", "0.1,0.2", "--replicas", "4"]
+    report = run_json(argv)
+    model, theta0, constants, source = data_model("breast_cancer", TDCD1.default)
+    assert report["inputs"]["problem"] == source == {"data": "breast_cancer", "loss": "logistic",
+                                                     "blocks": [15, 15], "clients": [2, 3], "batch": 12,
+                                                     "seed": 0}
+    data = load_breast_cancer()
+    X, y = model.X.numpy(), model.y.numpy()
+    assert sorted(map(tuple, X.T.round(12))) == sorted(map(tuple, data.features.numpy().T.round(12)))
+    assert set(y) == {-1.0, 1.0} and np.array_equal(y, data.labels.numpy() * 2.0 - 1)
+    margins = y * (X @ theta0.numpy())
+    assert constants["Delta"] == pytest.approx(np.mean(np.log1p(np.exp(-margins))), rel=1e-12)
+    direct = choose(QEta(scenario=TDCD1.default, model=model, theta0=theta0, constants=constants,
+                         source=source, Q=[1, 2], eta=[0.1, 0.2], replicas=4)).as_dict(curves=True)
+    assert answers(report) == answers(json.loads(json_text(direct)))
+    assert all(a["settings"] is not None for a in report["certified"])
+    squared = run_json([*argv, "--loss", "squared", "--method", "bound"])
+    assert squared["certified"] and all(a["settings"] is None and "no certified sigma" in a["note"]
+                                        and "least squares" in a["note"] for a in squared["certified"])
 
 
 def test_split_text_round_trips():

@@ -7,7 +7,10 @@ a target epsilon of the left side of Theorem 1, eq. (15), under t_Q = 3 t_comm +
 (Section 5.2): *certified*, each valid variant of tdcd.theorem1 (fedbound's ``refined``
 among them) minimised over (Q, eta); *calibrated*, the minimiser of the moments of the hub
 models on the model's local quadratic model (``predict``); *simulated*, the paired search
-on the problem. :func:`q_eta_evidence` compares them over ratios t_comm / t_comp;
+on the problem. The problem is the scenario's synthetic data (the default), the bundled
+breast-cancer data split by features over the scenario's silos (``--data``:
+:func:`data_model`), or any model passed in. :func:`q_eta_evidence` compares them over
+ratios t_comm / t_comp;
 :func:`q_sweep` and :func:`loss_vs_time` (with their figures :func:`plot_against_q`,
 :func:`plot_loss_vs_time`) sweep Q.
 """
@@ -66,6 +69,44 @@ METRIC_NAMES = {
     "lhs": "left side of (15) at the horizon",
     "loss": "training loss at the horizon",
 }
+
+
+#: the parameters of tdcd.theorem1 the chooser sets (or that only other results use)
+SET_HERE = ("Q", "eta", "R", "c", "G0")
+#: the bundled data sets TDCD runs on (two classes: labels -1/+1 for both losses)
+DATASETS = ("breast_cancer",)
+
+
+def data_model(name: str, s: TDCDScenario):
+    """(model, theta^0, certified constants, description) of the bundled data set ``name``
+    split by features over the silos of ``s``: its standardised columns in a random order
+    drawn from the seed, in blocks differing by at most one (``sim.data.vertical_split``),
+    K_j clients per silo, the scenario's batch and loss, labels -1/+1, theta^0 at the
+    scenario's distance from 0 in a seeded random direction. The constants: L, L_max,
+    Delta = L(theta^0) - L_inf and K_j, and sigma_j where the model has a uniform one
+    (logistic; least squares has none: its certified answers then say so)."""
+    import torch
+
+    from fedbound.sim.data import load_breast_cancer, vertical_split
+    from fedbound.sim.tdcd import BlockLinear, Layout
+
+    if name not in DATASETS:
+        raise ValueError(f"data={name!r} must be one of {DATASETS}")
+    data = load_breast_cancer()
+    gen = torch.Generator().manual_seed(s.seed)
+    columns, blocks = vertical_split(data.features.shape[1], len(s.blocks), gen)
+    layout = Layout(blocks, tuple(s.clients), data.features.shape[0], s.batch)
+    model = BlockLinear(data.features[:, columns], data.labels.to(torch.float64) * 2 - 1, layout,
+                        loss=s.loss)
+    direction = torch.randn(layout.D, generator=gen, dtype=torch.float64)
+    theta0 = s.distance * direction / direction.norm()
+    constants = {"L": model.L, "L_max": model.L_max, "K": np.asarray(s.clients, dtype=float),
+                 "Delta": float(model.loss(model.split(theta0)[None])[0]) - model.f_inf}
+    if model.sigma is not None:
+        constants["sigma"] = np.asarray(model.sigma, dtype=float)
+    source = {"data": name, "loss": s.loss, "blocks": list(blocks), "clients": list(s.clients),
+              "batch": s.batch, "seed": s.seed}
+    return model, theta0, constants, source
 
 
 def hitting_times(running: np.ndarray, time: np.ndarray, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
@@ -129,21 +170,33 @@ class QEta(Chooser):
         p.add_argument("--metric", choices=METRICS, default="time",
                        help="time (the default: to reach --epsilon), lhs (the left side of (15) "
                             "at the horizon) or loss (the training loss there)")
+        p.add_argument("--data", choices=DATASETS,
+                       help="your data instead of the scenario's synthetic ones: breast_cancer "
+                            "(569 samples, 30 standardised features, labels -1/+1; fedbound[data]) "
+                            "split by features over the scenario's silos, in a random column order "
+                            "from its seed, with its clients per silo, batch, --loss and start "
+                            "distance")
 
     @classmethod
     def from_arguments(cls, args, read_scenario) -> QEta:
         scenario = None if args.scenario is None else read_scenario(cls.key, args.scenario)
         if args.loss is not None:
             scenario = (scenario or Theorem1.default).replace(loss=args.loss)
+        problem = {}
+        if args.data is not None:
+            scenario = scenario or Theorem1.default
+            scenario.validate()
+            model, theta0, constants, source = data_model(args.data, scenario)
+            problem = {"model": model, "theta0": theta0, "constants": constants, "source": source}
         return cls(epsilon=args.epsilon, t_comm=args.t_comm, t_comp=args.t_comp,
-                   scenario=scenario, Q=comma_separated(args.Q, "--Q", int),
+                   scenario=scenario, Q=comma_separated(args.Q, "--Q", int), **problem,
                    eta=comma_separated(args.eta, "--eta"), metric=args.metric,
                    **({} if args.replicas is None else {"replicas": args.replicas}))
 
     def __init__(self, *, epsilon=None, t_comm=None, t_comp=None,
                  scenario: TDCDScenario | None = None, model=None, theta0=None,
                  constants: dict | None = None, Q=None, eta=None, metric: str = "time",
-                 replicas: int = SIM_REPLICAS, seed: int | None = None):
+                 replicas: int = SIM_REPLICAS, seed: int | None = None, source=None):
         import fedbound.bounds.tdcd as btdcd
 
         self.scenario = scenario or Theorem1.default
@@ -175,14 +228,19 @@ class QEta(Chooser):
             self._state = st.generator.get_state()
             adapter = adapter_for(self.key)
             self.params = {v: self._bound_params(adapter, v) for v in bounds.variants(self.key)}
+            self.constants = {}
             self.source = f"tdcd.theorem1 scenario ({self.scenario.loss}, n = {self.scenario.n})"
         else:
             if theta0 is None:
                 raise ValueError("theta0: the start of the model passed in is needed")
             self.model, self.theta0 = model, theta0
             self._state = torch.Generator().manual_seed(self.seed).get_state()
-            self.params = {v: dict(constants) for v in bounds.variants(self.key)} if constants else {}
-            self.source = f"{type(model).__name__} (dim {model.dim}) passed in"
+            self.constants = dict(constants or {})
+            self.params = {v: {k: c for k, c in self.constants.items() if k in thm.params}
+                           for v in bounds.variants(self.key)
+                           if set((thm := bounds.get(self.key, v)).params) - set(SET_HERE)
+                           <= set(self.constants)}
+            self.source = source or f"{type(model).__name__} (dim {model.dim}) passed in"
         self.grad0 = float((self.model.grad(self.model.split(self.theta0)[None]) ** 2).sum())
         self.horizon = SIM_ROUNDS_Q1 * btdcd.round_time(1, self.t_comm, self.t_comp)
         require_runs("choose tdcd", {f"the noise floor at --Q 1 with --replicas {self.replicas}":
@@ -279,8 +337,11 @@ class QEta(Chooser):
         import fedbound.bounds.tdcd as btdcd
 
         if variant not in self.params:
-            raise NoCertificate("no certified constants for the model passed in (give "
-                                "constants=...)")
+            need = sorted(set(bounds.get(self.key, variant).params) - set(SET_HERE)
+                          - set(self.constants))
+            raise NoCertificate(f"no certified {', '.join(need)} for this model" + (
+                " (least squares has no uniform gradient-noise bound)" if "sigma" in need and
+                self.model.loss_kind == "squared" else " (give constants=...)"))
         Q_knob, eta_knob = self.knobs()
         if eta_knob.fixed:
             curve = [self._row_at(variant, Q, eta_knob.values[0]) for Q in Q_knob.values]
