@@ -38,6 +38,20 @@ def sigint_blocked() -> Iterator[None]:
         yield
 
 
+def answered() -> None:
+    """Record that a Ctrl-C (or fedbound's SIGTERM, raised the same way) was handled. CPython
+    3.11 marks the interpreter as interrupted by an *unhandled* Ctrl-C whenever a
+    KeyboardInterrupt leaves code that ``exec`` or ``eval`` runs from a string, even when a
+    caller then handles it; run as ``python -m``, an interpreter so marked ends itself by
+    SIGINT after its exit (status -2, not the command's 130). Such code runs where no hold
+    of this module reaches: SciPy's array-API layer runs ``exec`` while SciPy is imported
+    lazily by the bounds, and sympy's ``lambdify`` runs its import lines so while a bound is
+    compiled. Every
+    string that ``exec`` runs clears the mark first and sets it only if a KeyboardInterrupt
+    leaves it, so running an empty one, once the interruption is handled, clears it."""
+    exec("")  # noqa: S102 - a constant empty string: clears the mark (see above)
+
+
 @contextmanager
 def uninterrupted_imports(*modules: str) -> Iterator[None]:
     """For the duration of the block, each of ``modules`` is imported (wherever and whenever

@@ -231,6 +231,9 @@ def main(argv: Sequence[str] | None = None, *, mask=None) -> int:
         print(f"fedbound: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
+        from ..interrupts import answered
+
+        answered()
         print("fedbound: interrupted" + (f": {one_line(e)}" if str(e) else ""), file=sys.stderr)
         return 130
     except OSError as e:  # a full disk, a closed pipe, permission denied, an I/O error
