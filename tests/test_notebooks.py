@@ -310,8 +310,9 @@ CHECKS["corollaries 2 and 3 are rate-refuted"] = all(
     for k in ("afl.corollary2", "afl.corollary3") for v in A.VARIANTS)
 '''),
         (None, '''\
-elapsed = time.perf_counter() - T_START
-CHECKS["notebook runs in under 60 s"] = elapsed < 60
+# CPU seconds of the kernel, not wall clock: a busy machine (CI's, pytest-xdist's) slows the
+# wall clock of an unchanged notebook past 60 s
+CHECKS["notebook uses under 60 s of CPU"] = time.process_time() < 60
 '''),
     ],
     '05_tightness.ipynb': [
@@ -341,8 +342,9 @@ CHECKS["the families are exactly the refuted results"] = set(fams) == {
     k for k, t in T.items() if t["status"] in bounds.REFUTED}
 '''),
         (None, '''\
-elapsed = time.perf_counter() - T_START
-CHECKS["notebook runs in under 60 s"] = elapsed < 60
+# CPU seconds of the kernel, not wall clock: a busy machine (CI's, pytest-xdist's) slows the
+# wall clock of an unchanged notebook past 60 s
+CHECKS["notebook uses under 60 s of CPU"] = time.process_time() < 60
 '''),
     ],
     '06_your_own_theorem.ipynb': [
@@ -380,8 +382,9 @@ CHECKS["assert_holds fails on the witness of the wrong constant"] = caught
 CHECKS["every contract check passes"] = all(r.outcome == "passed" for r in results)
 '''),
         (None, '''\
-elapsed = time.perf_counter() - T_START
-CHECKS["notebook runs in under 60 s"] = elapsed < 60
+# CPU seconds of the kernel, not wall clock: a busy machine (CI's, pytest-xdist's) slows the
+# wall clock of an unchanged notebook past 60 s
+CHECKS["notebook uses under 60 s of CPU"] = time.process_time() < 60
 '''),
     ],
     '07_paper_claims.ipynb': [
