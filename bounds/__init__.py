@@ -43,8 +43,12 @@ def __dir__():
     return sorted({*globals(), *_LAZY, *_SUBMODULES})
 
 
+#: the modules of the papers' mathematics, delay models and topologies: public as
+#: ``bounds.hfl``, ``bounds.delays``, ... (``core`` is public through its names above)
+_PUBLIC_SUBMODULES = ("afl", "delays", "hfl", "mllsgd", "tdcd", "topology", "tuning")
+
 __all__ = [
     "PAPERS", "REFUTED", "Condition", "Erratum", "Paper", "Param", "Rate", "Theorem",
     "choose_step", "choose_sync_time", "cite", "get", "keys", "list", "register", "statuses",
-    "unregister", "variants",
+    "unregister", "variants", *_PUBLIC_SUBMODULES,
 ]

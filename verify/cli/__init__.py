@@ -6,6 +6,10 @@ chooser's aliases as commands of their own (:func:`expand_alias`).
 
 The exit statuses mean the same for every command (``common.EXIT_STATUS``); each command's
 ``--help`` shows those it can return.
+
+Its public API is :func:`main` (``__all__``), the command run in-process:
+``main(["check", "mllsgd.theorem1"])`` is ``fedbound check mllsgd.theorem1`` and returns its
+exit status. The command modules are internal.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from collections.abc import Sequence
 
 from . import bound, check, choose, listing, rate, reproduce, scenario, search, sweep
 from .common import Exit, Parser, UsageError, exit_codes, limit_options, warn
+
+__all__ = ["main"]
 
 MODULES = (listing, bound, scenario, check, search, rate, choose, reproduce, sweep)
 COMMANDS = {c.name: c for m in MODULES for c in m.COMMANDS}

@@ -4,7 +4,8 @@ plugin for the paper.
 Loaded as any plugin is, through the entry point ``afl`` of the group ``fedbound.plugins``;
 it registers through ``verify.api`` only: adapters (Theorems 1 to 4, Corollaries 1 to 3),
 refutation families, reproduced claims, its stored witnesses (``witnesses/``) and its rate
-sweeps. Modules: ``adapters`` (statement, scenario, parameter derivation, measurement, one
+sweeps. Its public API, the paper's own, is ``__all__``; its modules are internal
+and may change: ``adapters`` (statement, scenario, parameter derivation, measurement, one
 adapter per result) and ``claims`` (its experiments reproduced at small scale).
 """
 
@@ -13,7 +14,7 @@ from importlib import resources
 from fedbound.verify.api import register_witness_dir
 
 from . import adapters, claims  # noqa: F401 - each registers what it holds
-from .adapters import (  # noqa: F401 - the paper's public names
+from .adapters import (
     AFL,
     FAMILIES,
     PAPER,
@@ -34,3 +35,9 @@ from .adapters import (  # noqa: F401 - the paper's public names
 )
 
 register_witness_dir(resources.files(__name__) / "witnesses")
+
+__all__ = [
+    "AFL", "AFLScenario", "build", "Corollary1", "Corollary2", "Corollary3",
+    "estimate_afl_constants", "estimated_parts", "exact_series", "FAMILIES", "PAPER",
+    "PROBLEM_KINDS", "Setup", "Theorem1", "Theorem2", "Theorem3", "Theorem4",
+]

@@ -4,7 +4,8 @@ Updates: fedbound's plugin for the paper.
 Loaded as any plugin is, through the entry point ``hfl`` of the group ``fedbound.plugins``;
 it registers through ``verify.api`` only: adapters (Lemma 1, Theorems 1 and 2, Corollary 1),
 the (S, alpha) chooser, reproduced claims, its stored witnesses (``witnesses/``) and its rate
-sweeps. Modules: ``adapters`` (statement, scenario, parameter derivation, measurement, one
+sweeps. Its public API, the paper's own, is ``__all__``; its modules are internal
+and may change: ``adapters`` (statement, scenario, parameter derivation, measurement, one
 adapter per result), ``choose`` (its chooser), ``predict`` (the chooser's calibrated
 prediction) and ``claims`` (its experiments reproduced at small scale).
 """
@@ -14,7 +15,7 @@ from importlib import resources
 from fedbound.verify.api import register_witness_dir
 
 from . import adapters, choose, claims  # noqa: F401 - each registers what it holds
-from .adapters import (  # noqa: F401 - the paper's public names
+from .adapters import (
     FIG7A,
     HFL,
     MAX_DELAY,
@@ -32,7 +33,7 @@ from .adapters import (  # noqa: F401 - the paper's public names
     lemma1_pathwise,
     paths,
 )
-from .choose import (  # noqa: F401 - the paper's public names
+from .choose import (
     METRICS,
     SyncTime,
     loss_at_times,
@@ -42,3 +43,10 @@ from .choose import (  # noqa: F401 - the paper's public names
 )
 
 register_witness_dir(resources.files(__name__) / "witnesses")
+
+__all__ = [
+    "build", "Corollary1", "estimated_parts", "FIG7A", "HFL", "HFLScenario", "Lemma1",
+    "lemma1_pathwise", "loss_at_times", "MAX_DELAY", "METRICS", "MODES", "PAPER", "paths",
+    "plot_answers", "plot_loss_vs_wallclock", "PROBLEM_KINDS", "Setup", "SyncTime",
+    "synthetic_quadratic", "Theorem1", "Theorem2",
+]

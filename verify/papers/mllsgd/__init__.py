@@ -4,7 +4,8 @@ Hierarchical Networks (ICLR 2021): fedbound's plugin for the paper.
 Loaded as any plugin is, through the entry point ``mllsgd`` of the group
 ``fedbound.plugins``; it registers through ``verify.api`` only: adapters (Theorem 1, its
 limit (14), Corollary 1), the (tau, eta) chooser, reproduced claims, its stored witnesses
-(``witnesses/``) and its rate sweeps. Modules: ``adapters`` (statement, scenario, parameter
+(``witnesses/``) and its rate sweeps. Its public API, the paper's own, is ``__all__``; its
+modules are internal and may change: ``adapters`` (statement, scenario, parameter
 derivation, measurement, one adapter per result), ``choose`` (its chooser), ``predict`` (the
 chooser's calibrated prediction) and ``claims`` (its experiments reproduced at small scale).
 """
@@ -14,7 +15,7 @@ from importlib import resources
 from fedbound.verify.api import register_witness_dir
 
 from . import adapters, choose, claims  # noqa: F401 - each registers what it holds
-from .adapters import (  # noqa: F401 - the paper's public names
+from .adapters import (
     MAX_WORKERS,
     MLLSGD,
     PAPER,
@@ -31,6 +32,12 @@ from .adapters import (  # noqa: F401 - the paper's public names
     expected_grad_sq_norms,
     expected_lhs,
 )
-from .choose import DEFAULT_K, TauEta  # noqa: F401 - the paper's public names
+from .choose import DEFAULT_K, TauEta
 
 register_witness_dir(resources.files(__name__) / "witnesses")
+
+__all__ = [
+    "build", "Corollary1", "DEFAULT_K", "estimated_parts", "exact_series",
+    "expected_averaged_model", "expected_grad_sq_norms", "expected_lhs", "MAX_WORKERS", "MLLSGD",
+    "MLLSGDScenario", "PAPER", "PROBLEM_KINDS", "Setup", "TauEta", "Theorem1", "Theorem1Limit",
+]

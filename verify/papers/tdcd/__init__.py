@@ -5,7 +5,8 @@ the paper.
 Loaded as any plugin is, through the entry point ``tdcd`` of the group ``fedbound.plugins``;
 it registers through ``verify.api`` only: adapters (Theorem 1, Lemma 2, Remark 5), the (Q,
 eta) chooser and Q sweeps, reproduced claims, its stored witnesses (``witnesses/``) and its
-rate sweeps. Modules: ``adapters`` (statement, scenario, parameter derivation, measurement,
+rate sweeps. Its public API, the paper's own, is ``__all__``; its modules are internal
+and may change: ``adapters`` (statement, scenario, parameter derivation, measurement,
 one adapter per result), ``choose`` (its chooser), ``predict`` (the chooser's calibrated
 prediction) and ``claims`` (its experiments reproduced at small scale).
 """
@@ -15,7 +16,7 @@ from importlib import resources
 from fedbound.verify.api import register_witness_dir
 
 from . import adapters, choose, claims  # noqa: F401 - each registers what it holds
-from .adapters import (  # noqa: F401 - the paper's public names
+from .adapters import (
     PAPER,
     TDCD,
     Lemma2,
@@ -32,7 +33,7 @@ from .adapters import (  # noqa: F401 - the paper's public names
     run,
     sigma,
 )
-from .choose import (  # noqa: F401 - the paper's public names
+from .choose import (
     DEFAULT_Q_GRID,
     EPSILON_FRACTION,
     FLOOR_MARGIN,
@@ -48,3 +49,11 @@ from .choose import (  # noqa: F401 - the paper's public names
 )
 
 register_witness_dir(resources.files(__name__) / "witnesses")
+
+__all__ = [
+    "build", "DEFAULT_Q_GRID", "delta", "drift_ratio", "EPSILON_FRACTION",
+    "estimate_tdcd_constants", "estimated_parts", "FLOOR_MARGIN", "hitting_times", "Lemma2",
+    "loss_vs_time", "PAPER", "plot_against_q", "plot_loss_vs_time", "q_eta_evidence", "q_sweep",
+    "QEta", "Remark5", "remark5_eta", "run", "Setup", "sigma", "SIM_REPLICAS", "SIM_ROUNDS_Q1",
+    "TDCD", "TDCDScenario", "Theorem1",
+]
