@@ -206,15 +206,29 @@ class Theorem:
         return self.expr.subs({g.symbol: g.display for g in self.aggregates})
 
     def latex(self) -> str:
-        conds = r" \\ ".join(
-            sp.latex(c.relation) + (r"\ \forall i" if c.per_worker else "")
-            for c in self.conditions
-        )
         body = rf"{self.lhs} \le {sp.latex(self.expr_display)}"
+        conds = self._conditions_latex()
         return body if not conds else rf"{body} \quad\text{{if}}\quad \begin{{cases}} {conds} \end{{cases}}"
 
+    def _conditions_latex(self) -> str:
+        """The conditions, one row each, for a ``cases`` environment ('' without any)."""
+        return r" \\ ".join(sp.latex(c.relation) + (r"\ \forall i" if c.per_worker else "")
+                            for c in self.conditions)
+
     def _repr_latex_(self) -> str:
-        return f"$\\displaystyle {self.latex()}$"
+        """The statement as a notebook shows it: one summand of the right-hand side per line
+        (as :meth:`latex` on one line, a bound of several terms is wider than the page and
+        Jupyter clips it), then its conditions."""
+        rows = []
+        for i, term in enumerate(self.expr_display.as_ordered_terms()):  # latex()'s order
+            text = sp.latex(term)
+            sign = "" if i == 0 else ("" if text.startswith("-") else "+ ")
+            rows.append(f"& {sign}{text}")
+        conds = self._conditions_latex()
+        if conds:
+            rows.append(rf"& \text{{if}}\quad \begin{{cases}} {conds} \end{{cases}}")
+        body = r" \\ ".join(rows)
+        return rf"$\displaystyle \begin{{aligned}} {self.lhs} \le\ {body} \end{{aligned}}$"
 
     def __repr__(self) -> str:
         return f"<Theorem {self.key} [{self.variant}] {self.status}: {self.title}>"

@@ -78,6 +78,28 @@ def reference_max_step(v, variant):
 # ------------------------------------------------------------------ constants
 
 
+def assert_display_has_a_line_per_term(thm):
+    """A notebook shows the statement one summand per line (on one line, Jupyter clips a
+    bound of several terms), then its conditions: the lines are the one-line statement's
+    summands, in its order, each as sympy prints it."""
+    import sympy as sp
+
+    shown = thm._repr_latex_()
+    assert shown.startswith(r"$\displaystyle \begin{aligned}") and shown.endswith(r"\end{aligned}$")
+    terms = thm.expr_display.as_ordered_terms()
+    rows = shown[len(r"$\displaystyle \begin{aligned} "):-len(r" \end{aligned}$")].split(
+        r" \\ & ", len(terms))  # the conditions' own rows stay in the last
+    assert rows[0] == rf"{thm.lhs} \le\ & {sp.latex(terms[0])}"
+    for row, term in zip(rows[1:len(terms)], terms[1:], strict=True):
+        text = sp.latex(term)
+        assert row == (text if text.startswith("-") else f"+ {text}")
+    assert len(rows) == len(terms) + bool(thm.conditions)
+    if thm.conditions:
+        assert rows[-1].startswith(r"\text{if}\quad \begin{cases}") and all(
+            sp.latex(c.relation) in rows[-1] for c in thm.conditions)
+    assert sp.sympify(sum(terms)) == thm.expr_display
+
+
 def test_gamma_printed_vs_proof_differs_by_one_over_one_plus_zeta():
     assert sp.simplify(M.GAMMA_PROOF - M.GAMMA_PRINTED - 1 / (1 + zeta_s)) == 0
 
@@ -360,6 +382,7 @@ def test_registry_and_metadata():
             assert thm.citation.startswith(short), thm.citation
             assert all(any(n in c.citation for n in (*named, own)) for c in thm.conditions)
             assert r"\le" in thm.latex() and thm._repr_latex_().startswith("$")
+            assert_display_has_a_line_per_term(thm)
     assert bounds.get("mllsgd.theorem1").variant == "proof"
     with pytest.raises(ValueError, match="unknown variant"):
         bounds.get("mllsgd.theorem1", "arxiv")

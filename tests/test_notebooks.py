@@ -173,7 +173,6 @@ CHECKS["Fig. 8: identical schedules for S = 0, 12, 24"] = (
         ('t0 = time.perf_counter()', '''\
 CHECKS["bound picks S = 0 (proof, tight, joint alpha)"] = (
     by_bound.best_S == joint.best_S == tight.best_S == 0.0)
-CHECKS["bound choice under a second"] = seconds < 1.0
 CHECKS["expected bound non-decreasing in S"] = bool(np.all(np.diff(by_bound.bound) >= 0))
 CHECKS["bound picks S = 0 for the delays of Figs. 3, 6, 7, 9"] = all(S == 0 for S, _ in per_fig.values())
 '''),
@@ -260,9 +259,6 @@ CHECKS["evidence: the refined choice reaches epsilon, the published ones do not"
 CHECKS["evidence: the simulated answer passes at every ratio"] = all(
     by[(x, "simulated")]["passes"] for x in (1.0, 10.0, 100.0))
 '''),
-        (None, '''\
-CHECKS["notebook uses under 60 s of CPU"] = time.process_time() - T_CPU < 60
-'''),
     ],
     '04_afl.ipynb': [
         ('for key in ("afl.theorem1", "afl.theorem2", "afl.theorem3", "afl.theorem4",', '''\
@@ -309,11 +305,6 @@ CHECKS["corollaries 2 and 3 are rate-refuted"] = all(
     bounds.get(k, v).status == "rate-refuted"
     for k in ("afl.corollary2", "afl.corollary3") for v in A.VARIANTS)
 '''),
-        (None, '''\
-# CPU seconds of the kernel, not wall clock: a busy machine (CI's, pytest-xdist's) slows the
-# wall clock of an unchanged notebook past 60 s
-CHECKS["notebook uses under 60 s of CPU"] = time.process_time() < 60
-'''),
     ],
     '05_tightness.ipynb': [
         ('T = tightness_table()', '''\
@@ -340,11 +331,6 @@ CHECKS["the search returns an exact, admissible ratio"] = r.exact and r.verdict.
 CHECKS["every family's ratio grows"] = all(grows.values())
 CHECKS["the families are exactly the refuted results"] = set(fams) == {
     k for k, t in T.items() if t["status"] in bounds.REFUTED}
-'''),
-        (None, '''\
-# CPU seconds of the kernel, not wall clock: a busy machine (CI's, pytest-xdist's) slows the
-# wall clock of an unchanged notebook past 60 s
-CHECKS["notebook uses under 60 s of CPU"] = time.process_time() < 60
 '''),
     ],
     '06_your_own_theorem.ipynb': [
@@ -381,11 +367,6 @@ CHECKS["assert_holds fails on the witness of the wrong constant"] = caught
         ('results = check_adapter(KEY)', '''\
 CHECKS["every contract check passes"] = all(r.outcome == "passed" for r in results)
 '''),
-        (None, '''\
-# CPU seconds of the kernel, not wall clock: a busy machine (CI's, pytest-xdist's) slows the
-# wall clock of an unchanged notebook past 60 s
-CHECKS["notebook uses under 60 s of CPU"] = time.process_time() < 60
-'''),
     ],
     '07_paper_claims.ipynb': [
         (None, '''\
@@ -412,11 +393,13 @@ for rep in runs:
 }
 
 #: the number of checks each notebook had when they were cells of its own ("ALL n CHECKS
-#: PASSED"): none may be lost (a loop over a notebook's results may add more)
+#: PASSED"), less the five that timed it (under 60 s of CPU for notebooks 03-06, a bound
+#: choice under a second in 02: performance is measured in benchmarks/, never asserted in a
+#: test): none may be lost (a loop over a notebook's results may add more)
 CHECK_COUNTS = {
-    "00_quickstart.ipynb": 7, "01_mllsgd.ipynb": 17, "02_hfl_sync_time.ipynb": 28,
-    "03_tdcd.ipynb": 26, "04_afl.ipynb": 21, "05_tightness.ipynb": 10,
-    "06_your_own_theorem.ipynb": 15, "07_paper_claims.ipynb": 78,
+    "00_quickstart.ipynb": 7, "01_mllsgd.ipynb": 17, "02_hfl_sync_time.ipynb": 27,
+    "03_tdcd.ipynb": 25, "04_afl.ipynb": 20, "05_tightness.ipynb": 9,
+    "06_your_own_theorem.ipynb": 14, "07_paper_claims.ipynb": 78,
 }
 #: the line the test's last added cell prints: every check's name and outcome, as JSON
 CHECKS_LINE = "NOTEBOOK-CHECKS "
