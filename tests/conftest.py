@@ -10,6 +10,7 @@ for the session, never in the user's own cache directory."""
 
 import os
 import shutil
+import signal
 import tempfile
 
 from hypothesis import settings
@@ -26,6 +27,14 @@ settings.load_profile("ci" if os.environ.get("CI") else "local")
 THREAD_CAPS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 for _name in THREAD_CAPS:
     os.environ.setdefault(_name, "1")
+
+#: Ctrl-C deliverable in every command the tests start, whatever this process inherited: a
+#: shell without job control starts a background job (``.ci/run ... &``) with SIGINT ignored,
+#: every process inherits that through exec, and the tests that interrupt a command saw it
+#: finish (exit 0) instead of answering 130. A Python handler here is reset to the default
+#: in each process started from this one, and Python installs its own there.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _CACHE = tempfile.mkdtemp(prefix="fedbound-test-cache-")
 os.environ["XDG_CACHE_HOME"] = _CACHE  # subprocesses of the tests inherit it
