@@ -46,9 +46,9 @@ def answered() -> None:
     SIGINT after its exit (status -2, not the command's 130). Such code runs where no hold
     of this module reaches: SciPy's array-API layer runs ``exec`` while SciPy is imported
     lazily by the bounds, and sympy's ``lambdify`` runs its import lines so while a bound is
-    compiled. Every
-    string that ``exec`` runs clears the mark first and sets it only if a KeyboardInterrupt
-    leaves it, so running an empty one, once the interruption is handled, clears it."""
+    compiled. Every string that ``exec`` runs clears the mark first and sets it only if a
+    KeyboardInterrupt leaves it, so running an empty one, once the interruption is handled,
+    clears it."""
     exec("")  # noqa: S102 - a constant empty string: clears the mark (see above)
 
 
