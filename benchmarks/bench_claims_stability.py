@@ -24,7 +24,6 @@ verdicts per setting (written paper by paper).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -32,7 +31,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
+from benchmarks.bench_reproduce import parsed  # noqa: E402
+from benchmarks.device import suffix  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from fedbound.verify.api import reproduce  # noqa: E402
 from fedbound.verify.claims import experiment  # noqa: E402
@@ -59,19 +59,7 @@ def verdicts(rep) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--full", action="store_true", help="the full runs (default: --quick)")
-    parser.add_argument("--papers", default=",".join(MOVES), help="comma-separated paper keys")
-    parser.add_argument("--jobs", type=int, default=1, help="processes across a paper's runs")
-    add_device_argument(parser)
-    args = parser.parse_args(argv)
-    device = checked_device(parser, args.device)
-    papers = [p.strip() for p in args.papers.split(",") if p.strip()]
-    unknown = sorted(set(papers) - set(MOVES))
-    if unknown or not papers:
-        parser.error(f"--papers {args.papers}: each must be one of {', '.join(MOVES)}")
-    if args.jobs < 1:
-        parser.error(f"--jobs {args.jobs}: must be >= 1")
+    args, device, papers = parsed(argv, __doc__.splitlines()[0], known=tuple(MOVES))
     torch.set_num_threads(1)
     quick = not args.full
     common = {"quick": quick, "jobs": args.jobs, "device": None if device == "cpu" else device}

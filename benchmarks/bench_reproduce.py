@@ -35,20 +35,28 @@ PAPERS = ("mllsgd", "hfl", "tdcd", "afl")
 GOALS = {True: 60.0, False: 900.0}
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parsed(argv: list[str] | None, description: str, known=PAPERS):
+    """The command line of a benchmark that reproduces the papers' claims (``--full``,
+    ``--papers``, ``--jobs``, ``--device``): (its arguments, the device, the papers), or
+    the usage error (exit 2) naming the bad option."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--full", action="store_true", help="the full runs (default: --quick)")
-    parser.add_argument("--papers", default=",".join(PAPERS), help="comma-separated paper keys")
+    parser.add_argument("--papers", default=",".join(known), help="comma-separated paper keys")
     parser.add_argument("--jobs", type=int, default=1, help="processes across a paper's runs")
     add_device_argument(parser)
     args = parser.parse_args(argv)
     device = checked_device(parser, args.device)
     papers = [p.strip() for p in args.papers.split(",") if p.strip()]
-    unknown = sorted(set(papers) - set(PAPERS))
+    unknown = sorted(set(papers) - set(known))
     if unknown or not papers:
-        parser.error(f"--papers {args.papers}: each must be one of {', '.join(PAPERS)}")
+        parser.error(f"--papers {args.papers}: each must be one of {', '.join(known)}")
     if args.jobs < 1:
         parser.error(f"--jobs {args.jobs}: must be >= 1")
+    return args, device, papers
+
+
+def main(argv: list[str] | None = None) -> None:
+    args, device, papers = parsed(argv, __doc__.splitlines()[0])
     torch.set_num_threads(1)
     quick = not args.full
     mode = "quick" if quick else "full"
