@@ -124,7 +124,7 @@ def test_a_ctrl_c_that_leaves_code_run_by_exec_is_still_the_commands_130(tmp_pat
     """CPython marks an interpreter whose KeyboardInterrupt left code run by ``exec`` of a
     string as interrupted by an unhandled Ctrl-C, even when the command then handles it;
     run as ``python -m fedbound``, it ended itself by SIGINT after its one line (status -2,
-    one run in six under load). The command clears the mark when it answers."""
+    2 of 7 runs under load). The command clears the mark when it answers."""
     (tmp_path / "fedbound_probe_exec.py").write_text(INTERRUPTED_INSIDE_EXEC)
     env = {**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     out = subprocess.run([sys.executable, "-m", "fedbound", "--plugin", "fedbound_probe_exec",
