@@ -108,12 +108,6 @@ def parse_split(text: str):
     raise ValueError(f"split={text!r} must be one of {', '.join(SPLIT_SPELLINGS)}")
 
 
-def split_text(split) -> str:
-    """The text :func:`parse_split` reads back as ``split``: ``("dirichlet", 0.5)`` is
-    ``"dirichlet:0.5"``."""
-    return split if isinstance(split, str) else f"{split[0]}:{split[1]:g}"
-
-
 def partition_of(split, labels: torch.Tensor, sizes: Sequence[int],
                  generator: torch.Generator) -> Partition | None:
     """The partition of the split (module docstring) over sum(``sizes``) clients; None for

@@ -126,10 +126,20 @@ def test_tdcd_on_breast_cancer_split_by_features():
                                         and "least squares" in a["note"] for a in squared["certified"])
 
 
-def test_split_text_round_trips():
+def test_parse_split_reads_back_the_split_it_wrote():
     for text in ("iid", "shards", "group_labels", "dirichlet:0.5", "fedml:0.1", "labels:3"):
         split = parse_split(text)
         assert parse_split(split if isinstance(split, str) else f"{split[0]}:{split[1]}") == split
+
+
+def test_the_options_offer_the_simulators_data_sets_and_models():
+    """The choices of --data and --model are written out in verify.named_problem (its --help
+    imports no torch): they are sim.federated's."""
+    from fedbound.sim import federated
+    from fedbound.verify import named_problem
+
+    assert set(named_problem.DATASETS) == set(federated.DATASETS)
+    assert set(named_problem.MODELS) == set(federated.MODELS)
 
 
 @pytest.mark.parametrize("argv, message", [
