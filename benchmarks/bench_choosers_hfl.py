@@ -16,6 +16,21 @@ and the midpoints, every answer, ``--replicas`` common seeds); each answer's pai
 against the reference's best with its 95% interval. Recorded in benchmarks/results.json:
 per scenario and answer the regret, its half-width and whether it passes (goal: calibrated
 and simulated), and the pass rates (goals: calibrated >= 0.9, simulated 1).
+
+    python benchmarks/bench_choosers_hfl.py --mlp [--only 7a] [--replicas 16]
+
+The MLP with non-i.i.d. groups (the paper's Figs. 4, 5, 7 and 8 setting): the 64-32-10 tanh
+MLP on the 8x8 digits (``--data digits --model mlp``), its samples spread over the clients
+by Dirichlet(0.1) class proportions, mini-batches of 8, at the Figs. 7a and 9 delays with 4
+clients per group instead of the paper's 15 or 16 (the delay parameters b and f raised so
+that every group's local iterations take the paper's law: the same c_i and lambda_i), over
+a shorter deadline T (``MLP``), the step fixed at alpha = 0.05 and 0.2 (S chosen), metric
+the chooser's default (the loss at T). Recorded as ``choosers.hfl.mlp_fig*``.
+
+    python benchmarks/bench_choosers_hfl.py --summary
+
+The pass rates over every scenario recorded in benchmarks/results.json (the quadratic's and
+the MLP's), without running any.
 """
 
 from __future__ import annotations
@@ -30,8 +45,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from benchmarks.device import add_device_argument, checked_device  # noqa: E402
-from benchmarks.regret import evaluate, figures, summary, table  # noqa: E402
+from benchmarks.regret import evaluate, figures, stored, summary, table  # noqa: E402
 from benchmarks.results import record  # noqa: E402
+from fedbound.verify.api import NamedProblem  # noqa: E402
 from fedbound.verify.papers.hfl import SyncTime  # noqa: E402
 
 FIGS = {  # figure: (the 8 parameters of the linear delay model, sizes, T)
@@ -46,6 +62,18 @@ ALPHAS = (0.01, 0.05, None)  # None: chosen jointly
 L, DELTA = 1.0, 0.1
 QUICK = [("7a", 20.0, 0.05), ("7a", 20.0, None), ("9", 1.0, None)]
 CPU_ONLY = "the chooser runs its simulations on the CPU"
+#: the MLP on the digits: figure -> (clients per group, T)
+MLP = {"7a": (4, 500.0), "9": (4, 250.0)}
+MLP_ALPHAS = (0.2, 0.05)
+MLP_PROBLEM = NamedProblem("digits", "mlp", "dirichlet:0.1", batch=8, hidden=(32,))
+
+
+def fewer_clients(delays: list[float], paper: int, clients: int) -> list[float]:
+    """The 8 delay parameters for groups of ``clients`` whose local iterations take the law
+    of the paper's groups of ``paper``: c_i = d n + b and 1/lambda_i = e n + f kept by
+    raising b by d (paper - clients) and f by e (paper - clients)."""
+    d, b, e, f, *glob = delays
+    return [d, b + d * (paper - clients), e, f + e * (paper - clients), *glob]
 
 
 def chooser(fig: str, sigma: float, alpha: float | None) -> SyncTime:
@@ -54,27 +82,53 @@ def chooser(fig: str, sigma: float, alpha: float | None) -> SyncTime:
                     G=math.sqrt(sigma**2 + 2 * L * DELTA), sigma=sigma, Delta=DELTA)
 
 
+def mlp_chooser(fig: str, alpha: float, seed: int = 0) -> SyncTime:
+    """The chooser on the MLP with Dirichlet(0.1) groups at the figure's delays (``MLP``)."""
+    delays, paper_sizes, _ = FIGS[fig]
+    clients, T = MLP[fig]
+    sizes = [clients] * len(paper_sizes)
+    fed = MLP_PROBLEM.build(sizes, seed, "bench")
+    return SyncTime(sizes=sizes, delays=fewer_clients(delays, paper_sizes[0], clients), T=T,
+                    alpha=alpha, problem=fed.problem, x1=fed.x1, source=MLP_PROBLEM.as_dict(seed),
+                    seed=seed)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--replicas", type=int, default=64, help="replicas of the reference")
+    ap.add_argument("--replicas", type=int, help="replicas of the reference (default 64, with "
+                                                 "--mlp 16)")
     ap.add_argument("--quick", action="store_true", help="three scenarios only")
     ap.add_argument("--only", help="the figures to run, e.g. 7a,9")
+    ap.add_argument("--mlp", action="store_true", help="the MLP on the digits instead of the quadratic")
+    ap.add_argument("--summary", action="store_true", help="the pass rates of the recorded scenarios only")
     add_device_argument(ap, cpu_only=CPU_ONLY)
     args = ap.parse_args(argv)
     checked_device(ap, args.device, cpu_only=CPU_ONLY)
+    if args.summary:
+        results = stored("choosers.hfl")
+        print(f"{len(results)} scenarios recorded")
+        record(summary("choosers.hfl", results))
+        return
     torch.set_num_threads(1)
-    figs = args.only.split(",") if args.only else list(FIGS)
-    scenarios = QUICK if args.quick else [(f, s, a) for f in figs for s in SIGMAS for a in ALPHAS]
+    figs = args.only.split(",") if args.only else list(MLP if args.mlp else FIGS)
+    if args.mlp:
+        scenarios = [(f"mlp_fig{f}_alpha{a:g}", lambda f=f, a=a: mlp_chooser(f, a))
+                     for f in figs for a in MLP_ALPHAS]
+    else:
+        scenarios = [(f"fig{f}_sigma{s:g}_" + ("joint" if a is None else f"alpha{a:g}"),
+                      lambda f=f, s=s, a=a: chooser(f, s, a))
+                     for f, s, a in (QUICK if args.quick else
+                                     [(f, s, a) for f in figs for s in SIGMAS for a in ALPHAS])]
+    replicas = args.replicas or (16 if args.mlp else 64)
     results = []
-    for fig, sigma, alpha in scenarios:
-        name = f"fig{fig}_sigma{sigma:g}_" + ("joint" if alpha is None else f"alpha{alpha:g}")
-        result = evaluate(chooser(fig, sigma, alpha), name, args.replicas)
+    for name, make in scenarios:
+        result = evaluate(make(), name, replicas)
         results.append(result)
         record(figures(f"choosers.hfl.{name}", result))  # at once: a cut run keeps it
         print(table([result]).split("\n", 2)[2], f"  ({result['seconds']:.1f} s, {result['cpu']:.1f} s CPU, "
               f"reference best {result['best']})", flush=True)
     print(table(results))
-    if not (args.quick or args.only):
+    if not (args.quick or args.only or args.mlp):
         record(summary("choosers.hfl", results))
 
 

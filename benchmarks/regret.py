@@ -102,6 +102,22 @@ def summary(prefix: str, results: list[dict[str, Any]]) -> list[dict]:
     return out
 
 
+def stored(prefix: str) -> list[dict[str, Any]]:
+    """The scenarios recorded under ``prefix`` in benchmarks/results.json, as rows of
+    :func:`summary` (per scenario: who and whether it passes)."""
+    import json
+
+    from benchmarks.results import RESULTS
+
+    scenarios: dict[str, list[dict[str, Any]]] = {}
+    for e in json.loads(RESULTS.read_text()):
+        rest = e["name"].removeprefix(f"{prefix}.")
+        if rest != e["name"] and rest.endswith(".passes"):
+            scenario, who = rest.removesuffix(".passes").rsplit(".", 1)
+            scenarios.setdefault(scenario, []).append({"who": who, "passes": bool(e["value"])})
+    return [{"name": name, "rows": rows} for name, rows in sorted(scenarios.items())]
+
+
 def table(results: list[dict[str, Any]]) -> str:
     """A markdown table: per scenario and answer, its settings, regret with interval and
     verdict."""

@@ -11,6 +11,7 @@ and a regression in speed shows in the file as plainly as a regression in a boun
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import os
@@ -35,15 +36,17 @@ def figure(name: str, value: float, unit: str, *, at_most: float | None = None,
 
 
 def record(entries: list[dict], path: Path = RESULTS) -> None:
-    """Merge ``entries`` into ``path`` by name (written to a temporary file, then renamed)
-    and print them as a table."""
-    merged = {}
-    if path.exists():
-        merged = {e["name"]: e for e in json.loads(path.read_text())}
-    merged.update({e["name"]: e for e in entries})
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(sorted(merged.values(), key=lambda e: e["name"]), indent=1) + "\n")
-    os.replace(tmp, path)
+    """Merge ``entries`` into ``path`` by name (under a lock on ``path`` with suffix .lock,
+    written to a temporary file, then renamed) and print them as a table."""
+    with open(path.with_suffix(".lock"), "w") as lock:  # two scripts at once: no lost entries
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        merged = {}
+        if path.exists():
+            merged = {e["name"]: e for e in json.loads(path.read_text())}
+        merged.update({e["name"]: e for e in entries})
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(sorted(merged.values(), key=lambda e: e["name"]), indent=1) + "\n")
+        os.replace(tmp, path)
     print_table(entries)
     print(f"({len(entries)} figures merged into {path.name})")
 

@@ -67,6 +67,47 @@ def test_certified_answers_without_certified_constants_say_so(hfl_report):
     assert "assumes every client samples the same data" in certified["iid"]["note"]
 
 
+def test_a_scenario_file_naming_the_problem_is_the_options_bit_for_bit(tmp_path, monkeypatch, hfl_report):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.json").write_text(json.dumps({
+        "sizes": [2, 2], "delays": [float(d) for d in DELAYS.split(",")], "T": 20, "data": "digits",
+        "model": "logistic", "split": "dirichlet:0.5", "batch": 4}))
+    report = run_json(["choose", "hfl", "--scenario", "s.json", "--replicas", "4", "--S", "0,2",
+                       "--alpha", "0.25,0.5", "--seed", "3"])
+    assert answers(report) == answers(hfl_report)
+    assert report["inputs"]["problem"] == hfl_report["inputs"]["problem"]
+
+
+@pytest.mark.parametrize("command, fields, argv, message", [
+    ("hfl", {"data": "digits", "batch": 0}, [], "--scenario s.json: batch=0 must be an integer >= 1"),
+    ("hfl", {"data": "digits", "batch": 2.5}, [], "--scenario s.json: batch=2.5 must be an integer >= 1"),
+    ("hfl", {"data": "tiny"}, [], "--scenario s.json: data='tiny' must be one of digits, breast_cancer"),
+    ("hfl", {"data": 3}, [], "--scenario s.json: data=3 must be a string"),
+    ("hfl", {"data": "digits", "split": "dirichlet:0"}, [],
+     "--scenario s.json: split='dirichlet:0': the Dirichlet concentration"),
+    ("hfl", {"model": "mlp"}, [], "--scenario s.json: model: needs --data"),
+    ("hfl", {"data": "digits", "model": "mlp", "hidden": [8, 0]}, [],
+     "--scenario s.json: hidden[1]=0 must be an integer >= 1"),
+    ("hfl", {"data": "digits", "hidden": 8}, [], "--scenario s.json: hidden: only with --model mlp"),
+    ("hfl", {"data": "digits", "problem": {"kind": "logistic"}}, [],
+     "--scenario s.json: data and --scenario s.json: problem both name the problem: give one"),
+    ("hfl", {"data": "digits", "model": "cnn"}, ["--data", "breast_cancer"],  # the option overrides
+     "--scenario s.json: model=cnn needs image data: --data=breast_cancer"),
+    ("hfl", {"T": -1}, [], "--scenario s.json: T=-1 must lie in (0, inf]"),
+    ("mllsgd", {"data": "digits", "split": "group_labels", "hubs": 11, "workers_per_hub": 1}, [],
+     "--scenario s.json: split=group_labels needs a class per group"),
+    ("tdcd", {"data": "digits"}, [], "--scenario s.json: data='digits' must be one of breast_cancer"),
+    ("tdcd", {"model": "mlp"}, [], "unknown field(s) ['model']"),
+])
+def test_a_bad_problem_field_of_a_scenario_file_is_named_as_written(tmp_path, monkeypatch, capsys,
+                                                                    command, fields, argv, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "s.json").write_text(json.dumps(fields))
+    code = main(["choose", command, "--scenario", "s.json", *argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and "\n" not in err, err
+
+
 def test_mllsgd_cli_on_breast_cancer_is_the_python_api():
     argv = ["choose", "mllsgd", "--hubs", "2", "--workers-per-hub", "2", "--K", "32", "--tau", "1,4",
             "--replicas", "4", "--method", "bound", "--data", "breast_cancer", "--split", "shards",
@@ -160,7 +201,6 @@ def test_the_options_offer_the_simulators_data_sets_and_models():
     (["--data", "digits", "--model", "mlp", "--hidden", "100000,100000"],
      "(the problem (--model mlp --hidden 100000,100000 on --data digits)): this run needs about"),
     (["--data", "digits", "--batch", "100000000", "--alpha", "0.1"], "--batch=1e+08"),
-    (["--data", "digits", "--scenario", "s.json"], "--data: the problem is the scenario's"),
 ])
 def test_bad_input_names_the_option(capsys, argv, message):
     base = [a for a in HFL if a not in ("--sizes", "2,2")] if "--sizes" in argv else HFL

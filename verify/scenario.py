@@ -19,6 +19,12 @@ from typing import Any
 import numpy as np
 
 
+class FieldError(ValueError):
+    """Bad input whose message already names the field as the user wrote it (an option such
+    as ``--batch``, or a file's field such as ``--scenario s.json: batch``): shown as it is,
+    never renamed after an option."""
+
+
 class Scenario:
     """Base of scenario dataclasses: ``to_dict``/``from_dict``/JSON, ``replace`` and
     ``digest``. Subclasses are ``@dataclass``es whose fields are JSON values and which

@@ -8,7 +8,18 @@ import re
 import textwrap
 from contextlib import contextmanager
 
-from .common import Command, Exit, Parser, exit_codes, limit_options, names, progress_bar, read_scenario
+from .common import (
+    Command,
+    Exit,
+    Parser,
+    exit_codes,
+    limit_options,
+    names,
+    progress_bar,
+    read_scenario,
+    scenario_from,
+    scenario_json,
+)
 
 #: the exit statuses of fedbound choose beside those of every command
 EXITS = {0: "the choices were made and printed (or the choosers listed)"}
@@ -59,13 +70,40 @@ def run(args):
     sub = parser.parse_args(args.rest)
     with limits.configured(memory=sub.max_memory, steps=sub.max_steps,
                            scenarios=sub.max_scenarios, input=sub.max_input), as_options(parser):
-        chooser = cls.from_arguments(sub, lambda key, source: read_scenario(key, source)[0])
+        chooser = cls.from_arguments(sub, scenario_reader(parser, sub))
         with progress_bar(unit="runs", leave=False) as bar:
             rep = choose(chooser, variants=names(sub.variant), method=sub.method, progress=bar)
     if args.json or sub.json:
         return rep.as_dict(curves=sub.curves)
     print(rep.text())
     return None
+
+
+def scenario_reader(parser: argparse.ArgumentParser, sub):
+    """What a chooser's ``from_arguments`` reads its ``--scenario`` file with. The file is read
+    once, here: the fields of a scenario (not a witness) that name the problem
+    (``verify.named_problem.FIELDS``, those the chooser has options for) stand for their
+    options where the command line gave none (``named_problem.take_file_fields``); the rest
+    is the scenario, a bad field named as the file writes it (``--scenario s.json: T=-1``)."""
+    from ..named_problem import FIELDS, take_file_fields
+    from ..scenario import FieldError
+    from ..witnesses import as_witness
+
+    if getattr(sub, "scenario", None) is None:
+        return lambda key, source: read_scenario(key, source)[0]
+    data, what = scenario_json(sub.scenario)
+    if as_witness(data) is None:
+        choices = {a.dest: a.choices for a in parser._actions if a.dest in FIELDS}
+        take_file_fields(data, sub, choices, what)
+
+    def read(key: str, source: str):
+        try:
+            return scenario_from(key, data, what)[0]
+        except FieldError:
+            raise
+        except ValueError as e:
+            raise FieldError(f"{what}: {e}") from None
+    return read
 
 
 @contextmanager
@@ -75,8 +113,12 @@ def as_options(parser: argparse.ArgumentParser):
     ``delays[0..3]``) is written as that option (``--alpha=1e-320``, ``--delays[0..3]``)."""
     options = {a.dest: a.option_strings[-1] for a in parser._actions
                if a.option_strings and a.option_strings[-1].startswith("--")}
+    from ..scenario import FieldError
+
     try:
         yield
+    except FieldError:
+        raise
     except ValueError as e:
         text = str(e)
         for dest, option in options.items():

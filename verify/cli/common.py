@@ -217,18 +217,33 @@ def read_scenario(key: str, source: str | None, variant: str | None = None):
     check: a stored witness file (``verify.Witness``) gives its scenario and, unless
     ``--variant`` says otherwise, its variant."""
     from ..adapter import adapter_for
+
+    if source is None:
+        return adapter_for(key).default_scenario(), variant
+    return scenario_from(key, *scenario_json(source), variant)
+
+
+def scenario_json(source: str) -> tuple[dict, str]:
+    """The JSON object of the ``--scenario`` file ``source`` (- for standard input), read
+    once, and how messages name it (``--scenario s.json``)."""
     from ..inputs import read_text
     from ..scenario import parse_json
-    from ..witnesses import as_witness
 
-    ad = adapter_for(key)
-    if source is None:
-        return ad.default_scenario(), variant
     what = "--scenario -" if source == "-" else f"--scenario {source}"
     data = parse_json(read_text(source, what), what)
     if not isinstance(data, dict):  # null is not the default scenario
         raise UsageError(f"{what} must be a JSON object (a scenario or a witness), got "
                          f"{'null' if data is None else type(data).__name__}")
+    return data, what
+
+
+def scenario_from(key: str, data: dict, what: str, variant: str | None = None):
+    """The scenario of ``key`` that the JSON object ``data`` of :func:`scenario_json` holds,
+    and the variant (see :func:`read_scenario`)."""
+    from ..adapter import adapter_for
+    from ..witnesses import as_witness
+
+    ad = adapter_for(key)
     w = as_witness(data)
     if w is not None:
         if w.key != key:

@@ -160,7 +160,9 @@ class SyncTime(Chooser):
                                                            "network's start of --data) and of "
                                                            "the paths")
         p.add_argument("--scenario", help="HFL scenario JSON file: its problem, sizes, delays "
-                                          "and T (options given override them)")
+                                          "and T, or instead of its problem the fields data, "
+                                          "model, split, batch, hidden and data_dir of the "
+                                          "options below (options given override them)")
         add_problem_arguments(p, clients="--sizes, group after group")
 
     @classmethod
@@ -177,12 +179,9 @@ class SyncTime(Chooser):
                  "replicas": args.replicas, "seed": args.seed}
         named = NamedProblem.from_arguments(args)
         if args.scenario is not None:
-            if named is not None:
-                raise ValueError("--data: the problem is the scenario's with --scenario (give "
-                                 "one or the other)")
             s = read_scenario(cls.key, args.scenario)
             return cls.from_scenario(s, sizes=comma_separated(args.sizes, "--sizes", int),
-                                     delays=delays, T=args.T, **given)
+                                     delays=delays, T=args.T, named=named, **given)
         needed = ("sizes", "delays", "T") + (("L", "G", "sigma", "Delta") if named is None else ())
         missing = [f"--{n}" for n in needed if getattr(args, n) is None]
         if missing:
@@ -199,15 +198,24 @@ class SyncTime(Chooser):
                    Delta=args.Delta, **problem, **given)
 
     @classmethod
-    def from_scenario(cls, s, *, sizes=None, delays=None, T=None, **kw) -> SyncTime:
+    def from_scenario(cls, s, *, sizes=None, delays=None, T=None, named=None, **kw) -> SyncTime:
         """The chooser on an ``HFLScenario``'s problem, x^1, sizes, delays and T (each of
-        ``sizes``, ``delays``, ``T`` given overrides the scenario's)."""
+        ``sizes``, ``delays``, ``T`` given overrides the scenario's; a ``NamedProblem``
+        ``named`` replaces its problem, built over the sizes from ``kw``'s seed)."""
+        from fedbound.bounds.delays import validate_sizes
+
         from .adapters import build
 
         s.validate()
-        st = build(s)
-        return cls(sizes=sizes or s.sizes, delays=delays or s.delays, T=T or s.T,
-                   problem=st.problem, x1=st.x1, **kw)
+        sizes = sizes or s.sizes
+        if named is None:
+            st = build(s)
+            problem = {"problem": st.problem, "x1": st.x1}
+        else:
+            seed = kw.get("seed", 0)
+            fed = named.build(validate_sizes(sizes), seed, "choose hfl")
+            problem = {"problem": fed.problem, "x1": fed.x1, "source": named.as_dict(seed)}
+        return cls(sizes=sizes, delays=delays or s.delays, T=T or s.T, **problem, **kw)
 
     def __init__(self, *, sizes, delays, T, L=None, G=None, sigma=None, Delta=None,
                  problem=None, x1=None, S=None, alpha=None, metric: str = "loss",

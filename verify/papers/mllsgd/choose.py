@@ -79,7 +79,10 @@ class TauEta(Chooser):
     @classmethod
     def add_arguments(cls, p) -> None:
         p.add_argument("--scenario", help="MLL-SGD scenario JSON file (default: mllsgd.theorem1's "
-                                          f"with K = {DEFAULT_K})")
+                                          f"with K = {DEFAULT_K}); instead of its problem it may "
+                                          "name the fields data, model, split, batch, hidden "
+                                          "and data_dir of the options below (options given "
+                                          "override the file)")
         p.add_argument("--hubs", type=int, help="hubs D")
         p.add_argument("--workers-per-hub", type=int, help="workers in every hub")
         p.add_argument("--graph", help="hub graph: path, ring, star, complete, ...")

@@ -159,7 +159,9 @@ class QEta(Chooser):
                             "round takes 3 t_comm + Q t_comp (Section 5.2)")
         p.add_argument("--replicas", type=int,
                        help=f"replicas in the paired comparison (default {SIM_REPLICAS})")
-        p.add_argument("--scenario", help="TDCD scenario JSON file (default: tdcd.theorem1's)")
+        p.add_argument("--scenario", help="TDCD scenario JSON file (default: tdcd.theorem1's); it "
+                                          "may name the field data of --data (the option, given, "
+                                          "overrides it)")
         p.add_argument("--loss", choices=("logistic", "squared"),
                        help="the scenario's loss: logistic regression or least squares")
         p.add_argument("--Q", help="local steps: one value (fixed) or comma-separated values "
