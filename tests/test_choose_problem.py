@@ -10,12 +10,14 @@ import io
 import json
 from contextlib import redirect_stdout
 
+import numpy as np
 import pytest
 import torch
 
 from fedbound.sim.federated import federated_problem, parse_split
 from fedbound.verify.api import choose, json_text
 from fedbound.verify.cli import main
+from fedbound.verify.cli.choose import chooser_parser, scenario_reader
 from fedbound.verify.papers.hfl.choose import SyncTime
 from fedbound.verify.papers.mllsgd.adapters import Theorem1
 from fedbound.verify.papers.mllsgd.choose import TauEta
@@ -67,15 +69,26 @@ def test_certified_answers_without_certified_constants_say_so(hfl_report):
     assert "assumes every client samples the same data" in certified["iid"]["note"]
 
 
-def test_a_scenario_file_naming_the_problem_is_the_options_bit_for_bit(tmp_path, monkeypatch, hfl_report):
+def test_a_scenario_file_naming_the_problem_is_the_options_bit_for_bit(tmp_path, monkeypatch):
+    """The chooser a file builds (its problem, start, delays, T) simulates as the options' does,
+    bit for bit (the options' answers are the Python API's: the test above)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "s.json").write_text(json.dumps({
         "sizes": [2, 2], "delays": [float(d) for d in DELAYS.split(",")], "T": 20, "data": "digits",
         "model": "logistic", "split": "dirichlet:0.5", "batch": 4}))
-    report = run_json(["choose", "hfl", "--scenario", "s.json", "--replicas", "4", "--S", "0,2",
-                       "--alpha", "0.25,0.5", "--seed", "3"])
-    assert answers(report) == answers(hfl_report)
-    assert report["inputs"]["problem"] == hfl_report["inputs"]["problem"]
+
+    def chooser(argv):
+        parser = chooser_parser(SyncTime, "hfl")
+        args = parser.parse_args([*argv, "--replicas", "2", "--seed", "3"])
+        return SyncTime.from_arguments(args, scenario_reader(parser, args))
+
+    by_file = chooser(["--scenario", "s.json"])
+    by_options = chooser([*HFL[2:8], *DIGITS])
+    assert by_file.inputs()["problem"] == by_options.inputs()["problem"]
+    assert torch.equal(by_file.x1, by_options.x1) and by_file.sizes == by_options.sizes
+    settings = [{"S": 2.0, "alpha": 0.25}]
+    assert np.array_equal(by_file.simulate(settings, 2, paired=True)[0].values,
+                          by_options.simulate(settings, 2, paired=True)[0].values)
 
 
 @pytest.mark.parametrize("command, fields, argv, message", [
