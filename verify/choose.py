@@ -298,7 +298,9 @@ class Chooser(ABC):
     def from_arguments(cls, args, read_scenario: Callable[[str, str], Any]) -> Chooser:
         """The chooser of the parsed options ``args``; ``read_scenario(key, path)`` reads a
         scenario file of a result (``-`` for standard input) the way ``fedbound check
-        --scenario`` does."""
+        --scenario`` does, less the fields that name the problem (``data``, ``model``, ...:
+        the command has already put them in ``args`` where no option gave them,
+        ``verify.named_problem.take_file_fields``)."""
         raise NotImplementedError(f"chooser {cls.__name__} has no command-line options "
                                   "(Chooser.from_arguments)")
 

@@ -110,7 +110,8 @@ def scenario_reader(parser: argparse.ArgumentParser, sub):
 def as_options(parser: argparse.ArgumentParser):
     """A ValueError raised inside the block names the chooser's fields as the user wrote
     them: a field the chooser validates under the name of its option (``alpha=1e-320``,
-    ``delays[0..3]``) is written as that option (``--alpha=1e-320``, ``--delays[0..3]``)."""
+    ``delays[0..3]``) is written as that option (``--alpha=1e-320``, ``--delays[0..3]``); a
+    ``FieldError`` (already named, e.g. after a scenario file's field) is left as it is."""
     options = {a.dest: a.option_strings[-1] for a in parser._actions
                if a.option_strings and a.option_strings[-1].startswith("--")}
     from ..scenario import FieldError
