@@ -2,7 +2,7 @@
 answer (certified per variant, calibrated, simulated) do as well as the best configuration
 of an independent paired reference search?
 
-    python benchmarks/bench_choosers_hfl.py [--quick] [--only 7a] [--replicas 64]
+    python benchmarks/bench_choosers_hfl.py [--quick] [--only 7a] [--replicas 64] [--skip-recorded]
 
 Scenarios: the delay parameters of Ali & Arafa 2025, Figs. 6, 7a, 7b, 8 and 9 (Fig. 7b with
 b_g = 22, the paper's c_g = 30; Fig. 8 with 4 groups of 20 clients, where the paper's 850
@@ -36,6 +36,7 @@ the MLP's), without running any.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -46,7 +47,7 @@ import torch  # noqa: E402
 
 from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.regret import evaluate, figures, stored, summary, table  # noqa: E402
-from benchmarks.results import record  # noqa: E402
+from benchmarks.results import RESULTS, record  # noqa: E402
 from fedbound.verify.api import NamedProblem  # noqa: E402
 from fedbound.verify.papers.hfl import SyncTime  # noqa: E402
 
@@ -101,6 +102,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--only", help="the figures to run, e.g. 7a,9")
     ap.add_argument("--mlp", action="store_true", help="the MLP on the digits instead of the quadratic")
     ap.add_argument("--summary", action="store_true", help="the pass rates of the recorded scenarios only")
+    ap.add_argument("--skip-recorded", action="store_true",
+                    help="skip the scenarios benchmarks/results.json already holds (a cut run resumed)")
     add_device_argument(ap, cpu_only=CPU_ONLY)
     args = ap.parse_args(argv)
     checked_device(ap, args.device, cpu_only=CPU_ONLY)
@@ -117,8 +120,12 @@ def main(argv: list[str] | None = None) -> None:
     else:
         scenarios = [(f"fig{f}_sigma{s:g}_" + ("joint" if a is None else f"alpha{a:g}"),
                       lambda f=f, s=s, a=a: chooser(f, s, a))
-                     for f, s, a in (QUICK if args.quick else
-                                     [(f, s, a) for f in figs for s in SIGMAS for a in ALPHAS])]
+                     for f, s, a in (QUICK if args.quick else  # the joint choices, the longest, last
+                                     [(f, s, a) for joint in (False, True) for f in figs for s in SIGMAS
+                                      for a in ALPHAS if (a is None) == joint])]
+    if args.skip_recorded:
+        held = {e["name"] for e in json.loads(RESULTS.read_text())}
+        scenarios = [(name, make) for name, make in scenarios if f"choosers.hfl.{name}.seconds" not in held]
     replicas = args.replicas or (16 if args.mlp else 64)
     results = []
     for name, make in scenarios:
