@@ -71,6 +71,31 @@ class Parabola(Chooser):
         return limits.Footprint.of({"x": 8.0 * replicas}, {"x": self.cost * replicas})
 
 
+class Noisy(Parabola):
+    """Parabola with noise of its own per configuration (sd 5, not paired): neighbours of
+    the best, 100% behind it, cannot be told from it on 8 or 32 replicas."""
+
+    resolve = 4
+
+    def simulate(self, settings, replicas, *, paired):
+        self.calls.append(([s["x"] for s in settings], replicas, paired))
+        rng = np.random.default_rng(0)
+        return [Evaluation(dict(s), (s["x"] - 3.0) ** 2 + 1 + rng.normal(0, 5, replicas)) for s in settings]
+
+
+@pytest.mark.parametrize("chooser, replicas", [
+    (Noisy(), [8, 16, 32]),            # unresolved: twice the replicas, up to resolve = 4 times
+    (Parabola(), [8]),                 # common noise: every difference decided at once
+    (type("Once", (Noisy,), {"resolve": 1})(), [8]),
+])
+def test_the_paired_stage_grows_while_a_close_configuration_is_unresolved(chooser, replicas):
+    report = choose(chooser)
+    paired = [r for _, r, is_paired in chooser.calls if is_paired]
+    assert paired == replicas and report.search["replicas"] == replicas[-1]
+    planned = [r for _, r in plan(chooser, 10, 1).resolving]   # counted in the limits and the bar
+    assert planned == ([16, 32] if chooser.resolve == 4 else []) and set(replicas[1:]) <= set(planned)
+
+
 # ---------------------------------------------------------------------- the regret
 
 

@@ -14,7 +14,9 @@ regret against the best configuration found:
   answer: successive halving (Jamieson & Talwalkar 2016; Li et al. 2018, Hyperband) over
   the grid of the knobs (:meth:`Chooser.knobs`), the survivors of each rung re-run with
   twice the replicas, then a paired comparison of the finalists, the other answers and
-  the neighbours of the leader with common random numbers.
+  the neighbours of the leader with common random numbers, run again on twice the replicas
+  (up to :attr:`Chooser.resolve` times) while a configuration that cannot be told from the
+  best is more than 10% behind it.
 
 Every configuration of the last, paired stage runs on the same seeds (the same delay paths
 and draws, :meth:`Chooser.simulate` with ``paired=True``), so that the difference between
@@ -273,7 +275,9 @@ class Chooser(ABC):
 
     The search: ``screen_replicas`` replicas per configuration in its first rung (doubled
     at every rung, half the configurations kept), ``replicas`` in the paired stage,
-    ``finalists`` configurations carried into it."""
+    ``finalists`` configurations carried into it; ``resolve``: the paired stage is run again
+    on twice the replicas, up to ``resolve`` times ``replicas``, while a configuration that
+    cannot be told from its best at 95% is more than TOLERANCE behind it (1: never)."""
 
     name: str
     key: str
@@ -287,6 +291,7 @@ class Chooser(ABC):
     replicas: int = 32
     screen_replicas: int = 4
     finalists: int = 2
+    resolve: int = 1
 
     @classmethod
     def add_arguments(cls, parser) -> None:
@@ -441,10 +446,12 @@ class Plan:
 
     rungs: list[tuple[int, int]]
     paired: tuple[int, int]
+    resolving: list[tuple[int, int]] = field(default_factory=list)
 
     def runs(self) -> int:
-        """Replica runs in all (configurations x replicas, summed)."""
-        return sum(n * r for n, r in self.rungs) + self.paired[0] * self.paired[1]
+        """Replica runs in all (configurations x replicas, summed), the paired stage's
+        resolving runs included (the most it may take)."""
+        return sum(n * r for n, r in [*self.rungs, self.paired, *self.resolving])
 
 
 def plan(chooser: Chooser, candidates: int, extra: int) -> Plan:
@@ -456,7 +463,12 @@ def plan(chooser: Chooser, candidates: int, extra: int) -> Plan:
     while n > chooser.finalists and r < chooser.replicas:
         rungs.append((n, r))
         n, r = math.ceil(n / 2), 2 * r
-    return Plan(rungs, (min(n, candidates) + extra, chooser.replicas))
+    paired = (min(n, candidates) + extra, chooser.replicas)
+    resolving, r = [], 2 * chooser.replicas
+    while r <= chooser.resolve * chooser.replicas:
+        resolving.append((paired[0], r))
+        r *= 2
+    return Plan(rungs, paired, resolving)
 
 
 def _check_limits(what: str, chooser: Chooser, knobs: Sequence[Knob], candidates: list[dict],
@@ -468,13 +480,13 @@ def _check_limits(what: str, chooser: Chooser, knobs: Sequence[Knob], candidates
     options = " x ".join(k.option or k.name for k in knobs if not k.fixed) or "the knobs"
     limits.require_count(len(candidates), f"{what} over {options}: the grid", "runs")
     costliest = max(candidates, key=lambda s: _steps(chooser, s, 1))
-    stages = [*p.rungs, p.paired]
+    stages = [*p.rungs, p.paired, *p.resolving]
     prints = [chooser.footprint(costliest, r) for _, r in stages]
     if any(fp is None for fp in prints):
         return
     runs = " + ".join(f"{n} x {r} replicas" for n, r in stages)
     total = limits.Footprint.of(
-        {f"the costliest configuration ({settings_text(costliest)}) at {p.paired[1]} replicas: "
+        {f"the costliest configuration ({settings_text(costliest)}) at {stages[-1][1]} replicas: "
          f"{prints[-1].what}": max(fp.bytes for fp in prints)},
         {f"the search over {options} ({len(candidates)} configurations; runs of {runs}), each "
          f"counted as {settings_text(costliest)}":
@@ -491,6 +503,18 @@ def _steps(chooser: Chooser, settings: dict, replicas: int) -> float:
 
 def _key(settings: dict[str, Any]) -> tuple:
     return tuple(sorted((k, float(v)) for k, v in settings.items()))
+
+
+def _unresolved(evaluations: list[Evaluation], maximise: bool) -> bool:
+    """Whether a configuration that cannot be told from the best at 95% is more than
+    TOLERANCE behind it (its paired regret)."""
+    best = _ranked(evaluations, maximise)[0]
+    for e in evaluations:
+        if e is not best:
+            regret, hw, _ = paired_regret(e.values, best.values, maximise=maximise)
+            if math.isfinite(regret) and regret > TOLERANCE and regret - hw <= 0:
+                return True
+    return False
 
 
 def _ranked(evaluations: list[Evaluation], maximise: bool) -> list[Evaluation]:
@@ -587,6 +611,13 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
     step(f"search: paired, {len(stage)} configurations x {chooser.replicas} replicas")
     evaluated = chooser.simulate(stage, chooser.replicas, paired=True)
     step("search", len(stage) * chooser.replicas)
+    replicas = chooser.replicas
+    for _, r in p.resolving:
+        if not _unresolved(evaluated, chooser.maximise):
+            break
+        step(f"search: paired, {len(stage)} configurations x {r} replicas (a close one unresolved)")
+        evaluated, replicas = chooser.simulate(stage, r, paired=True), r
+        step("search", len(stage) * r)
     best = _ranked(evaluated, chooser.maximise)[0]
     seconds["simulated"] = time.perf_counter() - t0
     by_key = {_key(e.settings): e for e in evaluated}
@@ -600,7 +631,7 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
         a.regret, a.regret_ci, _ = paired_regret(e.values, best.values, maximise=chooser.maximise)
         a.passes = passes(a.regret, a.regret_ci)
     search = {"grid": len(candidates), "rungs": rungs, "paired": len(stage),
-              "replicas": chooser.replicas, "start": start}
+              "replicas": replicas, "start": start}
     return ChoiceReport(chooser.name, [k.name for k in knobs], chooser.metric, chooser.maximise,
                         chooser.inputs(), certified, calibrated, simulated, chooser.calibration,
                         search, seconds, _message(chooser, certified, calibrated, simulated))

@@ -124,6 +124,9 @@ class SyncTime(Chooser):
     summary = "HFL: the sync time S and the step alpha, certified, calibrated and simulated"
     example = ("fedbound choose hfl --sizes 15,15 --delays 0.01,0.85,0.001,0.085,4,2,0.4,0.2 "
                "--T 600 --L 1 --G 10 --sigma 10 --Delta 10")
+    #: the loss at a deadline is noisy (one delay path per replica): the paired stage may
+    #: grow to 4 x replicas while a close configuration is unresolved (``Chooser.resolve``)
+    resolve = 4
     calibration = ("the exact second moments of Algorithm 1 on the problem's local quadratic "
                    "model (sim.estimate.quadratic_model: the Hessian's spectrum, the start, the "
                    "groups' gradient offsets and the gradient noise at a reference minimiser), "
