@@ -126,21 +126,42 @@ def best_step(model, theta0, *, Q: int, rounds: int, steps, seeds: int, seed: in
               batch: str = "round"):
     """One vectorised run of every step x ``seeds`` replicas (step-major), the round's
     mini-batch read as ``batch`` (:data:`READINGS`): (the step with the lowest mean final
-    loss among those where no replica diverged, its losses [seeds, rounds + 1])."""
+    loss among those where no replica diverged, its losses [seeds, rounds + 1]). The run
+    records the hub models (``record_loss=False``) and the loss of every round is evaluated
+    for the best step's replicas only (:func:`losses_of`): the numbers of a run that
+    records the loss of every replica, at a fraction of its evaluations."""
     import torch
 
     from fedbound.sim.tdcd import run_tdcd
 
     eta = torch.tensor(steps, dtype=torch.float64).repeat_interleave(seeds)
     trace = run_tdcd(model, eta=eta, Q=Q, rounds=rounds, theta0=theta0, replicas=eta.numel(),
-                     generator=torch.Generator().manual_seed(seed), batch=batch, record_grad=False)
-    loss = trace.loss.numpy().reshape(len(steps), seeds, rounds + 1)
+                     generator=torch.Generator().manual_seed(seed), batch=batch, record_grad=False,
+                     record_loss=False)
+    hub = trace.hub.to(model.device)                                 # [R, rounds + 1, N, d]
+    last = model.loss(hub[:, -1].contiguous()).cpu().numpy().reshape(len(steps), seeds)
     diverged = trace.diverged.numpy().reshape(len(steps), seeds).any(axis=1)
-    final = np.where(diverged, np.inf, loss[:, :, -1].mean(axis=1))
+    final = np.where(diverged, np.inf, last.mean(axis=1))
     k = int(np.argmin(final))
     if not np.isfinite(final[k]):
         raise ValueError(f"Q = {Q}: every step of {tuple(steps)} diverged")
-    return float(steps[k]), loss[k]
+    return float(steps[k]), losses_of(model, hub[k * seeds:(k + 1) * seeds])
+
+
+#: hub models per evaluation of the loss in :func:`losses_of` (its activations: this many
+#: x the digits x (hidden + classes) x 8 B, 24 MB)
+LOSS_CHUNK = 64
+
+
+def losses_of(model, hub) -> np.ndarray:
+    """L(theta) at each of the hub models ``hub`` [S, points, N, d]: [S, points], evaluated
+    :data:`LOSS_CHUNK` models at a time."""
+    import torch
+
+    S, points, N, d = hub.shape
+    flat = hub.reshape(S * points, N, d)
+    loss = torch.cat([model.loss(chunk.contiguous()) for chunk in flat.split(LOSS_CHUNK)])
+    return loss.cpu().numpy().reshape(S, points)
 
 
 def grid(plan: Plan) -> tuple[float, ...]:
@@ -157,9 +178,14 @@ def footprint(plan: Plan, configurations: int, silos: int = SILOS, clients: int 
     memory = {f"replicas={R} x silos={silos} x clients={clients} x parameters={d} x 6 buffers "
               f"of 8 B": 48.0 * R * silos * clients * d,
               f"replicas={R} x batch={batch} x activations": 8.0 * R * batch * 4 * (HIDDEN + CLASSES),
+              f"the hub models of replicas={R} x {rounds_of(1, iterations) + 1} rounds x silos="
+              f"{silos} x parameters={d}, twice (recorded and stacked)":
+                  16.0 * R * (rounds_of(1, iterations) + 1) * silos * d,
+              f"the loss of {LOSS_CHUNK} hub models x the digits x activations":
+                  8.0 * LOSS_CHUNK * N_DIGITS * 2 * (HIDDEN + CLASSES),
               "the digits": 8.0 * N_DIGITS * PIXELS}
     per_step = 6.0 * R * batch * d + LOOP_OVERHEAD * silos
-    per_round = 2.0 * R * N_DIGITS * d + LOOP_OVERHEAD * 4
+    per_round = 2.0 * plan.seeds * N_DIGITS * d + LOOP_OVERHEAD * 4
     steps = {f"{configurations} configurations x Q in {QS} x {iterations} iterations x replicas="
              f"{R} x batch={batch} x parameters={d}":
              configurations * (len(QS) * iterations * per_step + rounds * per_round)}
