@@ -710,6 +710,10 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     accept = Acceptance(R, device)
     losses, grad_sq, sigma2, drift, g0 = [], [], [], [], []
     hubs, virtual, directions, batches = [hub], [], [], []
+    # record_loss=False: every round's hub models, written in place (no list to stack)
+    hub_record = None if record_loss else hub.new_empty(R, rounds + 1, N, d)
+    if hub_record is not None:
+        hub_record[:, 0] = hub
     if stop_below is not None and not math.isfinite(stop_below):
         raise ValueError(f"stop_below={stop_below!r} must be finite")
     if stop_below is not None and not record_grad:
@@ -754,9 +758,10 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
             round_g0 = torch.where(accept.alive, round_g0, 0.0)
         drift.append(round_drift)
         g0.append(round_g0)
-        if record_iterates or not record_loss:
-            hubs.append(hub)
+        if hub_record is not None:
+            hub_record[:, r + 1] = hub
         if record_iterates:
+            hubs.append(hub)
             batches.append(rows if batch == "round" else torch.stack(round_rows, 1))
         if stop_below is not None:
             total += grad_sq_norm
@@ -770,8 +775,8 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     if record_iterates:
         recorded = {"hub": torch.stack(hubs, 1), "virtual": torch.stack([*virtual, hub], 1),
                     "G": torch.stack(directions, 1), "rows": torch.stack(batches, 1)}
-    elif not record_loss:
-        recorded = {"hub": torch.stack(hubs, 1)}
+    elif hub_record is not None:
+        recorded = {"hub": hub_record}
     drift, g0 = (torch.stack(v, dim=1) for v in (drift, g0))
     loss = torch.stack(losses, dim=1).cpu() if record_loss else None
     grad_sq = torch.stack(grad_sq, dim=1).cpu() if record_grad else None

@@ -179,8 +179,7 @@ def footprint(plan: Plan, configurations: int, silos: int = SILOS, clients: int 
               f"of 8 B": 48.0 * R * silos * clients * d,
               f"replicas={R} x batch={batch} x activations": 8.0 * R * batch * 4 * (HIDDEN + CLASSES),
               f"the hub models of replicas={R} x {rounds_of(1, iterations) + 1} rounds x silos="
-              f"{silos} x parameters={d}, twice (recorded and stacked)":
-                  16.0 * R * (rounds_of(1, iterations) + 1) * silos * d,
+              f"{silos} x parameters={d}": 8.0 * R * (rounds_of(1, iterations) + 1) * silos * d,
               f"the loss of {LOSS_CHUNK} hub models x the digits x activations":
                   8.0 * LOSS_CHUNK * N_DIGITS * 2 * (HIDDEN + CLASSES),
               "the digits": 8.0 * N_DIGITS * PIXELS}
