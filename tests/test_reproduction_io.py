@@ -143,3 +143,24 @@ def test_cli_json_curves_is_the_loadable_file(live, capsys, tmp_path):
     rep = load_reproduction(path)
     assert json_text(rep.to_dict(curves=True)) == outs[("--curves",)].strip()
     assert reproduction_from_dict(json.loads(outs[("--curves",)])).counts() == {"agrees": 1}
+
+
+def test_a_rerun_finds_a_stored_number_changed_in_its_last_bit(live):  # the fixture registers
+    """reproduction_differences, the guard of a stored file: a rerun of one claim with the
+    stored plan gives no difference; one curve value moved by one ulp, or a test's effect,
+    is named; another seed differs everywhere."""
+    from fedbound.verify.api import reproduction_differences
+
+    stored = reproduce("synth", claim_ids=OK, quick=True, seed=5)
+    rerun = reproduce("synth", claim_ids=["fig2.b-like-c"], quick=True, seed=5)
+    assert reproduction_differences(stored, rerun) == []
+    data = json.loads(json_text(stored.to_dict(curves=True)))
+    y = data["runs"][1]["outcome"]["curves"][2]["y"]
+    y[0][3] = float(np.nextafter(y[0][3], np.inf))
+    stale = reproduction_from_dict(data)
+    assert reproduction_differences(stale, rerun) == [
+        f"synth.base (flipped).outcome.curves[2].y[0][3]: stored {y[0][3]!r}, "
+        f"live {float(np.nextafter(y[0][3], -np.inf))!r}"]
+    other = reproduce("synth", claim_ids=["fig2.b-like-c"], quick=True, seed=6)
+    found = reproduction_differences(stored, other)
+    assert found[0] == "plan.seed: stored 5, live 6" and len(found) > 10

@@ -77,7 +77,7 @@ from .named_problem import NamedProblem, add_problem_arguments
 from .plugins import load_plugins
 from .rate import Sweep, register_sweep, unregister_sweeps
 from .reproduce import ClaimResult, Reproduction, digits_mlp, reproduce
-from .reproduction_io import load_reproduction, reproduction_from_dict
+from .reproduction_io import load_reproduction, reproduction_differences, reproduction_from_dict
 from .scenario import (
     FEATURE_NORM_RANGE,
     Scenario,
@@ -109,8 +109,8 @@ __all__ = [
     "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "Parts", "passes",
     "Plan", "problem_spec", "Proposal", "Reading", "register_adapter",
     "register_chooser", "register_claim", "register_experiment", "register_family",
-    "register_sweep", "register_witness_dir", "reproduce", "Reproduction", "reproduction_from_dict",
-    "require_float",
+    "register_sweep", "register_witness_dir", "reproduce", "Reproduction", "reproduction_differences",
+    "reproduction_from_dict", "require_float",
     "require_floats", "require_int", "require_runs", "ResourceError", "RngDraw", "roundoff", "Scenario",
     "settings_text", "Sweep", "Tags", "Test", "TOLERANCE", "unregister_adapter", "unregister_chooser",
     "unregister_paper", "unregister_sweeps", "unregister_witness_dir", "Verdict", "Witness",

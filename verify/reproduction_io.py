@@ -241,3 +241,39 @@ def load_reproduction(path: str | os.PathLike) -> Reproduction:
         return reproduction_from_dict(data)
     except ValueError as e:
         raise ValueError(f"{what}: {e}") from None
+
+
+def _changes(stored, live, path: str):
+    """The paths (and both values) where the JSON values ``stored`` and ``live`` differ."""
+    if isinstance(stored, dict) and isinstance(live, dict):
+        for k in dict.fromkeys([*stored, *live]):
+            yield from _changes(stored.get(k, "(absent)"), live.get(k, "(absent)"), _at(path, k))
+    elif isinstance(stored, list) and isinstance(live, list) and len(stored) == len(live):
+        for i, (a, b) in enumerate(zip(stored, live, strict=True)):
+            yield from _changes(a, b, _at(path, i))
+    elif type(stored) is not type(live) or repr(stored) != repr(live):  # a float to the last bit
+        yield f"{path}: stored {_shown(stored)}, live {_shown(live)}"
+
+
+def reproduction_differences(stored: Reproduction, live: Reproduction) -> list[str]:
+    """Where ``live`` (a rerun of some of the claims of ``stored``, with its plan) differs
+    from ``stored``: the plan, and for each claim of ``live`` its decisions and the runs
+    behind them, every number compared exactly (a float equal to the last bit); one line per
+    difference, empty when the rerun gives the stored numbers (the stored file is not stale).
+    The seconds the runs took are not compared."""
+    one, two = stored.to_dict(curves=True), live.to_dict(curves=True)
+    plan = ("quick", "seed", "seeds", "batch", "step", "device")
+    out = list(_changes({k: one[k] for k in plan}, {k: two[k] for k in plan}, "plan"))
+    claims_of = {c["id"]: c for c in one["claims"]}
+    for c in two["claims"]:
+        out += _changes(claims_of.get(c["id"], "(absent)"), c, c["id"])
+    runs_of = {(r["experiment"], r["reading"]): r for r in one["runs"]}
+    for r in two["runs"]:
+        key = (r["experiment"], r["reading"])
+        where = r["experiment"] + (f" ({r['reading']})" if r["reading"] else "")
+        stored_run = runs_of.get(key)
+        if stored_run is None:
+            out.append(f"{where}: stored (absent)")
+            continue
+        out += _changes({**stored_run, "seconds": 0}, {**r, "seconds": 0}, where)
+    return out
