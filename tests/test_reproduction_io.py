@@ -164,3 +164,20 @@ def test_a_rerun_finds_a_stored_number_changed_in_its_last_bit(live):  # the fix
     other = reproduce("synth", claim_ids=["fig2.b-like-c"], quick=True, seed=6)
     found = reproduction_differences(stored, other)
     assert found[0] == "plan.seed: stored 5, live 6" and len(found) > 10
+
+
+def test_claims_grid_draws_a_panel_per_decided_claim(live):
+    """One visible panel per decided claim (the failed one has none), titled with its id
+    and verdict, its primary reading's curves drawn (B and C only where the claim says so)."""
+    import matplotlib.pyplot as plt
+
+    from fedbound.verify.api import claims_grid
+
+    fig = claims_grid(live.results, live, columns=2)
+    panels = [ax for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    assert [ax.get_title() for ax in panels] == [
+        "fig1.a-lower: agrees", "fig1.b-lower: contradicts", "fig2.b-like-c: undecided"]
+    # the curves, and the mark where a test is decided (fig2 is decided at no one point)
+    assert [len(ax.get_lines()) for ax in panels] == [3 + 1, 3 + 1, 2]
+    assert claims_grid(live.results[3:], live) is None
+    plt.close(fig)
