@@ -261,7 +261,9 @@ def reproduction_differences(stored: Reproduction, live: Reproduction) -> list[s
     behind them, every number compared exactly (a float equal to the last bit); one line per
     difference, empty when the rerun gives the stored numbers (the stored file is not stale).
     The seconds the runs took are not compared."""
-    one, two = stored.to_dict(curves=True), live.to_dict(curves=True)
+    from .scenario import jsonable
+
+    one, two = jsonable(stored.to_dict(curves=True)), jsonable(live.to_dict(curves=True))
     plan = ("quick", "seed", "seeds", "batch", "step", "device")
     out = list(_changes({k: one[k] for k in plan}, {k: two[k] for k in plan}, "plan"))
     claims_of = {c["id"]: c for c in one["claims"]}
