@@ -104,6 +104,9 @@ def test_a_malformed_file_is_refused_with_one_line_naming_the_field(live, tmp_pa
     assert "claims[0].readings.as-printed.tests[0].effect = 'big' must be a number" in \
         _refused(bad, tmp_path)
     bad = json.loads(json_text(good))
+    bad["claims"][2]["readings"]["flipped"]["verdict"] = "maybe"
+    assert "claims[2].readings.flipped.verdict = 'maybe' must be one of agrees" in _refused(bad, tmp_path)
+    bad = json.loads(json_text(good))
     bad["runs"][0]["outcome"]["curves"][1]["y"][1] = [1.0]
     assert "runs[0].outcome.curves[1].y is not a rectangular list" in _refused(bad, tmp_path)
     bad = json.loads(json_text(good))
@@ -143,6 +146,8 @@ def test_cli_json_curves_is_the_loadable_file(live, capsys, tmp_path):
     rep = load_reproduction(path)
     assert json_text(rep.to_dict(curves=True)) == outs[("--curves",)].strip()
     assert reproduction_from_dict(json.loads(outs[("--curves",)])).counts() == {"agrees": 1}
+    assert main(["--plugin", "synth_claims", "reproduce", "synth", "--curves"]) == 2
+    assert "--curves" in capsys.readouterr().err
 
 
 def test_a_rerun_finds_a_stored_number_changed_in_its_last_bit(live):  # the fixture registers

@@ -103,10 +103,14 @@ def claims_grid(results, reproduction: Reproduction, columns: int = 4, size=(3.4
         ax.set_title(textwrap.fill(f"{r.claim.id.partition('.')[2]}: {r.verdict}", 40),
                      color=VERDICT_COLOURS[r.verdict], fontsize=8)
         ax.legend(fontsize=6, frameon=False)
-        ax.xaxis.label.set_size(7)
-        ax.yaxis.label.set_size(7)
-        ax.tick_params(labelsize=6)
     for ax in axes.ravel()[len(drawn):]:
         ax.set_visible(False)
-    fig.tight_layout()
+    for ax in fig.axes:  # the panels and the bound's axes on their right
+        ax.xaxis.label.set_size(7)
+        ax.yaxis.label.set_size(7)
+        ax.tick_params(which="both", labelsize=6)
+    # margins in inches, fixed: tight_layout would lay out every tick of every panel (seconds)
+    width, height = fig.get_size_inches()
+    fig.subplots_adjust(left=0.7 / width, right=1 - 0.6 / width, bottom=0.45 / height,
+                        top=1 - 0.3 / height, wspace=0.6, hspace=0.55)
     return fig

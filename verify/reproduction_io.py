@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from .claims import Curve, Outcome, Plan, claims
-from .decide import Test
+from .decide import VERDICTS, Test
 from .reproduce import ClaimResult, Decision, Reproduction, Run
 
 #: the fields of a stored test (``Test.as_dict``, less the region, which is recomputed)
@@ -105,7 +105,13 @@ def _scalars(value, where: str) -> np.ndarray:
     return _array(items, where, 1)
 
 
-def test_from_dict(data, where: str) -> Test:
+def _verdict(value, where: str) -> str:
+    if value not in VERDICTS:
+        raise ValueError(f"{where} = {_shown(value)} must be one of {', '.join(VERDICTS)}")
+    return value
+
+
+def _test(data, where: str) -> Test:
     kw = {k: _field(data, k, where) for k in TEST_FIELDS}
     for k in ("effect", "low", "high", "sd", "detectable"):
         kw[k] = _number(kw[k], _at(where, k))
@@ -114,7 +120,7 @@ def test_from_dict(data, where: str) -> Test:
     for k in ("seeds", "needed"):
         kw[k] = _typed(kw[k], int, _at(where, k), "an integer", optional=k == "needed")
     _typed(kw["name"], str, _at(where, "name"), "a string")
-    _typed(kw["verdict"], str, _at(where, "verdict"), "a string")
+    _verdict(kw["verdict"], _at(where, "verdict"))
     if kw["compares"] is not None:
         pair = _typed(kw["compares"], list, _at(where, "compares"), "a list", optional=True)
         if len(pair) != 2 or not all(isinstance(x, str) for x in pair):
@@ -123,8 +129,8 @@ def test_from_dict(data, where: str) -> Test:
     return Test(**kw)
 
 
-def decision_from_dict(data, reading: str | None, where: str) -> Decision:
-    tests = tuple(test_from_dict(t, _at(f"{where}.tests", i))
+def _decision(data, reading: str | None, where: str) -> Decision:
+    tests = tuple(_test(t, _at(f"{where}.tests", i))
                   for i, t in enumerate(_list(data, "tests", where)))
     effect = _field(data, "effect", where)
     name, value = _field(effect, "test", f"{where}.effect"), _field(effect, "value", f"{where}.effect")
@@ -133,11 +139,12 @@ def decision_from_dict(data, reading: str | None, where: str) -> Decision:
         raise ValueError(f"{where}.effect.test = {_shown(name)} names none of its tests")
     agrees = _typed(_field(data, "bound_agrees", where), bool, f"{where}.bound_agrees",
                     "true or false", optional=True)
-    return Decision(reading, _text(data, "verdict", where), tests, deciding, agrees,
+    return Decision(reading, _verdict(_field(data, "verdict", where), f"{where}.verdict"), tests,
+                    deciding, agrees,
                     _text(data, "prediction", where))
 
 
-def outcome_from_dict(data, where: str) -> Outcome:
+def _outcome(data, where: str) -> Outcome:
     curves = {}
     for i, c in enumerate(_list(data, "curves", where)):
         at = _at(f"{where}.curves", i)
@@ -165,7 +172,7 @@ def outcome_from_dict(data, where: str) -> Outcome:
                    tuple(notes), _text(data, "prediction", where))
 
 
-def plan_from_dict(data) -> Plan:
+def _plan(data) -> Plan:
     seeds = _typed(_field(data, "seeds", ""), int, "seeds", "an integer", optional=True)
     batch = _typed(_field(data, "batch", ""), int, "batch", "an integer", optional=True)
     return Plan(quick=_typed(_field(data, "quick", ""), bool, "quick", "true or false"),
@@ -174,16 +181,16 @@ def plan_from_dict(data) -> Plan:
                 step=_number(_field(data, "step", ""), "step", optional=True))
 
 
-def run_from_dict(data, plan: Plan, where: str) -> Run:
+def _run(data, plan: Plan, where: str) -> Run:
     outcome = _field(data, "outcome", where)
     return Run(_text(data, "experiment", where),
                replace(plan, reading=_text(data, "reading", where, optional=True)),
-               None if outcome is None else outcome_from_dict(outcome, f"{where}.outcome"),
+               None if outcome is None else _outcome(outcome, f"{where}.outcome"),
                _number(_field(data, "seconds", where), f"{where}.seconds"),
                _text(data, "error", where))
 
 
-def result_from_dict(data, runs: list[Run], registered: dict, where: str) -> ClaimResult:
+def _result(data, runs: list[Run], registered: dict, where: str) -> ClaimResult:
     cid = _text(data, "id", where)
     claim = registered.get(cid)
     if claim is None:
@@ -203,10 +210,10 @@ def result_from_dict(data, runs: list[Run], registered: dict, where: str) -> Cla
         if missing or len(stored) != len(readings):
             raise ValueError(f"{where}.readings holds {', '.join(map(str, stored))}; runs holds "
                              f"{claim.experiment} under {', '.join(map(str, readings))}")
-        decisions = tuple(decision_from_dict(stored[r], r, f"{where}.readings.{r}")
+        decisions = tuple(_decision(stored[r], r, f"{where}.readings.{r}")
                           for r in readings)
     else:
-        decisions = (decision_from_dict(data, None, where),)
+        decisions = (_decision(data, None, where),)
     return ClaimResult(claim, decisions, error)
 
 
@@ -219,10 +226,10 @@ def reproduction_from_dict(data) -> Reproduction:
     if "runs" not in data:
         raise ValueError("runs is missing: the reproduction was written without its curves "
                          "(write it with --json --curves, or to_dict(curves=True))")
-    plan = plan_from_dict(data)
-    runs = [run_from_dict(r, plan, f"runs[{i}]") for i, r in enumerate(_list(data, "runs", ""))]
+    plan = _plan(data)
+    runs = [_run(r, plan, f"runs[{i}]") for i, r in enumerate(_list(data, "runs", ""))]
     registered = {c.id: c for c in claims()}
-    results = tuple(result_from_dict(c, runs, registered, f"claims[{i}]")
+    results = tuple(_result(c, runs, registered, f"claims[{i}]")
                     for i, c in enumerate(_list(data, "claims", "")))
     return Reproduction(tuple(papers), plan, results, tuple(runs),
                         _number(_field(data, "seconds", ""), "seconds"))

@@ -41,6 +41,8 @@ def run(args):
     from ..claims import claims, papers
     from ..reproduce import reproduce
 
+    if args.curves and not args.json:
+        raise UsageError("--curves adds the runs' curves to the JSON: give it with --json")
     known = papers()
     unknown = [p for p in args.paper if p not in known]
     if unknown:
