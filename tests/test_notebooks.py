@@ -409,8 +409,8 @@ for r in rep.results:
             CHECKS[key + " verdict"] = verdict == t.verdict
 '''),
         (None, '''\
-CHECKS["the live rerun of each paper's cheapest claim gives the stored numbers, bit for bit"] = (
-    changed == [] and sorted({r.claim.paper for r in live.results}) == sorted(rep.papers))
+CHECKS["the live rerun of the cheap papers' cheapest claims gives the stored numbers, bit for bit"] = (
+    changed == [] and {"mllsgd", "hfl", "tdcd"} <= {r.claim.paper for r in live.results})
 '''),
     ],
 }
