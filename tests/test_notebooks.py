@@ -748,7 +748,8 @@ def test_stored_claims_are_every_claim_and_a_changed_number_is_found():
     """Notebook 07's stored quick reproduction (``make claims-data``) holds every registered
     claim of :data:`CLAIM_PAPERS`, and the comparison its live rerun relies on
     (``reproduction_differences``, checked in :data:`NOTEBOOK_CHECKS`) finds one number of
-    the file moved by one ulp: a file written by other code fails the notebook's check."""
+    the file moved by one ulp exactly, and one moved by a relative 1e-8 at the notebook's
+    tolerance of 1e-9: a file written by other code fails the notebook's check."""
     import numpy as np
 
     from fedbound.verify.api import json_text, reproduction_differences, reproduction_from_dict
@@ -760,10 +761,17 @@ def test_stored_claims_are_every_claim_and_a_changed_number_is_found():
     assert sorted(r.claim.id for r in rep.results) == sorted(c.id for c in claims(CLAIM_PAPERS)), \
         f"{stored} does not hold every registered claim: run `make claims-data`"
     assert rep.plan.quick and not any(r.error for r in rep.results)
-    changed = json.loads(json_text(data))
-    y = changed["runs"][0]["outcome"]["curves"][0]["y"]
-    y[0][-1] = float(np.nextafter(y[0][-1], np.inf))
-    found = reproduction_differences(reproduction_from_dict(changed), rep)
+    def moved(by):
+        changed = json.loads(json_text(data))
+        y = changed["runs"][0]["outcome"]["curves"][0]["y"]
+        y[0][-1] = by(y[0][-1])
+        return reproduction_from_dict(changed)
+
+    ulp = moved(lambda v: float(np.nextafter(v, np.inf)))
+    found = reproduction_differences(ulp, rep)
+    assert len(found) == 1 and ".outcome.curves[0].y[0][" in found[0], found
+    assert reproduction_differences(ulp, rep, rel=1e-9) == []   # the notebook's tolerance
+    found = reproduction_differences(moved(lambda v: v * (1 + 1e-8)), rep, rel=1e-9)
     assert len(found) == 1 and ".outcome.curves[0].y[0][" in found[0], found
 
 

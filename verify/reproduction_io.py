@@ -250,32 +250,36 @@ def load_reproduction(path: str | os.PathLike) -> Reproduction:
         raise ValueError(f"{what}: {e}") from None
 
 
-def _changes(stored, live, path: str):
-    """The paths (and both values) where the JSON values ``stored`` and ``live`` differ."""
+def _changes(stored, live, path: str, rel: float):
+    """The paths (and both values) where the JSON values ``stored`` and ``live`` differ (two
+    floats: by more than ``rel`` relatively; 0: to the last bit)."""
     if isinstance(stored, dict) and isinstance(live, dict):
         for k in dict.fromkeys([*stored, *live]):
-            yield from _changes(stored.get(k, "(absent)"), live.get(k, "(absent)"), _at(path, k))
+            yield from _changes(stored.get(k, "(absent)"), live.get(k, "(absent)"), _at(path, k), rel)
     elif isinstance(stored, list) and isinstance(live, list) and len(stored) == len(live):
         for i, (a, b) in enumerate(zip(stored, live, strict=True)):
-            yield from _changes(a, b, _at(path, i))
-    elif type(stored) is not type(live) or repr(stored) != repr(live):  # a float to the last bit
+            yield from _changes(a, b, _at(path, i), rel)
+    elif type(stored) is float is type(live) and rel > 0 and math.isclose(stored, live, rel_tol=rel):
+        return
+    elif type(stored) is not type(live) or repr(stored) != repr(live):
         yield f"{path}: stored {_shown(stored)}, live {_shown(live)}"
 
 
-def reproduction_differences(stored: Reproduction, live: Reproduction) -> list[str]:
+def reproduction_differences(stored: Reproduction, live: Reproduction, *, rel: float = 0.0) -> list[str]:
     """Where ``live`` (a rerun of some of the claims of ``stored``, with its plan) differs
     from ``stored``: the plan, and for each claim of ``live`` its decisions and the runs
-    behind them, every number compared exactly (a float equal to the last bit); one line per
+    behind them, every number compared (a float to the last bit, or within ``rel`` relatively:
+    a file written on another processor may differ in the last bits of a sum); one line per
     difference, empty when the rerun gives the stored numbers (the stored file is not stale).
     The seconds the runs took are not compared."""
     from .scenario import jsonable
 
     one, two = jsonable(stored.to_dict(curves=True)), jsonable(live.to_dict(curves=True))
     plan = ("quick", "seed", "seeds", "batch", "step", "device")
-    out = list(_changes({k: one[k] for k in plan}, {k: two[k] for k in plan}, "plan"))
+    out = list(_changes({k: one[k] for k in plan}, {k: two[k] for k in plan}, "plan", rel))
     claims_of = {c["id"]: c for c in one["claims"]}
     for c in two["claims"]:
-        out += _changes(claims_of.get(c["id"], "(absent)"), c, c["id"])
+        out += _changes(claims_of.get(c["id"], "(absent)"), c, c["id"], rel)
     runs_of = {(r["experiment"], r["reading"]): r for r in one["runs"]}
     for r in two["runs"]:
         key = (r["experiment"], r["reading"])
@@ -284,5 +288,5 @@ def reproduction_differences(stored: Reproduction, live: Reproduction) -> list[s
         if stored_run is None:
             out.append(f"{where}: stored (absent)")
             continue
-        out += _changes({**stored_run, "seconds": 0}, {**r, "seconds": 0}, where)
+        out += _changes({**stored_run, "seconds": 0}, {**r, "seconds": 0}, where, rel)
     return out
