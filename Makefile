@@ -2,6 +2,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs-installed
 
 .PHONY: demo test docs bench lint clean notebooks
 
@@ -20,10 +21,13 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto --dist worksteal
 
 # the user guide and API reference, warnings as errors (docs/conf.py)
-docs: $(STAMP)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[docs]'
+docs: $(DOCS_STAMP)
 	$(BIN)/python -m sphinx -W --keep-going -q -b html docs docs/_build/html
 	@echo "docs/_build/html/index.html"
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[docs]'
+	touch $(DOCS_STAMP)
 
 # execute every notebook in place (stored with its outputs) and write notebooks/html/<stem>.html
 notebooks: $(STAMP)
