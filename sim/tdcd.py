@@ -596,7 +596,7 @@ class TDCDTrace:
     - ``grad_sq_norm`` [R, rounds]: ||grad L(theta^{rQ})||^2 at the round-start hub models,
       r = 0..rounds-1: the summands of the left side of (15) (Theorem 1), read as the round-start hub
       models theta^{rQ} (None with ``record_grad=False``).
-    - ``loss`` [R, rounds + 1]: L(theta^{rQ}), r = 0..rounds.
+    - ``loss`` [R, rounds + 1]: L(theta^{rQ}), r = 0..rounds (None with ``record_loss=False``).
     - ``drift`` [R, rounds]: left side of Lemma 2, (30), per round:
       sum_{t=t0}^{t0+Q-1} sum_j (1/K_j) sum_k ||g_kj(y^t) - g_kj(y^t0)||^2.
     - ``g0`` [R, rounds]: sum_j (1/K_j) sum_k ||g_kj(y^t0)||^2, Lemma 2's right side / (C L_max^2 eta^2).
@@ -608,11 +608,11 @@ class TDCDTrace:
     - with ``record_iterates``: ``hub`` [R, rounds + 1, N, d], ``virtual`` [R, T + 1, N, d]
       (theta^t = per-silo client average, (11)-(13)), ``G`` [R, T, N, d] (G^t of
       (11)-(12)), ``rows`` [R, rounds, batch] (the batches; [R, rounds, Q, batch] with
-      ``batch="step"``); else None.
+      ``batch="step"``); else None, but ``hub`` with ``record_loss=False``.
     """
 
     grad_sq_norm: torch.Tensor | None
-    loss: torch.Tensor
+    loss: torch.Tensor | None
     drift: torch.Tensor
     g0: torch.Tensor
     time: torch.Tensor
@@ -668,7 +668,8 @@ BATCHES = ("round", "step")
 def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, theta0,
              replicas: int, generator: torch.Generator, t_comm: float = 0.0, t_comp: float = 1.0,
              record_iterates: bool = False, batch: str = "round", shards=None,
-             stop_below: float | None = None, record_grad: bool = True) -> TDCDTrace:
+             stop_below: float | None = None, record_grad: bool = True,
+             record_loss: bool = True) -> TDCDTrace:
     """Run ``replicas`` independent realisations of ``rounds`` TDCD rounds (T = Q rounds
     iterations), Das et al. 2022, Algorithm 1 (see the module docstring).
 
@@ -689,7 +690,10 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     runs on the model's device; the generator may live on any device. Returns a CPU trace.
     ``record_grad=False`` records the loss only (``grad_sq_norm`` and ``sigma2`` None): a run
     whose training curve is all that is read, without a full gradient every round; the
-    dynamics and the draws are the same."""
+    dynamics and the draws are the same. ``record_loss=False`` (with ``record_grad=False``)
+    records the hub models every round instead (``hub``; ``loss`` None): a caller that
+    reads the loss of some replicas only evaluates ``model.loss`` on theirs (the same
+    numbers)."""
     device = model.device
     steps, Q, rounds, theta0, R = _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm,
                                                t_comp, device)
@@ -706,10 +710,17 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     accept = Acceptance(R, device)
     losses, grad_sq, sigma2, drift, g0 = [], [], [], [], []
     hubs, virtual, directions, batches = [hub], [], [], []
+    # record_loss=False: every round's hub models, written in place (no list to stack)
+    hub_record = None if record_loss else hub.new_empty(R, rounds + 1, N, d)
+    if hub_record is not None:
+        hub_record[:, 0] = hub
     if stop_below is not None and not math.isfinite(stop_below):
         raise ValueError(f"stop_below={stop_below!r} must be finite")
     if stop_below is not None and not record_grad:
         raise ValueError("stop_below reads the gradients: it needs record_grad=True")
+    if record_grad and not record_loss:
+        raise ValueError("record_loss=False records the hub models for the loss: it needs "
+                         "record_grad=False")
     total = torch.zeros(R, dtype=DTYPE, device=device)
     reached = torch.zeros(R, dtype=torch.bool, device=device)
 
@@ -718,9 +729,9 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
             loss, grad_sq_norm, variance = model.statistics(hub)
             grad_sq.append(grad_sq_norm)
             sigma2.append(variance)
-        else:
-            loss = model.loss(hub)
-        losses.append(loss)
+            losses.append(loss)
+        elif record_loss:
+            losses.append(model.loss(hub))
         rows = draw_batch(lay, R, generator, device, cells)
         other, client_grads = model.round_problem(hub, rows)          # Phi_{-j}, frozen
         clients = hub[:, :, None].expand(R, N, K, d).clone()
@@ -747,6 +758,8 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
             round_g0 = torch.where(accept.alive, round_g0, 0.0)
         drift.append(round_drift)
         g0.append(round_g0)
+        if hub_record is not None:
+            hub_record[:, r + 1] = hub
         if record_iterates:
             hubs.append(hub)
             batches.append(rows if batch == "round" else torch.stack(round_rows, 1))
@@ -755,20 +768,24 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
             reached |= total <= stop_below * (r + 1)
             if bool((reached | accept.diverged).all()):
                 break
-    losses.append(model.loss(hub))
+    if record_loss:
+        losses.append(model.loss(hub))
 
     recorded = {}
     if record_iterates:
         recorded = {"hub": torch.stack(hubs, 1), "virtual": torch.stack([*virtual, hub], 1),
                     "G": torch.stack(directions, 1), "rows": torch.stack(batches, 1)}
-    loss, drift, g0 = (torch.stack(v, dim=1) for v in (losses, drift, g0))
+    elif hub_record is not None:
+        recorded = {"hub": hub_record}
+    drift, g0 = (torch.stack(v, dim=1) for v in (drift, g0))
+    loss = torch.stack(losses, dim=1).cpu() if record_loss else None
     grad_sq = torch.stack(grad_sq, dim=1).cpu() if record_grad else None
     sigma2 = torch.stack(sigma2, dim=1) if exact_sigma and record_grad else None
     diverged = accept.diverged
     t_round = 3.0 * t_comm + Q * t_comp
     return TDCDTrace(
-        grad_sq_norm=grad_sq, loss=loss.cpu(), drift=drift.cpu(), g0=g0.cpu(),
-        time=torch.arange(loss.shape[1], dtype=DTYPE) * t_round, diverged=diverged.cpu(),
+        grad_sq_norm=grad_sq, loss=loss, drift=drift.cpu(), g0=g0.cpu(),
+        time=torch.arange(drift.shape[1] + 1, dtype=DTYPE) * t_round, diverged=diverged.cpu(),
         sigma2=None if sigma2 is None else sigma2.cpu(),
         **{name: value.cpu() for name, value in recorded.items()},
     )

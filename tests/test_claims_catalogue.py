@@ -131,3 +131,25 @@ def test_mllsgd_decides_its_claims_at_one_point_that_quick_and_full_runs_share()
     (s,) = mc.similar("A", ["B"])(out)  # 30% apart at AT, 4% at the end
     assert (s.at, s.verdict) == (mc.AT, "contradicts")
     assert np.isclose(s.effect, (b[:, i] / a[:, i] - 1).mean(), rtol=1e-12)
+
+
+def test_tdcd_one_local_iteration_is_one_run_under_both_readings(monkeypatch):
+    """With Q = 1 a round draws one batch under either reading of Das et al. 2022, Section 3:
+    the same run, which the experiments train once (``experiments.trained``); best_step's
+    curve, its losses evaluated after the run in chunks, is the one run_tdcd records."""
+    from fedbound.sim.tdcd import run_tdcd
+    from fedbound.verify.api import Plan
+    from fedbound.verify.papers.tdcd import experiments as ex
+
+    monkeypatch.setattr(ex, "LOSS_CHUNK", 5)
+    model, theta0 = ex.build_model(silos=2, clients=2, batch=8, seed=0)
+    runs = [ex.best_step(model, theta0, Q=1, rounds=3, steps=(0.1, 0.2), seeds=2, seed=1, batch=b)
+            for b in ("round", "step")]
+    assert runs[0][0] == runs[1][0] and (runs[0][1] == runs[1][1]).all()
+    direct = run_tdcd(model, eta=torch.tensor([0.1, 0.1, 0.2, 0.2], dtype=torch.float64), Q=1,
+                      rounds=3, theta0=theta0, replicas=4, generator=torch.Generator().manual_seed(1),
+                      record_grad=False).loss.numpy()
+    k = 2 * (0.1, 0.2).index(runs[0][0])
+    assert (runs[0][1] == direct[k:k + 2]).all() and direct[:, -1].reshape(2, 2).mean(1).argmin() == k // 2
+    assert [ex._run_plan(Plan(reading=r), Q).reading for r, Q in
+            (("step", 1), ("step", 10), (None, 10), ("round", 1))] == ["round", "step", "round", "round"]

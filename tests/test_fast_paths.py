@@ -152,7 +152,8 @@ def test_record_every_and_loss_only_record_the_same_numbers():
 
 
 def test_loss_only_runs_of_hfl_afl_and_tdcd_record_the_same_losses():
-    """record_grad=False skips the full gradients and keeps the dynamics and the draws."""
+    """record_grad=False skips the full gradients and keeps the dynamics and the draws; TDCD's
+    record_loss=False records the hub models, at which the loss is the one recorded."""
     from fedbound.sim.afl import run_afl
     from fedbound.sim.hfl import run_hfl
     from fedbound.sim.tdcd import run_tdcd
@@ -179,6 +180,14 @@ def test_loss_only_runs_of_hfl_afl_and_tdcd_record_the_same_losses():
     assert torch.equal(pr.loss(hfl[False].x_final), hfl[False].loss[:, -1])
     assert torch.equal(afl[False].x_final, afl[True].x_final)
     assert tdcd[False].sigma2 is None and torch.equal(tdcd[False].drift, tdcd[True].drift)
+    hubs = run_tdcd(model, eta=0.1, Q=2, rounds=3, theta0=torch.zeros(model.dim, dtype=F64),
+                    replicas=2, generator=gen(5), batch="step", record_grad=False, record_loss=False)
+    assert hubs.loss is None and torch.equal(hubs.drift, tdcd[True].drift)
+    assert torch.equal(model.loss(hubs.hub.flatten(0, 1)).view(2, 4), tdcd[True].loss)
+    assert torch.equal(hubs.time, tdcd[True].time)
+    with pytest.raises(ValueError, match="record_loss=False"):
+        run_tdcd(model, eta=0.1, Q=2, rounds=3, theta0=torch.zeros(model.dim, dtype=F64),
+                 replicas=2, generator=gen(5), record_loss=False)
 
 
 # ---------------------------------------------------------------- TDCD

@@ -75,6 +75,22 @@ EXPECTED = {
     "01_mllsgd.ipynb": [r"<td>mllsgd\.theorem1</td>"],
     "02_hfl_sync_time.ipynb": [r"<td>hfl\.theorem2</td>"],
 }
+#: the papers whose every registered claim notebook 07 shows, from the stored quick
+#: reproduction ``make claims-data`` writes
+CLAIM_PAPERS = ("mllsgd", "hfl", "tdcd", "afl")
+CLAIMS_DATA = NOTEBOOK_DIR / "data" / "claims_quick.json"
+
+
+def expected(name: str) -> list[str]:
+    """The patterns of :data:`EXPECTED`; for notebook 07, each registered claim of
+    :data:`CLAIM_PAPERS`, shown with its id and citation."""
+    if name != "07_paper_claims.ipynb":
+        return EXPECTED.get(name, [])
+    from fedbound.verify.claims import claims
+
+    return [re.escape(f"<b>{escape(c.id)}</b> ({escape(c.cite)})") for c in claims(CLAIM_PAPERS)]
+
+
 NONDETERMINISTIC = "nondeterministic"
 REL_TOL, ABS_TOL = 1e-9, 1e-12
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?\b(?:inf|nan)\b")
@@ -369,25 +385,32 @@ CHECKS["every contract check passes"] = all(r.outcome == "passed" for r in resul
 '''),
     ],
     '07_paper_claims.ipynb': [
-        (None, '''\
+        ('rep = load_reproduction("data/claims_quick.json")', '''\
 from scipy import stats
 
-for rep in runs:
-    for r in rep.results:
-        CHECKS[f"{r.claim.id} ran"] = not r.error
-        for d in r.decisions:
-            for i, t in enumerate(d.tests):
-                half = stats.t.ppf(0.975, t.seeds - 1) * t.sd / np.sqrt(t.seeds)
-                inside = (t.lower is None or t.effect - half > t.lower) and (
-                    t.upper is None or t.effect + half < t.upper)
-                outside = (t.lower is not None and t.effect + half <= t.lower) or (
-                    t.upper is not None and t.effect - half >= t.upper)
-                verdict = "agrees" if inside else "contradicts" if outside else "undecided"
-                key = f"{r.claim.id} [{d.reading or '-'}] test {i}"
-                CHECKS[key + " interval"] = bool(
-                    np.isclose(t.low, t.effect - half, rtol=1e-9, atol=1e-12)
-                    and np.isclose(t.high, t.effect + half, rtol=1e-9, atol=1e-12))
-                CHECKS[key + " verdict"] = verdict == t.verdict
+from fedbound.verify.claims import claims as registered
+
+CHECKS["every registered claim of the four papers is stored"] = sorted(
+    r.claim.id for r in rep.results) == sorted(c.id for c in registered(["mllsgd", "hfl", "tdcd", "afl"]))
+for r in rep.results:
+    CHECKS[f"{r.claim.id} ran"] = not r.error
+    for d in r.decisions:
+        for i, t in enumerate(d.tests):
+            half = stats.t.ppf(0.975, t.seeds - 1) * t.sd / np.sqrt(t.seeds)
+            inside = (t.lower is None or t.effect - half > t.lower) and (
+                t.upper is None or t.effect + half < t.upper)
+            outside = (t.lower is not None and t.effect + half <= t.lower) or (
+                t.upper is not None and t.effect - half >= t.upper)
+            verdict = "agrees" if inside else "contradicts" if outside else "undecided"
+            key = f"{r.claim.id} [{d.reading or '-'}] test {i}"
+            CHECKS[key + " interval"] = bool(
+                np.isclose(t.low, t.effect - half, rtol=1e-9, atol=1e-12)
+                and np.isclose(t.high, t.effect + half, rtol=1e-9, atol=1e-12))
+            CHECKS[key + " verdict"] = verdict == t.verdict
+'''),
+        (None, '''\
+CHECKS["the live rerun of the cheap papers' cheapest claims gives the stored numbers, bit for bit"] = (
+    changed == [] and {"mllsgd", "hfl", "tdcd"} <= {r.claim.paper for r in live.results})
 '''),
     ],
 }
@@ -707,7 +730,7 @@ def test_notebook_executes(path, kernel_specs):
         f"{path.name}: kernel ran {probe[1:]} instead of {sys.executable} with Agg"
 
     text = "\n".join(_text_outputs(c) for c in code[:-1])
-    for pattern in EXPECTED.get(path.name, []):
+    for pattern in expected(path.name):
         assert re.search(pattern, text), f"{path.name}: no output matches {pattern!r}"
 
     outcomes = check_outcomes(code[-2])
@@ -719,6 +742,37 @@ def test_notebook_executes(path, kernel_specs):
     stale = differences(stored, without_added(nb))
     assert not stale, (f"{path.name}: stored outputs differ from a new execution (run "
                        "`make notebooks` and review the diff):\n" + "\n".join(stale))
+
+
+def test_stored_claims_are_every_claim_and_a_changed_number_is_found():
+    """Notebook 07's stored quick reproduction (``make claims-data``) holds every registered
+    claim of :data:`CLAIM_PAPERS`, and the comparison its live rerun relies on
+    (``reproduction_differences``, checked in :data:`NOTEBOOK_CHECKS`) finds one number of
+    the file moved by one ulp exactly, and one moved by a relative 1e-8 at the notebook's
+    tolerance of 1e-9: a file written by other code fails the notebook's check."""
+    import numpy as np
+
+    from fedbound.verify.api import json_text, reproduction_differences, reproduction_from_dict
+    from fedbound.verify.claims import claims
+
+    stored = CLAIMS_DATA
+    data = json.loads(stored.read_text())
+    rep = reproduction_from_dict(data)
+    assert sorted(r.claim.id for r in rep.results) == sorted(c.id for c in claims(CLAIM_PAPERS)), \
+        f"{stored} does not hold every registered claim: run `make claims-data`"
+    assert rep.plan.quick and not any(r.error for r in rep.results)
+    def moved(by):
+        changed = json.loads(json_text(data))
+        y = changed["runs"][0]["outcome"]["curves"][0]["y"]
+        y[0][-1] = by(y[0][-1])
+        return reproduction_from_dict(changed)
+
+    ulp = moved(lambda v: float(np.nextafter(v, np.inf)))
+    found = reproduction_differences(ulp, rep)
+    assert len(found) == 1 and ".outcome.curves[0].y[0][" in found[0], found
+    assert reproduction_differences(ulp, rep, rel=1e-9) == []   # the notebook's tolerance
+    found = reproduction_differences(moved(lambda v: v * (1 + 1e-8)), rep, rel=1e-9)
+    assert len(found) == 1 and ".outcome.curves[0].y[0][" in found[0], found
 
 
 # ------------------------------------------------------------ the comparison itself

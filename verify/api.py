@@ -5,8 +5,9 @@ may also register its stored witnesses (:func:`register_witness_dir`), refutatio
 families (:func:`register_family`), rate sweeps (:func:`register_sweep`), choosers
 (:func:`register_chooser`, with :class:`Chooser`) and the experiments and claims of its
 paper (:func:`register_experiment`, :func:`register_claim`, decided by the tests
-:func:`above`, :func:`below`, :func:`between`; :func:`reproduce` decides them and
-:func:`claim_figure` draws one). The four papers of
+:func:`above`, :func:`below`, :func:`between`; :func:`reproduce` decides them,
+:func:`claim_figure` draws one, :func:`claims_grid` many, and :func:`load_reproduction`
+loads a reproduction stored with ``fedbound reproduce ... --json --curves``). The four papers of
 ``verify/papers/`` use this module and nothing else of ``verify``, as a plugin does from
 outside the package. See ``docs/extending.md`` for a walk through, and ``verify.testing``
 for the contract checks to run on a new adapter.
@@ -43,7 +44,7 @@ from .choose import (
     settings_text,
     unregister_chooser,
 )
-from .claimplots import claim_figure
+from .claimplots import claim_figure, claims_grid
 from .claims import (
     Claim,
     Curve,
@@ -76,6 +77,7 @@ from .named_problem import NamedProblem, add_problem_arguments
 from .plugins import load_plugins
 from .rate import Sweep, register_sweep, unregister_sweeps
 from .reproduce import ClaimResult, Reproduction, digits_mlp, reproduce
+from .reproduction_io import load_reproduction, reproduction_differences, reproduction_from_dict
 from .scenario import (
     FEATURE_NORM_RANGE,
     Scenario,
@@ -97,16 +99,19 @@ __all__ = [
     "SCENARIO", "STEP", "TIME", "UNITS", "Adapter", "add_problem_arguments", "adapter_for",
     "adapter_keys",
     "along_trajectory", "above", "Answer", "below", "between", "check", "check_estimated",
-    "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure", "ClaimResult", "claims",
+    "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure", "claims_grid",
+    "ClaimResult", "claims",
     "comma_separated", "compare", "Comparison", "conservative_bound", "conservative_step",
     "count_text", "Curve", "default_scenario", "digits_mlp", "Draw", "estimate_constants",
     "estimate_grid", "estimated_keys", "estimated_start", "Evaluation",
     "EstimationSettings", "Experiment", "families", "Family", "Footprint", "half_width",
-    "in_region", "json_text", "jsonable", "Knob", "label", "load_plugins", "load_scenario",
+    "in_region", "json_text", "jsonable", "Knob", "label", "load_plugins", "load_reproduction",
+    "load_scenario",
     "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "Parts", "passes",
     "Plan", "problem_spec", "Proposal", "Reading", "register_adapter",
     "register_chooser", "register_claim", "register_experiment", "register_family",
-    "register_sweep", "register_witness_dir", "reproduce", "Reproduction", "require_float",
+    "register_sweep", "register_witness_dir", "reproduce", "Reproduction", "reproduction_differences",
+    "reproduction_from_dict", "require_float",
     "require_floats", "require_int", "require_runs", "ResourceError", "RngDraw", "roundoff", "Scenario",
     "settings_text", "Sweep", "Tags", "Test", "TOLERANCE", "unregister_adapter", "unregister_chooser",
     "unregister_paper", "unregister_sweeps", "unregister_witness_dir", "Verdict", "Witness",

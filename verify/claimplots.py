@@ -2,7 +2,8 @@
 wall-clock time, rounds or iterations (the mean over seeds and its 95% Student-t band), the
 places where the claim is decided marked, the bound's prediction where one is evaluated
 (its own axis, on the right), and the verdict in the title; one panel per reading of an
-ambiguous step. Used by the report of ``fedbound reproduce`` and notebook 07."""
+ambiguous step. Used by the report of ``fedbound reproduce``; :func:`claims_grid` draws many
+claims as small panels of one figure (notebook 07: every claim of a paper)."""
 
 from __future__ import annotations
 
@@ -80,4 +81,39 @@ def claim_figure(result: ClaimResult, reproduction: Reproduction):
     fig.suptitle(title, fontsize=10, color=VERDICT_COLOURS[result.verdict])
     fig.subplots_adjust(left=0.1 / n ** 0.5, right=1 - 0.08 / n ** 0.5, top=0.84,
                         bottom=0.2 + 0.06 * rows, wspace=0.45)
+    return fig
+
+
+def claims_grid(results, reproduction: Reproduction, columns: int = 4, size=(3.4, 2.6)):
+    """One figure of small panels, one per claim of ``results`` that was decided (in order,
+    ``columns`` to a row, each ``size`` inches): its primary reading's curves, marks and
+    bound as in :func:`claim_figure`, its id and verdict in the panel's title, its curves'
+    labels in a small legend. None when no claim was decided."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
+
+    drawn = [r for r in results if r.decisions]
+    if not drawn:
+        return None
+    rows = math.ceil(len(drawn) / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(size[0] * columns, size[1] * rows),
+                             squeeze=False)
+    for ax, r in zip(axes.ravel(), drawn, strict=False):  # the last row may have blanks
+        d = r.primary or r.decisions[0]
+        _panel(ax, r, d, reproduction.outcome(r.claim, d.reading))
+        ax.set_title(textwrap.fill(f"{r.claim.id.partition('.')[2]}: {r.verdict}", 40),
+                     color=VERDICT_COLOURS[r.verdict], fontsize=8)
+        ax.legend(fontsize=6, frameon=False)
+    for ax in axes.ravel()[len(drawn):]:
+        ax.set_visible(False)
+    for ax in fig.axes:  # the panels and the bound's axes on their right
+        ax.xaxis.label.set_size(7)
+        ax.yaxis.label.set_size(7)
+        ax.tick_params(which="both", labelsize=6)
+        ax.yaxis.set_minor_formatter(NullFormatter())  # a log axis's decades only: legible, and
+        # a third of the figure's drawing time spared (each minor label is typeset as math)
+    # margins in inches, fixed: tight_layout would lay out every tick of every panel (seconds)
+    width, height = fig.get_size_inches()
+    fig.subplots_adjust(left=0.7 / width, right=1 - 0.6 / width, bottom=0.45 / height,
+                        top=1 - 0.3 / height, wspace=0.6, hspace=0.55)
     return fig

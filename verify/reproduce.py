@@ -26,6 +26,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from .claims import Claim, Experiment, Outcome, Plan, claims, experiment
 from .decide import Test, combine, deciding
 
@@ -142,12 +144,20 @@ class Reproduction:
             return 4
         return 3 if strict and "undecided" in verdicts else 0
 
-    def to_dict(self) -> dict:
-        return {"papers": list(self.papers), "quick": self.plan.quick, "seed": self.plan.seed,
-                "seeds": self.plan.seeds, "batch": self.plan.batch, "step": self.plan.step,
-                "seconds": self.seconds, "counts": self.counts(),
-                "paper_seconds": self.paper_seconds(),
-                "claims": [r.as_dict() for r in self.results]}
+    def to_dict(self, curves: bool = False) -> dict:
+        """The reproduction as JSON values: the plan, the counts and every claim's decision;
+        with ``curves`` also every run with what it measured (``runs``: the curves, scalars,
+        notes and prediction each claim's figure and report need), from which
+        ``verify.reproduction_io.reproduction_from_dict`` rebuilds the reproduction, every
+        number bit for bit (a NaN of an array is written null)."""
+        out = {"papers": list(self.papers), "quick": self.plan.quick, "seed": self.plan.seed,
+               "seeds": self.plan.seeds, "batch": self.plan.batch, "step": self.plan.step,
+               "device": self.plan.device, "seconds": self.seconds, "counts": self.counts(),
+               "paper_seconds": self.paper_seconds(),
+               "claims": [r.as_dict() for r in self.results]}
+        if curves:
+            out["runs"] = [run_dict(r) for r in self.runs]
+        return out
 
     def text(self) -> str:
         """The reproduction as plain text: per paper a header, per claim its verdict."""
@@ -165,6 +175,31 @@ class Reproduction:
             for r in mine:
                 lines += claim_lines(r) + [""]
         return "\n".join(lines).rstrip()
+
+
+def listed(a: np.ndarray) -> list:
+    """The nested list of the array ``a``, a NaN written None (JSON has no NaN)."""
+    a = np.asarray(a)
+    if a.dtype.kind == "f" and np.isnan(a).any():
+        out = a.astype(object)
+        out[np.isnan(a)] = None
+        return out.tolist()
+    return a.tolist()
+
+
+def outcome_dict(o: Outcome) -> dict:
+    """What a run measured as JSON values (the curves in their order: a figure draws them so)."""
+    return {"xlabel": o.xlabel, "ylabel": o.ylabel, "notes": list(o.notes),
+            "prediction": o.prediction,
+            "scalars": [{"name": k, "values": listed(v)} for k, v in o.scalars.items()],
+            "curves": [{"label": c.label, "x": listed(c.x), "y": listed(c.y),
+                        "bound": None if c.bound is None else listed(c.bound), "xlabel": c.xlabel}
+                       for c in o.curves.values()]}
+
+
+def run_dict(r: Run) -> dict:
+    return {"experiment": r.experiment, "reading": r.plan.reading, "seconds": r.seconds,
+            "error": r.error, "outcome": None if r.outcome is None else outcome_dict(r.outcome)}
 
 
 def _number(x: float) -> str:

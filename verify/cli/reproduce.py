@@ -41,6 +41,8 @@ def run(args):
     from ..claims import claims, papers
     from ..reproduce import reproduce
 
+    if args.curves and not args.json:
+        raise UsageError("--curves adds the runs' curves to the JSON: give it with --json")
     known = papers()
     unknown = [p for p in args.paper if p not in known]
     if unknown:
@@ -80,7 +82,7 @@ def run(args):
 
         where = write(rep, args.report, force=args.force)
     if args.json:
-        out = rep.to_dict()
+        out = rep.to_dict(curves=args.curves)
         if where is not None:
             out["report"] = str(where / "index.html")
         return Exit(out, status)
@@ -113,6 +115,9 @@ def arguments(p) -> None:
     p.add_argument("--device", default=None, help="torch device, e.g. cuda (default: cpu)")
     p.add_argument("--jobs", type=_at_least(1), default=1,
                    help="worker processes running experiments in parallel (default 1)")
+    p.add_argument("--curves", action="store_true",
+                   help="with --json, also every run's curves (what each claim's figure draws): "
+                        "a file that fedbound.verify.api.load_reproduction loads without loss")
     p.add_argument("--strict", action="store_true", help="exit 3 when a claim is undecided")
     p.add_argument("--report", metavar="DIR",
                    help="also write a report: a page per paper with every claim's figure and table")

@@ -27,12 +27,22 @@ The readings of the round's mini-batch (:data:`READINGS`, ``sim.tdcd.BATCHES``):
 one batch of sample IDs for all Q local iterations of a round (Section 3, Algorithm 1), or a
 fresh batch at every local iteration (the conference version of TDCD); the Q claims run
 under both (the other experiments under the printed one).
+
+The experiments train some configurations alike: K = 2 (clients) and N = 2 (silos) are the
+latency experiment's networks, and Q = 1 is the same run under either reading (a round of
+one local iteration draws one batch). Each (network, Q, plan) is trained once per process
+(:func:`trained`, a bounded cache: the runs are deterministic, so a hit returns the numbers a
+rerun computes), and Theorem 1's constants are estimated once for both readings
+(:func:`bounds_at`).
 """
 
 from __future__ import annotations
 
 import math
 from contextlib import contextmanager
+from dataclasses import replace
+from functools import lru_cache
+from types import MappingProxyType
 
 import numpy as np
 
@@ -66,6 +76,8 @@ READINGS = (
                     "embeddings Phi_{-j} at the round-start hub models"),
 )
 N_DIGITS, PIXELS = 1797, 64
+#: the runs (and bounds) a process keeps: a reproduction of every claim trains 12 distinct runs
+CACHED = 32
 
 
 @contextmanager
@@ -114,21 +126,42 @@ def best_step(model, theta0, *, Q: int, rounds: int, steps, seeds: int, seed: in
               batch: str = "round"):
     """One vectorised run of every step x ``seeds`` replicas (step-major), the round's
     mini-batch read as ``batch`` (:data:`READINGS`): (the step with the lowest mean final
-    loss among those where no replica diverged, its losses [seeds, rounds + 1])."""
+    loss among those where no replica diverged, its losses [seeds, rounds + 1]). The run
+    records the hub models (``record_loss=False``) and the loss of every round is evaluated
+    for the best step's replicas only (:func:`losses_of`): the numbers of a run that
+    records the loss of every replica, at a fraction of its evaluations."""
     import torch
 
     from fedbound.sim.tdcd import run_tdcd
 
     eta = torch.tensor(steps, dtype=torch.float64).repeat_interleave(seeds)
     trace = run_tdcd(model, eta=eta, Q=Q, rounds=rounds, theta0=theta0, replicas=eta.numel(),
-                     generator=torch.Generator().manual_seed(seed), batch=batch, record_grad=False)
-    loss = trace.loss.numpy().reshape(len(steps), seeds, rounds + 1)
+                     generator=torch.Generator().manual_seed(seed), batch=batch, record_grad=False,
+                     record_loss=False)
+    hub = trace.hub.to(model.device)                                 # [R, rounds + 1, N, d]
+    last = model.loss(hub[:, -1].contiguous()).cpu().numpy().reshape(len(steps), seeds)
     diverged = trace.diverged.numpy().reshape(len(steps), seeds).any(axis=1)
-    final = np.where(diverged, np.inf, loss[:, :, -1].mean(axis=1))
+    final = np.where(diverged, np.inf, last.mean(axis=1))
     k = int(np.argmin(final))
     if not np.isfinite(final[k]):
         raise ValueError(f"Q = {Q}: every step of {tuple(steps)} diverged")
-    return float(steps[k]), loss[k]
+    return float(steps[k]), losses_of(model, hub[k * seeds:(k + 1) * seeds])
+
+
+#: hub models per evaluation of the loss in :func:`losses_of` (its activations: this many
+#: x the digits x (hidden + classes) x 8 B, 24 MB)
+LOSS_CHUNK = 64
+
+
+def losses_of(model, hub) -> np.ndarray:
+    """L(theta) at each of the hub models ``hub`` [S, points, N, d]: [S, points], evaluated
+    :data:`LOSS_CHUNK` models at a time."""
+    import torch
+
+    S, points, N, d = hub.shape
+    flat = hub.reshape(S * points, N, d)
+    loss = torch.cat([model.loss(chunk.contiguous()) for chunk in flat.split(LOSS_CHUNK)])
+    return loss.cpu().numpy().reshape(S, points)
 
 
 def grid(plan: Plan) -> tuple[float, ...]:
@@ -145,27 +178,51 @@ def footprint(plan: Plan, configurations: int, silos: int = SILOS, clients: int 
     memory = {f"replicas={R} x silos={silos} x clients={clients} x parameters={d} x 6 buffers "
               f"of 8 B": 48.0 * R * silos * clients * d,
               f"replicas={R} x batch={batch} x activations": 8.0 * R * batch * 4 * (HIDDEN + CLASSES),
+              f"the hub models of replicas={R} x {rounds_of(1, iterations) + 1} rounds x silos="
+              f"{silos} x parameters={d}": 8.0 * R * (rounds_of(1, iterations) + 1) * silos * d,
+              f"the loss of {LOSS_CHUNK} hub models x the digits x activations":
+                  8.0 * LOSS_CHUNK * N_DIGITS * 2 * (HIDDEN + CLASSES),
               "the digits": 8.0 * N_DIGITS * PIXELS}
     per_step = 6.0 * R * batch * d + LOOP_OVERHEAD * silos
-    per_round = 2.0 * R * N_DIGITS * d + LOOP_OVERHEAD * 4
+    per_round = 2.0 * plan.seeds * N_DIGITS * d + LOOP_OVERHEAD * 4
     steps = {f"{configurations} configurations x Q in {QS} x {iterations} iterations x replicas="
              f"{R} x batch={batch} x parameters={d}":
              configurations * (len(QS) * iterations * per_step + rounds * per_round)}
     return Footprint.of(memory, steps)
 
 
-def iteration_curves(model, theta0, plan: Plan, qs=QS, tag: str = "") -> tuple[dict, list[str]]:
-    """Per Q: its curve against local iterations at its best step, and a note of the step."""
-    iterations = ITERATIONS[plan.quick]
+def iteration_curves(plan: Plan, *, silos: int = SILOS, clients: int = CLIENTS, qs=QS,
+                     tag: str = "") -> tuple[dict, list[str]]:
+    """Per Q: its curve against local iterations at its best step on the network of
+    ``silos`` x ``clients`` (:func:`trained`), and a note of the step."""
     curves, notes = {}, []
     for Q in qs:
-        R = rounds_of(Q, iterations)
-        eta, loss = best_step(model, theta0, Q=Q, rounds=R, steps=grid(plan), seeds=plan.seeds,
-                              seed=plan.seed + 1, batch=plan.reading or "round")
+        eta, loss = trained(_run_plan(plan, Q), silos, clients, Q)
         label = f"Q = {Q}{tag}"
-        curves[label] = Curve(label, Q * np.arange(R + 1), loss)
+        curves[label] = Curve(label, Q * np.arange(loss.shape[1]), loss)
         notes.append(f"{label}: step {eta:g} of {grid(plan)}")
     return curves, notes
+
+
+def _run_plan(plan: Plan, Q: int) -> Plan:
+    """``plan`` with the reading its run of Q trains under: the printed one where it names
+    none, and for Q = 1 (one batch a round under either reading: the same run)."""
+    return replace(plan, reading="round" if Q == 1 else plan.reading or "round")
+
+
+@lru_cache(maxsize=CACHED)
+def trained(plan: Plan, silos: int, clients: int, Q: int) -> tuple[float, np.ndarray]:
+    """:func:`best_step` of Q on the network of ``silos`` x ``clients`` that ``plan`` builds
+    (:func:`build_model` at its batch, seed and device), for ``ITERATIONS[plan.quick]``
+    iterations, the grid :func:`grid`, ``plan.seeds`` seeds, under ``plan.reading``:
+    (step, losses [seeds, rounds + 1], read-only). Once per process for each argument."""
+    model, theta0 = build_model(silos=silos, clients=clients, batch=plan.batch or BATCH,
+                                seed=plan.seed, device=plan.device)
+    eta, loss = best_step(model, theta0, Q=Q, rounds=rounds_of(Q, ITERATIONS[plan.quick]),
+                          steps=grid(plan), seeds=plan.seeds, seed=plan.seed + 1,
+                          batch=plan.reading)
+    loss.setflags(write=False)
+    return eta, loss
 
 
 def decision_time(ratio: float, iterations: int) -> float:
@@ -183,14 +240,12 @@ def latency(plan: Plan) -> Outcome:
     points."""
     from fedbound.bounds.tdcd import round_time
 
-    model, theta0 = build_model(silos=SILOS, clients=CLIENTS, batch=plan.batch or BATCH,
-                                seed=plan.seed, device=plan.device)
-    by_iteration, notes = iteration_curves(model, theta0, plan)
+    by_iteration, notes = iteration_curves(plan)
     iterations = ITERATIONS[plan.quick]
-    bound_of, prediction = bounds_at(model, theta0, plan, {
-        (Q, rounds): None for Q in QS for ratio in RATIOS
+    bound_of, prediction = bounds_at(replace(plan, reading=None), tuple(dict.fromkeys(
+        (Q, rounds) for Q in QS for ratio in RATIOS
         for rounds in (rounds_of(Q, iterations),
-                       int(decision_time(ratio, iterations) // round_time(Q, ratio, 1.0)))})
+                       int(decision_time(ratio, iterations) // round_time(Q, ratio, 1.0))))))
     curves = {}
     for label, c in by_iteration.items():
         Q = int(label.split("= ")[1])
@@ -209,16 +264,20 @@ def latency(plan: Plan) -> Outcome:
                    prediction=prediction)
 
 
-def bounds_at(model, theta0, plan: Plan, points: dict) -> tuple[dict, str]:
+@lru_cache(maxsize=CACHED)
+def bounds_at(plan: Plan, points: tuple[tuple[int, int], ...]) -> tuple[MappingProxyType, str]:
     """Theorem 1, (15) (published, ``proof`` variant) at each (Q, rounds) of ``points``, at its
-    own best admissible step, with L, L_max, sigma_j and Delta estimated on the same
-    networks at the conservative end; and the prediction in words."""
+    own best admissible step, with L, L_max, sigma_j and Delta estimated at the conservative
+    end on the networks of the latency experiment (K = 2, N = 2) that ``plan`` builds; and
+    the prediction in words. Once per process for each argument (the readings share it)."""
     import torch
 
     from fedbound import bounds
 
     from .adapters import estimate_tdcd_constants
 
+    model, theta0 = build_model(silos=SILOS, clients=CLIENTS, batch=plan.batch or BATCH,
+                                seed=plan.seed, device=plan.device)
     settings = (EstimationSettings(points=2, steps=10, power_steps=10, starts=2, samples=32)
                 if plan.quick else EstimationSettings(points=3, steps=30, power_steps=20, samples=100))
     estimates, sigma_est = estimate_tdcd_constants(model, theta0,
@@ -236,7 +295,7 @@ def bounds_at(model, theta0, plan: Plan, points: dict) -> tuple[dict, str]:
             + (f"Its smallest value is at Q = {best[0]} ({best[1]} rounds); it depends on eta and "
                "Q only through eta Q, so it certifies no Q > 1 faster than Q = 1"
                if best else "Inadmissible at every point"))
-    return out, text
+    return MappingProxyType(out), text
 
 
 def _bound(thm, estimates, sigma, Q: int, R: int, clients) -> float:
@@ -260,9 +319,7 @@ def clients_experiment(plan: Plan) -> Outcome:
     Q of :data:`QS`, against iterations."""
     curves, notes = {}, []
     for K in (CLIENTS, 2 * CLIENTS):
-        model, theta0 = build_model(silos=SILOS, clients=K, batch=plan.batch or BATCH,
-                                    seed=plan.seed, device=plan.device)
-        c, n = iteration_curves(model, theta0, plan, tag=f", K = {K}")
+        c, n = iteration_curves(plan, clients=K, tag=f", K = {K}")
         curves.update(c)
         notes += n
     return Outcome(curves, "local iterations", "training loss L(theta)", notes=tuple(notes))
@@ -273,9 +330,7 @@ def silos_experiment(plan: Plan) -> Outcome:
     Q = 10, K = 2, against iterations."""
     curves, notes = {}, []
     for N in (SILOS, 2 * SILOS):
-        model, theta0 = build_model(silos=N, clients=CLIENTS, batch=plan.batch or BATCH,
-                                    seed=plan.seed, device=plan.device)
-        c, n = iteration_curves(model, theta0, plan, qs=(10,), tag=f", N = {N}")
+        c, n = iteration_curves(plan, silos=N, qs=(10,), tag=f", N = {N}")
         curves.update(c)
         notes += n
     return Outcome(curves, "local iterations", "training loss L(theta)", notes=tuple(notes))
