@@ -35,12 +35,13 @@ PAPERS = ("mllsgd", "hfl", "tdcd", "afl")
 GOALS = {True: 60.0, False: 900.0}
 
 
-def parsed(argv: list[str] | None, description: str, known=PAPERS):
-    """The command line of a benchmark that reproduces the papers' claims (``--full``,
-    ``--papers``, ``--jobs``, ``--device``): (its arguments, the device, the papers), or
-    the usage error (exit 2) naming the bad option."""
+def parsed(argv: list[str] | None, description: str, known=PAPERS, *, full: bool = True):
+    """The command line of a benchmark that reproduces the papers' claims (``--full`` where
+    ``full``, ``--papers``, ``--jobs``, ``--device``): (its arguments, the device, the
+    papers), or the usage error (exit 2) naming the bad option."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--full", action="store_true", help="the full runs (default: --quick)")
+    if full:
+        parser.add_argument("--full", action="store_true", help="the full runs (default: --quick)")
     parser.add_argument("--papers", default=",".join(known), help="comma-separated paper keys")
     parser.add_argument("--jobs", type=int, default=1, help="processes across a paper's runs")
     add_device_argument(parser)

@@ -108,6 +108,31 @@ def test_a_quick_hfl_claim_runs_and_is_decided_on_its_paired_runs(claims):
         assert t.seeds == 3 and np.isclose(t.effect, d.mean(), rtol=1e-12, atol=1e-15), t.name
 
 
+def test_mllsgd_decides_its_claims_at_one_point_that_quick_and_full_runs_share():
+    """Castiglia et al. 2021's claims are about convergence speed: each is decided at k = AT
+    inside the quick run's horizon, not at the run's end, where the curves have converged.
+    Two curves that cross after AT: A is ahead (lower) at AT and behind at the end."""
+    import numpy as np
+
+    from fedbound.verify.api import Curve, Outcome
+    from fedbound.verify.papers.mllsgd import claims as mc
+    from fedbound.verify.papers.mllsgd import experiments as ex
+
+    assert 0 < mc.AT <= ex.PERIOD * (ex.PERIODS[True] - 1)  # the quick run's last record
+    x = np.arange(0, ex.PERIOD * ex.PERIODS[False], ex.PERIOD, dtype=float)
+    noise = 0.01 * np.random.default_rng(0).standard_normal((2, 6, x.size))
+    a = np.where(x <= mc.AT, 1.0, 0.50) + noise[0]
+    b = np.where(x <= mc.AT, 1.3, 0.48) + noise[1]
+    out = Outcome({"A": Curve("A", x, a), "B": Curve("B", x, b)}, "iterations k", "loss")
+    i = int(np.flatnonzero(x == mc.AT)[0])
+    (t,) = mc.lower([("A", "B")])(out)
+    assert (t.at, t.verdict, t.compares) == (mc.AT, "agrees", ("A", "B"))
+    assert np.isclose(t.effect, (b[:, i] - a[:, i]).mean(), rtol=1e-12)
+    (s,) = mc.similar("A", ["B"])(out)  # 30% apart at AT, 4% at the end
+    assert (s.at, s.verdict) == (mc.AT, "contradicts")
+    assert np.isclose(s.effect, (b[:, i] / a[:, i] - 1).mean(), rtol=1e-12)
+
+
 def test_tdcd_one_local_iteration_is_one_run_under_both_readings(monkeypatch):
     """With Q = 1 a round draws one batch under either reading of Das et al. 2022, Section 3:
     the same run, which the experiments train once (``experiments.trained``); best_step's
