@@ -101,11 +101,11 @@ def test_a_malformed_file_is_refused_with_one_line_naming_the_field(live, tmp_pa
     assert "must be a JSON object" in _refused("[1]", tmp_path)
     bad = json.loads(json_text(good))
     bad["claims"][0]["readings"]["as-printed"]["tests"][0]["effect"] = "big"
-    assert "claims[0].readings.as-printed.tests[0].effect = 'big' must be a number" in \
+    assert 'claims[0].readings.as-printed.tests[0].effect = "big" must be a number' in \
         _refused(bad, tmp_path)
     bad = json.loads(json_text(good))
     bad["claims"][2]["readings"]["flipped"]["verdict"] = "maybe"
-    assert "claims[2].readings.flipped.verdict = 'maybe' must be one of agrees" in _refused(bad, tmp_path)
+    assert 'claims[2].readings.flipped.verdict = "maybe" must be one of agrees' in _refused(bad, tmp_path)
     bad = json.loads(json_text(good))
     bad["runs"][0]["outcome"]["curves"][1]["y"][1] = [1.0]
     assert "runs[0].outcome.curves[1].y is not a rectangular list" in _refused(bad, tmp_path)

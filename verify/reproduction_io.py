@@ -26,6 +26,7 @@ import numpy as np
 from .claims import Curve, Outcome, Plan, claims
 from .decide import VERDICTS, Test
 from .reproduce import ClaimResult, Decision, Reproduction, Run
+from .scenario import _short, jsonable, parse_json
 
 #: the fields of a stored test (``Test.as_dict``, less the region, which is recomputed)
 TEST_FIELDS = ("name", "effect", "low", "high", "sd", "seeds", "lower", "upper", "verdict",
@@ -50,12 +51,7 @@ def _typed(value, kinds, where: str, noun: str, optional: bool = False):
     kinds = kinds if isinstance(kinds, tuple) else (kinds,)
     if isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool)):
         return value
-    raise ValueError(f"{where} = {_shown(value)} must be {noun}" + (" or null" if optional else ""))
-
-
-def _shown(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
+    raise ValueError(f"{where} = {_short(value)} must be {noun}" + (" or null" if optional else ""))
 
 
 def _number(value, where: str, optional: bool = False) -> float | int | None:
@@ -107,7 +103,7 @@ def _scalars(value, where: str) -> np.ndarray:
 
 def _verdict(value, where: str) -> str:
     if value not in VERDICTS:
-        raise ValueError(f"{where} = {_shown(value)} must be one of {', '.join(VERDICTS)}")
+        raise ValueError(f"{where} = {_short(value)} must be one of {', '.join(VERDICTS)}")
     return value
 
 
@@ -124,7 +120,7 @@ def _test(data, where: str) -> Test:
     if kw["compares"] is not None:
         pair = _typed(kw["compares"], list, _at(where, "compares"), "a list", optional=True)
         if len(pair) != 2 or not all(isinstance(x, str) for x in pair):
-            raise ValueError(f"{_at(where, 'compares')} = {_shown(pair)} must be two labels")
+            raise ValueError(f"{_at(where, 'compares')} = {_short(pair)} must be two labels")
         kw["compares"] = tuple(pair)
     return Test(**kw)
 
@@ -136,7 +132,7 @@ def _decision(data, reading: str | None, where: str) -> Decision:
     name, value = _field(effect, "test", f"{where}.effect"), _field(effect, "value", f"{where}.effect")
     deciding = next((t for t in tests if t.name == name and t.effect == _number(value, where)), None)
     if deciding is None:
-        raise ValueError(f"{where}.effect.test = {_shown(name)} names none of its tests")
+        raise ValueError(f"{where}.effect.test = {_short(name)} names none of its tests")
     agrees = _typed(_field(data, "bound_agrees", where), bool, f"{where}.bound_agrees",
                     "true or false", optional=True)
     return Decision(reading, _verdict(_field(data, "verdict", where), f"{where}.verdict"), tests,
@@ -240,7 +236,6 @@ def load_reproduction(path: str | os.PathLike) -> Reproduction:
     --curves > path``), read with the input size cap (``verify.inputs``): module docstring.
     ValueError (a ``ResourceError`` above the cap), one line, when it is not one."""
     from .inputs import read_text
-    from .scenario import parse_json
 
     what = f"reproduction {os.fspath(path)}"
     data = parse_json(read_text(path, what), what)
@@ -262,7 +257,7 @@ def _changes(stored, live, path: str, rel: float):
     elif type(stored) is float is type(live) and rel > 0 and math.isclose(stored, live, rel_tol=rel):
         return
     elif type(stored) is not type(live) or repr(stored) != repr(live):
-        yield f"{path}: stored {_shown(stored)}, live {_shown(live)}"
+        yield f"{path}: stored {_short(stored)}, live {_short(live)}"
 
 
 def reproduction_differences(stored: Reproduction, live: Reproduction, *, rel: float = 0.0) -> list[str]:
@@ -272,7 +267,6 @@ def reproduction_differences(stored: Reproduction, live: Reproduction, *, rel: f
     a file written on another processor may differ in the last bits of a sum); one line per
     difference, empty when the rerun gives the stored numbers (the stored file is not stale).
     The seconds the runs took are not compared."""
-    from .scenario import jsonable
 
     one, two = jsonable(stored.to_dict(curves=True)), jsonable(live.to_dict(curves=True))
     plan = ("quick", "seed", "seeds", "batch", "step", "device")
