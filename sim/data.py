@@ -435,30 +435,36 @@ def _dirichlet_draw(labels: torch.Tensor, classes: int, workers: int, alpha: flo
     device = labels.device
     seed = int(randint(2**62, (1,), generator, "cpu"))
     draws = np.random.default_rng(seed).dirichlet(np.full(workers, alpha), size=classes)
-    proportions = torch.as_tensor(draws, dtype=DTYPE, device=device)
     rank, sizes = _ranks_within_class(labels, classes, generator)
+    counts = sizes.cpu().numpy()
     if balance:
-        proportions = _balanced(proportions, sizes, labels.numel() / workers)
-    cuts = torch.floor(proportions.cumsum(dim=1) * sizes[:, None].to(DTYPE)).long()
-    cuts = torch.minimum(cuts, sizes[:, None])
-    cuts[:, -1] = sizes                           # the rounding of cumsum never drops a sample
-    owner = torch.searchsorted(cuts[labels], rank[:, None], right=True).squeeze(1)
-    return Partition(owner, workers, proportions)
+        draws = _balanced(draws, counts, labels.numel() / workers)
+    owner = torch.searchsorted(torch.as_tensor(_cuts(draws, counts), device=device)[labels],
+                               rank[:, None], right=True).squeeze(1)
+    return Partition(owner, workers, torch.as_tensor(draws, dtype=DTYPE, device=device))
 
 
-def _balanced(proportions: torch.Tensor, sizes: torch.Tensor, cap: float) -> torch.Tensor:
+def _cuts(proportions: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """[C, M] int64: the cut points floor(n_k (p_k1 + ... + p_kj)), the last one n_k (the
+    rounding of the sum never drops a sample), in numpy's float64 arithmetic as FedML's
+    ``partition_data`` computes them (a cut at an integer is where one ulp moves a sample)."""
+    cuts = np.minimum(np.floor(np.cumsum(proportions, axis=-1) * sizes[..., None]).astype(np.int64),
+                      sizes[..., None])
+    cuts[..., -1] = sizes
+    return cuts
+
+
+def _balanced(proportions: np.ndarray, sizes: np.ndarray, cap: float) -> np.ndarray:
     """FedML's cap: class by class, p_kj = 0 for the workers already holding >= ``cap``
     samples, renormalised (kept as drawn if that leaves no worker); the counts a class
     gives are those of the cut points of :func:`dirichlet_partition`."""
-    held = torch.zeros(proportions.shape[1], dtype=DTYPE, device=proportions.device)
-    out = proportions.clone()
+    held = np.zeros(proportions.shape[1])
+    out = proportions.copy()
     for k in range(proportions.shape[0]):  # sequential in the classes, as FedML's loop
         open_ = proportions[k] * (held < cap)
         if open_.sum() > 0:
             out[k] = open_ / open_.sum()
-        cuts = torch.floor(out[k].cumsum(0) * float(sizes[k])).clamp(max=float(sizes[k]))
-        cuts[-1] = float(sizes[k])
-        held += torch.diff(cuts, prepend=cuts.new_zeros(1))
+        held += np.diff(_cuts(out[k], sizes[k]), prepend=0)
     return out
 
 
