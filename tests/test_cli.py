@@ -239,6 +239,19 @@ def test_choose_sync_time_bad_input(capsys, change, message):
     assert code == 2 and message in err, err
 
 
+@pytest.mark.parametrize("argv, option, given", [
+    (["choose", "tdcd", "--Q="], "--Q", ""), (["choose", "mllsgd", "--tau="], "--tau", ""),
+    (["choose", "hfl", "--S", " , "], "--S", " , "),
+    (["choose", "hfl", "--data", "digits", "--model", "mlp", "--hidden="], "--hidden", ""),
+    (["rate", "hfl.theorem2", "--over", "S", "--values="], "--values", ""),
+])
+def test_an_empty_list_option_is_refused_not_read_as_the_default(capsys, argv, option, given):
+    """A list option given with no number is bad input naming the option, not its default."""
+    code, _, err = run(capsys, *argv)
+    assert code == 2 and err == (f"fedbound: error: {option} must be comma-separated numbers "
+                                 f"(at least one), got {given!r}\n"), err
+
+
 def test_choose_help_says_what_each_delay_parameter_means(capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["choose", "hfl", "--help"])

@@ -167,8 +167,6 @@ class NamedProblem:
         for i, h in enumerate(hidden or ()):
             if h < 1:
                 raise FieldError(f"{n('--hidden')}[{i}]={h} must be an integer >= 1")
-        if hidden == []:
-            raise FieldError(f"{n('--hidden')}: give at least one width")
         return cls(args.data, model, split, batch, tuple(hidden or (32,)), args.data_dir, names)
 
     def as_dict(self, seed: int) -> dict[str, Any]:
