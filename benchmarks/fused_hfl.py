@@ -8,9 +8,9 @@ alpha = 0.05, x^1 = x* + 1, one replica.
 
 :func:`fused_hfl` runs Algorithm 1 of Ali & Arafa 2025 (local iterations (5)-(6), the
 normalised upload (10) and the weighted global update (12)) with the groups in one [G, d]
-tensor: per local iteration one noise draw [1, G, n, d] into a reused buffer (what
-run_hfl draws), the group gradient computed once per group and the clients' noise
-averaged by one sum, the recordings of run_hfl (||grad f(x^u)||^2, f(x^u), Theorem 1's
+tensor: per local iteration one draw of the groups' mean noise [1, G, d] into a reused
+buffer (what run_hfl draws: the mean of n clients' N(0, sigma^2/d I) noise is one
+N(0, sigma^2/(n d) I) draw), the group gradient computed once per group, the recordings of run_hfl (||grad f(x^u)||^2, f(x^u), Theorem 1's
 per-group sums and Lemma 1's deviations). No validation, no divergence check, equal groups.
 """
 
@@ -44,7 +44,7 @@ def fused_hfl(problem: Quadratic, *, sizes: list[int], t: torch.Tensor, alpha: f
     U = t.shape[0]
     scale = problem.sigma / math.sqrt(d)
     weight = 1.0 / G
-    noise = torch.empty(1, G, n, d, dtype=F64)
+    noise = torch.empty(1, G, d, dtype=F64)
     grad_sq, loss = torch.empty(U, dtype=F64), torch.empty(U + 1, dtype=F64)
     group_sum, deviation = torch.zeros(G, dtype=F64), torch.empty(U, G, dtype=F64)
     x = x1.clone()
@@ -59,7 +59,7 @@ def fused_hfl(problem: Quadratic, *, sizes: list[int], t: torch.Tensor, alpha: f
             gy = (y - x_star) @ A
             group_sum += torch.where(active[:, 0], (gy * gy).sum(-1), 0.0)
             noise.normal_(generator=generator)
-            direction = noise.sum(2)[0].mul_(scale / n).add_(gy)
+            direction = noise[0].mul_(scale / math.sqrt(n)).add_(gy)
             y = torch.where(active, y - alpha * direction, y)
         x_next = x + weight * ((y - x) / steps[:, None]).sum(0)
         deviation[u] = (x_next - y).square().sum(-1)

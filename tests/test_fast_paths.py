@@ -84,17 +84,37 @@ def test_quadratic_and_afl_samplers_are_bit_for_bit():
 
 
 @pytest.mark.parametrize("counts", [[3, 3, 3], [1, 3, 2]])
-def test_quadratic_group_mean_equals_the_mean_of_client_gradients(counts):
-    """Quadratic's mean of c noisy gradients (gradient once, noise summed) against the
-    generic mean of c stochastic_grad draws on the same noise."""
+def test_quadratic_group_mean_is_one_draw_of_the_mean_noise(counts):
+    """Quadratic's mean of c noisy gradients: grad F(y) plus one N(0, sigma^2/(dim c) I) draw
+    per group model, the draws those of randn on [..., G, d] from the same generator."""
     problem = Quadratic.random(4, 2.0, 0.1, 1.5, gen(0), rotate=True)
     y = torch.randn(2, 3, 4, generator=gen(1), dtype=F64)
-    counts = torch.tensor(counts)
-    fast = problem.mean_gradient_sampler((2, 3, 3, 4), counts, gen(2))
-    plain = Problem.mean_gradient_sampler(problem, (2, 3, 3, 4), counts, gen(2))
+    c = torch.tensor(counts)
+    fast, fresh = problem.mean_gradient_sampler((2, 3, 3, 4), c, gen(2)), gen(2)
+    scale = 1.5 / torch.sqrt(4.0 * c.to(F64))[:, None]
     for _ in range(3):
-        assert close(fast(y), plain(y), rtol=1e-13)
-    assert close(fast(y, problem.grad(y)), plain(y), rtol=1e-13)
+        want = y @ problem.hessian - problem.x_star @ problem.hessian \
+            + torch.randn(2, 3, 4, generator=fresh, dtype=F64) * scale
+        assert close(fast(y), want, rtol=1e-13)
+    want = problem.grad(y) + torch.randn(2, 3, 4, generator=fresh, dtype=F64) * scale
+    assert close(fast(y, problem.grad(y)), want, rtol=1e-13)
+
+
+def test_quadratic_group_mean_has_the_law_of_the_mean_of_client_gradients():
+    """In law, the one draw is the mean of c stochastic_grad draws (the generic sampler):
+    per group, the noise's mean is 0 and its variance per coordinate sigma^2/(dim c), both
+    samplers within 5 standard errors on 4000 x 4 coordinates."""
+    problem = Quadratic.random(4, 2.0, 0.1, 1.5, gen(0))
+    counts = torch.tensor([1, 3, 8])
+    y = torch.zeros(4000, 3, 4, dtype=F64)
+    want = 1.5**2 / (4 * counts.to(F64))
+    for sampler in (problem.mean_gradient_sampler, lambda *a: Problem.mean_gradient_sampler(problem, *a)):
+        noise = sampler((4000, 3, 8, 4), counts, gen(3))(y) - problem.grad(y)
+        n = noise.shape[0] * noise.shape[2]
+        mean = noise.mean(dim=(0, 2))
+        var = noise.square().mean(dim=(0, 2))
+        assert (mean.abs() <= 5 * (want / n).sqrt()).all(), mean
+        assert ((var / want - 1).abs() <= 5 * math.sqrt(2 / n)).all(), var / want
 
 
 @pytest.mark.parametrize("lam", [0.0, 0.2])

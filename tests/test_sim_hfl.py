@@ -1,5 +1,6 @@
 """The HFL simulator (sim.hfl) against Algorithm 1 of Ali & Arafa 2025:
-a plain per-client loop on the same draws, S = 0 as minibatch SGD, schedule identities of
+a plain per-client loop on the same draws (each client's noise, or each group's mean noise
+as the quadratic draws it), S = 0 as minibatch SGD, schedule identities of
 (7), (9), (13), Lemma 1 pathwise, the closed-form count moments, determinism, bad input."""
 
 import math
@@ -14,7 +15,7 @@ from fedbound import bounds
 from fedbound.bounds import delays as D
 from fedbound.bounds import hfl as H  # noqa: F401  (registers hfl.*)
 from fedbound.sim.hfl import HFLDelays, draw_schedule, run_hfl, schedule_from_counts
-from fedbound.sim.problems import LogisticRegression, Quadratic
+from fedbound.sim.problems import LogisticRegression, Problem, Quadratic
 
 FAST = settings(max_examples=12, deadline=None)
 FIG7A_DELAYS = HFLDelays((1.0, 1.0), (0.1, 0.1), 10.0, 1.0)
@@ -28,27 +29,48 @@ def logistic(seed=0):
     return LogisticRegression.random(40, 3, 1.5, torch.Generator().manual_seed(seed), batch=1)
 
 
+class PerClient(Quadratic):
+    """The quadratic drawing one noise vector per client (the generic
+    ``Problem.mean_gradient_sampler``), not its group mean's in one draw."""
+
+    mean_gradient_sampler = Problem.mean_gradient_sampler
+
+
+def per_client(seed=0, sigma=1.0):
+    pr = quadratic(seed, sigma)
+    return PerClient(pr.hessian, pr.x_star, f_star=pr.f_inf, sigma=pr.sigma)
+
+
 def plain_loop(problem, sizes, alpha, x1, t, replicas, seed, upload="printed"):
     """Algorithm 1 literally: loops over replicas, rounds, groups, local iterations and
-    clients, consuming the same stochastic-gradient draws as the simulator; ``upload`` the
-    reading of (10) and (12): Delta_i / t_i (printed), Delta_i t_eff / t_i (fednova) or
-    Delta_i (sum)."""
+    clients, consuming the same stochastic-gradient draws as the simulator (a ``PerClient``
+    problem: one per client; a ``Quadratic``: each group's mean noise, one N(0, sigma^2/(d
+    n_i) I) vector per group); ``upload`` the reading of (10) and (12): Delta_i / t_i
+    (printed), Delta_i t_eff / t_i (fednova) or Delta_i (sum)."""
     gen = torch.Generator().manual_seed(seed)
     G, n_max, d = len(sizes), max(sizes), problem.dim
     N = sum(sizes)
+    clients = isinstance(problem, PerClient)
     x = [x1.clone() for _ in range(replicas)]
     for u in range(t.shape[0]):
         ys = [[x[r].clone() for _ in range(G)] for r in range(replicas)]
         for step in range(int(t[u].max())):
             block = torch.stack([torch.stack(ys[r]) for r in range(replicas)])
-            g = problem.stochastic_grad(block[:, :, None, :].expand(replicas, G, n_max, d), gen)
+            if clients:
+                g = problem.stochastic_grad(block[:, :, None, :].expand(replicas, G, n_max, d), gen)
+            else:
+                noise = torch.randn(replicas, G, d, generator=gen, dtype=torch.float64)
             for r in range(replicas):
                 for i in range(G):
                     if step < t[u, i]:
-                        total = torch.zeros(d, dtype=torch.float64)
-                        for k in range(sizes[i]):
-                            total = total + (ys[r][i] - alpha * g[r, i, k])
-                        ys[r][i] = total / sizes[i]
+                        if clients:
+                            total = torch.zeros(d, dtype=torch.float64)
+                            for k in range(sizes[i]):
+                                total = total + (ys[r][i] - alpha * g[r, i, k])
+                            ys[r][i] = total / sizes[i]
+                        else:
+                            scale = problem.sigma / math.sqrt(d * sizes[i])
+                            ys[r][i] = ys[r][i] - alpha * (problem.grad(ys[r][i]) + scale * noise[r, i])
         t_eff = sum(sizes[i] / N * float(t[u, i]) for i in range(G))
         scale = [{"printed": 1 / float(t[u, i]), "fednova": t_eff / float(t[u, i]), "sum": 1.0}[upload]
                  for i in range(G)]
@@ -59,11 +81,11 @@ def plain_loop(problem, sizes, alpha, x1, t, replicas, seed, upload="printed"):
 
 @FAST
 @given(sizes=st.lists(st.integers(1, 4), min_size=1, max_size=3), U=st.integers(1, 4),
-       seed=st.integers(0, 50))
-def test_vectorised_equals_plain_loop(sizes, U, seed):
+       seed=st.integers(0, 50), clients=st.booleans())
+def test_vectorised_equals_plain_loop(sizes, U, seed, clients):
     rng = np.random.default_rng(seed)
     t = rng.integers(1, 4, size=(U, len(sizes)))
-    pr = quadratic(seed)
+    pr = per_client(seed) if clients else quadratic(seed)
     x1 = pr.x_star + 1.0
     tr = run_hfl(pr, sizes=sizes, alpha=0.1, x1=x1, replicas=2, t=t,
                  generator=torch.Generator().manual_seed(seed))
@@ -76,7 +98,7 @@ def test_vectorised_equals_plain_loop(sizes, U, seed):
        seed=st.integers(0, 50), upload=st.sampled_from(["printed", "fednova", "sum"]))
 def test_each_reading_of_the_upload_equals_the_plain_loop(sizes, U, seed, upload):
     t = np.random.default_rng(seed).integers(1, 5, size=(U, len(sizes)))
-    pr = quadratic(seed)
+    pr = per_client(seed)
     x1 = pr.x_star + 1.0
     tr = run_hfl(pr, sizes=sizes, alpha=0.1, x1=x1, replicas=2, t=t, upload=upload,
                  generator=torch.Generator().manual_seed(seed))
@@ -105,7 +127,7 @@ def test_the_readings_of_the_upload_agree_where_the_counts_do():
 
 def test_S_zero_is_minibatch_sgd():
     """t = 1: x^{u+1} = x^u - alpha/N sum_{i,k} g_ik(x^u) (one step of minibatch SGD)."""
-    pr, sizes = quadratic(1), [2, 3]
+    pr, sizes = per_client(1), [2, 3]
     gen = torch.Generator().manual_seed(3)
     sched = draw_schedule(FIG7A_DELAYS, 0.0, 60.0, 2, gen)
     assert (sched.t[sched.t > 0] == 1).all()
