@@ -10,8 +10,9 @@ alpha = 0.05, x^1 = x* + 1, one replica.
 normalised upload (10) and the weighted global update (12)) with the groups in one [G, d]
 tensor: per local iteration one draw of the groups' mean noise [1, G, d] into a reused
 buffer (what run_hfl draws: the mean of n clients' N(0, sigma^2/d I) noise is one
-N(0, sigma^2/(n d) I) draw), the group gradient computed once per group, the recordings of run_hfl (||grad f(x^u)||^2, f(x^u), Theorem 1's
-per-group sums and Lemma 1's deviations). No validation, no divergence check, equal groups.
+N(0, sigma^2/(n d) I) draw), the group gradient computed once per group, the recordings
+of run_hfl (||grad f(x^u)||^2, f(x^u), Theorem 1's per-group sums and Lemma 1's
+deviations). No validation, no divergence check, equal groups.
 """
 
 from __future__ import annotations
