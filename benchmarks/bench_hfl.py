@@ -7,8 +7,9 @@ The loop reference implements Algorithm 1 of Ali & Arafa 2025 literally
 for one replica: one 1-D tensor per group model, one SGD step per client (5), the group
 average (6), the normalised upload (10) and the |N_i|-weighted global update (12). It
 consumes the generator exactly as run_hfl does with one replica (per round and local
-iteration one quadratic-noise draw ``randn((1, G, n_max, d))``), so both traces agree to
-1e-10. Prints groups | clients | loop s | vectorised s | ratio (best of a few repeats, one
+iteration one draw ``randn((1, G, d))`` of the groups' mean noise, group i's scaled by
+sigma / sqrt(|N_i| d): the quadratic's law of the mean of |N_i| clients' noise), so both
+traces agree to 1e-10. Prints groups | clients | loop s | vectorised s | ratio (best of a few repeats, one
 intra-op thread), then schedules per second of bounds.delays.sample_schedules for 2 to 64
 groups, then the time of choosing S from the expected bound (bounds.choose_sync_time, the
 plug-in estimate) for the paper's Fig. 7a delays, in this process, and the time of a fresh
@@ -52,7 +53,7 @@ def scenario(groups: int, clients: int, T: float, seed: int = 0) -> dict:
 
 def loop_reference(problem: Quadratic, *, sizes, t, alpha, x1, generator) -> list[float]:
     """||grad f(x^u)||^2 for each round and f(x^{U+1}), one group and one client at a time."""
-    G, n_max, d = len(sizes), max(sizes), problem.dim
+    G, d = len(sizes), problem.dim
     N = sum(sizes)
     scale = problem.sigma / math.sqrt(d)
     x = x1.clone()
@@ -61,14 +62,14 @@ def loop_reference(problem: Quadratic, *, sizes, t, alpha, x1, generator) -> lis
         out.append(float(problem.grad(x).square().sum()))
         ys = [x.clone() for _ in range(G)]
         for step in range(int(t[u].max())):
-            noise = randn((1, G, n_max, d), generator, x.device)
+            noise = randn((1, G, d), generator, x.device)
             for i in range(G):
                 if step >= t[u, i]:
                     continue
                 total = torch.zeros(d, dtype=torch.float64)
-                for k in range(sizes[i]):
-                    total = total + (noise[0, i, k] * scale + problem.grad(ys[i]))
-                ys[i] = ys[i] - alpha * total / sizes[i]
+                for _ in range(sizes[i]):
+                    total = total + problem.grad(ys[i])
+                ys[i] = ys[i] - alpha * (total / sizes[i] + noise[0, i] * scale / math.sqrt(sizes[i]))
         x = x + sum(sizes[i] / N * (ys[i] - x) / int(t[u, i]) for i in range(G))
     out.append(float(problem.loss(x)))
     return out
