@@ -244,12 +244,27 @@ def test_choose_sync_time_bad_input(capsys, change, message):
     (["choose", "hfl", "--S", " , "], "--S", " , "),
     (["choose", "hfl", "--data", "digits", "--model", "mlp", "--hidden="], "--hidden", ""),
     (["rate", "hfl.theorem2", "--over", "S", "--values="], "--values", ""),
+    (["choose", "hfl", "--alpha=1,,2"], "--alpha", "1,,2"), (["choose", "tdcd", "--Q=1,"], "--Q", "1,"),
 ])
-def test_an_empty_list_option_is_refused_not_read_as_the_default(capsys, argv, option, given):
-    """A list option given with no number is bad input naming the option, not its default."""
+def test_an_empty_list_entry_is_refused_not_skipped(capsys, argv, option, given):
+    """A list option with an empty entry, or no number at all, is bad input naming the
+    option: not fewer numbers, not its default."""
     code, _, err = run(capsys, *argv)
-    assert code == 2 and err == (f"fedbound: error: {option} must be comma-separated numbers "
-                                 f"(at least one), got {given!r}\n"), err
+    assert code == 2 and err == (f"fedbound: error: {option} must be comma-separated numbers, "
+                                 f"got {given!r}\n"), err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--variant="], "--variant must be comma-separated names, got ''"),
+    (["--variant=proof,,tight"], "--variant must be comma-separated names, got 'proof,,tight'"),
+    (["--curves"], "--curves adds the per-time curves to the JSON: give it with --json"),
+])
+def test_choose_refuses_an_empty_variant_and_curves_without_json(capsys, extra, message):
+    """Not silently no certified answer, fewer variants, or curves that are never shown."""
+    code, out, err = run(capsys, "choose", "hfl", "--sizes", "15,15", "--delays", FIG7A, "--T", "100",
+                         "--L", "1", "--G", "1", "--sigma", "1", "--Delta", "1", "--method", "bound",
+                         *extra)
+    assert code == 2 and out == "" and err == f"fedbound: error: {message}\n", err
 
 
 def test_choose_help_says_what_each_delay_parameter_means(capsys):

@@ -129,6 +129,14 @@ def _cli(capsys, *argv):
     return code, out, err
 
 
+def test_cli_refuses_an_empty_claim_entry(synth, capsys):
+    """``--claim a,,b`` or ``--claim ''`` is bad input, not fewer claims or every claim."""
+    for given in (f"{OK[0]},,{OK[1]}", ""):
+        code, out, err = _cli(capsys, "reproduce", "synth", "--claim", given, "--list")
+        assert code == 2 and out == "" and err == (
+            f"fedbound: error: --claim must be comma-separated names, got {given!r}\n"), err
+
+
 def test_cli_json_lists_every_claim_with_its_verdict_and_readings(synth, capsys):
     code, out, _ = _cli(capsys, "reproduce", "synth", "--quick", "--claim",
                         ",".join(OK), "--json")

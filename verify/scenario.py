@@ -173,17 +173,15 @@ def parse_json(text: str, what: str):
 
 
 def comma_separated(text: str | None, name: str, kind=float) -> list | None:
-    """A comma-separated list of at least one number given as option ``name`` (None when not
-    given); ValueError naming the option otherwise (an empty value is not the default)."""
+    """A comma-separated list of numbers given as option ``name`` (None when not given);
+    ValueError naming the option otherwise, an empty entry included ("", "1,,2", "1,": a
+    typo is not read as fewer numbers, nor an empty value as the default)."""
     if text is None:
         return None
     try:
-        values = [kind(x) for x in text.split(",") if x.strip()]
+        return [kind(x) for x in text.split(",")]
     except ValueError:
         raise ValueError(f"{name} must be comma-separated numbers, got {text!r}") from None
-    if not values:
-        raise ValueError(f"{name} must be comma-separated numbers (at least one), got {text!r}")
-    return values
 
 
 def require_int(name: str, value, minimum: int = 1, maximum: int = INT_MAX) -> int:

@@ -12,6 +12,7 @@ from .common import (
     Command,
     Exit,
     Parser,
+    UsageError,
     exit_codes,
     limit_options,
     names,
@@ -68,11 +69,14 @@ def run(args):
     cls = chooser_class(args.name)
     parser = chooser_parser(cls, command_of(cls))
     sub = parser.parse_args(args.rest)
+    if sub.curves and not (args.json or sub.json):
+        raise UsageError("--curves adds the per-time curves to the JSON: give it with --json")
     with limits.configured(memory=sub.max_memory, steps=sub.max_steps,
                            scenarios=sub.max_scenarios, input=sub.max_input), as_options(parser):
         chooser = cls.from_arguments(sub, scenario_reader(parser, sub))
         with progress_bar(unit="runs", leave=False) as bar:
-            rep = choose(chooser, variants=names(sub.variant), method=sub.method, progress=bar)
+            rep = choose(chooser, variants=names(sub.variant, "--variant"), method=sub.method,
+                         progress=bar)
     if args.json or sub.json:
         return rep.as_dict(curves=sub.curves)
     print(rep.text())

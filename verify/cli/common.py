@@ -141,9 +141,15 @@ def seconds(text: str) -> float:
     return value
 
 
-def names(text: str | None) -> list[str] | None:
-    """A comma-separated list of names (None when not given)."""
-    return None if text is None else [v.strip() for v in text.split(",") if v.strip()]
+def names(text: str | None, option: str) -> list[str] | None:
+    """A comma-separated list of names given as ``option`` (None when not given); ValueError
+    naming the option for an empty entry ("", "a,,b", "a,"): not fewer names, nor none."""
+    if text is None:
+        return None
+    out = [v.strip() for v in text.split(",")]
+    if not all(out):
+        raise ValueError(f"{option} must be comma-separated names, got {text!r}")
+    return out
 
 
 def limit_options(p: argparse.ArgumentParser, default, shown=tuple(LIMIT_OPTIONS)) -> None:

@@ -48,7 +48,7 @@ def run(args):
     if unknown:
         raise UsageError(f"argument paper: invalid choice: {unknown[0]!r} (choose from "
                          f"{', '.join(map(repr, known))})")
-    wanted = names(",".join(args.claim)) if args.claim else None
+    wanted = names(",".join(args.claim), "--claim") if args.claim else None
     selected = claims(args.paper, wanted)
     if args.list:
         if args.json:
