@@ -232,16 +232,17 @@ class NeuralClients(_FlatModule, ClientProblem):
         self.counts = sizes.to(self.device)                                  # [M] n_i
         mask = torch.arange(table.shape[1], device=self.device) < self.counts[:, None]
         self.local_weights = mask.to(DTYPE) / self.counts[:, None]           # [M, n_max]
+        share = (1.0 / self.counts.to(DTYPE) / self.M if weights == "uniform"
+                 else 1.0 / self.counts.to(DTYPE) * self.client_weights)
+        self.sample_weights = share[self.partition.owner.to(self.device)]   # [n] p_i / n_i
         self.L = self.beta = self.sigma = self.G = self.sigma_L = self.sigma_G = None
         self.f_inf = self.f_star = 0.0
 
     def _mean_of_workers(self, fn: Callable, x: torch.Tensor):
-        """``fn`` at x [..., dim] on all workers' data weighted p_i/n_i: f = sum_i p_i f_i."""
-        share = (self.local_weights / self.M if self.weights == "uniform"
-                 else self.local_weights * self.client_weights[:, None])
-        data = (self.features[self.table].flatten(0, 1), self.labels[self.table].flatten(),
-                share.flatten())
-        return self.batched(fn, x, data, (None, None, None))
+        """``fn`` at x [..., dim] on every sample, weighted p_i/n_i by its worker i:
+        f = sum_i p_i f_i (one pass over the n samples, no padding to the largest shard)."""
+        return self.batched(fn, x, (self.features, self.labels, self.sample_weights),
+                            (None, None, None))
 
     def loss(self, x: torch.Tensor) -> torch.Tensor:
         return self._mean_of_workers(self.weighted_loss, x)
