@@ -421,7 +421,8 @@ class SyncTime(Chooser):
                 ends = np.tile(sched.end_time, (len(batch), 1))
                 tr = run_hfl(self.problem, sizes=self.sizes, x1=self.x1, replicas=len(batch) * replicas,
                              alpha=float(alphas[0]) if len(batch) == 1 else steps, t=t, end_time=ends,
-                             generator=torch.Generator().manual_seed(self.seed + 1))
+                             generator=torch.Generator().manual_seed(self.seed + 1),
+                             record_grad=self.measured == "lhs")
                 values = self._values(tr, sched).reshape(len(batch), replicas)
                 mean_U = float(sched.U.mean())
                 for k, i in enumerate(batch):
@@ -512,7 +513,7 @@ def plot_loss_vs_wallclock(chooser: SyncTime, settings: list[dict[str, Any]], ax
         sched = chooser.schedules(row["S"], chooser.replicas)
         tr = run_hfl(chooser.problem, sizes=chooser.sizes, alpha=row["alpha"], x1=chooser.x1,
                      replicas=chooser.replicas, t=sched.t, end_time=sched.end_time,
-                     generator=torch.Generator().manual_seed(chooser.seed + 1))
+                     generator=torch.Generator().manual_seed(chooser.seed + 1), record_grad=False)
         at = loss_at_times(tr.loss.numpy() - chooser.problem.f_inf, tr.end_time.numpy(), sched.U, times)
         ax.plot(times, at.mean(axis=0), label=settings_text(row))
     ax.set_yscale("log")
