@@ -311,6 +311,7 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
     grad_sq, losses, deviation = [], [], []
     group_sum = torch.zeros(R, G, dtype=DTYPE, device=device)
     zero = torch.zeros((), dtype=DTYPE, device=device)  # torch.where(m, v, zero): less dispatch than 0.0
+    longest = t.amax(dim=(0, 2)).tolist()                   # local iterations of round u: one sync
     for u in range(U_max):
         tu, active_round = t[:, u, :], real[:, u]
         if record_grad:
@@ -320,8 +321,7 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
             loss = problem.loss(x)
         losses.append(loss)
         y = x[:, None, :].expand(R, G, d).clone()
-        steps = int(tu.max())
-        active = torch.arange(steps, device=device) < tu[..., None]    # [R, G, steps]
+        active = torch.arange(longest[u], device=device) < tu[..., None]    # [R, G, steps]
         if accept.alive is not None:
             active &= accept.alive[:, None, None]
         for now, now_d in zip(active.unbind(-1), active[..., None, :].unbind(-1), strict=True):
