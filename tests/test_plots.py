@@ -167,6 +167,9 @@ def test_every_report_figure_fits_its_canvas_and_names_what_it_draws(report_figu
     bad = {name: found for name, fig in report_figures.items()
            if (found := clipped_texts(fig) + unnamed_curves(fig) + _unlabelled_axes(fig))}
     assert bad == {}
+    # a result page stacks its figures (700 px each): a title says "below", never "beside"
+    titles = [fig.axes[0].get_title() for fig in report_figures.values()]
+    assert any("drawn below" in t for t in titles) and not [t for t in titles if "beside" in t]
 
 
 def test_the_clipping_check_sees_text_off_the_canvas():
