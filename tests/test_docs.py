@@ -1,14 +1,24 @@
-"""Every ```python block of the documentation (``docs/``, Markdown) runs, in order, one
-namespace per page, in a fresh interpreter from a temporary directory (the README's blocks
-run in ``tests/test_readme.py``, the docstrings' examples in ``tests/test_docstrings.py``).
+"""Every code block of the documentation (``docs/``, Markdown) runs in CI: the README's blocks
+run in ``tests/test_readme.py``, the docstrings' examples in ``tests/test_docstrings.py``.
+
+- ```python blocks run, in order, one namespace per page, in a fresh interpreter from a
+  temporary directory.
+- ```sh blocks run as the README's do (``tests/doc_blocks.py``: one command a line, each
+  exiting 0 or the status its ``# exits N`` comment states), ``fedbound`` and ``python``
+  being this interpreter on this source tree, each block in a temporary directory of its
+  own; a ```text block after one is its output, abridged, and must be what it prints.
+- ```json blocks are sweep specs that ``verify.sweep.SweepSpec`` accepts.
+- Blocks without a language hold no runnable command: a line starting with ``fedbound`` is a
+  usage line (an option in brackets, an alternative ``|`` or a metavariable in capitals).
 
 A block that must not run (one that installs something, or takes minutes) is preceded by
 the line ``<!-- not run: REASON -->``; it is listed as a skip with its reason, never
-dropped silently.
+dropped silently. The page of the encoded results lists every registered result.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -16,10 +26,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from doc_blocks import bare, blocks, commands, expected_status, is_usage, shell_env, shown_in
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-BLOCK = re.compile(r"(?:^<!-- not run: (?P<skip>.*?) -->\n)?^```python\n(?P<code>.*?)^```", re.M | re.S)
+#: a fenced block of any language, with the marker that keeps it from running
+BLOCK = re.compile(r"(?:^<!-- not run: (?P<skip>.*?) -->\n)?^```(?P<lang>\w*)\n(?P<code>.*?)^```",
+                   re.M | re.S)
+#: a ```text block right after a block: its output
+OUTPUT = re.compile(r"\s*```text\n(?P<shown>.*?)^```", re.M | re.S)
 TIMEOUT = 600
 
 #: runs the blocks given as JSON on standard input, in order, in one namespace
@@ -31,36 +46,105 @@ for i, code in blocks:
     exec(compile(code, f"{page}, python block {i}", "exec"), ns)
 """
 
-
-def blocks(text: str) -> list[tuple[int, str, str | None]]:
-    """(number, code, reason not to run or None) of each ```python block of ``text``."""
-    return [(i, m["code"], m["skip"]) for i, m in enumerate(BLOCK.finditer(text), start=1)]
+PAGES_MD = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 
 
-PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts and blocks(p.read_text()))
+def fenced(text: str, lang: str) -> list[tuple[int, str, str | None, str | None]]:
+    """(number, code, reason not to run or None, the output shown after it or None) of each
+    block of language ``lang`` of ``text``."""
+    out = []
+    for i, m in enumerate((m for m in BLOCK.finditer(text) if m["lang"] == lang), start=1):
+        shown = OUTPUT.match(text, m.end())
+        out.append((i, m["code"], m["skip"], shown["shown"] if shown else None))
+    return out
 
 
-def test_the_extension_guide_has_code_to_run():
-    assert DOCS / "extending.md" in PAGES
+def _id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+PAGES = [p for p in PAGES_MD if fenced(p.read_text(), "python")]
+SH = [(p, i, code, skip, shown) for p in PAGES_MD
+      for i, code, skip, shown in fenced(p.read_text(), "sh")]
+
+
+def test_the_guide_has_code_to_run():
+    assert DOCS / "extending.md" in PAGES and DOCS / "quickstart.md" in PAGES
+    assert {p.name for p, *_ in SH} >= {"install.md", "quickstart.md", "choosing.md", "claims.md",
+                                         "results.md"}
 
 
 def test_a_block_marked_not_run_is_recognised():
-    found = blocks("<!-- not run: installs a package -->\n```python\nx = 1\n```\n\n"
-                   "```python\ny = 2\n```\n")
-    assert found == [(1, "x = 1\n", "installs a package"), (2, "y = 2\n", None)]
+    found = fenced("<!-- not run: installs a package -->\n```python\nx = 1\n```\n\n"
+                   "```python\ny = 2\n```\n```text\n2\n```\n", "python")
+    assert found == [(1, "x = 1\n", "installs a package", None), (2, "y = 2\n", None, "2\n")]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("page", PAGES, ids=_id)
 def test_the_python_blocks_of_a_page_run(page, tmp_path):
-    import json
-
-    found = blocks(page.read_text())
-    run = [(i, code) for i, code, skip in found if skip is None]
+    found = fenced(page.read_text(), "python")
+    run = [(i, code) for i, code, skip, _ in found if skip is None]
     env = {**os.environ, "MPLBACKEND": "Agg"}
     env.pop("FEDBOUND_PLUGINS", None)
     out = subprocess.run([sys.executable, "-c", RUNNER], input=json.dumps([page.name, run]),
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=TIMEOUT)
     assert out.returncode == 0, out.stdout + out.stderr
-    skipped = [f"block {i}: {skip}" for i, _, skip in found if skip is not None]
+    skipped = [f"block {i}: {skip}" for i, _, skip, _ in found if skip is not None]
     if skipped:
         pytest.skip(f"ran {len(run)} blocks; not run: {'; '.join(skipped)}")
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory) -> dict:
+    base = shell_env(tmp_path_factory.mktemp("bin"), sys.executable, ROOT)
+    base.pop("FEDBOUND_PLUGINS", None)
+    return {**base, "MPLBACKEND": "Agg"}
+
+
+@pytest.mark.parametrize("block", SH, ids=lambda b: f"{_id(b[0])}, sh block {b[1]}")
+def test_the_sh_blocks_of_a_page_run_as_written(block, env, tmp_path):
+    page, _, code, skip, shown = block
+    if skip is not None:
+        pytest.skip(f"not run: {skip}")
+    printed = []
+    for command in commands(code):
+        r = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True,
+                           text=True, timeout=TIMEOUT)
+        assert r.returncode == expected_status(command), (
+            f"{page.name}: {bare(command)}\nexited {r.returncode}, the page says "
+            f"{expected_status(command)}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+        assert "Traceback" not in r.stderr, r.stderr
+        printed.append(r.stdout)
+    if shown is not None:
+        assert shown_in(shown, "\n".join(printed)) == [], "\n".join(printed)[-3000:]
+
+
+@pytest.mark.parametrize("text", [b for p in PAGES_MD for lang, b in blocks(p.read_text())
+                                  if lang == "json"])
+def test_every_json_block_is_a_sweep_spec_fedbound_accepts(text):
+    from fedbound.verify.sweep import SweepSpec
+
+    spec = SweepSpec.from_dict(json.loads(text))
+    assert spec.size() == len(spec.entries()) > 0
+
+
+def test_blocks_without_a_language_hold_usage_lines_not_commands():
+    lines = [line for p in PAGES_MD for lang, body in blocks(p.read_text()) if lang == ""
+             for line in body.splitlines() if line.startswith("fedbound ")]
+    assert len(lines) > 20, "the synopsis of the command line (docs/cli.md) is gone"
+    assert [line for line in lines if not is_usage(line)] == []
+
+
+def test_the_results_page_lists_every_result_with_its_variants():
+    """docs/results.md's table: a row per registered result, naming each of its variants."""
+    from fedbound import bounds
+
+    rows = {m[1]: m[2] for m in re.finditer(r"^\| `([\w.]+)`[^|]*\|[^|]*\| ([^|]*) \|",
+                                            (DOCS / "results.md").read_text(), re.M)}
+    text = (DOCS / "results.md").read_text()
+    missing = [k for k in bounds.keys() if f"`{k}`" not in text]
+    assert missing == []
+    for key, variants in rows.items():
+        if key in bounds.keys():
+            named = set(re.findall(r"[\w-]+", variants.replace("**", "")))
+            assert named == set(bounds.variants(key)), key
