@@ -128,7 +128,8 @@ def _scalar_params(params: dict) -> str:
 def format_search(result) -> str:
     """A few lines saying what a search found (or how much it tried), its ratio
     measured/bound and, for a witness, the command that reproduces it; the region searched
-    and each stratum's best, where the search had them."""
+    and each stratum's best, where the search had them. A violation's minimal witness is
+    printed whole (``--witness FILE`` stores it), its strongest by its ratio."""
     where = f" in the region {result.region}" if result.region else ""
     head = f"{result.key} [{result.variant}, status {result.status}]{where}: "
     strata = [f"stratum {row['field']} = {row['value']:g}: {row['tried']} admissible scenarios, "
@@ -161,9 +162,9 @@ def format_search(result) -> str:
         return "\n".join(lines + strata + [minimal + "; it is also the strongest seen:",
                                             json_text(result.witness)])
     return "\n".join(lines + strata + [
-        minimal + ":", json_text(result.witness),
         f"strongest witness: the largest ratio measured/bound seen, "
-        f"{ratio_text(result.strongest_ratio, 6)}:", json_text(result.strongest)])
+        f"{ratio_text(result.strongest_ratio, 6)} (its scenario: the field strongest of --json)",
+        minimal + ":", json_text(result.witness)])
 
 
 def format_rate(results) -> str:
