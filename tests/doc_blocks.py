@@ -20,6 +20,7 @@ import os
 import re
 import shlex
 import stat
+import subprocess
 from pathlib import Path
 
 #: a fenced block; its language may be a MyST directive (``{toctree}``), which no test runs
@@ -117,3 +118,23 @@ def shell_env(bindir: Path, python: str, source: Path | None) -> dict:
     base = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return {**base, "PATH": path, "COLUMNS": "100",
             **({"PYTHONPATH": str(source)} if source is not None else {})}
+
+
+def run_commands(body: str, cwd: Path, env: dict, where: str, *, skip=frozenset(),
+                 timeout: float = 600) -> str:
+    """Run the commands of an ``sh`` block in ``cwd`` (those in ``skip`` left out), each
+    asserted to exit with the status its comment states and without a traceback (``where``
+    names the document in the message); what they printed, and that a ``text`` block after it
+    shows (:func:`shown_in`)."""
+    printed = []
+    for command in commands(body):
+        if bare(command) in skip:
+            continue
+        r = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True,
+                           text=True, timeout=timeout)
+        assert r.returncode == expected_status(command), (
+            f"{where}: {bare(command)}\nexited {r.returncode}, {where} says "
+            f"{expected_status(command)}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+        assert "Traceback" not in r.stderr, r.stderr
+        printed.append(r.stdout)
+    return "\n".join(printed)

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from doc_blocks import bare, blocks, commands, expected_status, is_usage, shell_env, shown_in
+from doc_blocks import blocks, is_usage, run_commands, shell_env, shown_in
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -106,17 +106,9 @@ def test_the_sh_blocks_of_a_page_run_as_written(block, env, tmp_path):
     page, _, code, skip, shown = block
     if skip is not None:
         pytest.skip(f"not run: {skip}")
-    printed = []
-    for command in commands(code):
-        r = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, timeout=TIMEOUT)
-        assert r.returncode == expected_status(command), (
-            f"{page.name}: {bare(command)}\nexited {r.returncode}, the page says "
-            f"{expected_status(command)}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-        assert "Traceback" not in r.stderr, r.stderr
-        printed.append(r.stdout)
+    printed = run_commands(code, tmp_path, env, f"docs/{page.name}", timeout=TIMEOUT)
     if shown is not None:
-        assert shown_in(shown, "\n".join(printed)) == [], "\n".join(printed)[-3000:]
+        assert shown_in(shown, printed) == [], printed[-3000:]
 
 
 @pytest.mark.parametrize("text", [b for p in PAGES_MD for lang, b in blocks(p.read_text())

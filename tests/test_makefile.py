@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from bounded import CEILING
 
 ROOT = Path(__file__).resolve().parents[1]
 MAKE = shutil.which("make")
@@ -25,7 +26,7 @@ CUDA = "https://download.pytorch.org/whl/cu126"
 def dry_run(venv: Path, *settings: str, target: str = "demo") -> list[str]:
     """The commands ``make -n TARGET`` would run (continuation lines joined)."""
     out = subprocess.run([MAKE, "-n", target, f"VENV={venv}", *settings], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60,
+                         capture_output=True, text=True, timeout=CEILING,
                          env={**os.environ, "MAKEFLAGS": ""})
     assert out.returncode == 0, out.stderr
     return out.stdout.replace("\\\n", " ").splitlines()
@@ -81,7 +82,7 @@ def test_a_made_environment_keeps_its_index_and_another_index_reinstalls_torch(t
 
 def test_a_silent_step_in_a_log_still_writes_a_line(tmp_path):
     out = subprocess.run(["sh", str(ROOT / ".ci" / "heartbeat"), "a silent step", "sh", "-c",
-                          "sleep 1.2; exit 3"], capture_output=True, text=True, timeout=60,
+                          "sleep 1.2; exit 3"], capture_output=True, text=True, timeout=CEILING,
                          env={**os.environ, "HEARTBEAT_SECONDS": "0.3"})
     lines = out.stdout.splitlines()
     assert out.returncode == 3 and len(lines) >= 2

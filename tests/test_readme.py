@@ -35,6 +35,7 @@ from doc_blocks import (
     commands,
     expected_status,
     is_usage,
+    run_commands,
     shell_env,
     shown_in,
     with_outputs,
@@ -107,19 +108,9 @@ def test_the_readme_is_a_front_door():
 def test_every_command_runs_as_written_with_the_exit_status_and_output_the_readme_states(
         block, env, tmp_path):
     body, shown = block
-    printed = []
-    for command in commands(body):
-        if bare(command) in SLOW:
-            continue
-        r = subprocess.run(["bash", "-c", command], cwd=tmp_path, env=env, capture_output=True,
-                           text=True, timeout=TIMEOUT)
-        assert r.returncode == expected_status(command), (
-            f"{command}\nexited {r.returncode}, the README says {expected_status(command)}\n"
-            f"{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-        assert "Traceback" not in r.stderr, r.stderr
-        printed.append(r.stdout)
+    printed = run_commands(body, tmp_path, env, "README.md", skip=SLOW, timeout=TIMEOUT)
     if shown is not None:
-        assert shown_in(shown, "\n".join(printed)) == [], "\n".join(printed)[-3000:]
+        assert shown_in(shown, printed) == [], printed[-3000:]
 
 
 @pytest.mark.parametrize("block", PY, ids=lambda b: b[0].splitlines()[0][:40])
