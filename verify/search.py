@@ -403,24 +403,32 @@ class _Searcher:
                     return e
         return None
 
+    def first_improvement(self, scenario, level: int, accept: Callable[[_Eval], bool]
+                          ) -> _Eval | None:
+        """The first neighbour of ``scenario`` (:meth:`neighbours` at ``level``) that
+        ``accept`` takes, each one evaluated and recorded until then or until the budget
+        (``self.budget``) is spent; None if none is taken."""
+        with self.evaluations(iter(self.neighbours(scenario, level))) as take:
+            while self.tried < self.budget:
+                try:
+                    e = take()
+                except StopIteration:
+                    return None
+                if e is None:
+                    continue
+                self.record(e)
+                if accept(e):
+                    return e
+        return None
+
     def strengthen(self, found: _Eval) -> _Eval:
         """From the violation ``found``, while its margin is below ``MIN_RATIO`` and budget
         remains: first-improvement coordinate moves on the excess, to a violating scenario."""
         current = found
         while margin(current.verdict) < MIN_RATIO and self.tried < self.budget:
-            improved = None
-            with self.evaluations(iter(self.neighbours(current.scenario))) as take:
-                while self.tried < self.budget:
-                    try:
-                        e = take()
-                    except StopIteration:
-                        break
-                    if e is None:
-                        continue
-                    self.record(e)
-                    if e.verdict.verdict == "violated" and better(e.excess, current.excess):
-                        improved = e
-                        break
+            improved = self.first_improvement(
+                current.scenario, 0, lambda e, c=current: e.verdict.verdict == "violated"
+                and better(e.excess, c.excess))
             if improved is None:
                 break
             current = improved
@@ -541,19 +549,9 @@ def _search(key, variant, objective, rng, executor, width, progress, region: Reg
                          "produce scenarios on which the theorem's hypotheses hold")
     current, level = s.best, 0
     while s.tried < budget and current is not None:
-        improved = None
-        with s.evaluations(iter(s.neighbours(current.scenario, level))) as take:
-            while s.tried < budget:
-                try:
-                    e = take()
-                except StopIteration:
-                    break
-                if e is None:
-                    continue
-                s.record(e)
-                if (violate and e.verdict.verdict == "violated") or better(e.score, current.score):
-                    improved = e  # first improvement: move on from there
-                    break
+        improved = s.first_improvement(   # first improvement: move on from there
+            current.scenario, level, lambda e, c=current: (violate and e.verdict.verdict == "violated")
+            or better(e.score, c.score))
         if violate and improved is not None and improved.verdict.verdict == "violated":
             return _found(s, improved)
         if improved is not None:
