@@ -11,6 +11,9 @@ DOCS_STAMP := $(VENV)/.docs-installed
 # TORCH_INDEX keeps it, and a different TORCH_INDEX installs torch again from there.
 TORCH_RECORDED := $(shell cat $(VENV)/.torch-index 2>/dev/null)
 TORCH_INDEX ?= $(TORCH_RECORDED)
+# what the first line of an install says where TORCH_INDEX is empty
+TORCH_DEFAULT := pip's index (PyPI's on Linux x86-64 is the CUDA build, about 5.8 GB with its \
+  packages; TORCH_INDEX=https://download.pytorch.org/whl/cpu takes the CPU build)
 # more arguments for every pip install (--proxy URL, --find-links DIR, --no-index, ...)
 PIP_ARGS ?=
 PIP := $(BIN)/python -m pip install $(PIP_ARGS)
@@ -23,7 +26,7 @@ ifneq ($(TORCH_INDEX),$(TORCH_RECORDED))
 endif
 
 $(STAMP): pyproject.toml constraints.txt
-	@echo "== $(VENV): torch 2.13.0 from $(or $(TORCH_INDEX),pip's index), then fedbound (docs/install.md)"
+	@echo "== $(VENV): torch 2.13.0 from $(or $(TORCH_INDEX),$(TORCH_DEFAULT)), then fedbound (docs/install.md)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(LONG) "pip" $(PIP) --quiet --upgrade pip
 	if [ -f $(STAMP) ] && [ '$(TORCH_INDEX)' != '$(TORCH_RECORDED)' ]; then \
