@@ -56,7 +56,7 @@ from . import limits
 from .draw import Draw, RngDraw
 from .inputs import read_text
 from .limits import Footprint
-from .plugins import ensure_loaded
+from .plugins import ensure_loaded, note
 from .scenario import Scenario, jsonable, parse_json
 from .verdict import Comparison, Measurement, Verdict, compare
 
@@ -241,6 +241,11 @@ class Adapter:
             ax = plt.subplots(figsize=SIZE)[1]
         self.check(scenario, variant=variant, exact=exact, ax=ax, label=label)
         return ax
+
+    def overrides(self, hook: str) -> bool:
+        """Whether this adapter implements the hook ``hook`` (``"_footprint"``, ``"_draw"``,
+        ...) rather than inheriting the base class's default."""
+        return getattr(type(self), hook) is not getattr(Adapter, hook)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.key}>"
@@ -429,6 +434,7 @@ def register_adapter(adapter: Adapter | type[Adapter]):
         raise ValueError(f"an adapter for {key!r} is already registered "
                          f"({type(_ADAPTERS[key]).__name__})")
     _ADAPTERS[key] = inst
+    note("adapters", key)
     return adapter
 
 

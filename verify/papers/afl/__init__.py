@@ -11,9 +11,9 @@ adapter per result) and ``claims`` (its experiments reproduced at small scale).
 
 from importlib import resources
 
-from fedbound.verify.api import register_witness_dir
+from fedbound.verify.api import register_tightness, register_witness_dir
 
-from . import adapters, claims  # noqa: F401 - each registers what it holds
+from . import adapters, claims, theorems  # noqa: F401 - each registers what it holds
 from .adapters import (
     AFL,
     FAMILIES,
@@ -35,6 +35,7 @@ from .adapters import (
 )
 
 register_witness_dir(resources.files(__name__) / "witnesses")
+register_tightness(resources.files(__name__) / "tightness.json")
 
 __all__ = [
     "AFL", "AFLScenario", "build", "Corollary1", "Corollary2", "Corollary3",

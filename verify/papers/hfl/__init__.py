@@ -12,9 +12,9 @@ prediction) and ``claims`` (its experiments reproduced at small scale).
 
 from importlib import resources
 
-from fedbound.verify.api import register_witness_dir
+from fedbound.verify.api import register_tightness, register_witness_dir
 
-from . import adapters, choose, claims  # noqa: F401 - each registers what it holds
+from . import adapters, choose, claims, theorems  # noqa: F401 - each registers what it holds
 from .adapters import (
     FIG7A,
     HFL,
@@ -43,6 +43,7 @@ from .choose import (
 )
 
 register_witness_dir(resources.files(__name__) / "witnesses")
+register_tightness(resources.files(__name__) / "tightness.json")
 
 __all__ = [
     "build", "Corollary1", "estimated_parts", "FIG7A", "HFL", "HFLScenario", "Lemma1",

@@ -12,9 +12,9 @@ chooser's calibrated prediction) and ``claims`` (its experiments reproduced at s
 
 from importlib import resources
 
-from fedbound.verify.api import register_witness_dir
+from fedbound.verify.api import register_tightness, register_witness_dir
 
-from . import adapters, choose, claims  # noqa: F401 - each registers what it holds
+from . import adapters, choose, claims, theorems  # noqa: F401 - each registers what it holds
 from .adapters import (
     MAX_WORKERS,
     MLLSGD,
@@ -35,6 +35,7 @@ from .adapters import (
 from .choose import DEFAULT_K, TauEta
 
 register_witness_dir(resources.files(__name__) / "witnesses")
+register_tightness(resources.files(__name__) / "tightness.json")
 
 __all__ = [
     "build", "Corollary1", "DEFAULT_K", "estimated_parts", "exact_series",
