@@ -2,7 +2,8 @@
 by its plugin) are current: re-derived here from the default checks and the stored witnesses,
 whose recorded ratios a replay must reproduce. When this fails after a change of a bound, an
 adapter or a witness, regenerate the tables with
-``python -c "import fedbound.verify.tightness as t; t.write()"`` and say why in the commit."""
+``python -c "from fedbound.verify import tightness; tightness.write()"`` and say why in the
+commit."""
 
 import math
 

@@ -12,7 +12,9 @@ hook                     required  does
 ``_derive``              yes       the theorem's parameters from a scenario
 ``_measure``             yes       the left-hand side on a scenario (a :class:`Measurement`)
 ``_draw``                no        a random admissible scenario from a :class:`~verify.draw.Draw`
-                                   (feeds the battery, the search and the hypothesis strategy)
+                                   (feeds the battery, the search and the hypothesis strategy;
+                                   :meth:`~Adapter.admissible_step` draws its step from the
+                                   theorem's ``max_step``)
 ``_exact_unsupported``   no        why exact mode is unavailable for a scenario ("" if it is)
 ``_estimated_parts``     no        the paper's side of a check with estimated constants (a
                                    :class:`~verify.estimated.Parts`; with ``Tags(estimated=True)``)
@@ -21,7 +23,9 @@ hook                     required  does
                                    estimate), from its sizes alone, without building anything;
                                    :meth:`~Adapter.check`, :meth:`~Adapter.parameters` and
                                    :meth:`~Adapter.measure` refuse a scenario above the limits
-                                   of :mod:`verify.limits` before they build it
+                                   of :mod:`verify.limits` before they build it (an adapter
+                                   without it: ``check_adapter`` warns, ``fedbound plugins``
+                                   flags it)
 ``_compare``             no        bound vs measurement (default: :func:`verify.verdict.compare`,
                                    scalar, per cell and paired)
 ``_bound_series``        no        the bound along the run (x values, bound), for the figure
@@ -215,6 +219,30 @@ class Adapter:
                          "the given scenario")
             ax.set_title(f"{ax.get_title()}\n{label}: {_outcome_text(verdict)}", fontsize=9)
         return verdict
+
+    def admissible_step(self, scenario: Scenario, draw: Draw, low: float = 0.05,
+                        high: float = 1.0, *, variant: str | None = None) -> float:
+        """A step size the theorem admits on ``scenario``: a fraction, drawn uniformly in
+        [``low``, ``high``] from ``draw``, of its largest admissible step (``thm.max_step``
+        of ``variant``, default the default variant's) at the other parameters that
+        ``_derive`` gives on ``scenario`` (the scenario's own step, if set, is left out). What
+        a ``_draw`` calls so that it never solves the theorem's step condition by hand::
+
+            s = SGDScenario(L=draw.uniform(0.5, 4.0), K=draw.integer(1, 200))
+            return s.replace(eta=self.admissible_step(s, draw))
+        """
+        if not 0 < low <= high <= 1:
+            raise ValueError(f"admissible_step: low={low!r}, high={high!r} must satisfy "
+                             "0 < low <= high <= 1 (fractions of the largest admissible step)")
+        thm = self.theorem(variant)
+        if thm.step is None:
+            raise ValueError(f"{self.key} [{thm.variant}] names no step parameter (Theorem.step)")
+        params = {k: v for k, v in self._derive(scenario, thm).items() if k != thm.step}
+        top = float(thm.max_step(**params))
+        if not (math.isfinite(top) and top > 0):
+            raise ValueError(f"{self.key} [{thm.variant}]: the largest admissible {thm.step} is "
+                             f"{top:g} on this scenario: no step to draw")
+        return draw.uniform(low, high) * top
 
     def random_scenario(self, source: np.random.Generator | Draw) -> Scenario:
         """A random scenario on which the result's hypotheses hold (small: its check takes

@@ -159,19 +159,21 @@ def derive(keys) -> dict[str, dict]:
             for key in keys}
 
 
-def write(path: str | Path | None = None, keys=None) -> list[Path]:
-    """Write :func:`derive` of ``keys`` to ``path``; without them, regenerate every
-    registered table from the results its plugin registered (:func:`tracked`): how a paper's
-    or a plugin's table is refreshed after a change of a bound, an adapter or a witness
-    (``python -c "import fedbound.verify.tightness as t; t.write()"``). Returns the files
-    written."""
-    if (path is None) != (keys is None):
-        raise ValueError("write(path, keys) takes both, or neither (every registered table)")
-    todo = tracked() if path is None else {Path(path): list(keys)}
+def write(plugin: str | None = None) -> list[Path]:
+    """Regenerate every registered table (only those of the plugin module ``plugin``, when
+    given) from the results its plugin registered (:func:`tracked`): how a paper's or a
+    plugin's table is made, and refreshed after a change of a bound, an adapter or a witness
+    (``python -c "from fedbound.verify import tightness; tightness.write()"``; a plugin's:
+    ``tightness.write("fedbound_sgd")`` with the plugin loaded). Returns the files written."""
+    todo = {path: keys for path, keys in tracked().items()
+            if plugin is None or owner(origin("tightness_tables", str(path)), modules()) == plugin}
+    if plugin is not None and not todo:
+        raise ValueError(f"plugin={plugin!r} registered no tightness table (register_tightness); "
+                         f"loaded plugins: {', '.join(modules())}")
     written = []
-    for where, its_keys in todo.items():
-        out = Path(str(where))
-        out.write_text(json_text(derive(its_keys)) + "\n")
+    for path, keys in todo.items():
+        out = Path(str(path))
+        out.write_text(json_text(derive(keys)) + "\n")
         written.append(out)
     read.cache_clear()
     return written
