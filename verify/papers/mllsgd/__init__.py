@@ -2,12 +2,14 @@
 Hierarchical Networks (ICLR 2021): fedbound's plugin for the paper.
 
 Loaded as any plugin is, through the entry point ``mllsgd`` of the group
-``fedbound.plugins``; it registers through ``verify.api`` only: adapters (Theorem 1, its
-limit (14), Corollary 1), the (tau, eta) chooser, reproduced claims, its stored witnesses
-(``witnesses/``) and its rate sweeps. Its public API, the paper's own, is ``__all__``; its
-modules are internal and may change: ``adapters`` (statement, scenario, parameter
-derivation, measurement, one adapter per result), ``choose`` (its chooser), ``predict`` (the
-chooser's calibrated prediction) and ``claims`` (its experiments reproduced at small scale).
+``fedbound.plugins``; it registers everything it has through ``bounds.register`` and
+``verify.api`` only: its results (``theorems``: Theorem 1, its limit (14), Corollary 1,
+whose mathematics is ``bounds.mllsgd``), their adapters, the (tau, eta) chooser, reproduced
+claims, its stored witnesses (``witnesses/``), its tightness table (``tightness.json``) and
+its rate sweeps. Its public API, the paper's own, is ``__all__``; its modules are internal
+and may change: ``adapters`` (statement, scenario, parameter derivation, measurement, one
+adapter per result), ``choose`` (its chooser), ``predict`` (the chooser's calibrated
+prediction) and ``claims`` (its experiments reproduced at small scale).
 """
 
 from importlib import resources
