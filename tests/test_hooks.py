@@ -28,33 +28,19 @@ import dataclasses
 from pathlib import Path
 
 import numpy as np
-import sympy as sp
+from test_api import XScenario
+from test_api import build as square
 
 from fedbound import bounds
-from fedbound.bounds.core import Param, Theorem
 from fedbound.verify import api
-
-x = sp.Symbol("x", positive=True)
 
 
 def build(variant):
-    return Theorem(key="bad.square", variant=variant, title="x^2 <= 2 x^2", citation="test",
-                   lhs="x^2", params={"x": Param("x", "a size", "positive")},
-                   term_exprs={"rhs": 2 * x**2}, symbols={"x": x})
+    return dataclasses.replace(square(variant), key="bad.square")
 
 
 bounds.register("bad.square", "x^2 <= 2 x^2", build, ("proof",), "proof")  # no statuses
 bounds.register("bad.alone", "x^2 <= 2 x^2", build, {"proof": "holds"}, "proof")  # no adapter
-
-
-@dataclasses.dataclass
-class XScenario(api.Scenario):
-    x: float = 1.0
-    replicas: int = 4
-    seed: int = 0
-
-    def validate(self):
-        api.require_float("x", self.x, low=0, low_open=True)
 
 
 @api.register_adapter
@@ -145,7 +131,7 @@ def broken_run(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
     (tmp / "bad_witnesses" / "bad.gone.json").write_text(json.dumps(WITNESS))
     (tmp / "bad_tightness.json").write_text(json.dumps(TABLE))
     env = {**{k: v for k, v in os.environ.items() if k != plugins.ENV},
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp)])}
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(tmp), str(ROOT / "tests")])}
     fedbound = Path(sys.executable).with_name("fedbound")
     return {name: subprocess.run([str(fedbound), "--plugin", "bad_plugin", "plugins", *extra],
                                  env=env, cwd=tmp, capture_output=True, text=True, timeout=300)
