@@ -167,6 +167,28 @@ def test_fedbound_plugins_flags_each_broken_contract(broken_run):
     assert text.stdout.rstrip().endswith("11 problem(s), each marked !)")
 
 
+def test_a_table_that_cannot_be_read_hides_no_other_row(tmp_path, capsys):
+    """A plugin's broken tightness table: fedbound list keeps the others' slack (with a
+    warning naming the file), fedbound plugins flags it."""
+    from fedbound.verify.api import register_tightness, unregister_tightness
+    from fedbound.verify.tightness import read, table
+
+    broken = tmp_path / "tightness.json"
+    broken.write_text("{not json")
+    register_tightness(broken)
+    try:
+        with pytest.warns(UserWarning, match=f"tightness table {broken} is not valid JSON"):
+            rows = table()
+        assert "hfl.theorem2" in rows
+        assert main(["plugins", "--json"]) == 1
+        (entry,) = [e for e in json.loads(capsys.readouterr()[0]) if e["module"] is None]
+        assert [(p["hook"], p["problem"].split(":")[0]) for p in entry["problems"]] == [
+            ("tightness_tables", f"tightness table {broken} is not valid JSON")]
+    finally:
+        unregister_tightness(broken)
+        read.cache_clear()
+
+
 @pytest.fixture
 def failing(tmp_path, monkeypatch):
     """An installed plugin (an entry point) that fails to import, with a fresh record."""
