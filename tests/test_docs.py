@@ -13,7 +13,10 @@ run in ``tests/test_readme.py``, the docstrings' examples in ``tests/test_docstr
 
 A block that must not run (one that installs something, or takes minutes) is preceded by
 the line ``<!-- not run: REASON -->``; it is listed as a skip with its reason, never
-dropped silently. The page of the encoded results lists every registered result.
+dropped silently. A block preceded by ``<!-- excerpt: PATH -->`` (any language) shows part of
+the repository's file PATH (``docs/extending.md`` walks through the example plugin that
+way): it is not run, and must appear in that file word for word. The page of the encoded
+results lists every registered result.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ BLOCK = re.compile(r"(?:^<!-- not run: (?P<skip>.*?) -->\n)?^```(?P<lang>\w*)\n(
                    re.M | re.S)
 #: a ```text block right after a block: its output
 OUTPUT = re.compile(r"\s*```text\n(?P<shown>.*?)^```", re.M | re.S)
+#: a block that shows part of a file of the repository: not run, found in that file
+EXCERPT = re.compile(r"^<!-- excerpt: (?P<path>\S+) -->\n```\w*\n(?P<code>.*?)^```", re.M | re.S)
 TIMEOUT = 600
 
 #: runs the blocks given as JSON on standard input, in order, in one namespace
@@ -51,12 +56,19 @@ PAGES_MD = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 
 def fenced(text: str, lang: str) -> list[tuple[int, str, str | None, str | None]]:
     """(number, code, reason not to run or None, the output shown after it or None) of each
-    block of language ``lang`` of ``text``."""
+    block of language ``lang`` of ``text`` that is not an excerpt."""
+    shown_files = {m.start("code") for m in EXCERPT.finditer(text)}
     out = []
-    for i, m in enumerate((m for m in BLOCK.finditer(text) if m["lang"] == lang), start=1):
+    for i, m in enumerate((m for m in BLOCK.finditer(text) if m["lang"] == lang
+                           and m.start("code") not in shown_files), start=1):
         shown = OUTPUT.match(text, m.end())
         out.append((i, m["code"], m["skip"], shown["shown"] if shown else None))
     return out
+
+
+def excerpts(text: str) -> list[tuple[str, str]]:
+    """(path in the repository, text) of each block of ``text`` marked as an excerpt."""
+    return [(m["path"], m["code"]) for m in EXCERPT.finditer(text)]
 
 
 def _id(page: Path) -> str:
@@ -72,6 +84,29 @@ def test_the_guide_has_code_to_run():
     assert DOCS / "extending.md" in PAGES and DOCS / "quickstart.md" in PAGES
     assert {p.name for p, *_ in SH} >= {"install.md", "quickstart.md", "choosing.md", "claims.md",
                                          "results.md"}
+
+
+def test_an_excerpt_is_recognised_and_not_run():
+    text = ("<!-- excerpt: examples/plugin/pyproject.toml -->\n```toml\na = 1\n```\n\n"
+            "<!-- excerpt: m.py -->\n```python\nx = 1\n```\n\n```python\ny = 2\n```\n")
+    assert excerpts(text) == [("examples/plugin/pyproject.toml", "a = 1\n"), ("m.py", "x = 1\n")]
+    assert fenced(text, "python") == [(1, "y = 2\n", None, None)]
+
+
+EXCERPTS = [(page, path, code) for page in PAGES_MD for path, code in excerpts(page.read_text())]
+
+
+def test_the_extension_guide_walks_through_the_example_plugin():
+    shown = {path for page, path, _ in EXCERPTS if page.name == "extending.md"}
+    assert {"examples/plugin/pyproject.toml", "examples/plugin/fedbound_sgd/__init__.py",
+            "examples/plugin/fedbound_sgd/theorems.py", "examples/plugin/fedbound_sgd/theorem.py",
+            "examples/plugin/fedbound_sgd/adapter.py"} <= shown
+
+
+@pytest.mark.parametrize("page, path, code", EXCERPTS,
+                         ids=[f"{p.name}:{path}:{i}" for i, (p, path, _) in enumerate(EXCERPTS)])
+def test_an_excerpt_is_word_for_word_in_its_file(page, path, code):
+    assert code in (ROOT / path).read_text(), f"{page.name}: the excerpt of {path} is not in it"
 
 
 def test_a_block_marked_not_run_is_recognised():
@@ -111,8 +146,12 @@ def test_the_sh_blocks_of_a_page_run_as_written(block, env, tmp_path):
         assert shown_in(shown, printed) == [], printed[-3000:]
 
 
-@pytest.mark.parametrize("text", [b for p in PAGES_MD for lang, b in blocks(p.read_text())
-                                  if lang == "json"])
+def own_blocks(page: Path) -> list[tuple[str, str]]:
+    """The fenced blocks of ``page`` (language, body) but its excerpts of other files."""
+    return blocks(EXCERPT.sub("", page.read_text()))
+
+
+@pytest.mark.parametrize("text", [b for p in PAGES_MD for lang, b in own_blocks(p) if lang == "json"])
 def test_every_json_block_is_a_sweep_spec_fedbound_accepts(text):
     from fedbound.verify.sweep import SweepSpec
 
@@ -121,7 +160,7 @@ def test_every_json_block_is_a_sweep_spec_fedbound_accepts(text):
 
 
 def test_blocks_without_a_language_hold_usage_lines_not_commands():
-    lines = [line for p in PAGES_MD for lang, body in blocks(p.read_text()) if lang == ""
+    lines = [line for p in PAGES_MD for lang, body in own_blocks(p) if lang == ""
              for line in body.splitlines() if line.startswith("fedbound ")]
     assert len(lines) > 20, "the synopsis of the command line (docs/cli.md) is gone"
     assert [line for line in lines if not is_usage(line)] == []
