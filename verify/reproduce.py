@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .boundary import PluginError, checked_outcome, checked_tests
 from .claims import Claim, Experiment, Outcome, Plan, claims, experiment
 from .decide import Test, combine, deciding
 
@@ -254,7 +255,7 @@ def bound_agrees(tests: Sequence[Test], outcome: Outcome) -> bool | None:
 
 def decision(claim: Claim, outcome: Outcome, reading: str | None) -> Decision:
     """``claim`` decided on ``outcome`` (module docstring)."""
-    tests = tuple(claim.decide(outcome))
+    tests = checked_tests(claim, claim.decide(outcome))
     return Decision(reading, combine(tests, claim.rule), tests, deciding(tests, claim.rule),
                     bound_agrees(tests, outcome), outcome.prediction)
 
@@ -270,8 +271,8 @@ def run_experiment(experiment_id: str, plan: Plan) -> Run:
     t0 = time.perf_counter()
     try:
         with one_thread():
-            outcome = exp.run(replace(plan, seeds=plan.count(exp)))
-    except (KeyboardInterrupt, MemoryError, ImportError):
+            outcome = checked_outcome(exp, exp.run(replace(plan, seeds=plan.count(exp))))
+    except (KeyboardInterrupt, MemoryError, ImportError, PluginError):
         raise
     except Exception as e:  # noqa: BLE001 - recorded, the other claims go on
         last = traceback.extract_tb(e.__traceback__)[-1]

@@ -21,6 +21,7 @@ import signal
 import sys
 import tempfile
 import textwrap
+import threading
 import traceback
 from collections.abc import Sequence
 
@@ -122,6 +123,43 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt("terminated (SIGTERM)")
 
 
+class _Signals:
+    """SIGINT and SIGTERM while a command runs (main thread only): a KeyboardInterrupt (the
+    command stops, keeps what it finished and answers 130) until the command answers
+    (:meth:`answer`); from then on nothing, so that a signal that lands after the answer,
+    while it is printed or while the interpreter shuts down, leaves the answer's exit
+    status (5 of 10 ``choose hfl`` without options, whose usage line comes at once, were
+    killed by a signal after it: no line of theirs, a status of 143). From the entry point
+    (``block``) both stay blocked after the command, until the process has exited."""
+
+    HELD = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, block: bool):
+        self.open = True
+        self.block = block
+        self.previous = {}
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {s: signal.signal(s, self) for s in self.HELD}
+
+    def __call__(self, signum, frame):
+        if self.open:
+            if signum == signal.SIGTERM:
+                _terminate(signum, frame)
+            raise KeyboardInterrupt
+
+    def answer(self) -> None:
+        """The command answers now: a signal from here on is dropped."""
+        self.open = False
+
+    def restore(self) -> None:
+        """The handlers as they were before the command (blocked first, from the entry
+        point)."""
+        if self.block and hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, self.HELD)
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
+
+
 #: the longest line fedbound prints for an error: a value echoed from the input (a string of
 #: megabytes, a list of thousands of entries) is cut to fit
 LINE_MAX = 500
@@ -178,21 +216,35 @@ def _environment_failed(e: OSError, stdout) -> int:
 def main(argv: Sequence[str] | None = None, *, mask=None) -> int:
     """Run the ``fedbound`` command on ``argv`` (default ``sys.argv[1:]``) and return its exit
     status. ``mask``: the signal mask to restore once the command can take a Ctrl-C (the
-    entry point, ``fedbound.__main__``, holds SIGINT and SIGTERM blocked until then)."""
+    entry point, ``fedbound.__main__``, holds SIGINT and SIGTERM blocked until then, and
+    they stay blocked once the command has answered: :class:`_Signals`). Every worker
+    process and fork server the command started is ended before it says it was interrupted
+    (``verify.pool.teardown``), and, from the entry point, before it returns."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv
-    try:
-        previous = signal.signal(signal.SIGTERM, _terminate)
-    except ValueError:  # not the main thread: leave signals alone
-        previous = None
+    signals = _Signals(block=mask is not None)
     stdout = sys.stdout
     sys.stdout = _NamedStream(stdout)
+    try:
+        return _command(argv, mask, signals, stdout)
+    except KeyboardInterrupt as e:  # landed while the command began to answer
+        signals.answer()
+        return _interrupted(e)
+    finally:
+        if mask is not None:
+            _teardown()
+        sys.stdout = stdout
+        signals.restore()
+
+
+def _command(argv: list[str], mask, signals: _Signals, stdout) -> int:
+    """The command of :func:`main`: its work, then its answer (:meth:`_Signals.answer`)."""
     try:
         if mask is not None:  # a signal that came while the command imported itself: now
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         ap = parser()
         args = ap.parse_args(expand_alias(argv))
         if args.command is None:  # fedbound alone: how to use it, and the commands
+            signals.answer()
             print(f"usage: {USAGE}\n\n{command_list()}\n\n{MORE}", file=sys.stderr)
             raise UsageError("a COMMAND is required")
         if check.pool_ahead(args):
@@ -200,14 +252,16 @@ def main(argv: Sequence[str] | None = None, *, mask=None) -> int:
 
             start_fork_server(() if args.no_figures else ("fedbound.verify.plots",))
         from .. import limits
-        from ..interrupts import uninterrupted_imports
-        from ..plugins import failures, load_plugins, modules
+        from ..interrupts import slow_imports, uninterrupted_imports
+        from ..plugins import builtin, failures, load_plugins, modules
 
         with limits.configured(memory=getattr(args, "max_memory", None),
                                steps=getattr(args, "max_steps", None),
                                scenarios=getattr(args, "max_scenarios", None),
                                input=getattr(args, "max_input", None)):
-            with uninterrupted_imports("torch", *modules()):  # the plugins' imports too
+            # torch's import held (a Ctrl-C inside it aborts); a plugin's interruptible
+            with uninterrupted_imports("torch"), slow_imports(
+                    set(modules()) - set(builtin()), _slow_plugin):
                 messages = load_plugins(args.plugin)
                 named = [f for f in failures(args.plugin) if f.explicit]
                 if named:  # a plugin the user named: bad input; an installed one: a warning
@@ -218,6 +272,7 @@ def main(argv: Sequence[str] | None = None, *, mask=None) -> int:
 
                 with np.errstate(all="ignore"):  # every result is checked for finiteness
                     out = args.fn(args)
+            signals.answer()
             status = 0
             if isinstance(out, Exit):
                 out, status = out.payload, out.status
@@ -228,18 +283,18 @@ def main(argv: Sequence[str] | None = None, *, mask=None) -> int:
         sys.stdout.flush()
         return status
     except (UsageError, ValueError, NotImplementedError) as e:
+        signals.answer()
         print(f"fedbound: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
-        from ..interrupts import answered
-
-        answered()
-        print("fedbound: interrupted" + (f": {one_line(e)}" if str(e) else ""), file=sys.stderr)
-        return 130
+        signals.answer()
+        return _interrupted(e)
     except OSError as e:  # a full disk, a closed pipe, permission denied, an I/O error
+        signals.answer()
         return _environment_failed(e, stdout)
     except Exception as e:  # noqa: BLE001 - one line and a log, never a bare traceback
-        if debug:
+        signals.answer()
+        if "--debug" in argv:
             traceback.print_exc()
         else:
             fd, log = tempfile.mkstemp(prefix="fedbound-error-", suffix=".log")
@@ -248,7 +303,30 @@ def main(argv: Sequence[str] | None = None, *, mask=None) -> int:
             print(f"fedbound: internal error: {one_line(f'{type(e).__name__}: {e}')} (traceback "
                   f"in {log}; run with --debug to show it)", file=sys.stderr)
         return 70
-    finally:
-        sys.stdout = stdout
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+    """Exit 130: the command's worker processes ended, then one line (what it kept)."""
+    from ..interrupts import answered
+
+    _teardown()
+    answered()
+    print("fedbound: interrupted" + (f": {one_line(e)}" if str(e) else ""), file=sys.stderr)
+    return 130
+
+
+def _teardown() -> None:
+    """End the worker processes and the fork server of this process (``verify.pool``),
+    if it has imported it (then it may have started some)."""
+    pool = sys.modules.get(f"{__package__.rpartition('.')[0]}.pool")
+    if pool is not None:
+        pool.teardown()
+
+
+def _slow_plugin(module: str) -> None:
+    """The line on a terminal for a plugin that takes long to import (interrupts.slow_imports)."""
+    from ..interrupts import SLOW_IMPORT
+
+    if sys.stderr.isatty():
+        print(f"fedbound: importing plugin {module!r} has taken more than {SLOW_IMPORT:g} s "
+              "(Ctrl-C stops it)", file=sys.stderr, flush=True)
