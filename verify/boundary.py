@@ -36,11 +36,13 @@ class PluginError(RuntimeError):
 
 
 def plugin_of(obj) -> str:
-    """The plugin that defines ``obj`` (a function, a class or an instance): the loaded plugin
-    module that is its module or holds it (``verify.plugins.modules``), else its module."""
+    """The plugin that defines ``obj`` (a function, a class or an instance; or a module, by
+    name): the loaded plugin module that is its module or holds it
+    (``verify.plugins.modules``), else its module."""
     from .plugins import builtin, modules
 
-    module = getattr(obj, "__module__", None) or type(obj).__module__ or "?"
+    module = obj if isinstance(obj, str) else (
+        getattr(obj, "__module__", None) or type(obj).__module__ or "?")
     for m in [*builtin(), *modules()]:
         if module == m or module.startswith(m + "."):
             return m

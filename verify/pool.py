@@ -23,6 +23,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager, suppress
 from multiprocessing import forkserver, get_all_start_methods, get_context, resource_tracker
 
+from .exits import exit_guarded
 from .interrupts import sigint_blocked
 from .limits import require_jobs
 from .plugins import explicit, load_plugins
@@ -151,6 +152,7 @@ def stop(pool: ProcessPoolExecutor) -> None:
     ignored ... OSError: [Errno 9] Bad file descriptor" after fedbound's own last line."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
     manager = getattr(pool, "_executor_manager_thread", None)
+    _ENDED.extend(p.exitcode for p in procs if p.exitcode not in (None, 0, -signal.SIGTERM))
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         with suppress(Exception):
@@ -166,6 +168,18 @@ def stop(pool: ProcessPoolExecutor) -> None:
 
 #: the local pools of this process (:func:`teardown` stops those still running)
 _POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()
+#: the exit statuses of the workers that had ended by themselves when their pool was stopped
+_ENDED: list[int] = []
+
+
+def abrupt_exits() -> list[int]:
+    """The exit statuses of this process's pool workers that ended by themselves, not by
+    their pool's end (``multiprocessing``'s exit codes: negative for a signal): what a
+    ``BrokenProcessPool`` does not say (``verify.exits.worker_exits_text``)."""
+    live = [p.exitcode for pool in list(_POOLS)
+            for p in list((getattr(pool, "_processes", None) or {}).values())
+            if p.exitcode not in (None, 0, -signal.SIGTERM)]
+    return [*_ENDED, *live]
 
 
 def teardown() -> None:
@@ -242,7 +256,8 @@ def worker_init(plugins: Sequence[str] = (), local: bool = False,
     import torch
 
     torch.set_num_threads(1)
-    load_plugins(plugins)
+    with exit_guarded():  # a plugin's os._exit at import: its failure, not the worker's end
+        load_plugins(plugins)
 
 
 def watch_parent() -> threading.Thread:

@@ -25,6 +25,7 @@ import threading
 import traceback
 from collections.abc import Sequence
 
+from ..exits import ExitCalled, exit_guarded
 from . import bound, check, choose, listing, rate, reproduce, scenario, search, sweep
 from .common import Exit, Parser, UsageError, exit_codes, limit_options, warn
 
@@ -225,7 +226,8 @@ def main(argv: Sequence[str] | None = None, *, mask=None) -> int:
     stdout = sys.stdout
     sys.stdout = _NamedStream(stdout)
     try:
-        return _command(argv, mask, signals, stdout)
+        with exit_guarded():  # os._exit from a plugin: exits.ExitCalled, answered below
+            return _command(argv, mask, signals, stdout)
     except KeyboardInterrupt as e:  # landed while the command began to answer
         signals.answer()
         return _interrupted(e)
@@ -292,7 +294,7 @@ def _command(argv: list[str], mask, signals: _Signals, stdout) -> int:
     except OSError as e:  # a full disk, a closed pipe, permission denied, an I/O error
         signals.answer()
         return _environment_failed(e, stdout)
-    except Exception as e:  # noqa: BLE001 - one line and a log, never a bare traceback
+    except (Exception, ExitCalled) as e:  # noqa: BLE001 - one line and a log, never a traceback
         signals.answer()
         if "--debug" in argv:
             traceback.print_exc()
@@ -300,9 +302,27 @@ def _command(argv: list[str], mask, signals: _Signals, stdout) -> int:
             fd, log = tempfile.mkstemp(prefix="fedbound-error-", suffix=".log")
             with os.fdopen(fd, "w") as f:
                 traceback.print_exc(file=f)
-            print(f"fedbound: internal error: {one_line(f'{type(e).__name__}: {e}')} (traceback "
-                  f"in {log}; run with --debug to show it)", file=sys.stderr)
+            print(f"fedbound: internal error: {one_line(_described(e))} (traceback in {log}; run "
+                  "with --debug to show it)", file=sys.stderr)
         return 70
+
+
+def _described(e: BaseException) -> str:
+    """An internal error in words: a plugin's ``os._exit`` named as such, a broken process
+    pool with the statuses its workers ended with (``verify.exits``)."""
+    if isinstance(e, ExitCalled):
+        from ..boundary import plugin_of
+
+        return (f"plugin {plugin_of(e.caller)!r} called "
+                f"os._exit({e.status!r}) while the command ran (a plugin may not end the process)")
+    text = f"{type(e).__name__}: {e}"
+    pool = sys.modules.get(f"{__package__.rpartition('.')[0]}.pool")
+    if pool is not None and type(e).__name__ == "BrokenProcessPool":
+        from ..exits import worker_exits_text
+
+        ended = worker_exits_text(pool.abrupt_exits())
+        text += f" ({ended})" if ended else ""
+    return text
 
 
 def _interrupted(e: KeyboardInterrupt) -> int:
