@@ -131,13 +131,16 @@ class _Signals:
     while it is printed or while the interpreter shuts down, leaves the answer's exit
     status (5 of 10 ``choose hfl`` without options, whose usage line comes at once, were
     killed by a signal after it: no line of theirs, a status of 143). From the entry point
-    (``block``) both stay blocked after the command, until the process has exited."""
+    (``ignore``) both are ignored after the command, until the process has exited (ignored,
+    not blocked: a mask is a thread's, and a signal sent to the process is delivered to any
+    thread that does not block it, a BLAS thread say, and its default action ends the
+    process)."""
 
     HELD = (signal.SIGINT, signal.SIGTERM)
 
-    def __init__(self, block: bool):
+    def __init__(self, ignore: bool):
         self.open = True
-        self.block = block
+        self.ignore = ignore
         self.previous = {}
         if threading.current_thread() is threading.main_thread():
             self.previous = {s: signal.signal(s, self) for s in self.HELD}
@@ -153,12 +156,9 @@ class _Signals:
         self.open = False
 
     def restore(self) -> None:
-        """The handlers as they were before the command (blocked first, from the entry
-        point)."""
-        if self.block and hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_BLOCK, self.HELD)
+        """The handlers as they were before the command (ignored, from the entry point)."""
         for s, handler in self.previous.items():
-            signal.signal(s, handler)
+            signal.signal(s, signal.SIG_IGN if self.ignore else handler)
 
 
 #: the longest line fedbound prints for an error: a value echoed from the input (a string of
@@ -218,11 +218,11 @@ def main(argv: Sequence[str] | None = None, *, mask=None) -> int:
     """Run the ``fedbound`` command on ``argv`` (default ``sys.argv[1:]``) and return its exit
     status. ``mask``: the signal mask to restore once the command can take a Ctrl-C (the
     entry point, ``fedbound.__main__``, holds SIGINT and SIGTERM blocked until then, and
-    they stay blocked once the command has answered: :class:`_Signals`). Every worker
+    they are ignored once the command has answered: :class:`_Signals`). Every worker
     process and fork server the command started is ended before it says it was interrupted
     (``verify.pool.teardown``), and, from the entry point, before it returns."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    signals = _Signals(block=mask is not None)
+    signals = _Signals(ignore=mask is not None)
     stdout = sys.stdout
     sys.stdout = _NamedStream(stdout)
     try:
