@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from bounded import run
 
-from fedbound.sim.data import files_shape, load_mnist, read_idx
+from fedbound.sim.data import load_mnist, read_idx
 from fedbound.verify.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -164,6 +164,8 @@ def test_the_data_footprint_is_refused_from_the_headers_before_any_array(tmp_pat
 
 
 def test_files_shape_reads_the_headers_only(tmp_path):
+    from fedbound.sim.data import files_shape
+
     write_gz(tmp_path / "train-images-idx3-ubyte.gz", (200000, 28, 28), 0)  # no elements at all
     assert files_shape("mnist", tmp_path) == (200000, 784)
     cifar = tmp_path / "c" / "cifar-10-batches-py"
