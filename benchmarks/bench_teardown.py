@@ -12,8 +12,9 @@ server, pool workers, multiprocessing's resource tracker) until none is left. A 
 when the command exits 130 with its one line ``fedbound: interrupted...`` and nothing else,
 and the last process of the session is gone within :data:`GONE` s of that line. A signal
 that lands while the interpreter starts, before fedbound's first instruction, ends the
-process by the signal (no line: nothing of fedbound's runs yet); such runs are counted
-apart. ``--load K`` keeps K busy processes running meanwhile (default 2).
+process by the signal, or in Python's own "Fatal Python error" when it interrupts the
+import of ``site`` (no line: nothing of fedbound's runs yet, and nothing of it is left);
+such runs are counted apart. ``--load K`` keeps K busy processes running meanwhile (default 2).
 
 It also interrupts, ``--runs`` / 10 times (at least 3), ``fedbound list`` with a plugin that
 hangs while it imports, right after the plugin says it has started, and records the
@@ -25,7 +26,6 @@ handful of such moments in the suite, with these helpers.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import random
@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.device import add_device_argument, checked_device  # noqa: E402
+from benchmarks.load import arguments, busy  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 
 CPU_ONLY = "it interrupts the fedbound command and watches its processes"
@@ -140,12 +140,14 @@ def interrupted_run(argv: list[str], after: float, signum: int) -> dict:
         proc.communicate()
 
 
-def before_fedbound(run: dict, signum: int) -> bool:
+def before_fedbound(run: dict) -> bool:
     """Whether the signal of ``run`` landed while the interpreter started, before fedbound's
-    first instruction: the process ended by the signal, with at most Python's own traceback
-    of a KeyboardInterrupt, in no frame of fedbound's."""
+    first instruction: no line of fedbound's and no frame of its code in what the process
+    wrote (it ended by the signal, or in Python's own "Fatal Python error" when the signal
+    interrupted the import of ``site``)."""
     text = f"{run['line']}\n{run['rest']}"
-    return run["code"] == -signum and "fedbound:" not in text and "/verify/" not in text
+    return run["code"] != 130 and "fedbound:" not in text and not any(
+        f"/{part}/" in text for part in ("fedbound", "verify", "bounds", "sim"))
 
 
 def hanging_import(tmp: Path) -> float:
@@ -168,35 +170,24 @@ def hanging_import(tmp: Path) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--load", type=int, default=2, help="busy processes kept running meanwhile")
-    add_device_argument(parser, cpu_only=CPU_ONLY)
-    args = parser.parse_args(argv)
-    checked_device(parser, args.device, cpu_only=CPU_ONLY)
+    args = arguments(__doc__, 50, CPU_ONLY, argv)
     draw = random.Random(args.seed)
-    load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
     runs, hangs = [], []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for i in range(args.runs):
-                command = [a.replace("{dir}", f"{tmp}/{i}") for a in COMMANDS[i % len(COMMANDS)]]
-                signum = (signal.SIGINT, signal.SIGTERM)[(i // len(COMMANDS)) % 2]
-                r = interrupted_run(command, draw.uniform(EARLIEST, LATEST), signum)
-                r["started"] = not before_fedbound(r, signum)
-                r["clean"] = (r["code"], r["rest"]) == (130, "") and r["line"].startswith(
-                    "fedbound: interrupted") and r["gone"] <= GONE
-                runs.append(r)
-                if r["started"] and not r["clean"]:
-                    print(f"run {i} ({' '.join(command[:2])}, {signal.Signals(signum).name} at "
-                          f"{r['after']:.3f} s): {r}", file=sys.stderr)
-            for _ in range(max(3, args.runs // 10)):
-                hangs.append(hanging_import(Path(tmp)))
-    finally:
-        for p in load:
-            p.kill()
-            p.wait()
+    with busy(args.load), tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.runs):
+            command = [a.replace("{dir}", f"{tmp}/{i}") for a in COMMANDS[i % len(COMMANDS)]]
+            signum = (signal.SIGINT, signal.SIGTERM)[(i // len(COMMANDS)) % 2]
+            r = interrupted_run(command, draw.uniform(EARLIEST, LATEST), signum)
+            r["started"] = not before_fedbound(r)
+            r["clean"] = (r["code"], r["rest"]) == (130, "") and r["line"].startswith(
+                "fedbound: interrupted") and r["gone"] <= GONE
+            runs.append(r)
+            print(f"run {i} ({' '.join(command[:2])}, {signal.Signals(signum).name} at "
+                  f"{r['after']:.3f} s): exit {r['code']}, last process gone {r['gone']:.2f} s "
+                  f"after the line" + ("" if r["clean"] or not r["started"] else f": {r}"),
+                  file=sys.stderr)
+        for _ in range(max(3, args.runs // 10)):
+            hangs.append(hanging_import(Path(tmp)))
     started = [r for r in runs if r["started"]]
     bad = sum(not r["clean"] for r in started)
     slowest = max((r["gone"] for r in started), default=0.0)

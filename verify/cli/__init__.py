@@ -243,45 +243,16 @@ def _command(argv: list[str], mask, signals: _Signals, stdout) -> int:
     try:
         if mask is not None:  # a signal that came while the command imported itself: now
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        ap = parser()
-        args = ap.parse_args(expand_alias(argv))
-        if args.command is None:  # fedbound alone: how to use it, and the commands
-            signals.answer()
-            print(f"usage: {USAGE}\n\n{command_list()}\n\n{MORE}", file=sys.stderr)
-            raise UsageError("a COMMAND is required")
-        if check.pool_ahead(args):
-            from ..pool import start_fork_server
+        with _import_hooks(argv):
+            out = _work(argv, signals)
+        signals.answer()
+        status = 0
+        if isinstance(out, Exit):
+            out, status = out.payload, out.status
+        if out is not None:
+            from ..scenario import json_text
 
-            start_fork_server(() if args.no_figures else ("fedbound.verify.plots",))
-        from .. import limits
-        from ..interrupts import slow_imports, uninterrupted_imports
-        from ..plugins import builtin, failures, load_plugins, modules
-
-        with limits.configured(memory=getattr(args, "max_memory", None),
-                               steps=getattr(args, "max_steps", None),
-                               scenarios=getattr(args, "max_scenarios", None),
-                               input=getattr(args, "max_input", None)):
-            # torch's import held (a Ctrl-C inside it aborts); a plugin's interruptible
-            with uninterrupted_imports("torch"), slow_imports(
-                    set(modules()) - set(builtin()), _slow_plugin):
-                messages = load_plugins(args.plugin)
-                named = [f for f in failures(args.plugin) if f.explicit]
-                if named:  # a plugin the user named: bad input; an installed one: a warning
-                    raise UsageError(named[0].message)
-                for message in messages:
-                    warn(message)
-                import numpy as np
-
-                with np.errstate(all="ignore"):  # every result is checked for finiteness
-                    out = args.fn(args)
-            signals.answer()
-            status = 0
-            if isinstance(out, Exit):
-                out, status = out.payload, out.status
-            if out is not None:
-                from ..scenario import json_text
-
-                print(json_text(out))
+            print(json_text(out))
         sys.stdout.flush()
         return status
     except (UsageError, ValueError, NotImplementedError) as e:
@@ -323,6 +294,52 @@ def _described(e: BaseException) -> str:
         ended = worker_exits_text(pool.abrupt_exits())
         text += f" ({ended})" if ended else ""
     return text
+
+
+def _work(argv: list[str], signals: _Signals):
+    """What the command ``argv`` computes (its output, or an :class:`Exit`)."""
+    ap = parser()
+    args = ap.parse_args(expand_alias(argv))
+    if args.command is None:  # fedbound alone: how to use it, and the commands
+        signals.answer()
+        print(f"usage: {USAGE}\n\n{command_list()}\n\n{MORE}", file=sys.stderr)
+        raise UsageError("a COMMAND is required")
+    if check.pool_ahead(args):
+        from ..pool import start_fork_server
+
+        start_fork_server(() if args.no_figures else ("fedbound.verify.plots",))
+    from .. import limits
+    from ..plugins import failures, load_plugins
+
+    with limits.configured(memory=getattr(args, "max_memory", None),
+                           steps=getattr(args, "max_steps", None),
+                           scenarios=getattr(args, "max_scenarios", None),
+                           input=getattr(args, "max_input", None)):
+        messages = load_plugins(args.plugin)
+        named = [f for f in failures(args.plugin) if f.explicit]
+        if named:  # a plugin the user named: bad input; an installed one: a warning
+            raise UsageError(named[0].message)
+        for message in messages:
+            warn(message)
+        import numpy as np
+
+        with np.errstate(all="ignore"):  # every result is checked for finiteness
+            return args.fn(args)
+
+
+@contextlib.contextmanager
+def _import_hooks(argv: list[str]):
+    """For the command ``argv``: torch's import held back from signals (a Ctrl-C inside it
+    aborts the interpreter), and each plugin that is not fedbound's own (installed, in
+    FEDBOUND_PLUGINS or named by ``--plugin``) named on a terminal when its import takes
+    long; a plugin's import stays interruptible (``verify.interrupts``)."""
+    from ..interrupts import slow_imports, uninterrupted_imports
+    from ..plugins import builtin, modules
+
+    named = {argv[i + 1] for i in range(len(argv) - 1) if argv[i] == "--plugin"}
+    with uninterrupted_imports("torch"), slow_imports((set(modules()) | named) - set(builtin()),
+                                                      _slow_plugin):
+        yield
 
 
 def _interrupted(e: KeyboardInterrupt) -> int:
