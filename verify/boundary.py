@@ -272,8 +272,9 @@ def checked_outcome(experiment, outcome):
 
 def checked_tests(claim, tests) -> tuple:
     """The tests ``claim.decide`` returned, checked: at least one ``verify.decide.Test``
-    (what :func:`~verify.decide.above`, ``below`` and ``between`` build), each with finite
-    numbers and a verdict of its own."""
+    (what :func:`~verify.decide.above`, ``below``, ``between`` and ``fixed_by_setting``
+    build), each with finite numbers (none for a test fixed by the setting without a run),
+    a margin > 0 and a verdict of its own."""
     from .decide import VERDICTS, Test
 
     hook = f"claim {claim.id!r} Claim.decide()"
@@ -285,9 +286,14 @@ def checked_tests(claim, tests) -> tuple:
                                                      "(verify.api.above, below, between)")
     for i, t in enumerate(tests):
         _instance(owner, hook, f"[{i}]", t, Test)
+        fixed = t.kind == "fixed"  # fixed by the setting: no run of its own, no numbers
         for name in ("effect", "low", "high", "sd", "detectable"):
-            _number(owner, hook, f"[{i}].{name}", getattr(t, name))
-        _number(owner, hook, f"[{i}].seeds", t.seeds, integer=True, positive=True)
+            if not (fixed and getattr(t, name) is None):
+                _number(owner, hook, f"[{i}].{name}", getattr(t, name))
+        if not (fixed and t.seeds is None):
+            _number(owner, hook, f"[{i}].seeds", t.seeds, integer=True, positive=True)
+        if t.margin is not None:
+            _number(owner, hook, f"[{i}].margin", t.margin, positive=True)
         if t.verdict not in VERDICTS:
             raise _fail(owner, hook, f"[{i}].verdict", t.verdict, f"must be one of {VERDICTS}")
     return tests
