@@ -88,10 +88,9 @@ def _json_values(owner, hook: str, field: str, value) -> None:
         raise _fail(owner, hook, field, value, "must not be NaN")
 
 
-def _array(owner, hook: str, field: str, value, shape: tuple[int, ...] | None = None,
-           *, nan: bool = False, infinite: bool = True) -> np.ndarray:
-    """``value`` as a float array (of ``shape``), without NaN unless ``nan``, finite unless
-    ``infinite``."""
+def _array(owner, hook: str, field: str, value, shape: tuple[int, ...] | None = None
+           ) -> np.ndarray:
+    """``value`` as a float array (of ``shape``) without NaN (an infinity is a diverged run)."""
     try:
         a = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -99,13 +98,11 @@ def _array(owner, hook: str, field: str, value, shape: tuple[int, ...] | None = 
     if shape is not None and a.shape != shape:
         raise _fail(owner, hook, f"{field} of shape {a.shape}", value,
                     f"must have shape {shape}")
-    bad = np.flatnonzero((~np.isfinite(a) if not infinite else np.zeros(a.shape, bool))
-                         | (np.isnan(a) if not nan else np.zeros(a.shape, bool)))
+    bad = np.flatnonzero(np.isnan(a))
     if bad.size:
         i = int(bad[0])
         where = f"{field}[{', '.join(map(str, np.unravel_index(i, a.shape)))}]" if a.ndim else field
-        raise _fail(owner, hook, where, a.ravel()[i],
-                    "must be finite" if not infinite else "must not be NaN (a diverged run is inf)")
+        raise _fail(owner, hook, where, a.ravel()[i], "must not be NaN (a diverged run is inf)")
     return a
 
 

@@ -13,6 +13,10 @@ BLAS threads, say), and Python then runs its handler in the main thread at the n
 opportunity whichever thread received it: the signal is blocked in this thread (so the
 processes and threads started inside the block inherit the blocked signal), and, in the
 main thread, its Python handler is replaced by one that only records it.
+
+Only what must not be torn is held (a process's start, torch's import): never a third
+party's code, which may hang, and must stay stoppable (a plugin's import is watched
+instead, :func:`slow_imports`, and named on a terminal when it takes long).
 """
 
 from __future__ import annotations
