@@ -15,9 +15,9 @@ The ``fedbound`` command answers it as the internal error it is (one line and a 
 such a value before a user does.
 
 * :func:`checked_chooser`: a chooser whose hooks' returns are checked (``verify.choose``);
-* :func:`checked_outcome`, :func:`checked_tests`: an experiment's outcome and a claim's
-  tests (``verify.reproduce``);
-* :func:`checked_comparison`: an adapter's bound against its measurement (``verify.adapter``).
+* :func:`checked_comparison`: an adapter's bound against its measurement (``verify.adapter``);
+* ``verify.claims_boundary``: an experiment's outcome and a claim's tests
+  (``verify.reproduce``), with this module's checks.
 """
 
 from __future__ import annotations
@@ -49,14 +49,14 @@ def plugin_of(obj) -> str:
     return module
 
 
-def _fail(owner, hook: str, field: str, value, rule: str) -> PluginError:
+def bad_value(owner, hook: str, field: str, value, rule: str) -> PluginError:
     from .scenario import _short
 
     return PluginError(f"plugin {plugin_of(owner)!r} returned a bad value: {hook}: {field} = "
                        f"{_short(value)}: {rule}")
 
 
-def _number(owner, hook: str, field: str, value, *, infinite: bool = False,
+def number(owner, hook: str, field: str, value, *, infinite: bool = False,
             positive: bool = False, integer: bool = False) -> float:
     """``value`` as a float: a real number (not a boolean), never NaN, finite unless
     ``infinite``, > 0 with ``positive``, a whole number with ``integer``."""
@@ -66,7 +66,7 @@ def _number(owner, hook: str, field: str, value, *, infinite: bool = False,
             + ("" if infinite else ", finite") + (", > 0" if positive else ""))
     if (not ok or math.isnan(x) or (not infinite and math.isinf(x)) or (positive and not x > 0)
             or (integer and not (math.isfinite(x) and x == int(x)))):
-        raise _fail(owner, hook, field, value, rule)
+        raise bad_value(owner, hook, field, value, rule)
     return x
 
 
@@ -82,40 +82,41 @@ def _json_values(owner, hook: str, field: str, value) -> None:
     elif isinstance(value, np.ndarray) and value.dtype.kind in "fc":
         bad = np.flatnonzero(np.isnan(value))
         if bad.size:
-            raise _fail(owner, hook, f"{field}[{int(bad[0])}]", value.ravel()[bad[0]],
+            raise bad_value(owner, hook, f"{field}[{int(bad[0])}]", value.ravel()[bad[0]],
                         "must not be NaN")
     elif isinstance(value, (float, np.floating)) and math.isnan(value):
-        raise _fail(owner, hook, field, value, "must not be NaN")
+        raise bad_value(owner, hook, field, value, "must not be NaN")
 
 
-def _array(owner, hook: str, field: str, value, shape: tuple[int, ...] | None = None
+def array(owner, hook: str, field: str, value, shape: tuple[int, ...] | None = None
            ) -> np.ndarray:
     """``value`` as a float array (of ``shape``) without NaN (an infinity is a diverged run)."""
     try:
         a = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise _fail(owner, hook, field, value, "must be an array of numbers") from None
+        raise bad_value(owner, hook, field, value, "must be an array of numbers") from None
     if shape is not None and a.shape != shape:
-        raise _fail(owner, hook, f"{field} of shape {a.shape}", value,
+        raise bad_value(owner, hook, f"{field} of shape {a.shape}", value,
                     f"must have shape {shape}")
     bad = np.flatnonzero(np.isnan(a))
     if bad.size:
         i = int(bad[0])
         where = f"{field}[{', '.join(map(str, np.unravel_index(i, a.shape)))}]" if a.ndim else field
-        raise _fail(owner, hook, where, a.ravel()[i], "must not be NaN (a diverged run is inf)")
+        raise bad_value(owner, hook, where, a.ravel()[i], "must not be NaN (a diverged run is inf)")
     return a
 
 
-def _instance(owner, hook: str, field: str, value, kind: type | str, fields=()) -> None:
-    """``value`` an instance of ``kind``; a class named as a string (one of
-    ``verify.choose``'s, which imports this module) is recognised by its ``fields``."""
+def require_instance(owner, hook: str, field: str, value, kind: type | str, fields=()) -> None:
+    """``value`` an instance of ``kind``; a class named as a string is recognised by its
+    ``fields`` (a class of a module that imports this one, or of one above it: this module
+    sits low among the engine's, below ``verify.adapter`` and ``verify.choose``)."""
     if isinstance(kind, str):
         ok = all(hasattr(value, f) for f in fields)
         name = kind
     else:
         ok, name = isinstance(value, kind), f"{kind.__module__}.{kind.__qualname__}"
     if not ok:
-        raise _fail(owner, hook, field, value, f"must be a {name}, not a {type(value).__name__}")
+        raise bad_value(owner, hook, field, value, f"must be a {name}, not a {type(value).__name__}")
 
 
 # ---------------------------------------------------------------------- choosers
@@ -145,13 +146,13 @@ def _checking(chooser, method: Callable, hook: str, check: Callable) -> Callable
 
 def _knob_list(chooser, hook: str, knobs, *args, **kwargs):
     if not isinstance(knobs, (list, tuple)) or not knobs:
-        raise _fail(chooser, hook, "the knobs", knobs, "must be a non-empty list of Knob")
+        raise bad_value(chooser, hook, "the knobs", knobs, "must be a non-empty list of Knob")
     for i, k in enumerate(knobs):
-        _instance(chooser, hook, f"knobs[{i}]", k, "verify.api.Knob",
+        require_instance(chooser, hook, f"knobs[{i}]", k, "verify.api.Knob",
                   ("name", "values", "scale", "integer"))
     names = [k.name for k in knobs]
     if len(set(names)) != len(names):
-        raise _fail(chooser, hook, "the knobs' names", names, "must be distinct")
+        raise bad_value(chooser, hook, "the knobs' names", names, "must be distinct")
     return knobs
 
 
@@ -160,50 +161,50 @@ def _settings(chooser, hook: str, field: str, settings, knobs) -> None:
     > 0 on a log scale, a whole number for an integer knob."""
     names = [k.name for k in knobs]
     if not isinstance(settings, Mapping) or sorted(settings) != sorted(names):
-        raise _fail(chooser, hook, field, settings,
+        raise bad_value(chooser, hook, field, settings,
                     f"must be a dict of the knobs {', '.join(names)}")
     for k in knobs:
         rule = ("(the knob's scale is log)" if k.scale == "log" else "")
         try:
-            _number(chooser, hook, f"{field}[{k.name!r}]", settings[k.name],
+            number(chooser, hook, f"{field}[{k.name!r}]", settings[k.name],
                     positive=k.scale == "log", integer=k.integer)
         except PluginError as e:
             raise PluginError(f"{e} {rule}".rstrip()) from None
 
 
 def _proposal(chooser, hook: str, p, *args, **kwargs):
-    _instance(chooser, hook, "the proposal", p, "verify.api.Proposal",
+    require_instance(chooser, hook, "the proposal", p, "verify.api.Proposal",
               ("settings", "predicted", "curve", "note"))
     _settings(chooser, hook, "settings", p.settings, chooser.knobs())
-    _number(chooser, hook, "predicted", p.predicted, infinite=True)
+    number(chooser, hook, "predicted", p.predicted, infinite=True)
     if not isinstance(p.curve, list) or not all(isinstance(r, Mapping) for r in p.curve):
-        raise _fail(chooser, hook, "curve", p.curve, "must be a list of dicts")
+        raise bad_value(chooser, hook, "curve", p.curve, "must be a list of dicts")
     _json_values(chooser, hook, "curve", p.curve)
     if not isinstance(p.note, str):
-        raise _fail(chooser, hook, "note", p.note, "must be a string")
+        raise bad_value(chooser, hook, "note", p.note, "must be a string")
     return p
 
 
 def _evaluations(chooser, hook: str, out, settings, replicas, *args, **kwargs):
     if not isinstance(out, (list, tuple)) or len(out) != len(settings):
-        raise _fail(chooser, hook, "the evaluations", out,
+        raise bad_value(chooser, hook, "the evaluations", out,
                     f"must be a list of {len(settings)} Evaluation (one per configuration)")
     knobs = chooser.knobs()
     for i, (e, asked) in enumerate(zip(out, settings, strict=True)):
-        _instance(chooser, hook, f"[{i}]", e, "verify.api.Evaluation",
+        require_instance(chooser, hook, f"[{i}]", e, "verify.api.Evaluation",
                   ("settings", "values", "extra"))
         _settings(chooser, hook, f"[{i}].settings", e.settings, knobs)
         if {k: float(v) for k, v in e.settings.items()} != {k: float(v) for k, v in asked.items()}:
-            raise _fail(chooser, hook, f"[{i}].settings", e.settings,
+            raise bad_value(chooser, hook, f"[{i}].settings", e.settings,
                         f"must be the configuration asked for, {dict(asked)}")
-        _array(chooser, hook, f"[{i}].values", e.values, (replicas,))
+        array(chooser, hook, f"[{i}].values", e.values, (replicas,))
         _json_values(chooser, hook, f"[{i}].extra", e.extra)
     return out
 
 
 def _inputs(chooser, hook: str, inputs, *args, **kwargs):
     if not isinstance(inputs, Mapping):
-        raise _fail(chooser, hook, "the inputs", inputs, "must be a dict of JSON values")
+        raise bad_value(chooser, hook, "the inputs", inputs, "must be a dict of JSON values")
     _json_values(chooser, hook, "inputs", inputs)
     return inputs
 
@@ -213,17 +214,17 @@ def _footprint(owner, hook: str, fp, *args, **kwargs):
 
     if fp is None:
         return None
-    _instance(owner, hook, "the footprint", fp, Footprint)
+    require_instance(owner, hook, "the footprint", fp, Footprint)
     for name in ("bytes", "steps"):  # inf: more than float64 counts, refused by the limits
-        value = _number(owner, hook, f"{name}", getattr(fp, name), infinite=True)
+        value = number(owner, hook, f"{name}", getattr(fp, name), infinite=True)
         if value < 0:
-            raise _fail(owner, hook, name, value, "must be >= 0")
+            raise bad_value(owner, hook, name, value, "must be >= 0")
     return fp
 
 
 def _footprints(chooser, hook: str, prints, *args, **kwargs):
     if not isinstance(prints, Mapping):
-        raise _fail(chooser, hook, "the footprints", prints, "must be a dict label -> Footprint")
+        raise bad_value(chooser, hook, "the footprints", prints, "must be a dict label -> Footprint")
     for label, fp in prints.items():
         _footprint(chooser, f"{hook}[{label!r}]", fp)
     return prints
@@ -231,7 +232,7 @@ def _footprints(chooser, hook: str, prints, *args, **kwargs):
 
 def _variants(chooser, hook: str, names, *args, **kwargs):
     if not isinstance(names, (list, tuple)) or not all(isinstance(v, str) for v in names):
-        raise _fail(chooser, hook, "the variants", names, "must be a list of variant names")
+        raise bad_value(chooser, hook, "the variants", names, "must be a list of variant names")
     return names
 
 
@@ -240,78 +241,22 @@ _CHOOSER_HOOKS = {"knobs": _knob_list, "certified": _proposal, "calibrated": _pr
                   "bound_footprints": _footprints, "variants": _variants}
 
 
-# ---------------------------------------------------------------------- claims
-
-
-def checked_outcome(experiment, outcome):
-    """``outcome``, what ``experiment.run`` returned, checked: an ``Outcome`` of at least one
-    ``Curve``, every curve's metric without NaN (a diverged seed is inf; ``bound`` may be
-    NaN where it is not evaluated), its scalars without NaN, its notes and prediction text."""
-    from .claims import Curve, Outcome
-
-    hook = f"experiment {experiment.id!r} Experiment.run()"
-    owner = experiment.run
-    _instance(owner, hook, "the outcome", outcome, Outcome)
-    if not isinstance(outcome.curves, Mapping) or not outcome.curves:
-        raise _fail(owner, hook, "curves", outcome.curves, "must be a non-empty dict label -> Curve")
-    for label, c in outcome.curves.items():
-        _instance(owner, hook, f"curves[{label!r}]", c, Curve)
-        _array(owner, hook, f"curves[{label!r}].y", c.y)
-    for name, v in outcome.scalars.items():
-        _array(owner, hook, f"scalars[{name!r}]", v)
-    for field in ("xlabel", "ylabel", "prediction"):
-        if not isinstance(getattr(outcome, field), str):
-            raise _fail(owner, hook, field, getattr(outcome, field), "must be a string")
-    if not all(isinstance(n, str) for n in outcome.notes):
-        raise _fail(owner, hook, "notes", outcome.notes, "must be strings")
-    return outcome
-
-
-def checked_tests(claim, tests) -> tuple:
-    """The tests ``claim.decide`` returned, checked: at least one ``verify.decide.Test``
-    (what :func:`~verify.decide.above`, ``below``, ``between`` and ``fixed_by_setting``
-    build), each with finite numbers (none for a test fixed by the setting without a run),
-    a margin > 0 and a verdict of its own."""
-    from .decide import VERDICTS, Test
-
-    hook = f"claim {claim.id!r} Claim.decide()"
-    owner = claim.decide
-    if hasattr(tests, "__iter__") and not isinstance(tests, (str, bytes, Mapping)):
-        tests = tuple(tests)
-    if not isinstance(tests, tuple) or not tests:
-        raise _fail(owner, hook, "the tests", tests, "must be a non-empty list of Test "
-                                                     "(verify.api.above, below, between)")
-    for i, t in enumerate(tests):
-        _instance(owner, hook, f"[{i}]", t, Test)
-        fixed = t.kind == "fixed"  # fixed by the setting: no run of its own, no numbers
-        for name in ("effect", "low", "high", "sd", "detectable"):
-            if not (fixed and getattr(t, name) is None):
-                _number(owner, hook, f"[{i}].{name}", getattr(t, name))
-        if not (fixed and t.seeds is None):
-            _number(owner, hook, f"[{i}].seeds", t.seeds, integer=True, positive=True)
-        if t.margin is not None:
-            _number(owner, hook, f"[{i}].margin", t.margin, positive=True)
-        if t.verdict not in VERDICTS:
-            raise _fail(owner, hook, f"[{i}].verdict", t.verdict, f"must be one of {VERDICTS}")
-    return tests
-
-
 # ---------------------------------------------------------------------- adapters
 
 
-def checked_comparison(adapter, c):
+def checked_comparison(adapter, c, outcomes: tuple[str, ...]):
     """What ``adapter._compare`` returned, checked: a ``verify.verdict.Comparison`` whose
-    bound, mean and interval are numbers (not NaN), its outcome one of the verdicts."""
-    from .verdict import OUTCOMES, Comparison
-
+    bound, mean and interval are numbers (not NaN), its outcome one of ``outcomes`` (the
+    verdicts, ``verify.verdict.OUTCOMES``)."""
     hook = f"adapter {adapter.key} Adapter._compare()"
-    _instance(adapter, hook, "the comparison", c, Comparison)
-    _number(adapter, hook, "bound", c.bound, infinite=True)
-    _number(adapter, hook, "mean", c.mean, infinite=True)
+    require_instance(adapter, hook, "the comparison", c, "verify.api.Comparison",
+              ("bound", "mean", "ci", "outcome", "mode", "cell", "replicas"))
+    number(adapter, hook, "bound", c.bound, infinite=True)
+    number(adapter, hook, "mean", c.mean, infinite=True)
     if not isinstance(c.ci, (list, tuple)) or len(c.ci) != 2:
-        raise _fail(adapter, hook, "ci", c.ci, "must be a pair (low, high)")
+        raise bad_value(adapter, hook, "ci", c.ci, "must be a pair (low, high)")
     for i, x in enumerate(c.ci):
-        _number(adapter, hook, f"ci[{i}]", x, infinite=True)
-    if c.outcome not in OUTCOMES:
-        raise _fail(adapter, hook, "outcome", c.outcome, f"must be one of {OUTCOMES}")
+        number(adapter, hook, f"ci[{i}]", x, infinite=True)
+    if c.outcome not in outcomes:
+        raise bad_value(adapter, hook, "outcome", c.outcome, f"must be one of {outcomes}")
     return c

@@ -28,9 +28,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .boundary import PluginError, checked_outcome, checked_tests
+from .boundary import PluginError
 from .claims import Claim, Experiment, Outcome, Plan, claims, experiment
-from .decide import Test, combine, deciding
+from .claims_boundary import checked_outcome, checked_tests
+from .decide import VERDICTS, Test, combine, deciding
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,7 @@ def bound_agrees(tests: Sequence[Test], outcome: Outcome) -> bool | None:
 
 def decision(claim: Claim, outcome: Outcome, reading: str | None) -> Decision:
     """``claim`` decided on ``outcome`` (module docstring)."""
-    tests = checked_tests(claim, claim.decide(outcome))
+    tests = checked_tests(claim, claim.decide(outcome), VERDICTS)
     return Decision(reading, combine(tests, claim.rule), tests, deciding(tests, claim.rule),
                     bound_agrees(tests, outcome), outcome.prediction)
 

@@ -345,8 +345,10 @@ def check_claims(papers, *, seeds: int = 2) -> None:
     plugin's own tests."""
     from dataclasses import replace
 
-    from .boundary import PluginError, checked_outcome, checked_tests
+    from .boundary import PluginError
     from .claims import Plan, claims, experiment
+    from .claims_boundary import checked_outcome, checked_tests
+    from .decide import VERDICTS
 
     selected = claims((papers,) if isinstance(papers, str) else tuple(papers))
     try:
@@ -356,7 +358,7 @@ def check_claims(papers, *, seeds: int = 2) -> None:
                 outcome = checked_outcome(exp, exp.run(replace(plan, seeds=seeds)))
                 for c in selected:
                     if c.experiment == exp_id:
-                        checked_tests(c, c.decide(outcome))
+                        checked_tests(c, c.decide(outcome), VERDICTS)
     except PluginError as e:
         raise AssertionError(str(e)) from None
 
