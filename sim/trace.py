@@ -44,14 +44,52 @@ class Acceptance:
         self.diverged = torch.zeros(replicas, dtype=torch.bool, device=device)
         self.alive = None  # ~diverged once some replica has diverged
 
-    def __call__(self, state: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
-        """The next state: ``candidate`` (in place) with diverged replicas kept at ``state``."""
+    def __call__(self, state: torch.Tensor, candidate: torch.Tensor,
+                 rows: torch.Tensor | None = None) -> torch.Tensor:
+        """The next state: ``candidate`` (in place) with diverged replicas kept at ``state``.
+        ``rows``: the replicas (indices into ``diverged``) that the leading dimension of
+        ``state`` and ``candidate`` holds, in order (the configurations of a batched run that
+        end a round); None: every replica."""
         if self.alive is None and (  # NaN in, NaN out: the comparison fails
                 float(torch.linalg.vector_norm(candidate)) <= 0.5 * DIVERGENCE_THRESHOLD):
             return candidate
-        frozen, self.diverged = freeze_diverged(state, candidate, self.diverged)
+        if rows is None:
+            frozen, self.diverged = freeze_diverged(state, candidate, self.diverged)
+        else:
+            frozen, flags = freeze_diverged(state, candidate, self.diverged[rows])
+            self.diverged = self.diverged.index_put((rows,), flags)
         self.alive = ~self.diverged
         return candidate.copy_(frozen) if frozen is not candidate else candidate
+
+
+class Rounds:
+    """What a run of C configurations on one clock records per configuration and round
+    (``sim.hfl``, ``sim.tdcd``: configurations' rounds start and end at their own steps): each
+    :meth:`put` keeps the values of some configurations at their rounds, and :meth:`into`
+    writes them all into a [C, R, rounds, ...] tensor in one scatter at the end (a scatter
+    per round costs more than the round's arithmetic in a small run)."""
+
+    def __init__(self):
+        self.configs: list[int] = []
+        self.rounds: list[int] = []
+        self.values: list[torch.Tensor] = []
+
+    def put(self, configs: list[int], rounds: list[int], value: torch.Tensor) -> None:
+        """``value`` [len(configs) R, ...]: configuration configs[i]'s values at its round
+        rounds[i] (kept as is: not to be modified in place afterwards)."""
+        self.configs += configs
+        self.rounds += rounds
+        self.values.append(value)
+
+    def into(self, out: torch.Tensor) -> torch.Tensor:
+        """``out`` [C, R, rounds, ...] with every value put (the rest as it was)."""
+        if self.values:
+            R, rest = out.shape[1], out.shape[3:]
+            values = torch.cat([v.reshape(-1, R, *rest) for v in self.values])
+            index = (torch.tensor(self.configs, device=out.device),
+                     torch.tensor(self.rounds, device=out.device))
+            out[index[0], :, index[1]] = values
+        return out
 
 
 @dataclass(frozen=True)
