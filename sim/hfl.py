@@ -189,7 +189,8 @@ class HFLTrace:
     - ``grad_sq_norm`` [R, U_max]: ||grad f(x^u)||^2 at the global model of round u (0 after
       U): the summand of the left-hand side of Theorem 2, (20).
     - ``loss`` [R, U_max + 1]: f(x^u), u = 1..U_max + 1 (frozen after U: the last is
-      f(x^{U+1}), the analysis' final model).
+      f(x^{U+1}), the analysis' final model); [R, 1], f(x^{U+1}) only, with
+      ``record_loss=False``.
     - ``group_grad_sq_sum`` [R, G]: sum_u sum_{l=1}^{t_i^u} ||grad f_i(x_i^{u,l-1})||^2, the
       numerator of Theorem 1's left-hand side (19), f_i group i's objective
       (``problem.group_grads``; clients i.i.d.: f_i = f).
@@ -263,7 +264,7 @@ def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float | torch.Tens
             generator: torch.Generator, schedule: HFLSchedule | None = None, t=None,
             end_time=None, delays: HFLDelays | None = None, S: float | None = None, T: float | None = None,
             ramp: bool = False, upload: str = "printed", record_grad: bool = True,
-            device=None) -> HFLTrace | list[HFLTrace]:
+            record_loss: bool = True, device=None) -> HFLTrace | list[HFLTrace]:
     """Run ``replicas`` realisations of Algorithm 1 on ``problem``: every client i.i.d. on
     it, or, for a ``sim.clients.ClientProblem`` of sum(sizes) clients, client k of group g
     (k counted group after group) drawing its mini-batches from its own shard (the
@@ -278,7 +279,9 @@ def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float | torch.Tens
     groups' mean t; "sum" does not divide). Returns a CPU :class:`HFLTrace`.
     ``record_grad=False`` records the loss only (``grad_sq_norm`` and ``group_grad_sq_sum``
     None): no full gradient per round and local iteration, for a run whose training curve
-    is all that is read; the dynamics and the draws are the same.
+    is all that is read; the dynamics and the draws are the same. ``record_loss=False`` (with
+    ``record_grad=False``) records f at the final model x^{U+1} only (``loss`` [R, 1]): no
+    pass over the problem's data per round, for a run whose final loss is all that is read.
 
     A batch of C configurations in one run, with common random numbers: ``t`` (or
     ``schedule.t``) [C, R, U_max, G] with ``end_time`` [C, R, U_max] (configuration c's
@@ -316,8 +319,11 @@ def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float | torch.Tens
     if C is not None and schedule.t.ndim == 3:  # one schedule for every configuration
         schedule = HFLSchedule(*(v.expand(C, *v.shape) for v in
                                  (schedule.t, schedule.U, schedule.end_time)))
+    if record_grad and not record_loss:
+        raise ValueError("record_loss=False records the final loss only: it needs "
+                         "record_grad=False")
     traces = _run(problem, sizes, alpha, x1, schedule, generator, device, upload, record_grad,
-                  batched=C is not None)
+                  record_loss, batched=C is not None)
     return traces if C is not None else traces[0]
 
 
@@ -396,7 +402,8 @@ class _Timeline:
 
 def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1: torch.Tensor,
          schedule: HFLSchedule, generator: torch.Generator, device, upload: str,
-         record_grad: bool = True, batched: bool = False) -> list[HFLTrace]:
+         record_grad: bool = True, record_loss: bool = True,
+         batched: bool = False) -> list[HFLTrace]:
     t = schedule.t.to(device)
     t = t if batched else t[None]
     C, R, U_max, G = t.shape
@@ -423,9 +430,9 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
         if record_grad:
             value, norm = problem.loss_and_grad_sq(xs.view(-1, d))
             grad_sqs.put(event.configs, event.rounds, norm)
-        else:
-            value = problem.loss(xs.view(-1, d))
-        losses.put(event.configs, event.rounds, value)
+            losses.put(event.configs, event.rounds, value)
+        elif record_loss:
+            losses.put(event.configs, event.rounds, problem.loss(xs.view(-1, d)))
         if event.rows is None or len(event.configs) == 1:
             event.state(y)[:] = xs[:, :, None, :]
         else:
@@ -468,15 +475,15 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
         if k in line.ends:
             end(line.ends[k])
     zeros = torch.zeros
-    loss = losses.into(zeros(C, R, U_max + 1, dtype=DTYPE, device=device))
+    loss = losses.into(zeros(C, R, U_max + 1 if record_loss else 1, dtype=DTYPE, device=device))
     deviation = deviations.into(zeros(C, R, U_max, G, dtype=DTYPE, device=device))
     flat = x.view(-1, d)
     done = ~real.any(dim=1)                                 # [C, U_max]: rounds after every U
-    if done.any():  # rounds no replica runs: f at the final model, as a round would record it
+    if record_loss and done.any():  # rounds no replica runs: f at the final model, as recorded
         value = problem.loss_and_grad_sq(flat)[0] if record_grad else problem.loss(flat)
         loss[:, :, :U_max] = torch.where(done[:, None, :], value.view(C, R, 1),
                                          loss[:, :, :U_max])
-    loss[:, :, U_max] = problem.loss(flat).view(C, R)
+    loss[:, :, -1] = problem.loss(flat).view(C, R)
     loss, deviation, x = loss.cpu(), deviation.cpu(), x.cpu()
     diverged = accept.diverged.cpu().view(C, R)
     grad_sq = None

@@ -186,8 +186,8 @@ def _validated(problem: Problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, 
 
 def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, K, q: int, tau,
                x1, replicas: int, generator: torch.Generator, wait_for_all: bool = False,
-               record_iterates: bool = False, record_every: int = 1, record_grad: bool = True,
-               device=None) -> Trace | list[Trace]:
+               record_iterates: bool = False, record_every: int = 1, record_first: bool = True,
+               record_grad: bool = True, device=None) -> Trace | list[Trace]:
     """Run ``replicas`` independent realisations of MLL-SGD, Castiglia et al. 2021, (5)-(6).
 
     ``H`` [D, D] hub mixing matrix (Assumption 2; not validated beyond its shape: u_k
@@ -212,9 +212,11 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, 
     = k when p = 1).
 
     ``record_every=e`` (a divisor of K) records only at k = 1, 1 + e, 1 + 2e, ...
-    (``Trace.record_every``); ``record_grad=False`` records F(u_k) only (``grad_sq_norm``
-    is None). Both only make a run cheaper, for speed comparisons with code that records
-    less; the dynamics and the draws are the same.
+    (``Trace.record_every``), or at k = e, 2e, ..., K with ``record_first=False`` (e = K: the
+    last iterate's F(u_K) only, without a pass over the problem's data every iteration);
+    ``record_grad=False`` records F(u_k) only (``grad_sq_norm`` is None). They only make a
+    run cheaper (for speed comparisons with code that records less, or a caller that reads
+    the end of the run); the dynamics and the draws are the same.
 
     A batch of C configurations in one run, with common random numbers: ``tau`` and/or ``K``
     a list of C (configuration c applies T_k of (6) with its tau_c for K_c iterations: a
@@ -272,7 +274,7 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, 
     final: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # c: (steps_taken, diverged) at K_c
 
     for k in range(1, K + 1):
-        if (k - 1) % record_every == 0:
+        if (k - (1 if record_first else 0)) % record_every == 0:
             loss, grad_sq_norm = record(weighted(X))
             losses.append(loss)
             if record_grad:
@@ -312,12 +314,13 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, 
         steps_taken.add_(steps_everywhere)
         final[0] = (steps_taken, accept.diverged)
     traces = [_trace(c, R, Ks[c] // record_every, final[c], losses, grad_sq_norms, slots,
-                     models, grads, a, record_grad, record_iterates, Ks[c]) for c in range(C)]
+                     models, grads, a, record_grad, record_iterates, Ks[c], record_first)
+              for c in range(C)]
     return traces if batched else traces[0]
 
 
 def _trace(c: int, R: int, records: int, final, losses, grad_sq_norms, slots, models, grads,
-           a, record_grad: bool, record_iterates: bool, K: int) -> Trace:
+           a, record_grad: bool, record_iterates: bool, K: int, record_first: bool) -> Trace:
     """Configuration c's :class:`Trace` (rows c R .. (c + 1) R - 1 of a batch; the whole run
     for a run of one): its first ``records`` recordings and K iterations."""
     rows = slice(c * R, (c + 1) * R)
@@ -333,7 +336,7 @@ def _trace(c: int, R: int, records: int, final, losses, grad_sq_norms, slots, mo
         if record_grad else None,
         loss=torch.stack([v[rows] for v in losses[:records]], dim=1).cpu(),
         steps_taken=steps_taken.cpu(), slots=slots[rows, :K].cpu(), diverged=diverged.cpu(),
-        **{name: value.cpu() for name, value in recorded.items()},
+        record_first=record_first, **{name: value.cpu() for name, value in recorded.items()},
     )
 
 

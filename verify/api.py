@@ -72,7 +72,14 @@ from .estimated import (
     estimated_start,
 )
 from .families import Family, families, register_family
-from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text, require_runs
+from .limits import (
+    LOOP_OVERHEAD,
+    Footprint,
+    ResourceError,
+    count_text,
+    memory_batches,
+    require_runs,
+)
 from .named_problem import NamedProblem, add_problem_arguments
 from .plugins import load_plugins
 from .rate import Sweep, register_sweep, unregister_sweeps
@@ -107,10 +114,12 @@ __all__ = [
     "EstimationSettings", "Experiment", "families", "Family", "Footprint", "half_width",
     "in_region", "json_text", "jsonable", "Knob", "label", "load_plugins", "load_reproduction",
     "load_scenario",
-    "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "Parts", "passes",
+    "Measurement", "memory_batches",
+    "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "Parts", "passes",
     "Plan", "problem_spec", "Proposal", "Reading", "register_adapter",
     "register_chooser", "register_claim", "register_experiment", "register_family",
-    "register_sweep", "register_witness_dir", "reproduce", "Reproduction", "reproduction_differences",
+    "register_sweep", "register_witness_dir", "reproduce",
+    "Reproduction", "reproduction_differences",
     "reproduction_from_dict", "require_float",
     "require_floats", "require_int", "require_runs", "ResourceError", "RngDraw", "roundoff", "Scenario",
     "settings_text", "Sweep", "Tags", "Test", "TOLERANCE", "unregister_adapter", "unregister_chooser",

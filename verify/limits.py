@@ -267,6 +267,25 @@ def require_runs(what: str, runs: Mapping[str, Footprint | None]) -> None:
         require(f"{what} ({label})", fp, noun="run")
 
 
+def memory_batches(sizes) -> list[list[int]]:
+    """The indices of ``sizes`` (the bytes of each configuration that one batched
+    simulation holds at once, a chooser's candidates) cut, in order, into groups whose sums
+    stay within the memory limit (:func:`memory_limit`): one batched run per group, where
+    one run for all would not fit. An item above the limit is a group of its own (for
+    :func:`require` to refuse)."""
+    limit, _ = memory_limit()
+    groups: list[list[int]] = []
+    total = math.inf
+    for i, size in enumerate(sizes):
+        size = _nonnegative(size)
+        if not groups or not total + size <= limit:
+            groups.append([])
+            total = 0.0
+        groups[-1].append(i)
+        total += size
+    return groups
+
+
 def require_count(count: float, what: str, noun: str = "scenarios") -> None:
     """Raise ResourceError when ``count`` scenarios (of a sweep, a search budget, a battery,
     ``noun``: the runs of a grid) exceed the limit; ``what`` says what is counted, in the
