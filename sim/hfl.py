@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import torch
 
@@ -340,19 +339,39 @@ def upload_divisors(t: torch.Tensor, sizes: torch.Tensor, upload: str) -> torch.
     return counts[..., None]
 
 
-class _Event(NamedTuple):
+class _Event:
     """Configurations whose round starts (or ends) at a step of a batched run: ``configs``
-    and their ``rounds`` (lists), the same as int64 tensors (``index``) and their state rows
-    ``rows`` (None: every configuration's)."""
+    and their ``rounds`` (lists of n), and, made when first needed, the same as int64
+    tensors (``index``) and their state rows (``rows``: None for every configuration)."""
 
-    configs: list[int]
-    rounds: list[int]
-    index: tuple[torch.Tensor, torch.Tensor]
-    rows: torch.Tensor | None
+    __slots__ = ("configs", "rounds", "C", "R", "device", "_index", "_rows")
+
+    def __init__(self, configs: list[int], rounds: list[int], C: int, R: int, device):
+        self.configs, self.rounds, self.C, self.R, self.device = configs, rounds, C, R, device
+        self._index = self._rows = None
+
+    @property
+    def whole(self) -> bool:
+        return len(self.configs) == self.C
+
+    @property
+    def index(self) -> tuple[torch.Tensor, torch.Tensor]:
+        if self._index is None:
+            self._index = (torch.tensor(self.configs, device=self.device),
+                           torch.tensor(self.rounds, device=self.device))
+        return self._index
+
+    @property
+    def rows(self) -> torch.Tensor | None:
+        """The replicas' rows in the batch's [C R] (None: every configuration's)."""
+        if self._rows is None and not self.whole:
+            replica = torch.arange(self.R, device=self.device)
+            self._rows = (self.index[0][:, None] * self.R + replica).view(-1)
+        return self._rows
 
     def state(self, tensor: torch.Tensor) -> torch.Tensor:
         """``tensor`` [C, R, ...]'s rows of the configurations (a view for one, or all)."""
-        if self.rows is None:
+        if self.whole:
             return tensor
         c = self.configs[0]
         return tensor[c:c + 1] if len(self.configs) == 1 else tensor[self.index[0]]
@@ -380,24 +399,31 @@ class _Timeline:
         device = t.device
         longest = t.amax(dim=(1, 3)).cpu()                                      # [C, U]
         ends = longest.cumsum(dim=1)
+        begins = ends - longest
         self.steps = int(ends[:, -1].max())
         self.starts, self.ends = {}, {}
         c, u = torch.nonzero(longest > 0, as_tuple=True)
-        replica = torch.arange(R, device=device)
-        for events, at in ((self.starts, (ends - longest)[c, u]), (self.ends, (ends - 1)[c, u])):
+        for events, at in ((self.starts, begins[c, u]), (self.ends, ends[c, u] - 1)):
             order = torch.argsort(at, stable=True)
             steps, counts = torch.unique_consecutive(at[order], return_counts=True)
-            for step, configs, rounds in zip(steps.tolist(), c[order].split(counts.tolist()),
-                                             u[order].split(counts.tolist()), strict=True):
-                index = (configs.to(device), rounds.to(device))
-                rows = None if len(configs) == C else (index[0][:, None] * R + replica).view(-1)
-                events[step] = _Event(configs.tolist(), rounds.tolist(), index, rows)
-        self.active = torch.zeros(self.steps, C, R, G, dtype=torch.bool, device=device)
-        for c in range(C):  # once per configuration, before the run
-            rounds = torch.repeat_interleave(torch.arange(U), longest[c])
-            local = torch.arange(rounds.numel()) - (ends[c] - longest[c])[rounds]
-            counts = t[c][:, rounds.to(device)].transpose(0, 1)                # [K_c, R, G]
-            self.active[:rounds.numel(), c] = local.to(device)[:, None, None] < counts
+            counts = counts.tolist()
+            for step, configs, rounds in zip(steps.tolist(), _split(c[order].tolist(), counts),
+                                             _split(u[order].tolist(), counts), strict=True):
+                events[step] = _Event(configs, rounds, C, R, device)
+        k = torch.arange(self.steps).repeat(C, 1)
+        rounds = torch.searchsorted(ends, k, right=True).clamp_(max=U - 1)      # [C, K]: u of step k
+        local = (k - begins.gather(1, rounds)).to(device)                       # l of step k
+        counts = t.to(torch.int32).permute(0, 2, 1, 3)[torch.arange(C)[:, None], rounds.to(device)]
+        self.active = (local[..., None, None] < counts).transpose(0, 1).contiguous()  # [K, C, R, G]
+
+
+def _split(values: list[int], counts: list[int]) -> list[list[int]]:
+    """``values`` cut into consecutive lists of ``counts``."""
+    out, start = [], 0
+    for n in counts:
+        out.append(values[start:start + n])
+        start += n
+    return out
 
 
 def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1: torch.Tensor,
@@ -433,7 +459,7 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
             losses.put(event.configs, event.rounds, value)
         elif record_loss:
             losses.put(event.configs, event.rounds, problem.loss(xs.view(-1, d)))
-        if event.rows is None or len(event.configs) == 1:
+        if event.whole or len(event.configs) == 1:
             event.state(y)[:] = xs[:, :, None, :]
         else:
             y[event.index[0]] = xs[:, :, None, :]
@@ -453,7 +479,7 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
             active_round & event.state(accept.alive.view(C, R))
         deviations.put(event.configs, event.rounds, torch.where(
             kept[..., None], (x_next[:, :, None, :] - ys).square().sum(-1), zero))
-        if event.rows is None:
+        if event.whole:
             x = x_next
         elif n == 1:
             event.state(x)[:] = x_next

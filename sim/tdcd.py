@@ -451,11 +451,14 @@ class BlockLinear:
         the population variance of the per-sample block gradients. [R, N, d] -> [R, N]."""
         return self._sigma2(loss_slope(self.loss_kind, self.scores(theta), self.y))
 
-    def statistics(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def statistics(self, theta: torch.Tensor, variance: bool = True) -> tuple[
+            torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """(L(theta) [R], ||grad L(theta)||^2 [R], :meth:`sigma2_at` [R, N]) from one
-        computation of the scores: what run_tdcd records every round (the same numbers)."""
+        computation of the scores: what run_tdcd records every round (the same numbers);
+        the last None without ``variance``."""
         loss, slope = loss_and_slope(self.loss_kind, self.scores(theta), self.y)
-        return loss.mean(-1), self._grad(slope).square().sum(dim=(-2, -1)), self._sigma2(slope)
+        return (loss.mean(-1), self._grad(slope).square().sum(dim=(-2, -1)),
+                self._sigma2(slope) if variance else None)
 
     def _grad(self, slope: torch.Tensor) -> torch.Tensor:
         """grad L by blocks from the loss slopes [R, n] at the scores: [R, N, d]. One
@@ -570,9 +573,10 @@ class ModuleModel:
         theta [R, N, d] on the batch ``rows`` (as :meth:`BlockLinear.round_problem`)."""
         return other_silos(self.embed(theta, rows)), self.client_gradients(rows)
 
-    def statistics(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+    def statistics(self, theta: torch.Tensor, variance: bool = True) -> tuple[
+            torch.Tensor, torch.Tensor, None]:
         """(L(theta), ||grad L(theta)||^2, None): what run_tdcd records every round (no exact
-        variance for a general network)."""
+        variance for a general network, whatever ``variance``)."""
         return self.loss(theta), self.grad(theta).square().sum(dim=(-2, -1)), None
 
     def _total_loss(self, theta: torch.Tensor) -> torch.Tensor:
@@ -694,7 +698,7 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q, rounds, theta0,
              replicas: int, generator: torch.Generator, t_comm: float = 0.0, t_comp: float = 1.0,
              record_iterates: bool = False, batch: str = "round", shards=None,
              stop_below: float | None = None, record_grad: bool = True,
-             record_loss: bool = True) -> TDCDTrace | list[TDCDTrace]:
+             record_loss: bool = True, record_variance: bool = True) -> TDCDTrace | list[TDCDTrace]:
     """Run ``replicas`` independent realisations of ``rounds`` TDCD rounds (T = Q rounds
     iterations), Das et al. 2022, Algorithm 1 (see the module docstring).
 
@@ -718,7 +722,8 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q, rounds, theta0,
     dynamics and the draws are the same. ``record_loss=False`` (with ``record_grad=False``)
     records the hub models every round instead (``hub``; ``loss`` None): a caller that
     reads the loss of some replicas only evaluates ``model.loss`` on theirs (the same
-    numbers).
+    numbers). ``record_variance=False``: ``sigma2`` None, without its pass over the samples'
+    block gradients every round (a run whose variance is not read).
 
     A batch of C configurations in one run, with common random numbers: ``Q`` and/or
     ``rounds`` a list of C (configuration c takes Q_c local steps per round for rounds_c
@@ -744,9 +749,9 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q, rounds, theta0,
         raise ValueError("record_loss=False records the hub models for the loss: it needs "
                          "record_grad=False")
     cells = None if shards is None else sharded_cells(model.layout, shards, device)
-    traces = _Run(model, steps, Qs, roundss, theta0, R, generator, batch, cells,
-                  stop_below, record_grad, record_loss, record_iterates).traces(
-        t_comm, t_comp, exact_sigma=hasattr(model, "sigma2_at") and shards is None)
+    exact_sigma = record_variance and hasattr(model, "sigma2_at") and shards is None
+    traces = _Run(model, steps, Qs, roundss, theta0, R, generator, batch, cells, stop_below,
+                  record_grad, record_loss, record_iterates, exact_sigma).traces(t_comm, t_comp)
     return traces if C is not None else traces[0]
 
 
@@ -759,11 +764,11 @@ class _Run:
     configurations whose round starts or ends there, the client steps (5) for every one."""
 
     def __init__(self, model, steps, Qs, roundss, theta0, R, generator, batch, cells,
-                 stop_below, record_grad, record_loss, record_iterates):
+                 stop_below, record_grad, record_loss, record_iterates, exact_sigma):
         self.model, self.lay, self.steps, self.Qs, self.roundss = model, model.layout, steps, Qs, roundss
         self.R, self.C, self.batch, self.cells = R, len(Qs), batch, cells
         self.stop_below, self.record_grad, self.record_loss = stop_below, record_grad, record_loss
-        self.record_iterates = record_iterates
+        self.record_iterates, self.exact_sigma = record_iterates, exact_sigma
         device, lay = model.device, model.layout
         C, N, K, d = self.C, lay.N, max(lay.clients), model.d
         CR, rounds = C * R, max(roundss)
@@ -881,7 +886,8 @@ class _Run:
         rounds = [t // self.Qs[c] for c in configs]
         hub = self.hub if rows is None else self.hub[rows]
         if self.record_grad:
-            loss, grad_sq_norm, variance = self._per_configuration(model.statistics, hub)
+            loss, grad_sq_norm, variance = self._per_configuration(
+                lambda theta: model.statistics(theta, variance=self.exact_sigma), hub)
             self.grad_sqs.put(configs, rounds, grad_sq_norm)
             if variance is not None:
                 self.sigma2s.put(configs, rounds, variance)
@@ -957,7 +963,7 @@ class _Run:
                 if done[c]:
                     self.running[c], self.ran[c] = False, r + 1
 
-    def traces(self, t_comm: float, t_comp: float, exact_sigma: bool) -> list[TDCDTrace]:
+    def traces(self, t_comm: float, t_comp: float) -> list[TDCDTrace]:
         """Every configuration's :class:`TDCDTrace` (CPU)."""
         C, R, N, device = self.C, self.R, self.N, self.device
         rounds = max(self.roundss)
@@ -996,7 +1002,7 @@ class _Run:
                 drift=drift[c, :, :ran], g0=g0[c, :, :ran],
                 time=torch.arange(ran + 1, dtype=DTYPE) * t_round,
                 diverged=self.accept.diverged[rows].cpu(),
-                sigma2=sigma2[c, :, :ran] if exact_sigma and self.record_grad else None,
+                sigma2=sigma2[c, :, :ran] if self.exact_sigma and self.record_grad else None,
                 **{name: value.cpu() for name, value in recorded.items()}))
         return out
 

@@ -321,3 +321,38 @@ def test_tdcd_batch_bad_input_names_the_axis():
     with pytest.raises(ValueError, match=r"\[2, 3\] or \[2, 1\]"):
         run_tdcd(model, eta=torch.ones(5), Q=[1, 2], rounds=2, theta0=torch.zeros(2), replicas=3,
                  generator=gen(0))
+
+
+# ---------------------------------------------------------------- what a chooser reads
+
+
+def test_records_of_the_end_alone_are_those_of_the_full_record():
+    """run_hfl(record_loss=False): f(x^{U+1}) only; run_mllsgd(record_first=False): F(u_k) at
+    k = e, 2e, ..., K (in a batch of unequal K too); run_tdcd(record_variance=False): no
+    sigma2. The dynamics and every number recorded are the full record's, bit for bit."""
+    pr = quadratic(2)
+    t = torch.tensor([[2, 1], [1, 3], [4, 4]])
+    kw = dict(sizes=[2, 3], alpha=0.1, x1=pr.x_star + 1, replicas=3, t=t, record_grad=False)
+    full, end = (run_hfl(pr, generator=gen(3), record_loss=flag, **kw) for flag in (True, False))
+    assert end.loss.shape == (3, 1) and torch.equal(end.loss[:, 0], full.final_loss)
+    assert differences(full, end).keys() == {"loss"}
+    with pytest.raises(ValueError, match="needs record_grad=False"):
+        run_hfl(pr, generator=gen(3), record_loss=False, **{**kw, "record_grad": True})
+    mk = dict(H=torch.full((2, 2), 0.5, dtype=F64), hub_of=torch.tensor([0, 0, 1, 1]),
+              w=torch.ones(4), p=torch.full((4,), 0.7), q=2, x1=pr.x_star + 1, replicas=3)
+    eta = torch.tensor([[0.1], [0.2]], dtype=F64).expand(2, 3)
+    every = run_mllsgd(pr, eta=eta, K=[8, 16], tau=[2, 4], generator=gen(4), **mk)
+    last = run_mllsgd(pr, eta=eta, K=[8, 16], tau=[2, 4], generator=gen(4), record_every=4,
+                      record_first=False, **mk)
+    for a, b in zip(every, last, strict=True):
+        assert torch.equal(b.loss, a.loss[:, 3::4]) and torch.equal(b.grad_sq_norm, a.grad_sq_norm[:, 3::4])
+        assert not b.record_first and b.record_every == 4
+    lay = Layout((2, 2), (2, 2), 20, 4)
+    X, y = synthetic_data(20, 4, loss="logistic", generator=gen(0))
+    model = BlockLinear(X, y, lay, loss="logistic")
+    tk = dict(eta=0.1, Q=[1, 3], rounds=[6, 2], theta0=torch.zeros(4), replicas=3)
+    with_var, without = (run_tdcd(model, generator=gen(1), record_variance=flag, **tk)
+                         for flag in (True, False))
+    for a, b in zip(with_var, without, strict=True):
+        assert b.sigma2 is None and a.sigma2 is not None
+        assert differences(a, b).keys() == {"sigma2"}

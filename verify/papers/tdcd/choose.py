@@ -497,7 +497,7 @@ class QEta(Chooser):
                                                            dtype=torch.float64),
                               Q=Qs, rounds=rounds, theta0=self.theta0, replicas=replicas,
                               generator=self.generator(), t_comm=self.t_comm, t_comp=self.t_comp,
-                              stop_below=stop)
+                              stop_below=stop, record_variance=False)
             for row, tr in zip(rows, traces, strict=True):
                 running, diverged = tr.running_lhs.numpy(), tr.diverged.numpy()
                 r, t = hitting_times(running, tr.time.numpy(), self.epsilon)
