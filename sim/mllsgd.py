@@ -269,7 +269,7 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, 
     every_coin_lands = wait_for_all or bool((p == 1).all())  # U < 1 always: G_k unmasked
     steps_everywhere = 0  # steps every worker of every replica took (coins that all land)
     models, grads = [X.clone()] if record_iterates else [], []
-    mixes = _Operators(taus, q, C, R, device)
+    mixes = _Operators(taus, q, C, R, average, hub_of, v, H)
     ends = {Kc: [c for c in range(C) if Ks[c] == Kc] for Kc in Ks}
     final: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # c: (steps_taken, diverged) at K_c
 
@@ -297,7 +297,7 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, 
             torch.add(X, G, alpha=-eta, out=moved)
         else:  # -eta per replica
             torch.addcmul(X, G, eta, out=moved)
-        mixes(k, moved, average, hub_of, v, H)
+        mixes(k, moved)
         X, moved = accept(X, moved), X
         if accept.alive is None and every_coin_lands:
             steps_everywhere += 1  # added to every worker at once, below
@@ -344,26 +344,45 @@ class _Operators:
     """T_k of (6) for a batch of C configurations with their own tau (one: every
     configuration the same T_k, in place on the whole state): per iteration k, the
     sub-network average ("V") and the hub mixing ("Z") applied to the configurations whose
-    T_k it is, rows c R .. (c + 1) R - 1 gathered, averaged and put back."""
+    T_k it is, rows c R .. (c + 1) R - 1 gathered, averaged in buffers of their size and
+    put back. The rows and buffers of each pattern of T_k over the values of tau are made
+    once (the patterns repeat every lcm q tau iterations)."""
 
-    def __init__(self, taus: list[int], q: int, C: int, R: int, device):
-        self.taus, self.q, self.R, self.device = taus, q, R, device
-        self.one = len(set(taus)) == 1
-        self.rows = torch.arange(C * R, device=device).view(C, R)
+    def __init__(self, taus: list[int], q: int, C: int, R: int, average: _Averaging,
+                 hub_of: torch.Tensor, v: torch.Tensor, H: torch.Tensor):
+        self.taus, self.q, self.average = taus, q, average
+        self.distinct = sorted(set(taus))
+        self.rows = torch.arange(C * R, device=H.device).view(C, R)
+        self.hub_of, self.v, self.H = hub_of, v, H
+        self.plans: dict[tuple[str, ...], list] = {}
 
-    def __call__(self, k: int, moved: torch.Tensor, average: _Averaging, hub_of, v, H) -> None:
-        if self.one:
-            average(moved, operator_at(k, self.q, self.taus[0]))
+    def __call__(self, k: int, moved: torch.Tensor) -> None:
+        if len(self.distinct) == 1:
+            self.average(moved, operator_at(k, self.q, self.taus[0]))
             return
-        kinds = [operator_at(k, self.q, tau) for tau in self.taus]
+        kinds = tuple(operator_at(k, self.q, tau) for tau in self.distinct)
+        if kinds not in self.plans:
+            self.plans[kinds] = self._plan(dict(zip(self.distinct, kinds, strict=True)), moved)
+        for kind, rows, averaging in self.plans[kinds]:
+            if rows is None:
+                averaging(moved, kind)
+            else:
+                part = moved.index_select(0, rows)
+                averaging(part, kind)
+                moved.index_copy_(0, rows, part)
+
+    def _plan(self, kind_of: dict[int, str], moved: torch.Tensor) -> list:
+        """[(kind, rows or None for every row, its averaging)] for "V" and "Z"."""
+        plan = []
         for kind in ("V", "Z"):
-            picked = [c for c, kd in enumerate(kinds) if kd == kind]
-            if len(picked) == len(kinds):
-                average(moved, kind)
+            picked = [c for c, tau in enumerate(self.taus) if kind_of[tau] == kind]
+            if len(picked) == len(self.taus):
+                plan.append((kind, None, self.average))
             elif picked:
                 rows = self.rows[picked].view(-1)
-                moved.index_copy_(0, rows, apply_operator(moved.index_select(0, rows), kind,
-                                                          hub_of, v, H))
+                shape = (rows.numel(), *moved.shape[1:])
+                plan.append((kind, rows, _Averaging(self.hub_of, self.v, self.H, shape)))
+        return plan
 
 
 class _WeightedAverage:
