@@ -23,6 +23,11 @@ in this order, from the one ``generator``: the schedule (per round: local-iterat
 [R, G] one iteration at a time until every group crossed S_u, then tau_g [R]), then per
 round and local iteration ``problem.stochastic_grad`` on [R, G, n_max, d]. Same seed, same
 trace, bit for bit. S_u = min(u, S) (Fig. 13, Section IV-D) with ``ramp=True``.
+
+A batch of C configurations (:func:`run_hfl` with schedules or steps per configuration: a
+sync time S per configuration is its own schedules) runs every configuration's local
+iterations on one clock, configuration c's l-th local iteration at the run's step l, and
+gives every configuration the draws of its run alone (``sim.problems.CommonDraws``).
 """
 
 from __future__ import annotations
@@ -341,32 +346,25 @@ def upload_divisors(t: torch.Tensor, sizes: torch.Tensor, upload: str) -> torch.
 
 class _Event:
     """Configurations whose round starts (or ends) at a step of a batched run: ``configs``
-    and their ``rounds`` (lists of n), and, made when first needed, the same as int64
-    tensors (``index``) and their state rows (``rows``: None for every configuration)."""
+    and their ``rounds`` (lists of n, and ``index``, the same as int64 tensors), and their
+    state rows in the batch's [C R] (``rows``, made when first needed; None: every
+    configuration's) from ``table`` [C, R], the rows of every configuration."""
 
-    __slots__ = ("configs", "rounds", "C", "R", "device", "_index", "_rows")
+    __slots__ = ("configs", "rounds", "index", "table", "_rows")
 
-    def __init__(self, configs: list[int], rounds: list[int], C: int, R: int, device):
-        self.configs, self.rounds, self.C, self.R, self.device = configs, rounds, C, R, device
-        self._index = self._rows = None
+    def __init__(self, configs: list[int], rounds: list[int],
+                 index: tuple[torch.Tensor, torch.Tensor], table: torch.Tensor):
+        self.configs, self.rounds, self.index, self.table = configs, rounds, index, table
+        self._rows = None
 
     @property
     def whole(self) -> bool:
-        return len(self.configs) == self.C
-
-    @property
-    def index(self) -> tuple[torch.Tensor, torch.Tensor]:
-        if self._index is None:
-            self._index = (torch.tensor(self.configs, device=self.device),
-                           torch.tensor(self.rounds, device=self.device))
-        return self._index
+        return len(self.configs) == self.table.shape[0]
 
     @property
     def rows(self) -> torch.Tensor | None:
-        """The replicas' rows in the batch's [C R] (None: every configuration's)."""
         if self._rows is None and not self.whole:
-            replica = torch.arange(self.R, device=self.device)
-            self._rows = (self.index[0][:, None] * self.R + replica).view(-1)
+            self._rows = self.table[self.index[0]].view(-1)
         return self._rows
 
     def state(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -403,13 +401,16 @@ class _Timeline:
         self.steps = int(ends[:, -1].max())
         self.starts, self.ends = {}, {}
         c, u = torch.nonzero(longest > 0, as_tuple=True)
+        table = torch.arange(C * R, device=device).view(C, R)
         for events, at in ((self.starts, begins[c, u]), (self.ends, ends[c, u] - 1)):
             order = torch.argsort(at, stable=True)
             steps, counts = torch.unique_consecutive(at[order], return_counts=True)
             counts = counts.tolist()
-            for step, configs, rounds in zip(steps.tolist(), _split(c[order].tolist(), counts),
-                                             _split(u[order].tolist(), counts), strict=True):
-                events[step] = _Event(configs, rounds, C, R, device)
+            cs, us = c[order].to(device), u[order].to(device)
+            for step, configs, rounds, index in zip(
+                    steps.tolist(), _split(cs.tolist(), counts), _split(us.tolist(), counts),
+                    zip(cs.split(counts), us.split(counts), strict=True), strict=True):
+                events[step] = _Event(configs, rounds, index, table)
         k = torch.arange(self.steps).repeat(C, 1)
         rounds = torch.searchsorted(ends, k, right=True).clamp_(max=U - 1)      # [C, K]: u of step k
         local = (k - begins.gather(1, rounds)).to(device)                       # l of step k
@@ -447,7 +448,6 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
     group_sum = torch.zeros(C, R, G, dtype=DTYPE, device=device)
     zero = torch.zeros((), dtype=DTYPE, device=device)  # torch.where(m, v, zero): less dispatch than 0.0
     line = _Timeline(t)
-    steps, steps_d = line.active.unbind(0), line.active[..., None].unbind(0)
 
     def start(event: _Event) -> None:
         """Round u of each configuration begins at x^u: record f (and ||grad f||^2) there,
@@ -489,7 +489,8 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
     for k in range(line.steps):
         if k in line.starts:
             start(line.starts[k])
-        now, now_d = steps[k], steps_d[k]
+        now = line.active[k]
+        now_d = now[..., None]
         if accept.alive is not None:
             alive = accept.alive.view(C, R, 1)
             now, now_d = now & alive, now_d & alive[..., None]

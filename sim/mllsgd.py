@@ -22,6 +22,9 @@ Special cases, all run through :func:`run_mllsgd` (the paper's Sections 5 and 6)
 Random draws, in this order, from the one ``generator``: per iteration the coins
 ``rand((R, N)) < p`` (skipped when ``wait_for_all``), then ``problem.stochastic_grad(X)``;
 with ``wait_for_all`` the waiting times of a hub period are drawn at its first iteration.
+A batch of C configurations (:func:`run_mllsgd` with tau, K or steps per configuration)
+takes these draws once for all (``sim.problems.CommonDraws``): every configuration sees the
+coins and gradients of its run alone, and T_k of (6) at its own tau.
 """
 
 from __future__ import annotations

@@ -101,8 +101,8 @@ class CommonDraws:
       take 16 float64 at a time and leave the rest of a tensor to scalar code, whose exp,
       log1p and sigmoid may differ from the vectorised ones in the last bit; with 16 | R a
       configuration's part of every tensor is whole chunks wherever it sits in the batch);
-    - otherwise up to round-off, on the same draws (relative differences near 1e-16 per
-      step; at most 4e-14 over the runs of tests/test_sim_batch.py).
+    - otherwise up to round-off, on the same draws (relative differences of an ulp or two
+      per step: below 1e-12 over the runs of tests/test_sim_batch.py).
 
     The choosers' paired stages (32 and 16 replicas) are bit for bit."""
 
@@ -451,14 +451,20 @@ class Quadratic(Problem):
 
     def gradient_sampler(self, shape, generator):
         """:meth:`stochastic_grad` with the noise drawn in place into one reused buffer and
-        the gradient computed in a reused buffer."""
-        noise = torch.empty(tuple(shape), dtype=DTYPE, device=self.hessian.device)
-        grad = torch.empty(noise.numel() // self.dim, self.dim, dtype=DTYPE,
+        the gradient computed in a reused buffer (with :class:`CommonDraws`, the noise of one
+        configuration, added to every configuration's gradient: the same numbers)."""
+        shape = tuple(shape)
+        common = isinstance(generator, CommonDraws)
+        noise = torch.empty(generator.rest(shape) if common else shape, dtype=DTYPE,
+                            device=self.hessian.device)
+        grad = torch.empty(math.prod(shape) // self.dim, self.dim, dtype=DTYPE,
                            device=self.hessian.device)
         scale = self.sigma / math.sqrt(self.dim)
 
         def sample(x: torch.Tensor) -> torch.Tensor:
             torch.addmm(self._shift, x.reshape(-1, self.dim), self.hessian, beta=-1, out=grad)
+            if common:
+                return grad.view(shape).add(randn_(noise, generator.generator).mul_(scale))
             return randn_(noise, generator).mul_(scale).add_(grad.view(noise.shape))
 
         return sample
@@ -469,15 +475,21 @@ class Quadratic(Problem):
         one [..., d] noise vector per model and step, whatever the group size (``shape``'s
         client axis n is not drawn). Equal in law to the mean of c :meth:`stochastic_grad`
         draws; the cost no longer grows with the clients (Ali & Arafa 2025, Fig. 6 has groups
-        of 500)."""
+        of 500). With :class:`CommonDraws`, one configuration's noise is added to every
+        configuration's gradient (the same numbers)."""
         shape = tuple(shape)
-        noise = torch.empty(shape[:-2] + shape[-1:], dtype=DTYPE, device=self.hessian.device)
+        common = isinstance(generator, CommonDraws)
+        drawn = shape[:-2] + shape[-1:]
+        noise = torch.empty(generator.rest(drawn) if common else drawn, dtype=DTYPE,
+                            device=self.hessian.device)
         counts = torch.as_tensor(counts, device=noise.device)
         factor = (self.sigma / math.sqrt(self.dim)) / counts.to(DTYPE)[..., None].sqrt()
 
         def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None) -> torch.Tensor:
-            return randn_(noise, generator).mul_(factor).add_(
-                self.grad(y) if grad_y is None else grad_y)
+            grad = self.grad(y) if grad_y is None else grad_y
+            if common:
+                return grad.add(randn_(noise, generator.generator).mul_(factor))
+            return randn_(noise, generator).mul_(factor).add_(grad)
 
         return mean
 

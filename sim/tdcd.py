@@ -35,6 +35,9 @@ so its client gradients loop over the N silos and vmap over replicas and clients
 Random draws: one ``rand((R, C, n))`` per round from the generator (``rand((R, C, max n_c))``
 with ``shards``; one per local step with ``batch="step"``), the smallest keys of each
 cell picking the batch. Everything is float64; the same seed gives the same trace bit for bit.
+A batch of C configurations (:func:`run_tdcd` with Q, rounds or steps per configuration)
+runs every configuration's rounds on one clock of local steps and gives round r of every
+configuration the batch of round r of its run alone.
 """
 
 from __future__ import annotations
@@ -806,7 +809,7 @@ class _Run:
         self.configs = torch.arange(C, device=device)
         self.replica = torch.arange(R, device=device)
         self.first = None
-        self._rows: dict[tuple[int, ...], torch.Tensor] = {}
+        self._rows: dict[tuple, torch.Tensor] = {}
         self._go()
 
     # -- which configurations' rounds start or end at step t
@@ -908,8 +911,9 @@ class _Run:
                 if self.rows is None:
                     self.rows = torch.empty(self.CR, self.lay.batch, dtype=torch.int64,
                                             device=self.device)
-                for c in configs:
-                    self.rows[c * R:(c + 1) * R] = drawn[self.Qs[c]]
+                for Q, batch in drawn.items():  # one value of Q at a time, not configurations
+                    group = [c for c in configs if self.Qs[c] == Q]
+                    self.rows.view(self.C, R, -1)[self._index(group)] = batch
             if self.rows_record is not None:
                 self._record_rows(t, configs)
         if rows is None:
@@ -919,12 +923,25 @@ class _Run:
             self.clients[rows] = hub[:, :, None]
             self.round_drift[rows] = 0.0
 
+    def _index(self, configs: list[int]) -> torch.Tensor:
+        """``configs`` as an int64 tensor (made once per list)."""
+        key = ("index", *configs)
+        if key not in self._rows:
+            self._rows[key] = torch.tensor(configs, device=self.device)
+        return self._rows[key]
+
     def _record_rows(self, t: int, configs: list[int] | None = None) -> None:
-        for c in range(self.C) if configs is None else configs:
-            if self.running[c] and t < self.roundss[c] * self.Qs[c]:
-                r, q = divmod(t, self.Qs[c])
-                at = (slice(c * self.R, (c + 1) * self.R), r) + ((q,) if self.batch == "step" else ())
-                self.rows_record[at] = self.rows[c * self.R:(c + 1) * self.R]
+        """``record_iterates``: the batch of step t, at each configuration's round (and
+        local step, ``batch="step"``)."""
+        configs = [c for c in (range(self.C) if configs is None else configs)
+                   if self.running[c] and t < self.roundss[c] * self.Qs[c]]
+        if not configs:
+            return
+        at = [torch.tensor([divmod(t, self.Qs[c])[k] for c in configs], device=self.device)
+              for k in ((0, 1) if self.batch == "step" else (0,))]
+        record = self.rows_record.view(self.C, self.R, *self.rows_record.shape[1:])
+        record[(self._index(configs), slice(None), *at)] = self.rows.view(self.C, self.R, -1)[
+            self._index(configs)]
 
     def _end(self, configs: list[int], t: int) -> None:
         """Round r of each configuration ends: the client average (Algorithm 1, line 32),
@@ -945,8 +962,9 @@ class _Run:
         else:
             self.hub[rows] = hub
         if self.hub_record is not None:
-            for c, r in zip(configs, rounds, strict=True):
-                self.hub_record[c * R:(c + 1) * R, r + 1] = self.hub[c * R:(c + 1) * R]
+            record = self.hub_record.view(self.C, R, *self.hub_record.shape[1:])
+            record[self._index(configs), :, torch.tensor(rounds, device=self.device) + 1] = \
+                self.hub.view(self.C, R, self.N, self.d)[self._index(configs)]
         if self.stop_below is not None:
             grad_sq = self.start_grad_sq if rows is None else self.start_grad_sq[rows]
             if self.C == 1:

@@ -20,7 +20,7 @@ from fedbound.sim.federated import federated_problem
 from fedbound.sim.hfl import HFLDelays, draw_schedule, run_hfl
 from fedbound.sim.mllsgd import hub_weights, mixing_matrices, operator_at, run_mllsgd
 from fedbound.sim.problems import CommonDraws, Quadratic, randn, randn_
-from fedbound.sim.tdcd import BlockLinear, Layout, run_tdcd, synthetic_data
+from fedbound.sim.tdcd import BlockLinear, Layout, ModuleModel, run_tdcd, synthetic_data
 
 torch.set_num_threads(1)
 F64 = torch.float64
@@ -306,6 +306,24 @@ def test_tdcd_round_r_of_every_configuration_takes_the_same_batch():
     alone = run_tdcd(model, eta=torch.full((4,), 0.2, dtype=F64), Q=2, rounds=3,
                      theta0=torch.zeros(4), replicas=4, generator=gen(1))
     assert max(differences(alone, R4[1]).values(), default=0.0) <= 1e-12  # round-off at R = 4
+
+
+def test_tdcd_batch_of_networks_is_bit_for_bit():
+    """One torch module per silo (sim.tdcd.ModuleModel, tanh: 16 replicas), least squares:
+    each configuration of a batch of Q = 1, 3 is its run alone."""
+    lay = Layout((3, 2), (2, 2), 20, 4)
+    X, y = synthetic_data(20, 5, loss="squared", generator=gen(0))
+    torch.manual_seed(0)
+    modules = [torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1)),
+               torch.nn.Linear(2, 1)]
+    model = ModuleModel(modules, X, y, lay, loss="squared")
+    eta = torch.tensor([[0.05], [0.1]], dtype=F64)
+    batch = run_tdcd(model, eta=eta, Q=[1, 3], rounds=[6, 2], theta0=model.initial(), replicas=16,
+                     generator=gen(1))
+    for c, (Q, rounds) in enumerate(((1, 6), (3, 2))):
+        alone = run_tdcd(model, eta=eta[c].expand(16), Q=Q, rounds=rounds, theta0=model.initial(),
+                         replicas=16, generator=gen(1))
+        assert differences(alone, batch[c]) == {}
 
 
 def test_tdcd_batch_bad_input_names_the_axis():

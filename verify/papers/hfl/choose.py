@@ -483,7 +483,8 @@ class SyncTime(Chooser):
         return Footprint.of(
             {f"{clients} x 4 buffers of 8 B": 32.0 * C * replicas * n * d * batch,
              f"steps={_n(steps)} x configurations={C} x replicas={_n(replicas)} x groups={G} "
-             "x 1 B (the mask of the local iterations)": steps * C * replicas * G},
+             "x 5 B (the mask of the local iterations, made from int32 counts)":
+             5.0 * steps * C * replicas * G},
             {f"steps={_n(steps)} x {clients}":
              steps * (10.0 * C * replicas * n * d * batch + LOOP_OVERHEAD)})
 
