@@ -29,6 +29,7 @@ coins and gradients of its run alone, and T_k of (6) at its own tau.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
@@ -187,7 +188,8 @@ def _validated(problem: Problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, 
     return H, hub_of, w, p, eta, K, q, tau, x1, replicas, C
 
 
-def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, K, q: int, tau,
+def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
+               K: int | Sequence[int], q: int, tau: int | Sequence[int],
                x1, replicas: int, generator: torch.Generator, wait_for_all: bool = False,
                record_iterates: bool = False, record_every: int = 1, record_first: bool = True,
                record_grad: bool = True, device=None) -> Trace | list[Trace]:
@@ -339,7 +341,8 @@ def _trace(c: int, R: int, records: int, final, losses, grad_sq_norms, slots, mo
         if record_grad else None,
         loss=torch.stack([v[rows] for v in losses[:records]], dim=1).cpu(),
         steps_taken=steps_taken.cpu(), slots=slots[rows, :K].cpu(), diverged=diverged.cpu(),
-        record_first=record_first, **{name: value.cpu() for name, value in recorded.items()},
+        recorded=torch.arange(1 if record_first else K // records, K + 1, K // records),
+        **{name: value.cpu() for name, value in recorded.items()},
     )
 
 

@@ -697,7 +697,8 @@ def _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm, t_comp, devi
 BATCHES = ("round", "step")
 
 
-def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q, rounds, theta0,
+def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int | Sequence[int],
+             rounds: int | Sequence[int], theta0,
              replicas: int, generator: torch.Generator, t_comm: float = 0.0, t_comp: float = 1.0,
              record_iterates: bool = False, batch: str = "round", shards=None,
              stop_below: float | None = None, record_grad: bool = True,

@@ -103,7 +103,8 @@ class Trace:
     - ``loss`` [R, K]: F(u_k).
     - a run with ``record_every=e`` > 1 records ``grad_sq_norm`` and ``loss`` at k = 1,
       1 + e, 1 + 2e, ... only, [R, K / e] (:attr:`record_every`), or at k = e, 2e, ..., K
-      when ``record_first`` is False (e = K: F(u_K) only).
+      (``record_first=False``; e = K: F(u_K) only): ``recorded`` [K / e] int64, the
+      iterations k of those columns.
     - ``steps_taken`` [R, N] int64: gradient steps each worker took (realised coins).
     - ``slots`` [R, K] float64: time slot at which iteration k ends.
     - ``diverged`` [R] bool: see the module docstring for what a frozen replica records.
@@ -118,11 +119,11 @@ class Trace:
     steps_taken: torch.Tensor
     slots: torch.Tensor
     diverged: torch.Tensor
+    recorded: torch.Tensor
     u: torch.Tensor | None = None
     Ga: torch.Tensor | None = None
     X: torch.Tensor | None = None
     G: torch.Tensor | None = None
-    record_first: bool = True
 
     @property
     def lhs(self) -> torch.Tensor:
@@ -144,6 +145,5 @@ class Trace:
 
     @property
     def record_every(self) -> int:
-        """e: ``loss`` (and ``grad_sq_norm``) hold iterations 1, 1 + e, 1 + 2e, ... (e, 2e,
-        ..., K without ``record_first``)"""
+        """e: ``loss`` (and ``grad_sq_norm``) hold every e-th iteration (``recorded``)"""
         return self.K // self.loss.shape[1]

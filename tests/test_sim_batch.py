@@ -364,7 +364,8 @@ def test_records_of_the_end_alone_are_those_of_the_full_record():
                       record_first=False, **mk)
     for a, b in zip(every, last, strict=True):
         assert torch.equal(b.loss, a.loss[:, 3::4]) and torch.equal(b.grad_sq_norm, a.grad_sq_norm[:, 3::4])
-        assert not b.record_first and b.record_every == 4
+        assert b.recorded.tolist() == list(range(4, b.K + 1, 4)) and b.record_every == 4
+        assert a.recorded.tolist() == list(range(1, a.K + 1))
     lay = Layout((2, 2), (2, 2), 20, 4)
     X, y = synthetic_data(20, 4, loss="logistic", generator=gen(0))
     model = BlockLinear(X, y, lay, loss="logistic")
