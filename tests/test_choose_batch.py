@@ -1,8 +1,8 @@
 """The choosers' simulations as batches (``Chooser.simulate`` of hfl, mllsgd and tdcd): a
 stage of n configurations is one simulator call on common random numbers, paired or not; a
 configuration's evaluation is the same alone and in a stage, bit for bit; a stage above the
-memory limit is cut into batches (``verify.limits.memory_batches``) with the same numbers,
-and one configuration above it is refused before anything runs."""
+memory or step limit is cut into batches (``verify.limits.fitting_batches``) with the same
+numbers, and one configuration above it is refused before anything runs."""
 
 from __future__ import annotations
 
@@ -91,9 +91,13 @@ def test_a_stage_above_the_memory_limit_is_cut_into_batches_with_the_same_number
         chooser.simulate(settings[:1], 4, paired=True)
 
 
-def test_memory_batches_cut_in_order_within_the_limit():
-    with limits.configured(memory="100"):
-        assert limits.memory_batches([40, 40, 40, 10, 90, 200, 5]) == [[0, 1], [2, 3], [4],
-                                                                        [5], [6]]
-        assert limits.memory_batches([]) == []
-        assert limits.memory_batches([float("inf"), 1]) == [[0], [1]]
+def test_fitting_batches_cut_in_order_within_both_limits():
+    def fp(nbytes, steps=1.0):
+        return limits.Footprint(nbytes, steps, "")
+
+    with limits.configured(memory="100", steps="1000"):
+        sizes = [fp(40), fp(40), fp(40), fp(10), fp(90), fp(200), fp(5)]
+        assert limits.fitting_batches(sizes) == [[0, 1], [2, 3], [4], [5], [6]]
+        assert limits.fitting_batches([fp(1, 600), fp(1, 300), fp(1, 300)]) == [[0, 1], [2]]
+        assert limits.fitting_batches([]) == []
+        assert limits.fitting_batches([fp(float("inf")), fp(1)]) == [[0], [1]]

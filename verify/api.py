@@ -89,7 +89,7 @@ from .limits import (
     Footprint,
     ResourceError,
     count_text,
-    memory_batches,
+    fitting_batches,
     require_runs,
 )
 from .named_problem import NamedProblem, add_problem_arguments
@@ -127,7 +127,7 @@ __all__ = [
     "EstimationSettings", "Experiment", "families", "Family", "Footprint", "half_width",
     "fixed_by_setting", "json_text", "jsonable", "Knob", "label", "load_plugins", "load_reproduction",
     "load_scenario",
-    "Measurement", "memory_batches",
+    "fitting_batches", "Measurement",
     "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "Parts", "passes",
     "Plan", "problem_spec", "Proposal", "Reading", "register_adapter",
     "register_chooser", "register_claim", "register_experiment", "register_family",

@@ -267,22 +267,24 @@ def require_runs(what: str, runs: Mapping[str, Footprint | None]) -> None:
         require(f"{what} ({label})", fp, noun="run")
 
 
-def memory_batches(sizes) -> list[list[int]]:
-    """The indices of ``sizes`` (the bytes of each configuration that one batched
-    simulation holds at once, a chooser's candidates) cut, in order, into groups whose sums
-    stay within the memory limit (:func:`memory_limit`): one batched run per group, where
-    one run for all would not fit. An item above the limit is a group of its own (for
-    :func:`require` to refuse)."""
-    limit, _ = memory_limit()
+def fitting_batches(footprints) -> list[list[int]]:
+    """The indices of ``footprints`` (one per configuration of a batched simulation, a
+    chooser's candidates: one batched run holds the memory of all of them and does the work
+    of all) cut, in order, into groups whose summed bytes and summed operations stay within
+    the memory and step limits (:func:`memory_limit`, :func:`steps_limit`): one batched run
+    per group, where one run for all would not fit. An item above a limit is a group of its
+    own (for :func:`require` to refuse)."""
+    limits = (memory_limit()[0], steps_limit()[0])
     groups: list[list[int]] = []
-    total = math.inf
-    for i, size in enumerate(sizes):
-        size = _nonnegative(size)
-        if not groups or not total + size <= limit:
+    total = (math.inf, math.inf)
+    for i, fp in enumerate(footprints):
+        size = (_nonnegative(fp.bytes), _nonnegative(fp.steps))
+        if not groups or not all(t + s <= limit for t, s, limit in zip(total, size, limits,
+                                                                       strict=True)):
             groups.append([])
-            total = 0.0
+            total = (0.0, 0.0)
         groups[-1].append(i)
-        total += size
+        total = (total[0] + size[0], total[1] + size[1])
     return groups
 
 

@@ -35,8 +35,8 @@ from fedbound.verify.api import (
     Proposal,
     add_problem_arguments,
     comma_separated,
+    fitting_batches,
     label,
-    memory_batches,
     register_chooser,
     require_float,
     require_int,
@@ -409,16 +409,16 @@ class SyncTime(Chooser):
         replica r of every configuration runs on the r-th delay path of its S (the same paths
         for every step and every call) and takes the same gradient draws (the generator
         seeded ``seed + 1``, ``sim.problems.CommonDraws``). Cut into batches that fit the
-        memory limit (:meth:`batch_footprint`, ``verify.limits.memory_batches``), each on the
-        same seeds: a configuration's numbers do not depend on its batch."""
+        memory and step limits (:meth:`batch_footprint`, ``verify.limits.fitting_batches``),
+        each on the same seeds: a configuration's numbers do not depend on its batch."""
         import torch
 
         from fedbound.sim.hfl import run_hfl
 
         paths = {S: self.schedules(S, replicas) for S in dict.fromkeys(row["S"] for row in settings)}
         out: list[Evaluation] = []
-        for group in memory_batches([self.batch_footprint([row], replicas, paths).bytes
-                                     for row in settings]):
+        for group in fitting_batches([self.batch_footprint([row], replicas, paths)
+                                      for row in settings]):
             rows = [settings[i] for i in group]
             require_runs("choose hfl", {f"{len(rows)} configuration(s) simulated in one batch":
                                         self.batch_footprint(rows, replicas, paths)})

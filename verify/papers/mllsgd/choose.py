@@ -31,7 +31,7 @@ from fedbound.verify.api import (
     Proposal,
     add_problem_arguments,
     comma_separated,
-    memory_batches,
+    fitting_batches,
     register_chooser,
     require_float,
     require_int,
@@ -292,15 +292,16 @@ class TauEta(Chooser):
         tau, its K_tau and a step per configuration), on common random numbers, ``paired`` or
         not: every configuration takes the same coins and gradient draws at iteration k (the
         generator in the scenario's state, ``sim.problems.CommonDraws``). Cut into batches
-        that fit the memory limit (:meth:`footprint`, ``verify.limits.memory_batches``), each
-        on the same draws: a configuration's numbers do not depend on its batch."""
+        that fit the memory and step limits (:meth:`footprint`,
+        ``verify.limits.fitting_batches``), each on the same draws: a configuration's numbers
+        do not depend on its batch."""
         import torch
 
         from fedbound.sim.mllsgd import run_mllsgd
 
         st, s = self.setup, self.scenario
         out: list[Evaluation] = []
-        for group in memory_batches([self.footprint(row, replicas).bytes for row in settings]):
+        for group in fitting_batches([self.footprint(row, replicas) for row in settings]):
             rows = [settings[i] for i in group]
             taus = [int(row["tau"]) for row in rows]
             Ks = [self.iterations(tau) for tau in taus]

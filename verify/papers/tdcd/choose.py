@@ -38,8 +38,8 @@ from fedbound.verify.api import (
     check,
     choose,
     comma_separated,
+    fitting_batches,
     label,
-    memory_batches,
     register_chooser,
     require_float,
     require_int,
@@ -473,17 +473,17 @@ class QEta(Chooser):
         """Every configuration in one batched run of TDCD (``sim.tdcd.run_tdcd`` with a Q, its
         rounds within the horizon, or within ``cutoff``, and a step per configuration) on
         common random numbers: round r of every configuration takes the same batch (the
-        generator in the same state). For the time to epsilon each
-        configuration stops once every replica of its has reached it. Cut into batches that
-        fit the memory limit (:meth:`footprint`, ``verify.limits.memory_batches``), each on
-        the same draws: a configuration's numbers do not depend on its batch."""
+        generator in the same state). For the time to epsilon each configuration stops once
+        every replica of its has reached it. Cut into batches that fit the memory and step
+        limits (:meth:`footprint`, ``verify.limits.fitting_batches``), each on the same
+        draws: a configuration's numbers do not depend on its batch."""
         import torch
 
         from fedbound.sim.tdcd import run_tdcd
 
         out: list[Evaluation] = []
         stop = self.epsilon if self.measured == "time" else None
-        for group in memory_batches([self.footprint(row, replicas).bytes for row in settings]):
+        for group in fitting_batches([self.footprint(row, replicas) for row in settings]):
             rows = [settings[i] for i in group]
             Qs = [int(row["Q"]) for row in rows]
             rounds = [self.rounds(Q) if cutoff == math.inf else
