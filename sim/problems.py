@@ -85,7 +85,7 @@ def one_thread():
 class CommonDraws:
     """Common random numbers for a batch of C configurations: passed where this module's draw
     helpers (:func:`rand`, :func:`randn`, :func:`randint`, :func:`rand_`, :func:`randn_`,
-    :func:`randint_`) take a generator, it makes a draw of shape [C, *rest] one draw of shape
+    :func:`randint_`) take a generator, it makes a draw of shape ``[C, *rest]`` one draw of shape
     ``rest`` from ``generator``, the same numbers for every configuration c: exactly the draw
     a run of one configuration makes with ``generator``.
 
@@ -122,12 +122,12 @@ class CommonDraws:
         return shape[1:]
 
     def repeated(self, draw: torch.Tensor) -> torch.Tensor:
-        """``draw`` [*rest] as a new [C, *rest] tensor, the same numbers in every c."""
+        """``draw`` ``[*rest]`` as a new ``[C, *rest]`` tensor, the same numbers in every c."""
         return draw.expand(self.configurations, *draw.shape).contiguous()
 
     def fill(self, out: torch.Tensor, draw: Callable[[torch.Tensor, torch.Generator], object]
              ) -> torch.Tensor:
-        """``out`` [C, *rest] with ``draw(out[0], generator)`` copied into every c."""
+        """``out`` ``[C, *rest]`` with ``draw(out[0], generator)`` copied into every c."""
         self.rest(out.shape)
         draw(out[0], self.generator)
         out[1:].copy_(out[0].expand_as(out[1:]))
