@@ -179,3 +179,46 @@ def test_the_results_page_lists_every_result_with_its_variants():
         if key in bounds.keys():
             named = set(re.findall(r"[\w-]+", variants.replace("**", "")))
             assert named == set(bounds.variants(key)), key
+
+
+#: a path of the repository as the README and the docs pages name it (`verify/report.py`,
+#: `.ci/wheel.sh`, `results/<key>.html` is a pattern, not a file of the clone)
+REPO_PATH = re.compile(r"(?<![\w/.-])((?:\.ci|docs|bounds|sim|verify|tests|benchmarks|notebooks|"
+                       r"examples)/[\w/.-]*\w)(?![\w<*])")
+
+
+def named_paths(page: Path) -> list[str]:
+    """The repository paths that ``page`` names, but the built site (``docs/_build``)."""
+    return [m[1] for m in REPO_PATH.finditer(page.read_text()) if "_build" not in m[1]]
+
+
+def exists(path: str, page: Path) -> bool:
+    """``path`` is a file or folder of the clone, from its root or from ``page``'s folder (a
+    toctree entry), with or without its suffix (``notebooks/00_quickstart``)."""
+    return any((base / path).exists() or any(base.glob(f"{path}.*")) for base in (ROOT, page.parent))
+
+
+def test_the_path_reader():
+    page = ROOT / "README.md"
+    text = "`verify/report.py`, (.ci/wheel.sh), `results/<key>.html`, docs/_build/html, bounds/x.py"
+    found = [m[1] for m in REPO_PATH.finditer(text)]
+    assert found == ["verify/report.py", ".ci/wheel.sh", "docs/_build/html", "bounds/x.py"]
+    assert exists("verify/report.py", page) and not exists("bounds/x.py", page)
+    assert exists("notebooks/00_quickstart", page)
+
+
+@pytest.mark.parametrize("page", [ROOT / "README.md", *PAGES_MD], ids=_id)
+def test_every_file_a_page_names_exists(page):
+    """No page sends a reader to a file that is gone (``verify/tightness.json`` became each
+    plugin's ``tightness.json``, ``bounds/catalog.py`` the registry)."""
+    assert [p for p in named_paths(page) if not exists(p, page)] == []
+
+
+def test_every_page_is_in_a_toctree():
+    """Every page of the docs is reachable from the index's tables of contents (Sphinx, which
+    ``make docs`` runs with warnings as errors, would also refuse an orphan)."""
+    index = (DOCS / "index.md").read_text()
+    listed = {line.strip() for lang, body in blocks(index) if lang == "{toctree}"
+              for line in body.splitlines() if line.strip() and not line.startswith(":")}
+    pages = {str(p.relative_to(DOCS).with_suffix("")) for p in [*PAGES_MD, *DOCS.glob("*.rst")]}
+    assert listed == pages - {"index"}

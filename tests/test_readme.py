@@ -166,6 +166,46 @@ def test_the_citations_are_the_bibliographys():
     assert f"version = {{{version('fedbound')}}}" in cite
 
 
+#: the papers as the README's counts name them
+PAPER_NAMES = {"MLL-SGD": "mllsgd", "HFL": "hfl", "TDCD": "tdcd", "AFL": "afl"}
+
+
+def counted(row: str) -> tuple[int, dict[str, int]]:
+    """The total and the per-paper counts of a row of the README's "In numbers" table:
+    ``| what | 17 (MLL-SGD 3, HFL 4, TDCD 3, AFL 7), ... |``."""
+    section = README[README.index("## In numbers"):].split("\n## ")[0]
+    line = next(line for line in section.splitlines() if line.startswith(f"| {row} |"))
+    m = re.search(r"\| (\d+) \(([^)]*)\)", line)
+    per = {PAPER_NAMES[name]: int(n) for name, n in re.findall(r"([\w-]+) (\d+)", m[2])}
+    return int(m[1]), per
+
+
+def test_the_counts_in_numbers_are_the_registries():
+    """The README's one place for the numbers that change as fedbound grows: its counts of
+    results, variants and claims are the registries' (update that table when this fails)."""
+    from collections import Counter
+
+    from fedbound import bounds
+    from fedbound.verify import claims
+
+    keys = bounds.keys()
+    assert counted("encoded results") == (len(keys), Counter(k.split(".")[0] for k in keys))
+    variants = sum(len(bounds.variants(k)) for k in keys)
+    assert f"{variants} variants" in README[README.index("## In numbers"):]
+    found = claims.claims()
+    assert counted("the papers' experimental claims") == (len(found),
+                                                          Counter(c.paper for c in found))
+
+
+def test_the_plugins_and_their_tightness_tables_are_introduced():
+    """The README names the command that lists the plugins and says that each plugin ships
+    its own tightness table (there is no central one)."""
+    assert "fedbound plugins" in all_commands()
+    prose = " ".join(FENCE.sub("", README).split())
+    assert "ships its own witnesses and its own tightness table (`tightness.json`" in prose
+    assert "**tightest ratio**" in prose and "**slack**" in prose and "**regret**" in prose
+
+
 @pytest.mark.parametrize("line, usage", [
     ("fedbound list [--json]", True),
     ("fedbound scenario KEY", True),
