@@ -9,6 +9,9 @@ The rules:
   continues on the next); lines that start with ``#`` are comments. A command runs verbatim
   in bash, in a temporary directory shared by the commands of its block (in order). It must
   exit 0, or N when its trailing comment says ``# exits N``.
+- ``make`` commands, which create a virtual environment and install torch, run as dry runs
+  (:func:`make_dry_run`: ``make -n``, into a virtual environment path of the test's own):
+  they must exit 0, and each ``VARIABLE=value`` they set must reach the commands printed.
 - A ``text`` block right after a code block is that block's output, abridged: each of its
   lines but ``...`` must be a line of what the block prints, in order, its words the same
   and each number equal up to the last digit shown (:func:`shown_in`).
@@ -138,3 +141,24 @@ def run_commands(body: str, cwd: Path, env: dict, where: str, *, skip=frozenset(
         assert "Traceback" not in r.stderr, r.stderr
         printed.append(r.stdout)
     return "\n".join(printed)
+
+
+def make_dry_run(arguments: list[str], venv: Path, root: Path, timeout: float = 600) -> list[str]:
+    """The commands ``make -n ARGUMENTS`` would run in ``root`` (continuation lines joined),
+    its virtual environment at ``venv``: nothing is installed or run."""
+    out = subprocess.run(["make", "-n", f"VENV={venv}", *arguments], cwd=root,
+                         capture_output=True, text=True, timeout=timeout,
+                         env={**os.environ, "MAKEFLAGS": ""})
+    assert out.returncode == 0, f"make -n {shlex.join(arguments)}: {out.stderr}"
+    return out.stdout.replace("\\\n", " ").splitlines()
+
+
+def check_make_command(command: str, venv: Path, root: Path, where: str) -> list[str]:
+    """Dry-run a documented ``make`` command (:func:`make_dry_run`) and check that every
+    ``VARIABLE=value`` it sets is in the commands it would run; those commands."""
+    words = shlex.split(bare(command))
+    assert words[0] == "make", f"{where}: {bare(command)} is not a make command"
+    lines = make_dry_run(words[1:], venv, root)
+    for name, value in (w.split("=", 1) for w in words[1:] if "=" in w):
+        assert any(value in line for line in lines), f"{where}: {name}={value} reaches no command"
+    return lines

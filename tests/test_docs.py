@@ -11,9 +11,13 @@ run in ``tests/test_readme.py``, the docstrings' examples in ``tests/test_docstr
 - Blocks without a language hold no runnable command: a line starting with ``fedbound`` is a
   usage line (an option in brackets, an alternative ``|`` or a metavariable in capitals).
 
-A block that must not run (one that installs something, or takes minutes) is preceded by
-the line ``<!-- not run: REASON -->``; it is listed as a skip with its reason, never
-dropped silently. A block preceded by ``<!-- excerpt: PATH -->`` (any language) shows part of
+A block of ``make`` commands (which create a virtual environment and install torch) is
+preceded by the line ``<!-- dry run: REASON -->``: each command runs as ``make -n``, into a
+virtual environment path of the test's own, must exit 0, and each ``VARIABLE=value`` it sets
+must reach the commands printed (``tests/doc_blocks.py``). A block that must not run at all
+(one that installs packages from the network) is preceded by the line ``<!-- not run:
+REASON -->``, which names what runs it instead in CI; it is listed as a skip with its
+reason, never dropped silently. A block preceded by ``<!-- excerpt: PATH -->`` (any language) shows part of
 the repository's file PATH (``docs/extending.md`` walks through the example plugin that
 way): it is not run, and must appear in that file word for word. The page of the encoded
 results lists every registered result.
@@ -24,12 +28,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from doc_blocks import blocks, is_usage, run_commands, shell_env, shown_in
+from doc_blocks import blocks, check_make_command, commands, is_usage, run_commands, shell_env, shown_in
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -40,6 +45,8 @@ BLOCK = re.compile(r"(?:^<!-- not run: (?P<skip>.*?) -->\n)?^```(?P<lang>\w*)\n(
 OUTPUT = re.compile(r"\s*```text\n(?P<shown>.*?)^```", re.M | re.S)
 #: a block that shows part of a file of the repository: not run, found in that file
 EXCERPT = re.compile(r"^<!-- excerpt: (?P<path>\S+) -->\n```\w*\n(?P<code>.*?)^```", re.M | re.S)
+#: a block of make commands, run as dry runs
+DRY = re.compile(r"^<!-- dry run: (?P<why>.*?) -->\n```sh\n(?P<code>.*?)^```", re.M | re.S)
 TIMEOUT = 600
 
 #: runs the blocks given as JSON on standard input, in order, in one namespace
@@ -84,6 +91,21 @@ def test_the_guide_has_code_to_run():
     assert DOCS / "extending.md" in PAGES and DOCS / "quickstart.md" in PAGES
     assert {p.name for p, *_ in SH} >= {"install.md", "quickstart.md", "choosing.md", "claims.md",
                                          "results.md"}
+
+
+def test_make_commands_run_dry():
+    """docs/install.md's make commands are read as dry runs; a variable that reaches no command
+    fails."""
+    (found,) = [m["code"] for m in DRY.finditer((DOCS / "install.md").read_text())]
+    assert "make test TORCH_INDEX=" in found and "PIP_ARGS=" in found
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make on PATH")
+def test_a_variable_that_reaches_no_command_fails(tmp_path):
+    assert check_make_command("make demo  # the demo", tmp_path / "v", ROOT, "x")[-1].endswith(
+        "bin/fedbound check --all")
+    with pytest.raises(AssertionError, match="NOWHERE=zz reaches no command"):
+        check_make_command("make demo NOWHERE=zz", tmp_path / "v", ROOT, "x")
 
 
 def test_an_excerpt_is_recognised_and_not_run():
@@ -141,6 +163,12 @@ def test_the_sh_blocks_of_a_page_run_as_written(block, env, tmp_path):
     page, _, code, skip, shown = block
     if skip is not None:
         pytest.skip(f"not run: {skip}")
+    if code in {m["code"] for m in DRY.finditer(page.read_text())}:
+        if shutil.which("make") is None:
+            pytest.skip("a dry run of make commands, and no make on PATH")
+        for command in commands(code):
+            check_make_command(command, tmp_path / "venv", ROOT, _id(page))
+        return
     printed = run_commands(code, tmp_path, env, f"docs/{page.name}", timeout=TIMEOUT)
     if shown is not None:
         assert shown_in(shown, printed) == [], printed[-3000:]

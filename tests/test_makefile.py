@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from bounded import CEILING
+from doc_blocks import make_dry_run
 
 ROOT = Path(__file__).resolve().parents[1]
 MAKE = shutil.which("make")
@@ -25,11 +26,7 @@ CUDA = "https://download.pytorch.org/whl/cu126"
 
 def dry_run(venv: Path, *settings: str, target: str = "demo") -> list[str]:
     """The commands ``make -n TARGET`` would run (continuation lines joined)."""
-    out = subprocess.run([MAKE, "-n", target, f"VENV={venv}", *settings], cwd=ROOT,
-                         capture_output=True, text=True, timeout=CEILING,
-                         env={**os.environ, "MAKEFLAGS": ""})
-    assert out.returncode == 0, out.stderr
-    return out.stdout.replace("\\\n", " ").splitlines()
+    return make_dry_run([target, *settings], venv, ROOT, timeout=CEILING)
 
 
 def installs(lines: list[str]) -> list[str]:

@@ -6,8 +6,9 @@ How the README's fenced code blocks are read (``tests/doc_blocks.py`` states the
 
 - ``sh`` blocks run, ``fedbound`` being the command of this interpreter and this source
   tree. The few commands that install something or take minutes are listed in ``SLOW``
-  with the reason, and skipped; a listed command that is no longer in the README fails the
-  test, so the list cannot go stale.
+  with the reason, and skipped (``make demo`` and ``make test`` then run as dry runs,
+  ``make -n``); a listed command that is no longer in the README fails the test, so the list
+  cannot go stale.
 - ``python`` blocks run as scripts with this interpreter and must exit 0.
 - A ``text`` block after a block is its output, abridged, and must be what it prints.
 - Blocks without a language (a synopsis) are not run. A line of them that starts with
@@ -23,6 +24,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +34,7 @@ from doc_blocks import (
     FENCE,
     bare,
     blocks,
+    check_make_command,
     commands,
     expected_status,
     is_usage,
@@ -57,8 +60,8 @@ SLOW = {
         "build from the network; .ci/wheel.sh installs the pinned torch, then the wheel",
     "pip install -c constraints.txt .": "installs fedbound and torch; .ci/wheel.sh installs "
                                         "the built wheel and runs commands from it instead",
-    "make demo": "creates a virtual environment and runs check --all: minutes",
-    "make test": "creates a virtual environment and runs this very test suite",
+    "make demo": "creates a virtual environment and runs check --all: minutes; run dry below",
+    "make test": "creates a virtual environment and runs this very test suite; run dry below",
 }
 
 
@@ -123,6 +126,18 @@ def test_every_python_example_runs_and_prints_what_the_readme_shows(block, env, 
     assert r.returncode == 0, r.stderr[-3000:]
     if shown is not None:
         assert shown_in(shown, r.stdout) == [], r.stdout[-3000:]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="no make on PATH")
+def test_the_make_commands_run_dry(tmp_path):
+    """``make demo`` and ``make test`` as ``make -n`` (tests/doc_blocks.py): the install, then
+    check --all and the test suite."""
+    made = {bare(c): check_make_command(c, tmp_path / "v", ROOT, "README.md")
+            for c in all_commands() if c.startswith("make")}
+    assert set(made) == {"make demo", "make test"}
+    assert made["make demo"][-1] == f"{tmp_path / 'v'}/bin/fedbound check --all"
+    assert made["make test"][-1].startswith(f"{tmp_path / 'v'}/bin/python -m pytest")
+    assert any("torch==2.13.0" in line for line in made["make test"])
 
 
 def test_every_slow_command_is_still_in_the_readme():
