@@ -328,9 +328,10 @@ def code_fingerprint(experiments: Sequence[Experiment]) -> str:
     packages and of the top-level package (or module) defining each of ``experiments``' run
     functions (by their paths inside it: the same code in another directory has the same
     fingerprint), with the versions of torch and numpy. A stored run is reused only by the
-    code that made it: a changed experiment, simulator or decision runs again."""
+    code that made it: a changed experiment or simulator runs again."""
     import hashlib
     import importlib.util
+    import sys
     from importlib.metadata import PackageNotFoundError, version
     from pathlib import Path
 
@@ -338,14 +339,16 @@ def code_fingerprint(experiments: Sequence[Experiment]) -> str:
     roots += sorted({e.run.__module__.partition(".")[0] for e in experiments} - {"fedbound"})
     h = hashlib.sha256()
     for name in roots:
-        spec = importlib.util.find_spec(name)
-        if spec is None:
-            continue
-        if spec.submodule_search_locations:
+        try:
+            spec = importlib.util.find_spec(name)
+        except ValueError:  # a module without a spec: a script's __main__
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
             bases = [Path(p) for p in spec.submodule_search_locations]
             files = sorted((f.relative_to(b).as_posix(), f) for b in bases for f in b.rglob("*.py"))
         else:
-            files = [] if spec.origin is None else [(Path(spec.origin).name, Path(spec.origin))]
+            origin = spec.origin if spec is not None else getattr(sys.modules.get(name), "__file__", None)
+            files = [] if origin is None else [(Path(origin).name, Path(origin))]
         for rel, path in files:
             h.update(f"{name}/{rel}\0".encode() + path.read_bytes() + b"\0")
     for package in ("torch", "numpy"):
