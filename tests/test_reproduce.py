@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bounded import CEILING
 
 from fedbound.verify import claims as catalogue
 from fedbound.verify.claims import Curve, Plan
@@ -317,23 +318,23 @@ def test_a_killed_reproduction_resumes_from_its_stored_runs_bit_for_bit(tmp_path
             ",".join(ALL), "--json", "--curves", "--db", str(db)]
     p = subprocess.Popen(argv, env=_env(SYNTH_HANG="synth.extra", SYNTH_LOG=str(log)),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + CEILING
     while _stored_runs(db) < 2 or "synth.extra" not in (log.read_text() if log.exists() else ""):
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()
         time.sleep(0.2)
     p.send_signal(getattr(signal, signal_name))
-    _, err = p.communicate(timeout=60)
+    _, err = p.communicate(timeout=CEILING)
     if signal_name == "SIGINT":  # one line saying what is kept
         assert p.returncode == 130, err
         assert "2 experiment runs run by this driver are stored in" in err, err
     assert _stored_runs(db) == 2
     log.write_text("")
     again = subprocess.run(argv, env=_env(SYNTH_LOG=str(log)), capture_output=True, text=True,
-                           cwd=tmp_path, timeout=300)
+                           cwd=tmp_path, timeout=CEILING)
     assert again.returncode == 1, again.stderr  # fig1.b-lower contradicts
     assert log.read_text() == "synth.extra None\n"  # the stored runs are read back, not run
     fresh = subprocess.run([*argv[:-1], str(tmp_path / "fresh.sqlite")], env=_env(),
-                           capture_output=True, text=True, cwd=tmp_path, timeout=300)
+                           capture_output=True, text=True, cwd=tmp_path, timeout=CEILING)
     assert _without_seconds(again.stdout) == _without_seconds(fresh.stdout)
     assert _stored_runs(db) == 3
 
