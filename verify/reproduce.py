@@ -26,7 +26,9 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
+from .boundary import PluginError
 from .claims import Claim, Experiment, Outcome, Plan, claims, experiment
+from .claims_boundary import checked_outcome, checked_tests
 from .decide import VERDICTS, Test, combine, deciding
 from .outcome_json import outcome_dict
 
@@ -262,7 +264,7 @@ def bound_agrees(tests: Sequence[Test], outcome: Outcome) -> bool | None:
 
 def decision(claim: Claim, outcome: Outcome, reading: str | None) -> Decision:
     """``claim`` decided on ``outcome`` (module docstring)."""
-    tests = tuple(claim.decide(outcome))
+    tests = checked_tests(claim, claim.decide(outcome), VERDICTS)
     return Decision(reading, combine(tests, claim.rule), tests, deciding(tests, claim.rule),
                     bound_agrees(tests, outcome), outcome.prediction)
 
@@ -278,8 +280,8 @@ def run_experiment(experiment_id: str, plan: Plan) -> Run:
     t0 = time.perf_counter()
     try:
         with one_thread():
-            outcome = exp.run(replace(plan, seeds=plan.count(exp)))
-    except (KeyboardInterrupt, MemoryError, ImportError):
+            outcome = checked_outcome(exp, exp.run(replace(plan, seeds=plan.count(exp))))
+    except (KeyboardInterrupt, MemoryError, ImportError, PluginError):
         raise
     except Exception as e:  # noqa: BLE001 - recorded, the other claims go on
         last = traceback.extract_tb(e.__traceback__)[-1]
@@ -373,12 +375,9 @@ def run_digest(exp: Experiment, plan: Plan, code: str) -> str:
 
 def stored_run(experiment_id: str, plan: Plan) -> dict:
     """Run one experiment (in a worker process, a Dask worker or this one) and return it as
-    a row of the store: ``{"verdict": the run's JSON (run_dict) or None, "error", "seconds"}``,
-    with ``"missing"`` when a package the experiments need is not installed."""
-    try:
-        run = run_experiment(experiment_id, plan)
-    except ImportError as e:
-        return {"verdict": None, "error": f"ImportError: {e}", "seconds": 0.0, "missing": str(e)}
+    a row of the store: ``{"verdict": the run's JSON (run_dict) or None, "error", "seconds"}``
+    (``run_experiment``'s exceptions pass through)."""
+    run = run_experiment(experiment_id, plan)
     return {"verdict": None if run.outcome is None else run_dict(run), "error": run.error or None,
             "seconds": run.seconds}
 
@@ -412,8 +411,6 @@ def _runs_in_store(todo: list[tuple[Experiment, Plan]], path, pool,
 
     def record(digest: str, row: dict) -> None:
         exp, p = keyed[digest]
-        if row.get("missing"):  # the environment, not the experiment: every run would fail
-            raise ImportError(row["missing"])
         if row["error"] is None:
             store.add(digest, exp.id, STORE_KIND, p.quick,
                       {"plan": asdict(replace(p, seeds=p.count(exp))), "code": code}, row)
@@ -424,7 +421,7 @@ def _runs_in_store(todo: list[tuple[Experiment, Plan]], path, pool,
     try:
         calls = {d: (stored_run, exp.id, p) for d, (exp, p) in keyed.items()}
         run_stored(calls, store, pool, record, window=1 if pool is None else len(calls),
-                   noun="experiment runs")
+                   noun="experiment runs", reraise=(ImportError, MemoryError, PluginError))
         for digest, row in store.results([d for d in keyed if d not in runs]).items():
             runs[digest] = _run_of(*keyed[digest], row, True)
             if progress:

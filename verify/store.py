@@ -339,7 +339,8 @@ class _Heartbeat(threading.Thread):
 def run_stored(calls: Mapping[str, tuple | dict], store: Store, executor: Executor | None,
                record: Callable[[str, dict], None], *,
                progress: Callable[[int, int], None] | None = None, window: int | None = None,
-               lease: float = LEASE, noun: str = "scenarios") -> tuple[int, int]:
+               lease: float = LEASE, noun: str = "scenarios",
+               reraise: tuple[type[BaseException], ...] = ()) -> tuple[int, int]:
     """Run each of ``calls`` (digest -> ``(function, *args)``, whose call returns an outcome
     dict with an ``"error"``; or the outcome itself, already known) that ``store`` does not
     hold yet, through ``executor`` (else in this process), claiming each in the store before
@@ -350,7 +351,10 @@ def run_stored(calls: Mapping[str, tuple | dict], store: Store, executor: Execut
     before and by other drivers. Waits for calls that another live driver holds, and takes
     them over if its lease expires. On KeyboardInterrupt: cancels what has not started,
     releases its claims and re-raises with a message saying what is stored (``noun``: what
-    a call is). Returns (the calls this driver ran, those other drivers stored meanwhile)."""
+    a call is). A call that raises is an outcome with its error, but for the exceptions of
+    ``reraise`` (the environment's or a plugin's fault, not the call's), which stop the run
+    (what is stored stays). Returns (the calls this driver ran, those other drivers stored
+    meanwhile)."""
     total = len(calls)
     done = store.finished()
     pending = dict.fromkeys(d for d in calls if d not in done)  # an ordered set
@@ -395,6 +399,8 @@ def run_stored(calls: Mapping[str, tuple | dict], store: Store, executor: Execut
                 d = running.pop(f)
                 try:
                     outcome = f.result()
+                except reraise:
+                    raise
                 except Exception as e:  # noqa: BLE001 - e.g. the task could not be sent
                     outcome = {"verdict": None, "seconds": 0.0,
                                "error": traceback.format_exception_only(type(e), e)[-1].strip()}
