@@ -401,7 +401,7 @@ def _runs_in_store(todo: list[tuple[Experiment, Plan]], path, pool,
     """Every run of ``todo``: read from the store at ``path`` where it holds it (a run of the
     same experiment, plan and code: :func:`run_digest`), else run (through ``pool``) and
     stored as soon as it finishes; a failed run is not stored (a rerun tries it again). An
-    interruption keeps what is stored (``verify.sweep.run_stored``)."""
+    interruption keeps what is stored (``verify.store.run_stored``)."""
     from .store import Store, run_stored
 
     code = code_fingerprint([exp for exp, _ in todo])
@@ -444,7 +444,7 @@ def reproduce(papers: str | Sequence[str], *, claim_ids: Sequence[str] | None = 
     in ``jobs`` processes, on the Dask scheduler at ``scheduler`` or on a Dask LocalCluster
     of ``dask_local`` workers (``verify.pool.executor``, as ``fedbound sweep`` does);
     ``progress(run)`` is called as each run finishes. With ``store`` (the path of an SQLite
-    store, ``verify.sweep.Store``), each run is kept as it finishes and a run the store holds
+    store, ``verify.store.Store``), each run is kept as it finishes and a run the store holds
     already (the same experiment, plan and code) is read back, not run: an interrupted
     reproduction resumes where it stopped, with the same numbers, bit for bit. Every run's
     footprint is checked first (``verify.limits``: ResourceError before anything runs)."""

@@ -6,7 +6,7 @@ experiment runs) and the driver that runs work into it through any Executor.
 code), written in its own transaction as soon as it finishes, and the claims of running
 drivers; :func:`run_stored` runs what a store does not hold yet, claiming each unit before
 it runs, so that work killed at any moment resumes from the store and stores each unit
-once. What the store promises is ``verify.sweep``'s (its docstring, ``docs/reliability.md``):
+once. What the store promises (``verify.sweep``'s docstring, ``docs/reliability.md``):
 drivers cooperate through leases, a file that is not a fedbound store is refused untouched,
 a store held locked is waited on for :data:`LOCK_WAIT` seconds, SQLite's I/O failures are
 ``OSError`` s naming the store.
@@ -95,7 +95,7 @@ def _uri(path: Path, **params: str) -> str:
 
 def inspect_store(path: str | Path, flag: str = "--db") -> int:
     """The schema version of the fedbound store at ``path`` (0: an empty file or an empty
-    database, which a sweep may initialise), read without modifying anything; ValueError
+    database, which a driver may initialise), read without modifying anything; ValueError
     naming ``flag`` when it is not a fedbound store, is corrupt, or is of a newer version."""
     path = Path(path)
     st = path.stat()
@@ -175,9 +175,10 @@ def _alive(owner: str) -> bool:
 
 
 class Store:
-    """The SQLite store of a sweep: one row per finished scenario, keyed by its digest, and
-    the claims of running drivers. ``readonly``: opened with SQLite's ``mode=ro`` (what
-    ``fedbound report`` does); the file must exist. A file that is not a fedbound store is
+    """The SQLite store of a sweep or a reproduction: one row per finished unit of work (a
+    scenario, an experiment run), keyed by its digest, and the claims of running drivers.
+    ``readonly``: opened with SQLite's ``mode=ro`` (what ``fedbound report`` does); the file
+    must exist. A file that is not a fedbound store is
     refused before it is modified (:func:`inspect_store`)."""
 
     SCHEMA = """CREATE TABLE IF NOT EXISTS results (

@@ -124,9 +124,11 @@ def arguments(p) -> None:
                    help="worker processes running experiments in parallel (default 1)")
     cluster_arguments(p, "the experiments' runs")
     p.add_argument("--db", default=DEFAULT_STORE,
-                   help=f"SQLite store of the runs (default {DEFAULT_STORE}): each run is kept "
-                        "as it finishes, and a run it holds already (the same experiment, plan "
-                        "and code) is read back, not run: an interrupted reproduction resumes")
+                   help=f"SQLite store of the runs (default {DEFAULT_STORE}): each experiment "
+                        "run is kept as soon as it finishes (a failed run is not kept), and a "
+                        "run it holds already (the same experiment, plan and code) is read back, "
+                        "not run: a reproduction interrupted (Ctrl-C) or killed resumes from "
+                        "the runs that finished, with the same numbers")
     p.add_argument("--curves", action="store_true",
                    help="with --json, also every run's curves (what each claim's figure draws): "
                         "a file that fedbound.verify.api.load_reproduction loads without loss")
