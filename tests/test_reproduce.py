@@ -305,17 +305,18 @@ def _stored_runs(db: Path) -> int:
         store.close()
 
 
-@pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGINT"])
-def test_a_killed_reproduction_resumes_from_its_stored_runs_bit_for_bit(tmp_path, signal_name):
+@pytest.mark.parametrize("signal_name, jobs", [("SIGKILL", "1"), ("SIGINT", "1"), ("SIGINT", "2")])
+def test_a_killed_reproduction_resumes_from_its_stored_runs_bit_for_bit(tmp_path, signal_name, jobs):
     """The driver is killed (SIGKILL: nothing in it runs; SIGINT: Ctrl-C) while the third of
-    its three experiment runs hangs, after the first two are stored. The same command again
-    runs only the third and gives the JSON of an unbroken run, every number bit for bit."""
+    its three experiment runs hangs, after the first two are stored (in this process, or in
+    worker processes with ``--jobs 2``). The same command again runs only the third and gives
+    the JSON of an unbroken run, every number bit for bit."""
     import signal
     import time
 
     db, log = tmp_path / "runs.sqlite", tmp_path / "runs.log"
     argv = [sys.executable, "-m", "fedbound", "reproduce", "synth", "--quick", "--claim",
-            ",".join(ALL), "--json", "--curves", "--db", str(db)]
+            ",".join(ALL), "--json", "--curves", "--jobs", jobs, "--db", str(db)]
     p = subprocess.Popen(argv, env=_env(SYNTH_HANG="synth.extra", SYNTH_LOG=str(log)),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     deadline = time.monotonic() + CEILING
