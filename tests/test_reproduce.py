@@ -359,6 +359,19 @@ def test_a_failed_run_is_not_stored_and_another_code_runs_again(synth, tmp_path)
     assert [e for e, _ in synth.CALLS] == ["synth.base", "synth.base"]
 
 
+def test_report_refuses_a_reproductions_store_naming_it(synth, capsys, tmp_path):
+    """``fedbound report --db`` on the store of a reproduction is bad input (one line naming
+    --db, exit 2), written nowhere; the store is left as it was."""
+    db = tmp_path / "r.sqlite"
+    assert _cli(capsys, "reproduce", "synth", "--quick", "--claim", "fig1.a-lower", "--db",
+                str(db))[0] == 0
+    before = db.read_bytes()
+    code, out, err = _cli(capsys, "report", "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"--db {db} holds the runs of fedbound reproduce" in err
+    assert not (tmp_path / "rep").exists() and db.read_bytes() == before
+
+
 def test_the_code_fingerprint_follows_the_source(tmp_path, monkeypatch):
     """The fingerprint of a plugin's experiments changes with one byte of its source, and not
     with the directory it lies in."""
