@@ -5,6 +5,7 @@ the ones that do not, after drawing the figure: what a test of a figure fedbound
 from __future__ import annotations
 
 import matplotlib.text
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 
 
 def _drawn_texts(fig) -> list:
@@ -29,7 +30,11 @@ def _drawn_texts(fig) -> list:
 
 def clipped_texts(fig) -> list[str]:
     """The text artists of ``fig``, named by their text, whose window extent is not inside
-    the figure's after ``fig.canvas.draw()`` (empty: every text is inside the canvas)."""
+    the figure's after ``fig.canvas.draw()`` (empty: every text is inside the canvas). A
+    figure made without pyplot (``matplotlib.figure.Figure``, as the report draws them) is
+    given an Agg canvas."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        FigureCanvasAgg(fig)
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     box = fig.bbox
