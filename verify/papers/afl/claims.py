@@ -2,10 +2,16 @@
 E), each decided on paired differences over seeds (``verify.decide``) from the experiments of
 ``verify.papers.afl.experiments`` (its docstring gives the analogue and what differs).
 
-Not encoded: Table 3's claims on FedProx and SCAFFOLD as the workers' optimiser inside AFL
-(the simulator's workers run plain SGD), and Appendix E.1's wall-clock remark (61 against 46
-rounds to 85% accuracy, 1/2.6 of FedAvg's time under exponential straggling), which needs a
-straggler time model the simulator does not have.
+Table 3 (FedProx and SCAFFOLD as the worker's optimiser, synchronous and inside AFL) and
+Appendix E.1's wall-clock remark are decided on the test accuracy of the held-out digits,
+the paper's metric.
+
+Not encoded, because nothing here can run them: the three claims on the LSTM trained on
+Shakespeare (next-character prediction over 80 characters, LEAF's natural split over 143
+workers), a recurrent network on a text data set that the bundled data cannot stand in for:
+Table 2's "no obvious difference" under asynchrony and dynamic steps on Shakespeare, Fig. 4's
+"the test accuracy curves of the LSTM model oscillate under asynchrony and dynamic local
+steps", and Table 3's FedProx and SCAFFOLD row on Shakespeare.
 
 ``fedbound reproduce afl --list`` lists them; ``fedbound reproduce afl`` decides them.
 """
@@ -217,6 +223,137 @@ def register() -> None:
         worse(ex.CS_BIASED, ex.CD_UNIFORM, ex.PS), curves=_curves(ex.CD_UNIFORM, ex.CS_BIASED, ps=(1, 10)),
         tolerance="fedbound's reading of 'does not perform well': a higher final training loss "
                   "than AFA-CD with uniform sampling at every p"))
+    register_table3()
+    register_wall_clock()
+
+
+#: fedbound's reading of "as good as", "no (obvious) performance degradation", "performs
+#: well": the final test accuracy within this many points of the reference's
+ACCURACY_CLOSE = 0.01
+ACCURACY_TEXT = (f"fedbound's reading of the paper's words: the final test accuracy within "
+                 f"{ACCURACY_CLOSE:.0%} (absolute) of the reference's")
+
+
+def _accuracy(outcome, c, p):
+    """The final test accuracy [seeds] of configuration ``c`` at ``p``."""
+    return outcome.curve(ex.accuracy_label(c, p)).y[:, -1]
+
+
+def accuracy_no_worse(c, ref, ps=ex.PS):
+    """Tests that ``c``'s final test accuracy is not below ``ref``'s by more than
+    ACCURACY_CLOSE at each p."""
+    def decide(outcome):
+        return [below(f"accuracy({_name(ref, p)}) - accuracy({_name(c, p)})",
+                      _accuracy(outcome, ref, p) - _accuracy(outcome, c, p), ACCURACY_CLOSE)
+                for p in ps]
+    return decide
+
+
+def accuracy_worse(c, ref, ps):
+    """Tests that ``c``'s final test accuracy is below ``ref``'s at each p."""
+    def decide(outcome):
+        return [above(f"accuracy({_name(ref, p)}) - accuracy({_name(c, p)})",
+                      _accuracy(outcome, ref, p) - _accuracy(outcome, c, p),
+                      compares=(ex.accuracy_label(ref, p), ex.accuracy_label(c, p)),
+                      at=outcome.curve(ex.accuracy_label(c, p)).x[-1])
+                for p in ps]
+    return decide
+
+
+def _accuracy_curves(*configs, ps=ex.PS):
+    return tuple(ex.accuracy_label(c, p) for p in ps for c in configs)
+
+
+def _more_rounds(outcome):
+    afl, fedavg = (outcome.scalars[f"rounds to {ex.TARGET:g}: {name}"] for name in ("AFL", "FedAvg"))
+    return [above(f"rounds to {ex.TARGET:.0%} test accuracy: AFL - FedAvg", afl - fedavg)]
+
+
+def _less_wall_clock(outcome):
+    afl, fedavg = (outcome.scalars[f"time to {ex.TARGET:g}: {name}"] for name in ("AFL", "FedAvg"))
+    return [below(f"wall-clock time to {ex.TARGET:.0%} test accuracy: AFL / FedAvg - 1",
+                  afl / fedavg - 1)]
+
+
+def register_table3() -> None:
+    """Appendix E.2, Table 3: FedProx and SCAFFOLD as the worker's optimiser."""
+    setting = {**SETTING, "delays": "FedProx and SCAFFOLD: synchronous, constant steps; AFL + "
+                                    "FedProx and AFL + SCAFFOLD: asynchrony and dynamic local "
+                                    "steps; uniform sampling",
+               "step": "global 1.0, local 0.1; FedProx mu = 0.1"}
+    extra = ("; FedProx (mu = 0.1) and SCAFFOLD (option II, control variates pulled with the "
+             "model) as the worker's optimiser; the test accuracy on the held-out fifth of the "
+             "digits")
+    for model, tag in (("lr", ""), ("mlp", "-cnn")):
+        analogue = ANALOGUE[model] + extra
+        cite_ = cite("afl", f"Appendix E.2, Table 3 ({'LR/MNIST' if model == 'lr' else 'CNN/CIFAR-10'})")
+        register_claim(Claim(
+            f"afl.table3.fedprox-as-fedavg{tag}", cite_,
+            "FedProx performs as good as FedAvg (Table 3 against Table 2)", setting, analogue,
+            f"afl.{model}", accuracy_no_worse(ex.FEDPROX, ex.FEDAVG), metric="test accuracy",
+            curves=_accuracy_curves(ex.FEDAVG, ex.FEDPROX, ps=(1, 10)),
+            tolerance=ACCURACY_TEXT + " (one-sided: no worse than FedAvg by more)"))
+        register_claim(Claim(
+            f"afl.table3.afl-fedprox-unharmed{tag}", cite_,
+            "there is no performance degradation in the AFL framework with FedProx as the "
+            "worker's optimiser (AFL + FedProx against FedProx)", setting, analogue,
+            f"afl.{model}", accuracy_no_worse(ex.AFL_FEDPROX, ex.FEDPROX), metric="test accuracy",
+            curves=_accuracy_curves(ex.FEDPROX, ex.AFL_FEDPROX, ps=(1, 10)),
+            tolerance=ACCURACY_TEXT + " (one-sided)"))
+        register_claim(Claim(
+            f"afl.table3.afl-scaffold-unharmed{tag}", cite_,
+            "with SCAFFOLD (synchronous, constant steps) as the baseline, no obvious performance "
+            "degradation happens under AFL with SCAFFOLD as the worker's optimiser", setting,
+            analogue, f"afl.{model}", accuracy_no_worse(ex.AFL_SCAFFOLD, ex.SCAFFOLD),
+            metric="test accuracy", curves=_accuracy_curves(ex.SCAFFOLD, ex.AFL_SCAFFOLD, ps=(1, 10)),
+            tolerance=ACCURACY_TEXT + " (one-sided)"))
+    register_claim(Claim(
+        "afl.table3.scaffold-well-lr", cite("afl", "Appendix E.2, Table 3 (LR/MNIST)"),
+        "SCAFFOLD performs well for LR on MNIST: no worse than FedAvg", setting,
+        ANALOGUE["lr"] + extra, "afl.lr", accuracy_no_worse(ex.SCAFFOLD, ex.FEDAVG),
+        metric="test accuracy", curves=_accuracy_curves(ex.FEDAVG, ex.SCAFFOLD, ps=(1, 10)),
+        tolerance=ACCURACY_TEXT + " (one-sided: no worse than FedAvg by more)"))
+    register_claim(Claim(
+        "afl.table3.scaffold-poor-cnn", cite("afl", "Appendix E.2, Table 3 (CNN/CIFAR-10)"),
+        "SCAFFOLD does not work well for the CNN on CIFAR-10, especially at the higher "
+        "non-i.i.d. levels: below FedAvg's test accuracy at p = 1 and 2", setting,
+        ANALOGUE["mlp"] + extra, "afl.mlp", accuracy_worse(ex.SCAFFOLD, ex.FEDAVG, (1, 2)),
+        metric="test accuracy", curves=_accuracy_curves(ex.FEDAVG, ex.SCAFFOLD, ps=(1, 2)),
+        tolerance="fedbound's reading of 'does not work well, especially at higher non-i.i.d. "
+                  "levels': a lower final test accuracy than FedAvg at p = 1 and p = 2 (Table 3: "
+                  "0.16 and 0.63 against FedProx's 0.75 and 0.77; at p = 5 and 10 within 0.01)",
+        sensitivity="the paper's explanation is stale control variates under partial "
+                    "participation; the MLP on the digits is a small network on a small set"))
+
+
+def register_wall_clock() -> None:
+    """Appendix E.1's remark on rounds and wall-clock time."""
+    setting = {**SETTING, "model": "logistic regression on MNIST", "split": "p = 1",
+               "delays": "stragglers: exponential times with lambda = 1 (Charles et al. 2021)",
+               "metric": "rounds and wall-clock time to 85% test accuracy"}
+    analogue = (ANALOGUE["lr"] + f"; p = 1; rounds and wall-clock time until the test accuracy "
+                f"on the held-out fifth of the digits first reaches {ex.TARGET:.0%}; every update "
+                "takes an Exp(1) time: a FedAvg round waits for the slowest of its m = 5 workers "
+                "(max of 5 Exp(1)), an AFL round (AFA-CD, asynchrony, dynamic steps, uniform "
+                "arrivals) ends at the 5th update from the 10 workers computing without waiting "
+                "(Gamma(5, 10))")
+    cite_ = cite("afl", "Appendix E.1")
+    register_claim(Claim(
+        "afl.e1.more-rounds", cite_,
+        "AFL needs more communication rounds than FedAvg to reach 85% test accuracy (61 "
+        "against 46 for LR on MNIST at p = 1)", setting, analogue, "afl.lr", _more_rounds,
+        metric="rounds", curves=_accuracy_curves(ex.FEDAVG, ex.CD_UNIFORM, ps=(1,))))
+    register_claim(Claim(
+        "afl.e1.less-wall-clock", cite_,
+        "AFL takes less wall-clock time than FedAvg to reach 85% test accuracy (1/2.6 of "
+        "FedAvg's time)", setting, analogue, "afl.lr", _less_wall_clock,
+        metric="relative wall-clock time", curves=_accuracy_curves(ex.FEDAVG, ex.CD_UNIFORM, ps=(1,)),
+        tolerance="read as: AFL's wall-clock time below FedAvg's; the paper's 1/2.6 depends on "
+                  "its unstated time per update",
+        sensitivity="the round durations come from the straggler model, not from training: "
+                    "with these laws an AFL round lasts 0.5 on average and a FedAvg round 2.28 "
+                    "(the mean of the largest of 5 Exp(1)), so AFL is slower only if it needs "
+                    "more than 4.6 times FedAvg's rounds"))
 
 
 register()

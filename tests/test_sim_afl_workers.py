@@ -1,0 +1,145 @@
+"""FedProx and SCAFFOLD as the worker's optimiser inside AFA-CD and AFA-CS (sim/afl.py, Yang
+et al. 2022, Appendix E.2, Table 3): the vectorised run against a plain loop over replicas,
+workers and steps with the same schedule and noise draws, and the special cases that pin
+each reading down."""
+
+import math
+
+import pytest
+import torch
+
+from fedbound.sim.afl import HeterogeneousQuadratic, draw_schedule, local_update, run_afl
+
+F64 = torch.float64
+
+
+def gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def loop_run(clients, *, algorithm, worker, schedule, eta, eta_L, x0, generator, mu=0.1):
+    """[R, T] ||grad f(x_t)||^2, one replica, one worker and one local step at a time: the
+    worker steps along g + mu (x - x_start) (FedProx) or g - c_i + c (SCAFFOLD, option II,
+    c pulled with the model), the server as in Algorithms 2 and 3."""
+    R, T, M = schedule.arrivals.shape
+    d, a, centres = clients.dim, clients.a, clients.centres
+    scale = clients.sigma_L / math.sqrt(d)
+
+    def local(x, i, K, noise, c_pull, c_i):
+        start, total = x, torch.zeros(d, dtype=F64)
+        for j in range(K):
+            g = a * (x - centres[i]) + scale * noise[j]
+            if worker == "fedprox":
+                g = g + mu * (x - start)
+            if worker == "scaffold":
+                g = g - c_i + c_pull
+            total = total + g
+            x = x - eta_L * g
+        return total / K
+
+    zero = torch.zeros(d, dtype=F64)
+    c_i = [[zero] * M for _ in range(R)]
+    controls = [[zero] for _ in range(R)]  # controls[r][t] = c_t
+    memory = None
+    if algorithm == "cs":
+        draws = [torch.randn((R, M, d), generator=generator, dtype=F64)
+                 for _ in range(int(schedule.K0.max()))]
+        memory = [[local(x0, i, int(schedule.K0[r, i]), [n[r, i] for n in draws], zero, zero)
+                   for i in range(M)] for r in range(R)]
+        if worker == "scaffold":
+            for r in range(R):
+                c_i[r] = list(memory[r])
+                controls[r] = [sum(memory[r]) / M]
+    models = [[x0.clone()] for _ in range(R)]
+    out = torch.empty(R, T, dtype=F64)
+    for t in range(T):
+        draws = [torch.randn((R, M, d), generator=generator, dtype=F64)
+                 for _ in range(int(schedule.K[:, t].max()))]
+        for r in range(R):
+            x = models[r][t]
+            out[r, t] = (a * (x - clients.c_bar)).square().sum()
+            updates, change = [], zero
+            for i in range(M):
+                if schedule.arrivals[r, t, i]:
+                    pulled = t - int(schedule.delays[r, t, i])
+                    c_pull = controls[r][pulled]
+                    G = local(models[r][pulled], i, int(schedule.K[r, t, i]),
+                              [n[r, i] for n in draws], c_pull, c_i[r][i])
+                    updates.append(G)
+                    if memory is not None:
+                        memory[r][i] = G
+                    if worker == "scaffold":
+                        new = c_i[r][i] - c_pull + G
+                        change = change + (new - c_i[r][i])
+                        c_i[r][i] = new
+            G_t = sum(memory[r]) / M if memory is not None else sum(updates) / len(updates)
+            models[r].append(x - eta * eta_L * G_t)
+            controls[r].append(controls[r][t] + change / M)
+    return out
+
+
+@pytest.mark.parametrize("algorithm", ["cd", "cs"])
+@pytest.mark.parametrize("worker", ["fedprox", "scaffold"])
+def test_vectorised_run_equals_the_plain_loop(algorithm, worker):
+    """Same schedule (delays up to 2, K from 1 to 3), same noise draws: the same trace."""
+    c = HeterogeneousQuadratic.random(3, 5, 2.0, 0.3, 1.0, 0.6, gen())
+    sch = draw_schedule(M=5, m=2, T=15, replicas=3, generator=gen(1), K=(1, 3), tau=2)
+    kw = dict(eta=2.0, eta_L=0.05, x0=torch.ones(3, dtype=F64))
+    ref = loop_run(c, algorithm=algorithm, worker=worker, schedule=sch, generator=gen(2), **kw)
+    tr = run_afl(c, algorithm=algorithm, worker=worker, m=2, T=15, replicas=3, schedule=sch,
+                 generator=gen(2), **kw)
+    torch.testing.assert_close(tr.grad_sq_norm, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_one_local_step_of_fedprox_is_plain_sgd():
+    """The proximal term vanishes at x_start: with K = 1 FedProx draws and moves as SGD."""
+    c = HeterogeneousQuadratic.random(3, 4, 2.0, 0.3, 1.0, 0.6, gen())
+    kw = dict(m=2, T=10, eta=2.0, eta_L=0.1, x0=torch.ones(3, dtype=F64), replicas=2, K=1, tau=1)
+    sgd = run_afl(c, generator=gen(4), **kw)
+    prox = run_afl(c, worker="fedprox", mu=0.5, generator=gen(4), **kw)
+    assert torch.equal(sgd.loss, prox.loss)
+
+
+def test_fedprox_local_steps_contract_towards_the_start():
+    """On a noiseless quadratic a larger mu keeps the K-step local run closer to x_start."""
+    c = HeterogeneousQuadratic.random(3, 4, 2.0, 0.3, 0.0, 0.6, gen())
+    start = torch.zeros(1, 4, 3, dtype=F64)
+    K = torch.full((1, 4), 8)
+    moves = [local_update(c, start, K, 0.1, gen(), mu=mu).G.norm() for mu in (0.0, 1.0, 5.0)]
+    assert moves[0] > moves[1] > moves[2]
+
+
+def test_scaffold_corrections_make_every_worker_descend_f():
+    """Karimireddy et al. 2020's point: with c_i = grad f_i(y) and c = grad f(y) (a noiseless
+    quadratic), g_i(x) - c_i + c = grad f(x) for every worker, so every worker's K local
+    steps are K steps of gradient descent on f, whatever its own centre."""
+    c = HeterogeneousQuadratic.random(3, 4, 1.0, 0.5, 0.0, 0.8, gen())
+    y = torch.randn(1, 4, 3, dtype=F64, generator=gen(1))[:, :1].expand(1, 4, 3)
+    correction = c.grad(y) - c.worker_grads(y)
+    start = torch.randn(1, 3, dtype=F64, generator=gen(2))[:, None].expand(1, 4, 3)
+    K, eta_L = 5, 0.2
+    G = local_update(c, start, torch.full((1, 4), K), eta_L, gen(), correction=correction).G
+    x, total = start[0, 0].clone(), torch.zeros(3, dtype=F64)
+    for _ in range(K):
+        g = c.grad(x)
+        total, x = total + g, x - eta_L * g
+    torch.testing.assert_close(G[0], (total / K).expand(4, 3), rtol=1e-12, atol=1e-14)
+
+
+def test_bad_worker_or_mu_is_a_clear_error():
+    c = HeterogeneousQuadratic.random(2, 3, 1.0, 0.5, 1.0, 0.5, gen())
+    kw = dict(m=1, T=2, eta=1.0, eta_L=0.1, x0=torch.zeros(2), replicas=1, generator=gen())
+    with pytest.raises(ValueError, match="worker='adam'"):
+        run_afl(c, worker="adam", **kw)
+    with pytest.raises(ValueError, match="mu=0"):
+        run_afl(c, worker="fedprox", mu=0.0, **kw)
+
+
+def test_score_is_recorded_every_round_and_draws_nothing():
+    c = HeterogeneousQuadratic.random(2, 3, 1.0, 0.5, 1.0, 0.5, gen())
+    kw = dict(m=2, T=6, eta=1.0, eta_L=0.1, x0=torch.zeros(2), replicas=3, K=2, tau=1)
+    plain = run_afl(c, generator=gen(5), **kw)
+    scored = run_afl(c, generator=gen(5), score=lambda x: x.sum(-1), **kw)
+    assert torch.equal(plain.loss, scored.loss)
+    assert scored.score.shape == (3, 7) and plain.score is None
+    torch.testing.assert_close(scored.score[:, -1], scored.x_final.sum(-1))
