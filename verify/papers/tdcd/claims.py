@@ -7,8 +7,20 @@ decided on paired differences over seeds (``verify.decide``) from the experiment
 
 from __future__ import annotations
 
+import numpy as np
+
 from fedbound.bounds.references import cite
-from fedbound.verify.api import Claim, Experiment, above, below, register_claim, register_experiment
+from fedbound.verify.api import (
+    RELATIVE_LOSS,
+    Claim,
+    Experiment,
+    above,
+    accuracy_margin,
+    between,
+    register_claim,
+    register_experiment,
+    relative_margin,
+)
 
 from . import experiments as ex
 
@@ -60,22 +72,30 @@ def _faster(ratio: float):
     def decide(outcome):
         T = _decision_time(outcome, ratio)
         one = f"Q = 1, t_comm = {ratio:g}"
-        return [above(f"loss(Q = 1) - loss(Q = {Q}) at time {T:g}",
-                      outcome.at(one, T) - outcome.at(f"Q = {Q}, t_comm = {ratio:g}", T),
-                      compares=(f"Q = {Q}, t_comm = {ratio:g}", one), at=T)
-                for Q in ex.QS[1:]]
+        out = []
+        for Q in ex.QS[1:]:
+            hi, lo = outcome.at(one, T), outcome.at(f"Q = {Q}, t_comm = {ratio:g}", T)
+            out.append(above(f"loss(Q = 1) - loss(Q = {Q}) at time {T:g}", hi - lo,
+                             **relative_margin(hi, lo), compares=(f"Q = {Q}, t_comm = {ratio:g}", one),
+                             at=T))
+        return out
     return decide
 
 
-def _gap(outcome, ratio: float, Q: int):
+def _pair(outcome, ratio: float, Q: int):
+    """(loss(Q = 1), loss(Q)) at ``ratio``'s decision time."""
     T = _decision_time(outcome, ratio)
-    return outcome.at(f"Q = 1, t_comm = {ratio:g}", T) - outcome.at(f"Q = {Q}, t_comm = {ratio:g}", T)
+    return outcome.at(f"Q = 1, t_comm = {ratio:g}", T), outcome.at(f"Q = {Q}, t_comm = {ratio:g}", T)
 
 
 def _gap_widens(outcome):
     low, high = ex.RATIOS
-    return [above(f"gap(Q = {Q}) at t_comm = {high:g} minus at t_comm = {low:g}",
-                  _gap(outcome, high, Q) - _gap(outcome, low, Q)) for Q in ex.QS[1:]]
+    out = []
+    for Q in ex.QS[1:]:
+        (a, b), (c, d) = _pair(outcome, high, Q), _pair(outcome, low, Q)
+        out.append(above(f"gap(Q = {Q}) at t_comm = {high:g} minus at t_comm = {low:g}",
+                         (a - b) - (c - d), **relative_margin(a, b, c, d)))
+    return out
 
 
 def _end(outcome, label: str):
@@ -88,7 +108,7 @@ def _slower_per_iteration(outcome):
     for a, b in zip(Q_CURVES[:-1], Q_CURVES[1:], strict=True):
         (x, la), (_, lb) = _end(outcome, a), _end(outcome, b)
         out.append(above(f"loss({b}) - loss({a}) after {x:g} iterations", lb - la,
-                         compares=(a, b), at=x))
+                         **relative_margin(lb, la), compares=(a, b), at=x))
     return out
 
 
@@ -96,7 +116,8 @@ LARGER = (ex.DIGITS_LARGER, ex.MIMIC_LARGER)
 
 
 def _converges(outcome):
-    return [above(f"loss at the start - loss at the end, {label}", c.y[:, 0] - c.y[:, -1])
+    return [above(f"loss at the start - loss at the end, {label}", c.y[:, 0] - c.y[:, -1],
+                  **relative_margin(c.y[:, 0], c.y[:, -1]))
             for label, c in ((ex.label(Q, net), outcome.curve(ex.label(Q, net)))
                              for net in LARGER for Q in ex.QS)]
 
@@ -106,8 +127,9 @@ def _larger_k_worse(outcome):
     for Q in ex.QS[1:]:
         small, large = ex.label(Q), ex.label(Q, ex.DIGITS_LARGER)
         x, ls = _end(outcome, small)
+        ll = _end(outcome, large)[1]
         out.append(above(f"loss(K = {ex.DIGITS_LARGER.clients}) - loss(K = {ex.DIGITS.clients}) "
-                         f"at Q = {Q} after {x:g} iterations", _end(outcome, large)[1] - ls,
+                         f"at Q = {Q} after {x:g} iterations", ll - ls, **relative_margin(ll, ls),
                          compares=(small, large), at=x))
     return out
 
@@ -115,12 +137,14 @@ def _larger_k_worse(outcome):
 #: fedbound's reading of "little performance degradation" (Section 1): the final training
 #: loss at most this much higher, relatively
 LITTLE = 0.10
+LITTLE_TEXT = f"fedbound's reading of 'little': the final training loss at most {LITTLE:.0%} higher"
 
 
 def _little(pairs):
     def decide(outcome):
-        return [below(f"loss({worse}) / loss({base}) - 1 at the end",
-                      _end(outcome, worse)[1] / _end(outcome, base)[1] - 1, LITTLE)
+        return [between(f"loss({worse}) / loss({base}) - 1 at the end",
+                        _end(outcome, worse)[1] / _end(outcome, base)[1] - 1, -np.inf, LITTLE,
+                        source=LITTLE_TEXT)
                 for base, worse in pairs]
     return decide
 
@@ -132,15 +156,17 @@ FEW, MANY = (net.silos for net in ex.SILO_NETWORKS)
 def _more_silos_worse(outcome):
     few, many = SILO_PAIR
     x, lf = _end(outcome, few)
+    lm = _end(outcome, many)[1]
     return [above(f"loss(N = {MANY}) - loss(N = {FEW}) after {x:g} iterations",
-                  _end(outcome, many)[1] - lf, compares=(few, many), at=x)]
+                  lm - lf, **relative_margin(lm, lf), compares=(few, many), at=x)]
 
 
 def _fewer_silos_faster(outcome):
     few, many = SILO_PAIR
     x = ex.EARLY * outcome.curve(few).x[-1]
+    lm, lf = outcome.at(many, x), outcome.at(few, x)
     return [above(f"loss(N = {MANY}) - loss(N = {FEW}) after {x:g} iterations",
-                  outcome.at(many, x) - outcome.at(few, x), compares=(few, many), at=x)]
+                  lm - lf, **relative_margin(lm, lf), compares=(few, many), at=x)]
 
 
 def _setting(**changes) -> dict:
@@ -210,8 +236,7 @@ def register() -> None:
                          "samples each"),
         "tdcd.latency", _little([(ex.label(Q), ex.label(Q, ex.DIGITS_LARGER)) for Q in ex.QS]),
         primary="round",
-        tolerance=f"fedbound's reading of 'little': the final training loss at most "
-                  f"{LITTLE:.0%} higher"))
+        tolerance=LITTLE_TEXT))
     silos_analogue = MIMIC_ANALOGUE.replace(
         "N = 4 silos of 7 or 8 features, K = 20 clients per silo with 25 samples each of a batch "
         "of 500 (K = 50: 10 each)", "N = 4 against N = 8 silos (7 or 8 features; 3 or 4), K = "
@@ -234,8 +259,7 @@ def register() -> None:
         "tdcd.sec1.little-degradation-n", cite("tdcd", "Section 1, contributions; Section 5.3.3"),
         "TDCD shows little performance degradation as the number of vertical partitions grows",
         silos_setting, silos_analogue, "tdcd.silos", _little([SILO_PAIR]), primary="round",
-        tolerance=f"fedbound's reading of 'little': the final training loss at most "
-                  f"{LITTLE:.0%} higher"))
+        tolerance=LITTLE_TEXT))
     register_more()
 
 
@@ -247,24 +271,29 @@ def _q_faster(network):
         for ratio in ex.RATIOS:
             T = min(outcome.curve(ex.label(Q, network, ratio)).x[-1] for Q in ex.QS)
             one = ex.label(1, network, ratio)
-            out += [above(f"loss(Q = 1) - loss(Q = {Q}) at time {T:g}, t_comm = {ratio:g}",
-                          outcome.at(one, T) - outcome.at(ex.label(Q, network, ratio), T),
-                          compares=(ex.label(Q, network, ratio), one), at=T)
-                    for Q in ex.QS[1:]]
+            for Q in ex.QS[1:]:
+                hi, lo = outcome.at(one, T), outcome.at(ex.label(Q, network, ratio), T)
+                out.append(above(f"loss(Q = 1) - loss(Q = {Q}) at time {T:g}, t_comm = {ratio:g}",
+                                 hi - lo, **relative_margin(hi, lo),
+                                 compares=(ex.label(Q, network, ratio), one), at=T))
         return out
     return decide
 
 
 def _gap_widens_on(network):
     """Tests that each Q > 1's gap to Q = 1 on ``network`` is wider at the larger ratio."""
-    def gap(outcome, ratio, Q):
+    def pair(outcome, ratio, Q):
         T = min(outcome.curve(ex.label(q, network, ratio)).x[-1] for q in ex.QS)
-        return outcome.at(ex.label(1, network, ratio), T) - outcome.at(ex.label(Q, network, ratio), T)
+        return outcome.at(ex.label(1, network, ratio), T), outcome.at(ex.label(Q, network, ratio), T)
 
     def decide(outcome):
         low, high = ex.RATIOS
-        return [above(f"gap(Q = {Q}) at t_comm = {high:g} minus at t_comm = {low:g}",
-                      gap(outcome, high, Q) - gap(outcome, low, Q)) for Q in ex.QS[1:]]
+        out = []
+        for Q in ex.QS[1:]:
+            (a, b), (c, d) = pair(outcome, high, Q), pair(outcome, low, Q)
+            out.append(above(f"gap(Q = {Q}) at t_comm = {high:g} minus at t_comm = {low:g}",
+                             (a - b) - (c - d), **relative_margin(a, b, c, d)))
+        return out
     return decide
 
 
@@ -278,8 +307,8 @@ def _accuracy_decays(outcome):
     for a, b in zip(ex.QS[:-1], ex.QS[1:], strict=True):
         (x, acc_a), (_, acc_b) = _accuracy_end(outcome, a), _accuracy_end(outcome, b)
         out.append(above(f"accuracy(Q = {a}) - accuracy(Q = {b}) after {x:g} iterations",
-                         acc_a - acc_b, compares=(ex.label(a, accuracy=True),
-                                                  ex.label(b, accuracy=True)), at=x))
+                         acc_a - acc_b, **accuracy_margin(),
+                         compares=(ex.label(a, accuracy=True), ex.label(b, accuracy=True)), at=x))
     return out
 
 
@@ -290,9 +319,9 @@ def _larger_k_less_accurate(outcome):
                                   for net in (ex.DIGITS, ex.DIGITS_LARGER))
         out.append(above(f"accuracy(K = {ex.DIGITS.clients}) - accuracy(K = "
                          f"{ex.DIGITS_LARGER.clients}) at Q = {Q} after {x:g} iterations",
-                         small - large, compares=(ex.label(Q, accuracy=True),
-                                                  ex.label(Q, ex.DIGITS_LARGER, accuracy=True)),
-                         at=x))
+                         small - large, **accuracy_margin(),
+                         compares=(ex.label(Q, accuracy=True),
+                                   ex.label(Q, ex.DIGITS_LARGER, accuracy=True)), at=x))
     return out
 
 
@@ -301,11 +330,21 @@ def _degradation(outcome, Q, small, large):
     return _end(outcome, ex.label(Q, large))[1] / _end(outcome, ex.label(Q, small))[1] - 1
 
 
+#: the smallest difference of two relative degradations that counts: 1% of the loss, the
+#: default of a relative loss difference (verify.decide.RELATIVE_LOSS), in the degradation's
+#: own units (a relative change)
+DEGRADATION_MARGIN = {"margin": RELATIVE_LOSS,
+                      "source": f"fedbound's default: a relative loss difference of "
+                                f"{RELATIVE_LOSS:.0%} (verify.decide.RELATIVE_LOSS), here between "
+                                "two relative degradations"}
+
+
 def _smaller_degradation_on_mimic(outcome):
     return [above(f"loss degradation K = 50 -> 100 on the digits minus K = 20 -> 50 on the "
                   f"breast-cancer data, at Q = {Q}",
                   _degradation(outcome, Q, ex.DIGITS, ex.DIGITS_LARGER)
-                  - _degradation(outcome, Q, ex.MIMIC, ex.MIMIC_LARGER)) for Q in ex.QS[1:]]
+                  - _degradation(outcome, Q, ex.MIMIC, ex.MIMIC_LARGER), **DEGRADATION_MARGIN)
+            for Q in ex.QS[1:]]
 
 
 def register_more() -> None:
