@@ -19,7 +19,7 @@ from fedbound.bounds.references import cite  # noqa: E402
 from fedbound.verify import claims as catalogue  # noqa: E402
 from fedbound.verify.api import load_plugins  # noqa: E402
 
-PAPERS = {"mllsgd": 16, "hfl": 23, "tdcd": 10, "afl": 17}
+PAPERS = {"mllsgd": 23, "hfl": 30, "tdcd": 16, "afl": 27}
 WHERE = re.compile(r"\b(Figs?\.|Table|Section|Appendix)")
 
 
@@ -40,18 +40,44 @@ def test_every_paper_has_its_claims_each_cited_with_its_setting_and_analogue(cla
 
 
 def test_claims_on_an_ambiguous_step_run_under_each_reading(claims):
+    """Every run of HFL uses the upload of eqs. (10) and (12) and every run of TDCD the
+    round's mini-batch: every claim of theirs runs under each reading, its verdict the
+    printed one's; the other papers have no ambiguous step."""
     expected = {"hfl": ("printed", "fednova", "sum"), "tdcd": ("round", "step")}
     for paper, names in expected.items():
-        with_readings = [c for c in claims[paper] if catalogue.experiment(c.experiment).readings]
-        assert with_readings, paper
-        for c in with_readings:
+        for c in claims[paper]:
             exp = catalogue.experiment(c.experiment)
             assert tuple(r.name for r in exp.readings) == names and c.primary == names[0], c.id
-    s_claims = [c for c in claims["hfl"] if re.search(r"\bS\b", c.claim)
-                and c.experiment in ("hfl.fig6", "hfl.fig7a", "hfl.fig7b", "hfl.fig13")]
-    assert s_claims and all(c.primary == "printed" for c in s_claims)
-    tdcd_q = [c for c in claims["tdcd"] if c.experiment == "tdcd.latency"]
-    assert len(tdcd_q) == 4
+    for paper in ("mllsgd", "afl"):
+        assert not any(catalogue.experiment(c.experiment).readings for c in claims[paper])
+
+
+def test_the_experiments_run_the_papers_structure_in_quick_and_full_runs():
+    """Workers, hubs, groups, clients per group, silos and participation as the papers state
+    them, the same in a quick run (which shortens horizons and seeds only): MLL-SGD's 100
+    workers (Fig. 2: 5, 10, 20 hubs of 20, 10, 5 on a path; Figs. 1, 4, 6: 10 hubs of 10),
+    HFL's 2 groups of 500 (Fig. 6), 15 + 15 (Fig. 7) and 64 clients in 2, 4, 8 groups (Fig.
+    9), TDCD's K = 50 and 100 clients per silo over N = 2 silos (CIFAR-10) and K = 20 and 50
+    over N = 4 (MIMIC-III), AFL's 5 of 10 workers."""
+    from fedbound.verify.papers.afl import experiments as afl
+    from fedbound.verify.papers.hfl import experiments as hfl
+    from fedbound.verify.papers.mllsgd import experiments as mllsgd
+    from fedbound.verify.papers.tdcd import experiments as tdcd
+
+    path = {len(c.sizes): c.sizes for c in mllsgd.fig2_configs()}
+    assert path == {1: (100,), 5: (20,) * 5, 10: (10,) * 10, 20: (5,) * 20}
+    for configs in (mllsgd.fig1_configs, mllsgd.fig4_configs, mllsgd.fig6_configs):
+        assert all(sum(c.sizes) == 100 for c in configs())
+    assert {c.sizes for c in mllsgd.fig4_configs() + mllsgd.fig6_configs()} == {(10,) * 10}
+    shares = mllsgd.shares("", 4, 8)
+    assert abs(sum(shares.weights) - 1) < 1e-12 and sorted(set(shares.weights)) == [
+        s / 20 for s in mllsgd.SHARES]
+    assert hfl.fig6.__closure__ is not None and any(
+        cell.cell_contents == (500, 500) for cell in hfl.fig6.__closure__)
+    assert any(cell.cell_contents == (15, 15) for cell in hfl.fig7a.__closure__)
+    assert {(n.data, n.silos, n.clients) for n in tdcd.LATENCY_NETWORKS} == {
+        ("digits", 2, 50), ("digits", 2, 100), ("breast_cancer", 4, 20), ("breast_cancer", 4, 50)}
+    assert (afl.M, afl.m) == (10, 5)
 
 
 def test_every_experiment_has_a_finite_footprint_that_a_small_limit_refuses(claims, monkeypatch):
@@ -99,9 +125,10 @@ def test_hfl_fig8_is_fixed_by_its_setting_and_its_runs_are_the_same_run(claims):
 
     rep = reproduce("hfl", claim_ids=["hfl.fig8.s0-early", "hfl.fig8.s12-best"], quick=True,
                     seeds=3)
-    out = rep.outcome(rep.results[0].claim)
-    y0, y12, y24 = (out.curve(f"S = {S}").y for S in (0, 12, 24))
-    assert (y0 == y12).all() and (y0 == y24).all() and y0.shape[0] == 3
+    for reading in ("printed", "fednova", "sum"):
+        out = rep.outcome(rep.results[0].claim, reading)
+        y0, y12, y24 = (out.curve(f"S = {S}").y for S in (0, 12, 24))
+        assert (y0 == y12).all() and (y0 == y24).all() and y0.shape[0] == 3
     for r in rep.results:
         assert not r.error and r.verdict == "fixed-by-setting" and r.claim.stated_model
         assert r.as_dict()["verdict"] == r.verdict and len(r.primary.tests) == 2
