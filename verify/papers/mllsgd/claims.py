@@ -1,7 +1,13 @@
 """Castiglia et al. 2021 (MLL-SGD): every qualitative claim of its experiments (Section 6 and
 Appendix B), each decided on paired differences over seeds (``verify.decide``) from the
 experiments of ``verify.papers.mllsgd.experiments`` (its docstring gives the analogue and
-what differs).
+what differs): the training-loss claims and their test-accuracy halves (Figs. 1(b, d), 6(b,
+d), 7(b), 10(b)), on the held-out digits.
+
+Not encoded, because nothing here can run it: Section 6's "the benefit is more pronounced in
+training ResNet on CIFAR" (Fig. 1(c, d) against 1(a, b)), a comparison between ResNet-18 on
+CIFAR-10 and the CNN on EMNIST, two architectures and two data sets that one small network
+on the 8x8 digits cannot stand in for at once.
 
 ``fedbound reproduce mllsgd --list`` lists them; ``fedbound reproduce mllsgd`` decides them.
 """
