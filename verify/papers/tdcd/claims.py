@@ -4,6 +4,15 @@ decided on paired differences over seeds (``verify.decide``) from the experiment
 CIFAR-10's claims on the digits, MIMIC-III's on the breast-cancer data, every one under both
 readings of the round's mini-batch, the test-accuracy claims on held-out samples.
 
+Not encoded: ModelNet40's three (Section 5.3.1, Fig. 5(a, b): Q > 1 faster than Q = 1, and
+larger Q better as t_comm / t_comp grows; Section 5.3.2, Fig. 5(c, d): the top-5 accuracy
+slightly worse at K = 20 than at K = 10). Their structure, N = 12 silos (one camera view
+each) of K = 10 and 20 clients, is runnable on the digits cut into 12 strips, but a network
+of 12 silos costs 2.6 times the digits' K = 50 network per iteration (the simulator loops
+over the silos), so the two networks under both readings would take a quick reproduction of
+TDCD past its 60 seconds; the digits' 12 strips of 5 or 6 pixels are also no stand-in for
+12 views of an object.
+
 ``fedbound reproduce tdcd --list`` lists them; ``fedbound reproduce tdcd`` decides them.
 """
 
