@@ -3,7 +3,8 @@ et al. 2022, Appendix E.2, Table 3): the vectorised run against a plain loop ove
 workers and steps with the same schedule and noise draws, and the special cases that pin
 each reading down."""
 
-import math
+import importlib.util
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,81 +12,26 @@ import torch
 from fedbound.sim.afl import HeterogeneousQuadratic, draw_schedule, local_update, run_afl
 
 F64 = torch.float64
+_spec = importlib.util.spec_from_file_location(
+    "bench_afl", Path(__file__).resolve().parent.parent / "benchmarks" / "bench_afl.py")
+bench_afl = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_afl)
 
 
 def gen(seed=0):
     return torch.Generator().manual_seed(seed)
 
 
-def loop_run(clients, *, algorithm, worker, schedule, eta, eta_L, x0, generator, mu=0.1):
-    """[R, T] ||grad f(x_t)||^2, one replica, one worker and one local step at a time: the
-    worker steps along g + mu (x - x_start) (FedProx) or g - c_i + c (SCAFFOLD, option II,
-    c pulled with the model), the server as in Algorithms 2 and 3."""
-    R, T, M = schedule.arrivals.shape
-    d, a, centres = clients.dim, clients.a, clients.centres
-    scale = clients.sigma_L / math.sqrt(d)
-
-    def local(x, i, K, noise, c_pull, c_i):
-        start, total = x, torch.zeros(d, dtype=F64)
-        for j in range(K):
-            g = a * (x - centres[i]) + scale * noise[j]
-            if worker == "fedprox":
-                g = g + mu * (x - start)
-            if worker == "scaffold":
-                g = g - c_i + c_pull
-            total = total + g
-            x = x - eta_L * g
-        return total / K
-
-    zero = torch.zeros(d, dtype=F64)
-    c_i = [[zero] * M for _ in range(R)]
-    controls = [[zero] for _ in range(R)]  # controls[r][t] = c_t
-    memory = None
-    if algorithm == "cs":
-        draws = [torch.randn((R, M, d), generator=generator, dtype=F64)
-                 for _ in range(int(schedule.K0.max()))]
-        memory = [[local(x0, i, int(schedule.K0[r, i]), [n[r, i] for n in draws], zero, zero)
-                   for i in range(M)] for r in range(R)]
-        if worker == "scaffold":
-            for r in range(R):
-                c_i[r] = list(memory[r])
-                controls[r] = [sum(memory[r]) / M]
-    models = [[x0.clone()] for _ in range(R)]
-    out = torch.empty(R, T, dtype=F64)
-    for t in range(T):
-        draws = [torch.randn((R, M, d), generator=generator, dtype=F64)
-                 for _ in range(int(schedule.K[:, t].max()))]
-        for r in range(R):
-            x = models[r][t]
-            out[r, t] = (a * (x - clients.c_bar)).square().sum()
-            updates, change = [], zero
-            for i in range(M):
-                if schedule.arrivals[r, t, i]:
-                    pulled = t - int(schedule.delays[r, t, i])
-                    c_pull = controls[r][pulled]
-                    G = local(models[r][pulled], i, int(schedule.K[r, t, i]),
-                              [n[r, i] for n in draws], c_pull, c_i[r][i])
-                    updates.append(G)
-                    if memory is not None:
-                        memory[r][i] = G
-                    if worker == "scaffold":
-                        new = c_i[r][i] - c_pull + G
-                        change = change + (new - c_i[r][i])
-                        c_i[r][i] = new
-            G_t = sum(memory[r]) / M if memory is not None else sum(updates) / len(updates)
-            models[r].append(x - eta * eta_L * G_t)
-            controls[r].append(controls[r][t] + change / M)
-    return out
-
-
 @pytest.mark.parametrize("algorithm", ["cd", "cs"])
 @pytest.mark.parametrize("worker", ["fedprox", "scaffold"])
 def test_vectorised_run_equals_the_plain_loop(algorithm, worker):
-    """Same schedule (delays up to 2, K from 1 to 3), same noise draws: the same trace."""
+    """Same schedule (delays up to 2, K from 1 to 3), same noise draws: the same trace as
+    the literal loop of benchmarks/bench_afl.py."""
     c = HeterogeneousQuadratic.random(3, 5, 2.0, 0.3, 1.0, 0.6, gen())
     sch = draw_schedule(M=5, m=2, T=15, replicas=3, generator=gen(1), K=(1, 3), tau=2)
     kw = dict(eta=2.0, eta_L=0.05, x0=torch.ones(3, dtype=F64))
-    ref = loop_run(c, algorithm=algorithm, worker=worker, schedule=sch, generator=gen(2), **kw)
+    ref = bench_afl.loop_afl(c, algorithm=algorithm, worker=worker, schedule=sch,
+                             generator=gen(2), **kw)
     tr = run_afl(c, algorithm=algorithm, worker=worker, m=2, T=15, replicas=3, schedule=sch,
                  generator=gen(2), **kw)
     torch.testing.assert_close(tr.grad_sq_norm, ref, rtol=1e-10, atol=1e-12)
