@@ -19,7 +19,7 @@ from fedbound.bounds.references import cite  # noqa: E402
 from fedbound.verify import claims as catalogue  # noqa: E402
 from fedbound.verify.api import load_plugins  # noqa: E402
 
-PAPERS = {"mllsgd": 23, "hfl": 30, "tdcd": 16, "afl": 27}
+PAPERS = {"mllsgd": 23, "hfl": 30, "tdcd": 18, "afl": 27}
 WHERE = re.compile(r"\b(Figs?\.|Table|Section|Appendix)")
 
 
@@ -182,3 +182,42 @@ def test_tdcd_one_local_iteration_is_one_run_under_both_readings(monkeypatch):
     assert (runs[0][1] == direct[k:k + 2]).all() and direct[:, -1].reshape(2, 2).mean(1).argmin() == k // 2
     assert [ex._run_plan(Plan(reading=r), Q).reading for r, Q in
             (("step", 1), ("step", 10), (None, 10), ("round", 1))] == ["round", "step", "round", "round"]
+
+
+def test_tdcd_iteration_trends_are_decided_on_the_network_they_name(claims):
+    """Das et al. 2022, Section 5.3.1: Figs. 6(a, b) (CIFAR-10, the digits) and 7(a, b)
+    (MIMIC-III, the breast-cancer data): a larger Q ends higher in training loss and lower in
+    test accuracy against iterations. Synthetic curves where the trend holds on one network
+    and is reversed on the other: each claim reads only its own network's curves."""
+    import numpy as np
+
+    from fedbound.verify.api import Curve, Outcome
+    from fedbound.verify.decide import combine
+    from fedbound.verify.papers.tdcd import experiments as ex
+
+    rng = np.random.default_rng(0)
+    x = np.arange(0.0, 91.0, 10.0)
+    curves = {}
+    for net, sign in ((ex.DIGITS, 1.0), (ex.MIMIC, -1.0)):
+        for i, Q in enumerate(ex.QS):
+            level = 1.0 + sign * 0.2 * i   # the loss at the end: rising with Q on the digits
+            for accuracy, y_end in ((False, level), (True, 0.9 - sign * 0.05 * i)):
+                name = ex.label(Q, net, accuracy=accuracy)
+                y = np.linspace(2.0, y_end, x.size)[None, :] + rng.normal(0, 0.005, (4, x.size))
+                curves[name] = Curve(name, x, y, xlabel="local iterations")
+    out = Outcome(curves, "local iterations", "loss")
+    by_id = {c.id: c for c in claims["tdcd"]}
+    verdicts = {}
+    for cid in ("tdcd.fig6.slower-per-iteration", "tdcd.fig6.accuracy-decay",
+                "tdcd.fig7.slower-per-iteration-mimic", "tdcd.fig7.accuracy-decay-mimic"):
+        tests = by_id[cid].decide(out)
+        assert len(tests) == len(ex.QS) - 1 and all(t.margin > 0 and t.source for t in tests)
+        verdicts[cid] = combine(tests)
+    assert verdicts == {"tdcd.fig6.slower-per-iteration": "agrees",
+                        "tdcd.fig6.accuracy-decay": "agrees",
+                        "tdcd.fig7.slower-per-iteration-mimic": "contradicts",
+                        "tdcd.fig7.accuracy-decay-mimic": "contradicts"}
+    (first, *_) = by_id["tdcd.fig7.slower-per-iteration-mimic"].decide(out)
+    assert first.compares == (ex.label(1, ex.MIMIC), ex.label(10, ex.MIMIC))
+    assert np.isclose(first.effect, (curves[ex.label(10, ex.MIMIC)].y[:, -1]
+                                     - curves[ex.label(1, ex.MIMIC)].y[:, -1]).mean())
