@@ -19,7 +19,7 @@ from fedbound.bounds.references import cite  # noqa: E402
 from fedbound.verify import claims as catalogue  # noqa: E402
 from fedbound.verify.api import load_plugins  # noqa: E402
 
-PAPERS = {"mllsgd": 23, "hfl": 30, "tdcd": 18, "afl": 27}
+PAPERS = {"mllsgd": 23, "hfl": 30, "tdcd": 20, "afl": 27}
 WHERE = re.compile(r"\b(Figs?\.|Table|Section|Appendix)")
 
 
@@ -221,3 +221,41 @@ def test_tdcd_iteration_trends_are_decided_on_the_network_they_name(claims):
     assert first.compares == (ex.label(1, ex.MIMIC), ex.label(10, ex.MIMIC))
     assert np.isclose(first.effect, (curves[ex.label(10, ex.MIMIC)].y[:, -1]
                                      - curves[ex.label(1, ex.MIMIC)].y[:, -1]).mean())
+
+
+@pytest.mark.parametrize("sign, verdict", [(1.0, "agrees"), (-1.0, "contradicts")])
+def test_tdcd_mimic_larger_network_claims_read_its_curves(claims, sign, verdict):
+    """Das et al. 2022, Section 5.3.2 on MIMIC-III (the breast-cancer data): at K = 50 every
+    Q > 1 is ahead of Q = 1 in test accuracy against time (Figs. 4(c, d)), and at each Q > 1
+    K = 50 ends at a higher training loss than K = 20 (Figs. 7(c, d)); synthetic curves where
+    both hold (sign 1) or both are reversed (sign -1)."""
+    import numpy as np
+
+    from fedbound.bounds.tdcd import round_time
+    from fedbound.verify.api import Curve, Outcome
+    from fedbound.verify.decide import combine
+    from fedbound.verify.papers.tdcd import experiments as ex
+
+    rng = np.random.default_rng(1)
+    curves = {}
+
+    def add(name, x, end, start=0.1):
+        y = np.linspace(start, end, x.size)[None, :] + rng.normal(0, 0.003, (4, x.size))
+        curves[name] = Curve(name, x, y)
+
+    for Q in ex.QS:
+        rounds = np.arange(ex.rounds_of(Q, 90) + 1)
+        for net, worse in ((ex.MIMIC, 0.0), (ex.MIMIC_LARGER, 0.1 * sign)):
+            add(ex.label(Q, net), Q * rounds, 1.0 + (Q > 1) * worse)
+        level = 0.8 + sign * 0.05 * (Q > 1)   # flat: Q > 1 ahead (or behind) at every time
+        for ratio in ex.RATIOS:
+            add(ex.label(Q, ex.MIMIC_LARGER, ratio, accuracy=True),
+                rounds * round_time(Q, ratio, 1.0), level, start=level)
+    out = Outcome(curves, "time units", "loss")
+    by_id = {c.id: c for c in claims["tdcd"]}
+    faster = by_id["tdcd.fig4cd.q-faster-mimic"].decide(out)
+    worse = by_id["tdcd.fig7cd.larger-k-worse-mimic"].decide(out)
+    assert (len(faster), len(worse)) == (2 * (len(ex.QS) - 1), len(ex.QS) - 1)
+    assert combine(faster) == combine(worse) == verdict
+    assert worse[0].compares == (ex.label(10, ex.MIMIC), ex.label(10, ex.MIMIC_LARGER))
+    assert all(t.margin > 0 and t.source for t in faster + worse)
