@@ -3,23 +3,11 @@ et al. 2022, Appendix E.2, Table 3): the vectorised run against a plain loop ove
 workers and steps with the same schedule and noise draws, and the special cases that pin
 each reading down."""
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
+from test_sim_afl import F64, bench_afl, gen  # the plain-loop reference, loaded once
 
 from fedbound.sim.afl import HeterogeneousQuadratic, draw_schedule, local_update, run_afl
-
-F64 = torch.float64
-_spec = importlib.util.spec_from_file_location(
-    "bench_afl", Path(__file__).resolve().parent.parent / "benchmarks" / "bench_afl.py")
-bench_afl = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(bench_afl)
-
-
-def gen(seed=0):
-    return torch.Generator().manual_seed(seed)
 
 
 @pytest.mark.parametrize("algorithm", ["cd", "cs"])
