@@ -259,3 +259,25 @@ def test_tdcd_mimic_larger_network_claims_read_its_curves(claims, sign, verdict)
     assert combine(faster) == combine(worse) == verdict
     assert worse[0].compares == (ex.label(10, ex.MIMIC), ex.label(10, ex.MIMIC_LARGER))
     assert all(t.margin > 0 and t.source for t in faster + worse)
+
+
+def test_every_stored_test_states_its_margin_and_no_contradiction_is_smaller():
+    """The stored quick reproduction of every claim (``make claims-data``): each test of each
+    reading has a margin > 0 in its metric's units and says where it comes from; a
+    contradiction's whole interval lies beyond the margin on the other side; a test the
+    setting fixes says why."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "data" /
+                       "claims_quick.json").read_text())
+    tests = [(c["id"], t) for c in data["claims"]
+             for d in (c["readings"].values() if "readings" in c else [c]) for t in d["tests"]]
+    assert len({cid for cid, _ in tests}) == len(data["claims"])
+    for cid, t in tests:
+        assert t["margin"] > 0 and t["source"], (cid, t["name"])
+        if t["verdict"] == "contradicts" and t["kind"] in ("above", "below"):
+            value, sign = (t["lower"], 1) if t["kind"] == "above" else (t["upper"], -1)
+            assert sign * (max(t["low"], t["high"], key=lambda x: sign * x) - value) < -t["margin"]
+        if t["verdict"] == "fixed-by-setting":
+            assert t["reason"], (cid, t["name"])
