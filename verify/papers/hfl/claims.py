@@ -210,7 +210,9 @@ def _fewer_iterations(fewer, more):
         return [fixed_by_setting(
             f"local iterations per round({more}) - ({fewer})",
             f"the delay schedule sets the local iterations, whatever training does (eq. (7)): "
-            f"{fewer} runs {t_few:.3g} per group and round on average, {more} {t_more:.3g}")]
+            f"{fewer} runs {t_few:.3g} per group and round on average, {more} {t_more:.3g}",
+            margin=1.0, source="one local iteration a round, the smallest difference of a count "
+                               "of iterations")]
     return decide
 
 
