@@ -202,7 +202,7 @@ def fig3(plan: Plan) -> Outcome:
     scalars = {**schedule_scalars(c.label, trace),
                "spread, first quarter": (spread * early).sum(axis=1) / early.sum(axis=1),
                "spread, last quarter": (spread * late).sum(axis=1) / late.sum(axis=1)}
-    return Outcome(curves, "time", "training loss f(x^u); the groups' spread (labelled)", scalars,
+    return Outcome(curves, "time", "training loss f(x^u); spread (labelled)", scalars,
                    notes=notes(plan))
 
 
