@@ -140,6 +140,9 @@ def _q_trend(network=ex.DIGITS, accuracy: bool = False):
 
 
 LARGER = (ex.DIGITS_LARGER, ex.MIMIC_LARGER)
+#: why the claims comparing K test Q > 1 only
+ONLY_Q_ABOVE_1 = ("tested at Q > 1 only: at Q = 1 the clients' average is the gradient of the "
+                  "whole batch whatever K is, so K cannot change the run")
 
 
 def _converges(outcome):
@@ -259,8 +262,7 @@ def register() -> None:
                          "samples each"),
         "tdcd.latency", _larger_k_worse(), primary="round",
         curves=tuple(ex.label(Q, net) for Q in ex.QS[1:] for net in (ex.DIGITS, ex.DIGITS_LARGER)),
-        sensitivity="tested at Q > 1 only: at Q = 1 the clients' average is the gradient of "
-                    "the whole batch whatever K is, so K cannot change the run"))
+        sensitivity=ONLY_Q_ABOVE_1))
     register_claim(Claim(
         "tdcd.sec1.little-degradation-k", cite("tdcd", "Section 1, contributions; Section 5.3.2"),
         "TDCD shows little performance degradation as the number of horizontal partitions "
@@ -372,8 +374,7 @@ def register_more() -> None:
         metric="test accuracy", primary="round",
         curves=tuple(ex.label(Q, net, accuracy=True) for Q in (10, 30)
                      for net in (ex.DIGITS, ex.DIGITS_LARGER)),
-        sensitivity="tested at Q > 1 only: at Q = 1 the clients' average is the gradient of the "
-                    "whole batch whatever K is"))
+        sensitivity=ONLY_Q_ABOVE_1))
     mimic = _setting(data="MIMIC-III (14,681 patients, 76 features, in-hospital mortality)",
                      split="the features over N = 4 silos", clients="K = 20 per silo (50 in "
                      "the larger network)", metric="test F1 score against time units")
@@ -419,8 +420,7 @@ def register_more() -> None:
         "convergence error in the training loss", mimic_larger, mimic_larger_analogue,
         "tdcd.latency", _larger_k_worse(ex.MIMIC, ex.MIMIC_LARGER), primary="round",
         curves=tuple(ex.label(Q, net) for Q in ex.QS[1:] for net in (ex.MIMIC, ex.MIMIC_LARGER)),
-        sensitivity="tested at Q > 1 only: at Q = 1 the clients' average is the gradient of "
-                    "the whole batch whatever K is, so K cannot change the run"))
+        sensitivity=ONLY_Q_ABOVE_1))
     register_claim(Claim(
         "tdcd.fig4.gap-widens-mimic", cite("tdcd", "Section 5.3.1, Figs. 4(a, b)"),
         "on MIMIC-III the gap between Q > 1 and Q = 1 again widens as t_comm / t_comp grows "
