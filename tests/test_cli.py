@@ -224,7 +224,7 @@ def test_choose_sync_time_refined_picks_an_interior_S_that_simulation_confirms(c
 
 
 @pytest.mark.parametrize("change, message", [
-    (["--delays", "1,2,3"], "needs the 8 parameters"),
+    (["--delays", "1,2,3"], "--delays has 3 entries, needs 8: d,b,e,f,d_g,b_g,e_g,f_g"),
     (["--sizes", "15,x"], "--sizes must be comma-separated numbers"),
     (["--alpha", "-1"], "--alpha=-1"),
     (["--S", "0,-2"], "--S[1]=-2"),

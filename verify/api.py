@@ -3,7 +3,9 @@
 A result is a Theorem (``bounds.register``) and an :class:`Adapter` (this module). A plugin
 may also register its stored witnesses (:func:`register_witness_dir`), refutation
 families (:func:`register_family`), rate sweeps (:func:`register_sweep`), choosers
-(:func:`register_chooser`, with :class:`Chooser`) and the experiments and claims of its
+(:func:`register_chooser`, with :class:`Chooser`, its inputs declared once with :class:`Input`
+and :class:`Group`, :func:`problem_inputs` for the user's own problem: ``fedbound choose``
+generates their options, scenario-file fields and validation) and the experiments and claims of its
 paper (:func:`register_experiment`, :func:`register_claim`, decided by the tests
 :func:`above`, :func:`below`, :func:`between`; :func:`reproduce` decides them,
 :func:`claim_figure` draws one, :func:`claims_grid` many, and :func:`load_reproduction`
@@ -58,6 +60,7 @@ from .claims import (
     unregister_paper,
 )
 from .decide import Test, above, below, between, in_region
+from .declare import SMALLEST_STEP, Group, Input
 from .draw import Draw, RngDraw
 from .estimated import (
     EstimationSettings,
@@ -73,13 +76,14 @@ from .estimated import (
 )
 from .families import Family, families, register_family
 from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text, require_runs
-from .named_problem import NamedProblem, add_problem_arguments
+from .named_problem import NamedProblem, problem_inputs
 from .plugins import load_plugins
 from .rate import Sweep, register_sweep, unregister_sweeps
 from .reproduce import ClaimResult, Reproduction, digits_mlp, reproduce
 from .reproduction_io import load_reproduction, reproduction_differences, reproduction_from_dict
 from .scenario import (
     FEATURE_NORM_RANGE,
+    FieldError,
     Scenario,
     comma_separated,
     json_text,
@@ -96,7 +100,7 @@ from .witnesses import Witness, register_witness_dir, unregister_witness_dir, wi
 
 __all__ = [
     "COUNT", "FEATURE_NORM_RANGE", "GRAD2", "INDEX", "LOOP_OVERHEAD", "LOSS", "PARAM2", "RATIO",
-    "SCENARIO", "STEP", "TIME", "UNITS", "Adapter", "add_problem_arguments", "adapter_for",
+    "SCENARIO", "SMALLEST_STEP", "STEP", "TIME", "UNITS", "Adapter", "adapter_for",
     "adapter_keys",
     "along_trajectory", "above", "Answer", "below", "between", "check", "check_estimated",
     "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure", "claims_grid",
@@ -104,11 +108,12 @@ __all__ = [
     "comma_separated", "compare", "Comparison", "conservative_bound", "conservative_step",
     "count_text", "Curve", "default_scenario", "digits_mlp", "Draw", "estimate_constants",
     "estimate_grid", "estimated_keys", "estimated_start", "Evaluation",
-    "EstimationSettings", "Experiment", "families", "Family", "Footprint", "half_width",
-    "in_region", "json_text", "jsonable", "Knob", "label", "load_plugins", "load_reproduction",
+    "EstimationSettings", "Experiment", "families", "Family", "FieldError", "Footprint", "Group",
+    "half_width",
+    "in_region", "Input", "json_text", "jsonable", "Knob", "label", "load_plugins", "load_reproduction",
     "load_scenario",
     "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "Parts", "passes",
-    "Plan", "problem_spec", "Proposal", "Reading", "register_adapter",
+    "Plan", "problem_inputs", "problem_spec", "Proposal", "Reading", "register_adapter",
     "register_chooser", "register_claim", "register_experiment", "register_family",
     "register_sweep", "register_witness_dir", "reproduce", "Reproduction", "reproduction_differences",
     "reproduction_from_dict", "require_float",

@@ -32,7 +32,8 @@ long is refused with a ResourceError naming the knobs.
 
 Each paper's chooser lives with its paper and registers with :func:`register_chooser`
 (through ``verify.api``, as a plugin's does); ``fedbound choose NAME`` runs the chooser
-registered under NAME with the command-line options it declares.
+registered under NAME with the options, and the scenario-file fields, that its declared inputs
+generate (``verify.declare``; :meth:`Chooser.from_inputs`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import itertools
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -50,8 +51,9 @@ import numpy as np
 from fedbound import bounds
 
 from . import limits
+from .declare import Group, Input, Written, assemble, checked_declaration, inputs_of
 from .plugins import ensure_loaded
-from .scenario import jsonable
+from .scenario import FieldError, _short, jsonable
 from .verdict import t_multiplier
 
 #: what ``choose`` runs: every answer with its simulation ("both"), the certified and
@@ -62,6 +64,9 @@ TOLERANCE = 0.1
 #: the statuses of a variant whose bound is valid (a certificate)
 VALID = ("holds", "holds-with-erratum")
 SCALES = ("linear", "log")
+#: the options every chooser has (``fedbound choose NAME``), which no declared input may take
+RESERVED = ("json", "curves", "variant", "method", "scenario", "max_memory", "max_steps",
+            "max_scenarios", "max_input", "help")
 
 
 # ---------------------------------------------------------------------- the knobs
@@ -269,9 +274,15 @@ class Chooser(ABC):
     certified answers; ``metric`` says what the simulation measures (``maximise``: True for
     an accuracy); ``calibration`` what the calibrated prediction is. ``command`` the name
     of ``fedbound choose COMMAND`` (default: the key's prefix, the paper), ``aliases`` other
-    command names that run it, ``summary`` and ``example`` its help. Its command-line options
-    are its own: :meth:`add_arguments` adds them, :meth:`from_arguments` builds the chooser
-    from them.
+    command names that run it, ``summary`` and ``example`` its help.
+
+    Its inputs are declared once, in ``declared`` (``verify.declare``: :class:`Input` and
+    :class:`Group`, name, type, range, unit, help and default): ``fedbound choose COMMAND``
+    generates its options and the fields a ``--scenario`` file may give from it, checks
+    every value by it and builds the chooser with :meth:`from_inputs`; its constructor takes
+    the inputs as keywords (and ``scenario``, the paper's scenario of a file) and checks
+    each with :meth:`value`, naming it as the user wrote it (:meth:`named`). No chooser
+    parses arguments.
 
     The search: ``screen_replicas`` replicas per configuration in its first rung (doubled
     at every rung, half the configurations kept), ``replicas`` in the paired stage,
@@ -288,26 +299,71 @@ class Chooser(ABC):
     aliases: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
     example: ClassVar[str] = ""
+    declared: ClassVar[tuple[Input | Group, ...]] = ()
+    written: Mapping[str, str] = {}
     replicas: int = 32
     screen_replicas: int = 4
     finalists: int = 2
     resolve: int = 1
 
     @classmethod
-    def add_arguments(cls, parser) -> None:
-        """Add the chooser's options to ``parser`` (an ``argparse.ArgumentParser``); none
-        by default."""
-        return None
+    def from_inputs(cls, values: Mapping[str, Any], *, scenario=None,
+                    written: Written | None = None) -> Chooser:
+        """The chooser of the declared inputs ``values`` (by name; a :class:`~verify.declare.Group`'s
+        gathered into its keyword), with the paper's ``scenario`` (a file's; None: the
+        chooser's default), each input named in messages as ``written`` (its option, or the
+        scenario file's field it came from; default its keyword): what ``fedbound choose
+        NAME`` builds from the options and the ``--scenario`` file."""
+        obj = cls.__new__(cls)
+        obj.written = dict(written or {})
+        kwargs = assemble(cls.declared, values, obj.written)
+        if scenario is not None:
+            kwargs["scenario"] = scenario
+        obj.__init__(**kwargs)
+        return obj
 
-    @classmethod
-    def from_arguments(cls, args, read_scenario: Callable[[str, str], Any]) -> Chooser:
-        """The chooser of the parsed options ``args``; ``read_scenario(key, path)`` reads a
-        scenario file of a result (``-`` for standard input) the way ``fedbound check
-        --scenario`` does, less the fields that name the problem (``data``, ``model``, ...:
-        the command has already put them in ``args`` where no option gave them,
-        ``verify.named_problem.take_file_fields``)."""
-        raise NotImplementedError(f"chooser {cls.__name__} has no command-line options "
-                                  "(Chooser.from_arguments)")
+    def named(self, name: str) -> str:
+        """How messages name the input ``name`` (``alpha``, or an entry ``p[3]``): as the user
+        wrote it (``--alpha``, ``--scenario s.json: p[3]``; :meth:`from_inputs`), else the
+        keyword itself."""
+        head, bracket, rest = name.partition("[")
+        return self.written.get(head, head) + bracket + rest
+
+    def value(self, name: str, given):
+        """The declared input ``name`` given as ``given`` (None: its declared default),
+        checked by its declaration (``verify.declare.Input.check``), a bad value refused
+        naming it as the user wrote it (:meth:`named`)."""
+        for inp in inputs_of(self.declared):
+            if inp.name == name:
+                return inp.check(given, self.named(name))
+        raise KeyError(f"chooser {type(self).__name__} declares no input {name!r}")
+
+    def renamed(self, name: str, error: ValueError) -> FieldError:
+        """``error``, raised about the input ``name`` by code that calls it by its keyword (a
+        message that starts "delays[0..3] ..."), as a FieldError naming it as the user wrote
+        it ("--delays[0..3] ..."); a message that starts otherwise is prefixed with the name."""
+        text = str(error)
+        if isinstance(error, FieldError):
+            return error
+        if text.startswith(name) and text[len(name):len(name) + 1] in ("", "=", "[", " ", ":"):
+            return FieldError(self.named(name) + text[len(name):])
+        return FieldError(f"{self.named(name)}: {text}")
+
+    def replaced(self, scenario, changes: Mapping[str, Any]):
+        """``scenario.replace(**changes)`` for the inputs given (None: not given) that set a
+        field of the paper's scenario; the scenario's own refusal of the combination is
+        prefixed with the inputs as the user wrote them (``--p=[0.3, 1]: p has 2 entries
+        ...``)."""
+        given = {k: v for k, v in changes.items() if v is not None}
+        if not given:
+            return scenario
+        try:
+            return scenario.replace(**given)
+        except FieldError:
+            raise
+        except ValueError as e:
+            said = ", ".join(f"{self.named(k)}={_short(v)}" for k, v in given.items())
+            raise FieldError(f"{said}: {e}") from None
 
     @abstractmethod
     def inputs(self) -> dict[str, Any]:
@@ -367,6 +423,10 @@ def register_chooser(cls: type[Chooser]) -> type[Chooser]:
     decorator; it returns its argument). A name or alias registered twice is an error."""
     if not (isinstance(cls, type) and issubclass(cls, Chooser)):
         raise TypeError(f"register_chooser takes a Chooser subclass, got {cls!r}")
+    try:
+        checked_declaration(cls.declared, RESERVED)
+    except ValueError as e:
+        raise ValueError(f"chooser {cls.__name__}: {e}") from None
     name = command_of(cls)
     taken = {n for c in _CHOOSERS.values() for n in (command_of(c), *c.aliases)}
     clash = sorted({name, *cls.aliases} & taken)

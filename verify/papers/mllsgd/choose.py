@@ -20,20 +20,20 @@ from typing import Any
 import numpy as np
 
 from fedbound import bounds
+from fedbound.bounds.topology import GRAPH_KINDS
 from fedbound.verify.api import (
     LOOP_OVERHEAD,
+    SMALLEST_STEP,
     Chooser,
     Evaluation,
+    FieldError,
     Footprint,
+    Input,
     Knob,
-    NamedProblem,
     NoCertificate,
     Proposal,
-    add_problem_arguments,
-    comma_separated,
+    problem_inputs,
     register_chooser,
-    require_float,
-    require_int,
 )
 from fedbound.verify.api import count_text as _n
 
@@ -76,65 +76,53 @@ class TauEta(Chooser):
                    "gradient noise at a reference minimiser); a prediction, not a certificate")
     screen_replicas = 4
 
-    @classmethod
-    def add_arguments(cls, p) -> None:
-        p.add_argument("--scenario", help="MLL-SGD scenario JSON file (default: mllsgd.theorem1's "
-                                          f"with K = {DEFAULT_K}); instead of its problem it may "
-                                          "name the fields data, model, split, batch, hidden "
-                                          "and data_dir of the options below (options given "
-                                          "override the file)")
-        p.add_argument("--hubs", type=int, help="hubs D")
-        p.add_argument("--workers-per-hub", type=int, help="workers in every hub")
-        p.add_argument("--graph", help="hub graph: path, ring, star, complete, ...")
-        p.add_argument("--p", type=float, help="every worker's step probability")
-        p.add_argument("--K", type=int, help=f"iterations (default {DEFAULT_K})")
-        p.add_argument("--q", type=int, help="sub-network rounds per hub averaging")
-        p.add_argument("--tau", help="local iterations per sub-network average: one value (fixed) "
-                                     "or comma-separated values (default: those of 1, 2, 4, ..., "
-                                     "32 that divide K / q)")
-        p.add_argument("--eta", help="step size: one value (fixed) or comma-separated values "
-                                     "(default: factors of 2 from the bounds' admissible steps up "
-                                     "to 2/L)")
-        p.add_argument("--t-comm", type=float, default=0.0,
-                       help="time of a sub-network average, in units of one local iteration "
-                            "(default 0): with it, every tau runs the whole hub periods that fit "
-                            "in the time of K iterations")
-        p.add_argument("--t-hub", type=float, default=0.0,
-                       help="time a hub averaging adds, in units of one local iteration (default 0)")
-        p.add_argument("--metric", choices=METRICS, default="loss",
-                       help="loss (the default: F(u_K) - F_inf) or lhs (Theorem 1's left-hand "
-                            "side)")
-        p.add_argument("--replicas", type=int, default=32,
-                       help="replicas in the paired comparison (default 32)")
-        p.add_argument("--seed", type=int, help="seed of the hub graph, the problem (with --data: "
-                                                "the split and the network's start) and the "
-                                                "runs (default: the scenario's)")
-        add_problem_arguments(p, clients="--hubs x --workers-per-hub, hub after hub")
+    declared = (
+        Input("hubs", int, "hubs D (default: the scenario's)", low=1),
+        Input("workers_per_hub", int, "workers in every hub (default: the scenario's)", low=1),
+        Input("graph", str, "hub graph (default: the scenario's)", choices=GRAPH_KINDS),
+        Input("p", float, "the workers' step probabilities: one for every worker, or one per "
+                          "worker, hub after hub (default: the scenario's)", low=0, low_open=True,
+              high=1, many=True),
+        Input("K", int, f"iterations (default: the scenario's; without --scenario {DEFAULT_K})",
+              low=1),
+        Input("q", int, "sub-network rounds per hub averaging (default: the scenario's)", low=1),
+        Input("tau", int, "local iterations per sub-network average (default: those of 1, 2, 4, "
+                          "..., 32 that divide K / q)", low=1, knob=True),
+        Input("eta", float, "step size (default: factors of 2 around the largest step the "
+                            "problem's curvature admits, beyond any theorem's range until the "
+                            "simulation diverges)", low=SMALLEST_STEP, knob=True),
+        Input("t_comm", float, "time of a sub-network average: with it, every tau runs the whole "
+                               "hub periods that fit in the time of K iterations",
+              unit="local iterations", default=0.0, low=0),
+        Input("t_hub", float, "time a hub averaging adds", unit="local iterations", default=0.0,
+              low=0),
+        Input("metric", str, "loss (F(u_K) - F_inf) or lhs (Theorem 1's left-hand side)",
+              default="loss", choices=METRICS),
+        Input("replicas", int, "replicas in the paired comparison", default=32, low=2),
+        Input("seed", int, "seed of the hub graph, the problem (with --data: the split and the "
+                           "network's start) and the runs (default: the scenario's)", low=0),
+        problem_inputs(clients="--hubs x --workers-per-hub, hub after hub"),
+    )
 
-    @classmethod
-    def from_arguments(cls, args, read_scenario) -> TauEta:
-        s = read_scenario(cls.key, args.scenario) if args.scenario is not None else \
-            Theorem1.default.replace(K=DEFAULT_K)
-        changes = {name: value for name, value in (
-            ("hubs", args.hubs), ("workers_per_hub", args.workers_per_hub), ("graph", args.graph),
-            ("p", args.p), ("K", args.K), ("q", args.q), ("seed", args.seed)) if value is not None}
-        s = s.replace(**changes)
-        named, problem = NamedProblem.from_arguments(args), {}
+    def __init__(self, *, scenario: MLLSGDScenario | None = None, hubs=None,
+                 workers_per_hub=None, graph=None, p=None, K=None, q=None, seed=None,
+                 problem=None, x1=None, named=None, tau=None, eta=None, metric=None,
+                 t_comm=None, t_hub=None, replicas=None, source=None):
+        v = self.value
+        p = v("p", p)
+        changes = {"hubs": v("hubs", hubs), "workers_per_hub": v("workers_per_hub", workers_per_hub),
+                   "graph": v("graph", graph), "p": p[0] if p is not None and len(p) == 1 else p,
+                   "K": v("K", K), "q": v("q", q), "seed": v("seed", seed)}
+        base = scenario or Theorem1.default.replace(K=DEFAULT_K)
+        base.validate()
+        self.scenario = self.replaced(base, changes).replace(tau=1)
+        s = self.scenario
         if named is not None:
-            s.validate()
             fed = named.build(s.sizes().tolist(), s.seed, "choose mllsgd",
-                              groups="--hubs x --workers-per-hub")
-            problem = {"problem": fed.problem, "x1": fed.x1, "source": named.as_dict(s.seed)}
-        return cls(scenario=s, tau=comma_separated(args.tau, "--tau", int),
-                   eta=comma_separated(args.eta, "--eta"), metric=args.metric,
-                   t_comm=args.t_comm, t_hub=args.t_hub, replicas=args.replicas, **problem)
-
-    def __init__(self, *, scenario: MLLSGDScenario | None = None, problem=None, x1=None,
-                 tau=None, eta=None, metric: str = "loss", t_comm: float = 0.0,
-                 t_hub: float = 0.0, replicas: int = 32, source=None):
-        self.scenario = (scenario or Theorem1.default.replace(K=DEFAULT_K)).replace(tau=1)
-        self.scenario.validate()
-        st = build(self.scenario)
+                              groups=f"{self.named('hubs')} x {self.named('workers_per_hub')}")
+            problem, x1, source = fed.problem, fed.x1, named.as_dict(s.seed)
+        self._batch_name = self.named("batch") if named is not None else "batch"
+        st = build(s)
         self.setup = st
         if problem is not None:
             if x1 is None:
@@ -142,30 +130,24 @@ class TauEta(Chooser):
             st.problem, st.x1 = problem, x1
             self.source = source or f"{type(problem).__name__} (dim {problem.dim}) passed in"
         else:
-            self.source = f"scenario's {self.scenario.problem_spec()['kind']}"
+            self.source = f"scenario's {s.problem_spec()['kind']}"
         self._state = st.generator.get_state()
-        s = self.scenario
-        taus = None if tau is None else (list(tau) if isinstance(tau, (list, tuple)) else [tau])
-        if taus is not None:
-            for i, t in enumerate(taus):
-                require_int(f"tau[{i}]", t)
-                if (s.K // s.q) % t or s.K % s.q:
-                    raise ValueError(f"--tau[{i}]={t}: K={s.K} must be a multiple of q * tau = "
-                                     f"{s.q * t} (the proof of Theorem 1 sums whole hub periods)")
-        self.tau_given = taus or None
-        etas = None if eta is None else (list(eta) if isinstance(eta, (list, tuple)) else [eta])
-        self.eta_given = None if etas is None else [require_float(f"eta[{i}]", e, low=0, low_open=True)
-                                                    for i, e in enumerate(etas)]
-        if metric not in METRICS:
-            raise ValueError(f"metric={metric!r} must be one of {METRICS}")
-        self.measured = metric
-        self.replicas = require_int("replicas", replicas, minimum=2)
-        self.t_comm = require_float("t_comm", t_comm, low=0)
-        self.t_hub = require_float("t_hub", t_hub, low=0)
+        taus = v("tau", tau)
+        for i, t in enumerate(taus or ()):
+            if (s.K // s.q) % t or s.K % s.q:
+                name = self.named("tau" if len(taus) == 1 else f"tau[{i}]")
+                raise FieldError(f"{name}={t}: {self.named('K')}={s.K} must be a multiple of "
+                                 f"{self.named('q')} * tau = {s.q * t} (the proof of Theorem 1 "
+                                 "sums whole hub periods)")
+        self.tau_given = taus
+        self.eta_given = v("eta", eta)
+        self.measured = v("metric", metric)
+        self.replicas = v("replicas", replicas)
+        self.t_comm, self.t_hub = v("t_comm", t_comm), v("t_hub", t_hub)
         pr = st.problem
         own = {"L": getattr(pr, "L", None), "beta": getattr(pr, "beta", None),
                "sigma": getattr(pr, "sigma", None), "Delta": pr.delta(st.x1)}
-        self.constants = {k: float(v) for k, v in own.items() if v is not None}
+        self.constants = {k: float(x) for k, x in own.items() if x is not None}
 
     @property
     def metric(self) -> str:
@@ -225,8 +207,8 @@ class TauEta(Chooser):
             hi = max([*tops, 2.0 / self.curvature()])
             lo = max(ETA_BELOW * min(tops or [0.0]), hi * 2.0**-ETA_OCTAVES)
             etas = (hi * 2.0 ** -np.arange(int(math.floor(math.log2(hi / lo) + 1e-9)) + 1))[::-1].tolist()
-        return [Knob("tau", tuple(taus), "log", integer=True, option="--tau"),
-                Knob("eta", tuple(etas), "log", option="--eta")]
+        return [Knob("tau", tuple(taus), "log", integer=True, option=self.named("tau")),
+                Knob("eta", tuple(etas), "log", option=self.named("eta"))]
 
     # ------------------------------------------------------------------ the answers
 
@@ -317,7 +299,8 @@ class TauEta(Chooser):
         s, K = self.scenario, self.iterations(int(settings["tau"]))
         N, d = s.worker_count(), self.setup.problem.dim
         batch = getattr(self.setup.problem, "batch", 1) or 1
-        size = f"replicas={_n(replicas)} x workers={_n(N)} x dim={_n(d)} x batch={_n(batch)}"
+        size = (f"{self.named('replicas')}={_n(replicas)} x workers={_n(N)} x dim={_n(d)} x "
+                f"{self._batch_name}={_n(batch)}")
         return Footprint.of({f"{size} x 4 buffers of 8 B": 32.0 * replicas * N * d * batch},
                             {f"K={_n(K)} x {size}": K * (10.0 * replicas * N * d * batch
                                                          + LOOP_OVERHEAD)})

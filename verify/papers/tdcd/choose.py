@@ -27,20 +27,21 @@ from fedbound.verify.api import (
     COUNT,
     LOOP_OVERHEAD,
     LOSS,
+    SMALLEST_STEP,
     TIME,
     Chooser,
     Evaluation,
+    FieldError,
     Footprint,
+    Input,
     Knob,
     NoCertificate,
     Proposal,
     adapter_for,
     check,
     choose,
-    comma_separated,
     label,
     register_chooser,
-    require_float,
     require_int,
     require_runs,
 )
@@ -147,89 +148,63 @@ class QEta(Chooser):
                    "drawn batches; a prediction, not a certificate")
     replicas = SIM_REPLICAS
 
-    @classmethod
-    def add_arguments(cls, p) -> None:
-        p.add_argument("--epsilon", type=float,
-                       help="target of the left side of Theorem 1, eq. (15) (default: 0.25 "
-                            "||grad L(theta^0)||^2, at least twice the simulated noise floor)")
-        p.add_argument("--t-comm", type=float,
-                       help="time of one communication, in time units (default: the scenario's)")
-        p.add_argument("--t-comp", type=float,
-                       help="time of one local step, in time units (default: the scenario's); a "
-                            "round takes 3 t_comm + Q t_comp (Section 5.2)")
-        p.add_argument("--replicas", type=int,
-                       help=f"replicas in the paired comparison (default {SIM_REPLICAS})")
-        p.add_argument("--scenario", help="TDCD scenario JSON file (default: tdcd.theorem1's); it "
-                                          "may name the field data of --data (the option, given, "
-                                          "overrides it)")
-        p.add_argument("--loss", choices=("logistic", "squared"),
-                       help="the scenario's loss: logistic regression or least squares")
-        p.add_argument("--Q", help="local steps: one value (fixed) or comma-separated values "
-                                   "(default 1,2,5,10,20)")
-        p.add_argument("--eta", help="step size: one value (fixed) or comma-separated values "
-                                     "(default: factors of 2 around every valid variant's "
-                                     "admissible range)")
-        p.add_argument("--metric", choices=METRICS, default="time",
-                       help="time (the default: to reach --epsilon), lhs (the left side of (15) "
-                            "at the horizon) or loss (the training loss there)")
-        p.add_argument("--data", choices=DATASETS,
-                       help="your data instead of the scenario's synthetic ones: breast_cancer "
-                            "(569 samples, 30 standardised features, labels -1/+1; fedbound[data]) "
-                            "split by features over the scenario's silos, in a random column order "
-                            "from its seed, with its clients per silo, batch, --loss and start "
-                            "distance")
+    declared = (
+        Input("epsilon", float, "target of the left side of Theorem 1, eq. (15) (default: 0.25 "
+                                "||grad L(theta^0)||^2, at least twice the simulated noise floor)",
+              low=0, low_open=True),
+        Input("t_comm", float, "time of one communication (default: the scenario's)",
+              unit="time units", low=0),
+        Input("t_comp", float, "time of one local step (default: the scenario's); a round takes "
+                               "3 t_comm + Q t_comp (Section 5.2)", unit="time units", low=0),
+        Input("replicas", int, "replicas in the paired comparison", default=SIM_REPLICAS, low=2),
+        Input("loss", str, "the scenario's loss: logistic regression or least squares (default: "
+                           "the scenario's)", choices=("logistic", "squared")),
+        Input("Q", int, "local steps (default 1,2,5,10,20)", low=1, knob=True),
+        Input("eta", float, "step size (default: factors of 2 around every valid variant's "
+                            "admissible range and beyond, until the simulation diverges)",
+              low=SMALLEST_STEP, knob=True),
+        Input("metric", str, "time (to reach --epsilon), lhs (the left side of (15) at the "
+                             "horizon) or loss (the training loss there)", default="time",
+              choices=METRICS),
+        Input("data", str, "your data instead of the scenario's synthetic ones: breast_cancer (569 "
+                           "samples, 30 standardised features, labels -1/+1; fedbound[data]) split "
+                           "by features over the scenario's silos, in a random column order from "
+                           "its seed, with its clients per silo, batch, --loss and start distance",
+              choices=DATASETS),
+    )
 
-    @classmethod
-    def from_arguments(cls, args, read_scenario) -> QEta:
-        scenario = None if args.scenario is None else read_scenario(cls.key, args.scenario)
-        if args.loss is not None:
-            scenario = (scenario or Theorem1.default).replace(loss=args.loss)
-        problem = {}
-        if args.data is not None:
-            scenario = scenario or Theorem1.default
-            scenario.validate()
-            model, theta0, constants, source = data_model(args.data, scenario)
-            problem = {"model": model, "theta0": theta0, "constants": constants, "source": source}
-        return cls(epsilon=args.epsilon, t_comm=args.t_comm, t_comp=args.t_comp,
-                   scenario=scenario, Q=comma_separated(args.Q, "--Q", int), **problem,
-                   eta=comma_separated(args.eta, "--eta"), metric=args.metric,
-                   **({} if args.replicas is None else {"replicas": args.replicas}))
-
-    def __init__(self, *, epsilon=None, t_comm=None, t_comp=None,
-                 scenario: TDCDScenario | None = None, model=None, theta0=None,
-                 constants: dict | None = None, Q=None, eta=None, metric: str = "time",
-                 replicas: int = SIM_REPLICAS, seed: int | None = None, source=None):
-        import fedbound.bounds.tdcd as btdcd
-
-        self.scenario = scenario or Theorem1.default
-        self.scenario.validate()
-        self.seed = require_int("seed", self.scenario.seed if seed is None else seed, minimum=0)
-        self.t_comm = require_float("t_comm", self.scenario.t_comm if t_comm is None else t_comm, low=0)
-        self.t_comp = require_float("t_comp", self.scenario.t_comp if t_comp is None else t_comp, low=0)
-        if self.t_comm + self.t_comp <= 0:
-            raise ValueError(f"t_comm={self.t_comm} and t_comp={self.t_comp}: a round must take "
-                             "time (t_comm + t_comp > 0)")
-        Qs = None if Q is None else (list(Q) if isinstance(Q, (list, tuple)) else [Q])
-        self.Q_given = None if Qs is None else [require_int(f"Q[{i}]", q) for i, q in enumerate(Qs)]
-        if self.Q_given == []:
-            raise ValueError("Q: give at least one value")
-        etas = None if eta is None else (list(eta) if isinstance(eta, (list, tuple)) else [eta])
-        self.eta_given = None if etas is None else [require_float(f"eta[{i}]", e, low=0, low_open=True)
-                                                    for i, e in enumerate(etas)]
-        if self.eta_given == []:
-            raise ValueError("eta: give at least one value")
-        if metric not in METRICS:
-            raise ValueError(f"metric={metric!r} must be one of {METRICS}")
-        self.measured = metric
-        self.replicas = require_int("replicas", replicas, minimum=2)
+    def __init__(self, *, scenario: TDCDScenario | None = None, epsilon=None, t_comm=None,
+                 t_comp=None, loss=None, data=None, model=None, theta0=None,
+                 constants: dict | None = None, Q=None, eta=None, metric=None, replicas=None,
+                 seed: int | None = None, source=None):
         import torch
 
+        import fedbound.bounds.tdcd as btdcd
+
+        v = self.value
+        epsilon = v("epsilon", epsilon)
+        base = scenario or Theorem1.default
+        base.validate()
+        self.scenario = self.replaced(base, {"loss": v("loss", loss)})
+        data = v("data", data)
+        if data is not None:
+            model, theta0, constants, source = data_model(data, self.scenario)
+        self.seed = require_int("seed", self.scenario.seed if seed is None else seed, minimum=0)
+        self.t_comm = self.scenario.t_comm if t_comm is None else v("t_comm", t_comm)
+        self.t_comp = self.scenario.t_comp if t_comp is None else v("t_comp", t_comp)
+        if self.t_comm + self.t_comp <= 0:
+            raise FieldError(f"{self.named('t_comm')}={self.t_comm} and {self.named('t_comp')}="
+                             f"{self.t_comp}: a round must take time (t_comm + t_comp > 0)")
+        self.Q_given = v("Q", Q)
+        self.eta_given = v("eta", eta)
+        self.measured = v("metric", metric)
+        self.replicas = v("replicas", replicas)
         if model is None:
             st = build(self.scenario)
             self.model, self.theta0 = st.model, st.theta0
             self._state = st.generator.get_state()
             adapter = adapter_for(self.key)
-            self.params = {v: self._bound_params(adapter, v) for v in bounds.variants(self.key)}
+            self.params = {var: self._bound_params(adapter, var) for var in bounds.variants(self.key)}
             self.constants = {}
             self.source = f"tdcd.theorem1 scenario ({self.scenario.loss}, n = {self.scenario.n})"
         else:
@@ -238,9 +213,9 @@ class QEta(Chooser):
             self.model, self.theta0 = model, theta0
             self._state = torch.Generator().manual_seed(self.seed).get_state()
             self.constants = dict(constants or {})
-            self.params = {v: {k: c for k, c in self.constants.items() if k in thm.params}
-                           for v in bounds.variants(self.key)
-                           if set((thm := bounds.get(self.key, v)).params) - set(SET_HERE)
+            self.params = {var: {k: c for k, c in self.constants.items() if k in thm.params}
+                           for var in bounds.variants(self.key)
+                           if set((thm := bounds.get(self.key, var)).params) - set(SET_HERE)
                            <= set(self.constants)}
             self.source = source or f"{type(model).__name__} (dim {model.dim}) passed in"
         self.grad0 = float((self.model.grad(self.model.split(self.theta0)[None]) ** 2).sum())
@@ -254,8 +229,7 @@ class QEta(Chooser):
             self.epsilon_source = (f"{EPSILON_FRACTION} ||grad L(theta^0)||^2, at least "
                                    f"{FLOOR_MARGIN} x the noise floor")
         else:
-            self.epsilon = require_float("epsilon", epsilon, low=0, low_open=True)
-            self.epsilon_source = "given"
+            self.epsilon, self.epsilon_source = epsilon, "given"
 
     @property
     def metric(self) -> str:
@@ -324,8 +298,8 @@ class QEta(Chooser):
                     else [1.0 / (self.model.L * Q) for Q in Qs])
             lo, hi = ETA_BELOW * min(tops), ETA_ABOVE * max(tops)
             etas = (lo * 2.0 ** np.arange(int(math.floor(math.log2(hi / lo) + 1e-9)) + 1)).tolist()
-        return [Knob("Q", tuple(Qs), "log", integer=True, option="--Q"),
-                Knob("eta", tuple(etas), "log", option="--eta")]
+        return [Knob("Q", tuple(Qs), "log", integer=True, option=self.named("Q")),
+                Knob("eta", tuple(etas), "log", option=self.named("eta"))]
 
     # ------------------------------------------------------------------ the answers
 
