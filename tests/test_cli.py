@@ -218,7 +218,8 @@ def test_choose_sync_time_refined_picks_an_interior_S_that_simulation_confirms(c
     by = {c["variant"]: c for c in d["certified"]}
     assert code == 0 and d["inputs"]["replicas"] == 16 and d["inputs"]["metric"] == "lhs"
     assert by["refined"]["settings"]["S"] > 0 and by["proof"]["settings"]["S"] == 0
-    assert by["refined"]["passes"] and d["simulated"]["regret"] == 0
+    assert by["refined"]["passes"] and d["simulated"]["regret"] <= 0  # against the best other
+    assert d["simulated"]["regret_against"] and d["recommended"]["answer"] == "simulated"
     code, out, _ = run(capsys, *argv[:-3], "--metric", "final_loss", "--json", "--method", "bound")
     assert code == 0 and json.loads(out)["inputs"]["metric"] == "loss"
 

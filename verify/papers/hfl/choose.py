@@ -36,6 +36,7 @@ from fedbound.verify.api import (
     NoCertificate,
     Proposal,
     label,
+    predicted_over_steps,
     problem_inputs,
     register_chooser,
     settings_text,
@@ -86,6 +87,8 @@ def loss_at_times(loss: np.ndarray, end_time: np.ndarray, U: np.ndarray, times) 
     return np.take_along_axis(loss, ended, axis=1)
 
 
+#: the variants of Theorem 2 that follow the paper's proof (tight: its sharper constants; not refined, iid)
+PAPER_PROOF = ("printed", "arxiv", "proof", "tight")
 #: the delay paths ``bounds.choose_sync_time`` draws per S for the round statistics
 BOUND_DRAWS = 2000
 
@@ -114,6 +117,7 @@ class SyncTime(Chooser):
     #: the loss at a deadline is noisy (one delay path per replica): the paired stage may
     #: grow to 4 x replicas while a close configuration is unresolved (``Chooser.resolve``)
     resolve = 4
+    bounded = "Theorem 2's left-hand side, the mean of ||grad f(x^u)||^2 over the rounds u <= U"
     calibration = ("the exact second moments of Algorithm 1 on the problem's local quadratic "
                    "model (sim.estimate.quadratic_model: the Hessian's spectrum, the start, the "
                    "groups' gradient offsets and the gradient noise at a reference minimiser), "
@@ -259,9 +263,31 @@ class SyncTime(Chooser):
                 for S in self.S_given or self.S_default()}
 
     def knobs(self) -> list[Knob]:
-        alphas = self.alpha_given or [self.alpha_max() * 2.0**-k for k in range(ALPHA_STEPS)]
-        return [Knob("S", tuple(self.S_given or self.S_default()), "linear", option=self.named("S")),
-                Knob("alpha", tuple(alphas), "log", option=self.named("alpha"))]
+        """S: the grid given, else :meth:`S_default`; alpha: the grid given, else ALPHA_STEPS
+        factors of 2 down from twice :meth:`alpha_max` (beyond Theorem 2's range); a default
+        grid extends where the search's pick sits at its edge (``verify.choose.Knob``)."""
+        alphas = self.alpha_given or [2 * self.alpha_max() * 2.0**-k for k in range(ALPHA_STEPS)]
+        return [Knob("S", tuple(self.S_given or self.S_default()), "linear", option=self.named("S"),
+                     lower=0.0, upper=self.T, extend=self.S_given is None),
+                Knob("alpha", tuple(alphas), "log", option=self.named("alpha"), lower=SMALLEST_STEP,
+                     extend=self.alpha_given is None)]
+
+    def canonical(self, settings: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """S at most every group's shift c_i runs one local iteration per round, the schedule of
+        S = 0 (Ali & Arafa 2025, Section IV: a local iteration takes c_i + Exp(mean
+        1/lambda_i), at least one per round): those S run as S = 0."""
+        shift = min(float(law.shift) for law in self.model.local)
+        if 0 < settings["S"] <= shift:
+            return {**settings, "S": 0.0}, (f"every c_i is at least {shift:.4g}: one local iteration "
+                                            "per round, the schedule of S = 0")
+        return settings, ""
+
+    def monotone_reason(self, variant: str, knob: str) -> str:
+        if knob == "S" and variant in PAPER_PROOF:
+            return ("its proof bounds the drift of a round's local iterations without the "
+                    "variance reduction of averaging their gradients, so the bound grows with the "
+                    "local iterations per round (Ali & Arafa 2025, proof of Theorem 2)")
+        return ""
 
     # ------------------------------------------------------------------ the answers
 
@@ -315,34 +341,41 @@ class SyncTime(Chooser):
         if self.S_given is None:
             S = sorted({*S, *(0.5 * (a + b) for a, b in zip(S[:-1], S[1:], strict=True))})
         alphas = list(alpha_knob.values)
-        if self.alpha_given is None:
+        if self.alpha_given is None:  # lo 2^(j/4): the knob's own values at whole octaves
             lo, hi = min(alphas), max(alphas)
             n = CALIBRATION_PER_OCTAVE * round(math.log2(hi / lo)) + 1
-            alphas = np.geomspace(lo, hi, n).tolist()
+            alphas = [lo * 2.0 ** (j / CALIBRATION_PER_OCTAVE) for j in range(n)]
         return S, alphas
 
     def calibrated(self) -> Proposal:
         """The minimiser of the predicted metric over :meth:`calibration_grid` (``predict``),
-        on the delay paths the paired simulation runs."""
+        on the delay paths the paired simulation runs; a default step grid extends while the
+        minimiser sits at its edge, until the prediction diverges
+        (``verify.api.predicted_over_steps``)."""
         from . import predict
 
         qm = self.quadratic_model()
         S_grid, alphas = self.calibration_grid()
-        curve, best = [], None
-        for S in S_grid:
-            sched = self.schedules(S, self.replicas)
-            rows = predict.count_rows(sched.t, sched.U)
-            gaps, grads = predict.curves(qm, self.sizes, alphas, rows, int(sched.U.max()))
-            eps = None if self.epsilon is None else self.epsilon - (qm.f_ref - self.problem.f_inf)
-            values = predict.metric_values(gaps, grads, sched.U, sched.end_time, self.measured, eps)
-            if self.measured == "loss":
-                values = values + (qm.f_ref - self.problem.f_inf)
-            for a, v in zip(alphas, values, strict=True):
-                curve.append({"S": S, "alpha": a, "predicted": float(v)})
-                if best is None or v < best["predicted"]:
-                    best = curve[-1]
+        eps = None if self.epsilon is None else self.epsilon - (qm.f_ref - self.problem.f_inf)
+        paths = [self.schedules(S, self.replicas) for S in S_grid]
+
+        def predicted(steps: list[float]) -> np.ndarray:
+            out = []
+            for sched in paths:
+                rows = predict.count_rows(sched.t, sched.U)
+                gaps, grads = predict.curves(qm, self.sizes, steps, rows, int(sched.U.max()))
+                out.append(predict.metric_values(gaps, grads, sched.U, sched.end_time, self.measured, eps))
+            shift = qm.f_ref - self.problem.f_inf if self.measured == "loss" else 0.0
+            return np.asarray(out) + shift
+
+        alphas, values, edge = predicted_over_steps(
+            predicted, alphas, extend=self.alpha_given is None, per_octave=CALIBRATION_PER_OCTAVE,
+            lower=SMALLEST_STEP, name="alpha")
+        curve = [{"S": S, "alpha": a, "predicted": float(values[i, j])}
+                 for i, S in enumerate(S_grid) for j, a in enumerate(alphas)]
+        best = min(curve, key=lambda row: (row["predicted"], row["S"]))
         return Proposal({"S": best["S"], "alpha": best["alpha"]}, best["predicted"], curve,
-                        f"model: {qm.method}")
+                        f"model: {qm.method}", edge=tuple(edge))
 
     # ------------------------------------------------------------------ simulation
 

@@ -32,6 +32,7 @@ from fedbound.verify.api import (
     Knob,
     NoCertificate,
     Proposal,
+    predicted_over_steps,
     problem_inputs,
     register_chooser,
 )
@@ -71,6 +72,7 @@ class TauEta(Chooser):
     key = "mllsgd.theorem1"
     summary = "MLL-SGD: the period tau and the step eta, certified, calibrated and simulated"
     example = "fedbound choose mllsgd --graph complete --hubs 4 --workers-per-hub 4"
+    bounded = "Theorem 1's left-hand side, the mean of ||grad F(u_k)||^2 over k <= K"
     calibration = ("the exact second moments of MLL-SGD on the problem's local quadratic model "
                    "(sim.estimate.quadratic_model: the Hessian's spectrum, the start and the "
                    "gradient noise at a reference minimiser); a prediction, not a certificate")
@@ -197,26 +199,60 @@ class TauEta(Chooser):
 
     # ------------------------------------------------------------------ knobs
 
+    def refusal(self, variant: str) -> str | None:
+        """Why ``variant`` of Theorem 1 gives no bound on this problem (no certified
+        constants, or no eta > 0 meets its conditions: a worker's p_i at most 2 - sqrt(2)
+        fails (12)), or None."""
+        if self.missing():
+            return f"no certified {', '.join(self.missing())} for this problem"
+        try:
+            self.max_step(variant, 1)
+        except ValueError as e:
+            return f"the {variant} variant's conditions cannot hold here: {e}"
+        return None
+
     def knobs(self) -> list[Knob]:
+        """tau: the grid given, else those of DEFAULT_TAU that divide K / q; eta: the grid
+        given, else factors of 2 from ETA_BELOW x the smallest eta_max(tau) of the variants
+        that give a bound (at most ETA_OCTAVES octaves) up to the largest of their eta_max and
+        2 / L (the problem's curvature), beyond every theorem's range. A default grid extends
+        where the search's pick sits at its edge; no step waits for a theorem (a variant
+        whose conditions cannot hold, :meth:`refusal`, gives none)."""
         s = self.scenario
         taus = self.tau_given or [t for t in DEFAULT_TAU if s.K % (s.q * t) == 0]
         if self.eta_given is not None:
             etas = self.eta_given
         else:
-            tops = [] if self.missing() else [self.max_step(v, t) for v in self.variants() for t in taus]
+            valid = [v for v in self.variants() if self.refusal(v) is None]
+            tops = [self.max_step(v, t) for v in valid for t in taus]
             hi = max([*tops, 2.0 / self.curvature()])
             lo = max(ETA_BELOW * min(tops or [0.0]), hi * 2.0**-ETA_OCTAVES)
             etas = (hi * 2.0 ** -np.arange(int(math.floor(math.log2(hi / lo) + 1e-9)) + 1))[::-1].tolist()
-        return [Knob("tau", tuple(taus), "log", integer=True, option=self.named("tau")),
-                Knob("eta", tuple(etas), "log", option=self.named("eta"))]
+        return [Knob("tau", tuple(taus), "log", integer=True, option=self.named("tau"), lower=1,
+                     upper=s.K // s.q, extend=self.tau_given is None),
+                Knob("eta", tuple(etas), "log", option=self.named("eta"), lower=SMALLEST_STEP,
+                     extend=self.eta_given is None)]
+
+    def admits(self, settings: dict[str, Any]) -> bool:
+        """A tau runs when it divides K / q and a hub period fits in the time of K
+        iterations (:meth:`iterations`)."""
+        s, tau = self.scenario, int(settings["tau"])
+        if s.K % (s.q * tau):
+            return False
+        try:
+            self.iterations(tau)
+        except ValueError:
+            return False
+        return True
 
     # ------------------------------------------------------------------ the answers
 
     def certified(self, variant: str) -> Proposal:
         """The variant's bound (13) minimised over tau and the admissible eta (a log grid over
         BOUND_DECADES decades up to eta_max(tau)), or at the fixed eta where it is admissible."""
-        if self.missing():
-            raise NoCertificate(f"no certified {', '.join(self.missing())} for this problem")
+        refusal = self.refusal(variant)
+        if refusal is not None:
+            raise NoCertificate(refusal)
         thm = bounds.get(self.key, variant)
         tau_knob, eta_knob = self.knobs()
         curve = []
@@ -231,38 +267,48 @@ class TauEta(Chooser):
         best = min(curve, key=lambda row: (row["bound"], row["tau"]))
         return Proposal({"tau": best["tau"], "eta": best["eta"]}, best["bound"], curve)
 
+    def quadratic_model(self):
+        """The problem's local quadratic model (``sim.estimate.quadratic_model``), cached."""
+        if not hasattr(self, "_model"):
+            import torch
+
+            from fedbound.sim.estimate import quadratic_model
+
+            self._model = quadratic_model(self.setup.problem, self.setup.x1,
+                                          torch.Generator().manual_seed(self.scenario.seed))
+        return self._model
+
     def calibrated(self) -> Proposal:
-        """The minimiser of the predicted metric (``predict``) over the knobs' grid, then over
-        the midpoints (on the log scale) around the best."""
-        import torch
-
-        from fedbound.sim.estimate import quadratic_model
-
+        """The minimiser of the predicted metric (``predict``) over the knobs' grid (a default
+        step grid extended while the minimiser sits at its edge, until the prediction
+        diverges: ``verify.api.predicted_over_steps``), then over the midpoints (on the log
+        scale) around the best."""
         from . import predict
 
         st, s = self.setup, self.scenario
-        qm = quadratic_model(st.problem, st.x1, torch.Generator().manual_seed(s.seed))
+        qm = self.quadratic_model()
         tau_knob, eta_knob = self.knobs()
-        curve = []
 
-        def run(tau, etas):
+        def predicted(tau: int, etas: list[float]) -> np.ndarray:
             K = self.iterations(tau)
             gaps, grads = predict.curves(qm, st.p, st.matrices.a, st.matrices.V, st.matrices.Z,
                                          etas, K, s.q, tau)
-            values = (gaps[:, K - 1] + qm.f_ref - st.problem.f_inf if self.measured == "loss"
-                      else grads[:, :K].mean(axis=1))
-            curve.extend({"tau": tau, "eta": float(e), "predicted": float(v)}
-                         for e, v in zip(etas, values, strict=True))
+            return (gaps[:, K - 1] + qm.f_ref - st.problem.f_inf if self.measured == "loss"
+                    else grads[:, :K].mean(axis=1))
 
-        for tau in tau_knob.values:
-            run(tau, list(eta_knob.values))
+        etas, values, edge = predicted_over_steps(
+            lambda e: np.array([predicted(t, e) for t in tau_knob.values]), eta_knob.values,
+            extend=eta_knob.extend, lower=SMALLEST_STEP, name="eta")
+        curve = [{"tau": t, "eta": float(e), "predicted": float(values[i, j])}
+                 for i, t in enumerate(tau_knob.values) for j, e in enumerate(etas)]
         best = min(curve, key=lambda row: (row["predicted"], row["tau"]))
-        between = eta_knob.neighbours(best["eta"])
+        between = eta_knob.neighbours(best["eta"], etas)
         if between:
-            run(best["tau"], between)
+            curve.extend({"tau": best["tau"], "eta": float(e), "predicted": float(v)}
+                         for e, v in zip(between, predicted(best["tau"], between), strict=True))
             best = min(curve, key=lambda row: (row["predicted"], row["tau"]))
         return Proposal({"tau": best["tau"], "eta": best["eta"]}, best["predicted"], curve,
-                        f"model: {qm.method}")
+                        f"model: {qm.method}", edge=tuple(edge))
 
     # ------------------------------------------------------------------ simulation
 

@@ -41,6 +41,7 @@ from fedbound.verify.api import (
     check,
     choose,
     label,
+    predicted_over_steps,
     register_chooser,
     require_int,
     require_runs,
@@ -142,6 +143,8 @@ class QEta(Chooser):
     aliases = ("choose-q-eta",)
     summary = "TDCD: the local steps Q and the step eta, certified, calibrated and simulated"
     example = "fedbound choose tdcd --t-comm 100 --t-comp 1"
+    bounded = ("the left side of Theorem 1, (15), the running mean of ||grad L(theta^{rQ})||^2 over "
+               "the rounds: its value is the time at which the bound reaches epsilon")
     calibration = ("the first and second moments of the hub models on the model's local "
                    "quadratic model (each sample's loss slope linearised at anchors from theta^0 "
                    "to a reference minimiser, exact for least squares), the expectations over "
@@ -298,8 +301,16 @@ class QEta(Chooser):
                     else [1.0 / (self.model.L * Q) for Q in Qs])
             lo, hi = ETA_BELOW * min(tops), ETA_ABOVE * max(tops)
             etas = (lo * 2.0 ** np.arange(int(math.floor(math.log2(hi / lo) + 1e-9)) + 1)).tolist()
-        return [Knob("Q", tuple(Qs), "log", integer=True, option=self.named("Q")),
-                Knob("eta", tuple(etas), "log", option=self.named("eta"))]
+        return [Knob("Q", tuple(Qs), "log", integer=True, option=self.named("Q"), lower=1,
+                     extend=self.Q_given is None),
+                Knob("eta", tuple(etas), "log", option=self.named("eta"), lower=SMALLEST_STEP,
+                     extend=self.eta_given is None)]
+
+    def monotone_reason(self, variant: str, knob: str) -> str:
+        if knob == "Q" and variant != "refined":
+            return ("the bound sees eta and Q only through eta Q (Das et al. 2022, Theorem 1, "
+                    "(15)), so more local steps buy it nothing while a round costs Q t_comp more")
+        return ""
 
     # ------------------------------------------------------------------ the answers
 
@@ -393,25 +404,28 @@ class QEta(Chooser):
                              torch.Generator().manual_seed(self.seed), "cpu").numpy()
         points = predict.anchors(self.model, batches, theta0, predict.reference(self.model))
         Q_knob, eta_knob = self.knobs()
-        curve = []
 
-        def run(Q, etas):
+        def predicted(Q: int, etas: list[float]) -> list[float]:
             curves = predict.grad_sq_curves(self.model, points, theta0, Q, etas, self.rounds(Q),
                                             self.epsilon if self.measured == "time" else None)
-            for eta, c in zip(etas, curves, strict=True):
-                curve.append({"Q": Q, "eta": float(eta), "predicted": self._predicted(Q, c)})
+            return [self._predicted(Q, c) for c in curves]
 
-        for Q in Q_knob.values:
-            run(Q, list(eta_knob.values))
+        etas, values, edge = predicted_over_steps(
+            lambda e: np.array([predicted(Q, e) for Q in Q_knob.values]), eta_knob.values,
+            extend=eta_knob.extend, lower=SMALLEST_STEP, name="eta")
+        curve = [{"Q": Q, "eta": float(e), "predicted": float(values[i, j])}
+                 for i, Q in enumerate(Q_knob.values) for j, e in enumerate(etas)]
         best = min(curve, key=lambda row: (row["predicted"], row["Q"]))
-        between = eta_knob.neighbours(best["eta"])
+        between = eta_knob.neighbours(best["eta"], etas)
         if between:
-            run(best["Q"], between)
+            curve.extend({"Q": best["Q"], "eta": float(e), "predicted": v}
+                         for e, v in zip(between, predicted(best["Q"], between), strict=True))
             best = min(curve, key=lambda row: (row["predicted"], row["Q"]))
         if self.measured == "time":
             self._incumbent = best["predicted"]
         return Proposal({"Q": best["Q"], "eta": best["eta"]}, best["predicted"], curve,
-                        f"{len(points)} linearisation point(s), {predict.BATCHES} batches")
+                        f"{len(points)} linearisation point(s), {predict.BATCHES} batches",
+                        edge=tuple(edge))
 
     def _predicted(self, Q: int, curve: np.ndarray) -> float:
         from . import predict
