@@ -642,11 +642,12 @@ def _value(v) -> float:
     return float(f"{float(v):.12g}")
 
 
-def _unresolved(evaluations: list[Evaluation], maximise: bool) -> bool:
-    """Whether a race is still open: some configuration's paired regret against the leader has
-    an interval that reaches within TOLERANCE of it (its lower end at most TOLERANCE) without
-    lying within TOLERANCE on both sides (the leader could be more than TOLERANCE behind it,
-    or it could be within TOLERANCE or beyond)."""
+def _unresolved(evaluations: list[Evaluation], maximise: bool, answers: set | None = None) -> bool:
+    """Whether a race is still open, on the paired regrets against the leader: a runner-up's
+    interval reaches more than TOLERANCE below the leader's (the leader could be more than
+    TOLERANCE behind it: the recommendation is at stake), or an answer's (its settings' key
+    in ``answers``; every configuration when None) reaches within TOLERANCE while its
+    estimate, or its interval's upper end, lies beyond (its verdict is at stake)."""
     best = _ranked(evaluations, maximise)[0]
     for e in evaluations:
         if e is not best:
@@ -654,7 +655,9 @@ def _unresolved(evaluations: list[Evaluation], maximise: bool) -> bool:
             if not math.isfinite(regret) or not math.isfinite(hw):
                 continue
             low, high = regret - hw, regret + hw
-            if low <= TOLERANCE and not (-TOLERANCE <= low and high <= TOLERANCE):
+            if low < -TOLERANCE:
+                return True
+            if (answers is None or _key(e.settings) in answers) and low <= TOLERANCE < high:
                 return True
     return False
 
@@ -693,8 +696,21 @@ def choose(chooser: Chooser, *, variants=None, method: str = "both",
     bar advanced by replica runs (None: none)."""
     from fedbound.sim.problems import one_thread
 
-    with one_thread():
+    with one_thread(), _one_blas_thread():
         return _choose(chooser, variants, method, progress)
+
+
+def _one_blas_thread():
+    """numpy's BLAS on one thread inside (``threadpoolctl``, which scikit-learn, the data
+    sets' extra, brings; without it, as it is): the predictions' many small products only
+    slow down with threads, by a factor 3 or more on a busy machine."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        from contextlib import nullcontext
+
+        return nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
@@ -763,8 +779,9 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
     evaluated = chooser.simulate(stage, replicas, paired=True)
     step("search", len(stage) * replicas)
     evaluated = _extended(chooser, knobs, evaluated, replicas, step)
+    answers = {_key(_canonical(chooser, x)) for x in others}
     for _, r in p.resolving:
-        if not _unresolved(evaluated, chooser.maximise):
+        if not _unresolved(evaluated, chooser.maximise, answers):
             break
         stage = [e.settings for e in evaluated]
         step(f"search: paired, {len(stage)} configurations x {r} replicas (a close race)")
@@ -901,7 +918,8 @@ def _edges(chooser: Chooser, knobs: Sequence[Knob], evaluated: list[Evaluation],
 
 def predicted_over_steps(predict: Callable[[list[float]], Any], steps: Sequence[float], *,
                          extend: bool = True, per_octave: int = 1, limit: int = EXTENSIONS,
-                         lower: float = 0.0, maximise: bool = False,
+                         lower: float = 0.0, upper: float = math.inf, upper_note: str = "",
+                         maximise: bool = False,
                          name: str = "step") -> tuple[list[float], np.ndarray, list[str]]:
     """A prediction over a grid of steps that reaches its optimum inside the grid:
     ``predict(steps)`` gives the predicted metric at each step, [..., len(steps)] (inf where
@@ -909,11 +927,29 @@ def predicted_over_steps(predict: Callable[[list[float]], Any], steps: Sequence[
     (and is finite there), ``per_octave`` steps are added above it up to twice the largest;
     likewise below the smallest (not below ``lower``); up to ``limit`` octaves each way, with
     ``extend`` (False: a grid the user gave). A step above that diverges ends the search
-    upward: the range is searched until divergence shows. Returns the steps (ascending), the
+    upward: the range is searched until divergence shows; a step above ``upper`` counts as
+    diverging without being predicted (where the caller knows the run diverges there and
+    the prediction cannot see it: gradient descent above 2 / the curvature at the start);
+    ``upper_note``: where the prediction is only trusted up to ``upper`` (not a divergence),
+    why, and a pick at ``upper`` is flagged with it. Returns the steps (ascending), the
     predictions [..., len(steps)] and, where the optimum still sits at an edge, a line
     naming it (``name``: the knob)."""
     order = sorted(float(x) for x in steps)
-    values = np.asarray(predict(order), dtype=float)
+
+    lead: list[tuple] = []
+
+    def predicted(xs: list[float]) -> np.ndarray:
+        inside = np.asarray(xs) <= upper
+        if not lead or inside.any():
+            values = np.asarray(predict([x for x, ok in zip(xs, inside, strict=True) if ok]
+                                        or xs[:1]), dtype=float)
+            lead[:] = [values.shape[:-1]]
+        out = np.full((*lead[0], len(xs)), np.inf)
+        if inside.any():
+            out[..., inside] = values
+        return out
+
+    values = predicted(order)
     sign = -1.0 if maximise else 1.0
 
     def best_index() -> int:
@@ -930,13 +966,16 @@ def predicted_over_steps(predict: Callable[[list[float]], Any], steps: Sequence[
             new = [x for x in new if x > lower]
             if not new:
                 break
-            more = np.asarray(predict(new), dtype=float)
+            more = predicted(new)
             every = order + new
             idx = np.argsort(every, kind="stable")
             order = [every[i] for i in idx]
             values = np.concatenate([values, more], axis=-1)[..., idx]
         j = best_index()
-        if j == (len(order) - 1 if up else 0) and (order[j] * (2.0 if up else 0.5)) > lower:
+        if up and upper_note and order[j] <= upper and all(x > upper for x in order[j + 1:]) \
+                and j < len(order) - 1:
+            edges.append(f"{name} = {order[j]:.4g} is the largest {name} predicted: {upper_note}")
+        elif j == (len(order) - 1 if up else 0) and (order[j] * (2.0 if up else 0.5)) > lower:
             how = "extended as far as the prediction goes" if extend else "the grid given"
             edges.append(f"{name} = {order[j]:.4g} is the {'largest' if up else 'smallest'} {name} "
                          f"predicted ({how}): the best may lie beyond it")

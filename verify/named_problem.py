@@ -29,6 +29,10 @@ MODELS = ("logistic", "mlp", "cnn")
 SPLITS = "iid, shards, dirichlet:BETA, fedml:BETA, labels:K or group_labels"
 #: the full-gradient steps the calibrated model takes on the whole data (``sim.estimate``)
 ESTIMATE_STEPS = 300
+#: per model, the samples the calibrated model's reference run and Hessian take (a subsample
+#: of the data, ``sim.estimate.quadratic_model``) where a full gradient is costly: the CNN's
+#: convolutions in float64 cost about 20 times the MLP's
+SUBSAMPLE = {"cnn": 256}
 
 
 def problem_inputs(*, clients: str) -> Group:
@@ -118,6 +122,11 @@ class NamedProblem:
             raise FieldError(f"{n('hidden')}: only with {n('model')} mlp (the model is {model})")
         return cls(data, model, split, values.get("batch") or 1, tuple(hidden or (32,)), data_dir,
                    names)
+
+    @property
+    def subsample(self) -> int | None:
+        """The samples the calibrated model estimates on (:data:`SUBSAMPLE`; None: all)."""
+        return SUBSAMPLE.get(self.model)
 
     def as_dict(self, seed: int) -> dict[str, Any]:
         """The problem as JSON values (what a report's ``problem`` field holds)."""

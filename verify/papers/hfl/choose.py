@@ -204,6 +204,7 @@ class SyncTime(Chooser):
             self.source = source or f"{type(problem).__name__} (dim {problem.dim}) passed in"
         self.problem, self.x1 = problem, x1
         self._batch_name = self.named("batch") if named is not None else "batch"
+        self.subsample = None if named is None else named.subsample
         self.constants = self._certified_constants(given)
         self.S_given, self.alpha_given = v("S", S), v("alpha", alpha)
 
@@ -229,17 +230,32 @@ class SyncTime(Chooser):
 
     def alpha_max(self) -> float:
         """The largest step any valid variant admits (Theorem 2: alpha <= 1/L), with L the
-        certified constant, else the largest curvature at x^1 (estimated once)."""
+        certified constant, else the largest curvature at x^1 (:meth:`curvature`)."""
+        return 1.0 / (self.constants["L"] if "L" in self.constants else self.curvature())
+
+    def trusted_steps(self) -> dict[str, Any]:
+        """The steps the calibrated prediction compares: up to 2 / L with a certified L
+        (beyond, the model, exact or bounded by L, diverges itself); else up to 1 / the
+        curvature at x^1, the model being local (taken at x_ref, where the curvature is lower)
+        and blind to the early iterations' instability, and a pick there flagged."""
         if "L" in self.constants:
-            return 1.0 / self.constants["L"]
+            return {"upper": 2.0 / self.constants["L"]}
+        return {"upper": 1.0 / self.curvature(),
+                "upper_note": "1 / the curvature at x^1, beyond which the local model (taken at "
+                              "x_ref) is not trusted; the simulated search goes further"}
+
+    def curvature(self) -> float:
+        """The largest curvature of the problem at x^1 (``sim.estimate.top_curvature``),
+        estimated once: the calibrated model's reference run starts from it too."""
         if not hasattr(self, "_curvature"):
             import torch
 
-            from fedbound.sim.estimate import lipschitz
+            from fedbound.sim.estimate import top_curvature
 
-            self._curvature = lipschitz(self.problem, self.x1, steps=30, starts=2,
-                                        generator=torch.Generator().manual_seed(self.seed)).upper
-        return 1.0 / self._curvature
+            self._curvature = top_curvature(self.problem, self.x1,
+                                            torch.Generator().manual_seed(self.seed),
+                                            subsample=self.subsample)
+        return self._curvature
 
     def S_default(self) -> list[float]:
         """0 and S_STEPS values spread geometrically up to half the range of
@@ -324,7 +340,8 @@ class SyncTime(Chooser):
             from fedbound.sim.estimate import quadratic_model
 
             self._model = quadratic_model(self.problem, self.x1,
-                                          torch.Generator().manual_seed(self.seed), sizes=self.sizes)
+                                          torch.Generator().manual_seed(self.seed), sizes=self.sizes,
+                                          subsample=self.subsample, curvature=self.curvature())
         return self._model
 
     def schedules(self, S: float, replicas: int):
@@ -351,7 +368,8 @@ class SyncTime(Chooser):
         """The minimiser of the predicted metric over :meth:`calibration_grid` (``predict``),
         on the delay paths the paired simulation runs; a default step grid extends while the
         minimiser sits at its edge, until the prediction diverges
-        (``verify.api.predicted_over_steps``)."""
+        (``verify.api.predicted_over_steps``), up to the steps it is trusted on
+        (:meth:`trusted_steps`)."""
         from . import predict
 
         qm = self.quadratic_model()
@@ -370,7 +388,7 @@ class SyncTime(Chooser):
 
         alphas, values, edge = predicted_over_steps(
             predicted, alphas, extend=self.alpha_given is None, per_octave=CALIBRATION_PER_OCTAVE,
-            lower=SMALLEST_STEP, name="alpha")
+            lower=SMALLEST_STEP, name="alpha", **self.trusted_steps())
         curve = [{"S": S, "alpha": a, "predicted": float(values[i, j])}
                  for i, S in enumerate(S_grid) for j, a in enumerate(alphas)]
         best = min(curve, key=lambda row: (row["predicted"], row["S"]))

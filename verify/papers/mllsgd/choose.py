@@ -124,6 +124,7 @@ class TauEta(Chooser):
                               groups=f"{self.named('hubs')} x {self.named('workers_per_hub')}")
             problem, x1, source = fed.problem, fed.x1, named.as_dict(s.seed)
         self._batch_name = self.named("batch") if named is not None else "batch"
+        self.subsample = None if named is None else named.subsample
         st = build(s)
         self.setup = st
         if problem is not None:
@@ -191,10 +192,11 @@ class TauEta(Chooser):
         if not hasattr(self, "_curvature"):
             import torch
 
-            from fedbound.sim.estimate import lipschitz
+            from fedbound.sim.estimate import top_curvature
 
-            self._curvature = lipschitz(self.setup.problem, self.setup.x1, steps=30, starts=2,
-                                        generator=torch.Generator().manual_seed(self.scenario.seed)).upper
+            self._curvature = top_curvature(self.setup.problem, self.setup.x1,
+                                            torch.Generator().manual_seed(self.scenario.seed),
+                                            subsample=self.subsample)
         return self._curvature
 
     # ------------------------------------------------------------------ knobs
@@ -275,14 +277,16 @@ class TauEta(Chooser):
             from fedbound.sim.estimate import quadratic_model
 
             self._model = quadratic_model(self.setup.problem, self.setup.x1,
-                                          torch.Generator().manual_seed(self.scenario.seed))
+                                          torch.Generator().manual_seed(self.scenario.seed),
+                                          subsample=self.subsample, curvature=self.curvature())
         return self._model
 
     def calibrated(self) -> Proposal:
         """The minimiser of the predicted metric (``predict``) over the knobs' grid (a default
         step grid extended while the minimiser sits at its edge, until the prediction
-        diverges: ``verify.api.predicted_over_steps``), then over the midpoints (on the log
-        scale) around the best."""
+        diverges, up to 2 / L with a certified L, else 1 / the curvature at x_1, the model
+        being local: ``verify.api.predicted_over_steps``), then over the midpoints (on the
+        log scale) around the best."""
         from . import predict
 
         st, s = self.setup, self.scenario
@@ -298,7 +302,11 @@ class TauEta(Chooser):
 
         etas, values, edge = predicted_over_steps(
             lambda e: np.array([predicted(t, e) for t in tau_knob.values]), eta_knob.values,
-            extend=eta_knob.extend, lower=SMALLEST_STEP, name="eta")
+            extend=eta_knob.extend, lower=SMALLEST_STEP, name="eta",
+            **({"upper": 2.0 / self.curvature()} if "L" in self.constants else
+               {"upper": 1.0 / self.curvature(), "upper_note": (
+                   "1 / the curvature at x_1, beyond which the local model (taken at x_ref) is "
+                   "not trusted; the simulated search goes further")}))
         curve = [{"tau": t, "eta": float(e), "predicted": float(values[i, j])}
                  for i, t in enumerate(tau_knob.values) for j, e in enumerate(etas)]
         best = min(curve, key=lambda row: (row["predicted"], row["tau"]))
