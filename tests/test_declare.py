@@ -157,3 +157,23 @@ def test_a_declaration_that_clashes_is_refused_at_registration():
         with pytest.raises(ValueError, match="declared twice or reserved"):
             register_chooser(cls)
     assert isinstance(choosers()["hfl"].declared[-1], Group)
+
+
+@pytest.mark.parametrize("name", ["hfl", "mllsgd", "tdcd"])
+def test_device_cpu_given_is_the_default_bit_for_bit_and_a_missing_device_is_refused(name, capsys):
+    """--device cpu runs the same search, the same numbers; a device torch does not know, or
+    CUDA where there is none, is refused naming --device (exit 2) before anything runs."""
+    argv = {"hfl": [*BASE["hfl"], "--S", "0,2", "--alpha", "0.25,0.5", "--replicas", "4"],
+            "mllsgd": ["--K", "32", "--tau", "1,2", "--eta", "0.1,0.2", "--replicas", "4"],
+            "tdcd": ["--Q", "1,2", "--eta", "0.1,0.2", "--replicas", "4"]}[name]
+    runs = []
+    for extra in ([], ["--device", "cpu"]):
+        assert main(["choose", name, *argv, *extra, "--json", "--curves"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        report.pop("seconds")
+        runs.append(report)
+    assert runs[0] == runs[1] and runs[0]["inputs"]["device"] == "cpu"
+    for bad in ("gpu", *([] if __import__("torch").cuda.is_available() else ["cuda"])):
+        assert main(["choose", name, *argv, "--device", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"fedbound: error: --device='{bad}': ") and err.count("\n") == 1, err

@@ -73,7 +73,7 @@ from .decide import (
     relative_margin,
     sooner,
 )
-from .declare import SMALLEST_STEP, Group, Input
+from .declare import DEVICE, SMALLEST_STEP, Group, Input
 from .draw import Draw, RngDraw
 from .estimated import (
     EstimationSettings,
@@ -112,7 +112,7 @@ from .verdict import Comparison, Measurement, Verdict, compare
 from .witnesses import Witness, register_witness_dir, unregister_witness_dir, witnesses
 
 __all__ = [
-    "COUNT", "FEATURE_NORM_RANGE", "GRAD2", "INDEX", "LOOP_OVERHEAD", "LOSS", "PARAM2", "RATIO",
+    "COUNT", "DEVICE", "FEATURE_NORM_RANGE", "GRAD2", "INDEX", "LOOP_OVERHEAD", "LOSS", "PARAM2", "RATIO",
     "SCENARIO", "SMALLEST_STEP", "STEP", "TIME", "UNITS", "Adapter", "adapter_for",
     "adapter_keys",
     "along_trajectory", "above", "ACCURACY", "accuracy_margin", "Answer", "below", "between",

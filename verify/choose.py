@@ -392,6 +392,17 @@ class Chooser(ABC):
                 return inp.check(given, self.named(name))
         raise KeyError(f"chooser {type(self).__name__} declares no input {name!r}")
 
+    def device_of(self, given):
+        """The ``torch.device`` of the declared input ``device`` (:meth:`value`), or a
+        FieldError naming it as the user wrote it (a name torch does not know, or CUDA on a
+        machine without it)."""
+        from fedbound.sim.problems import checked_device
+
+        try:
+            return checked_device(self.value("device", given))
+        except ValueError as e:
+            raise self.renamed("device", e) from None
+
     def renamed(self, name: str, error: ValueError) -> FieldError:
         """``error``, raised about the input ``name`` by code that calls it by its keyword (a
         message that starts "delays[0..3] ..."), as a FieldError naming it as the user wrote

@@ -232,6 +232,12 @@ class Group:
 Declared = Sequence[Input | Group]
 
 
+#: the input every chooser that runs simulations declares: where they run
+DEVICE = Input("device", str, "where the simulations run: cpu, cuda, cuda:1, ... (the random draws "
+                              "are made on the CPU and moved: the same draws on every device)",
+               default="cpu")
+
+
 def inputs_of(declared: Declared) -> Iterator[Input]:
     """Every input of a declaration, those of its groups included, in order."""
     for item in declared:

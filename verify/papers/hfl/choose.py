@@ -22,6 +22,7 @@ import numpy as np
 
 from fedbound import bounds
 from fedbound.verify.api import (
+    DEVICE,
     GRAD2,
     LOOP_OVERHEAD,
     LOSS,
@@ -149,15 +150,17 @@ class SyncTime(Chooser):
         Input("replicas", int, "delay paths in the paired comparison", default=32, low=2),
         Input("seed", int, "seed of the problem (the synthetic quadratic, or the split and the "
                            "network's start of --data) and of the paths", default=0, low=0),
+        DEVICE,
         problem_inputs(clients="--sizes, group after group"),
     )
 
     def __init__(self, *, scenario=None, sizes=None, delays=None, T=None, L=None, G=None,
                  sigma=None, Delta=None, problem=None, x1=None, named=None, S=None, alpha=None,
-                 metric=None, epsilon=None, replicas=None, seed=None, source=None):
+                 metric=None, epsilon=None, replicas=None, seed=None, source=None, device=None):
         from fedbound.bounds import delays as dl
 
         v = self.value
+        self.device = self.device_of(device)
         self.replicas = v("replicas", replicas)
         self.seed = v("seed", seed)
         sizes, delays, T = v("sizes", sizes), v("delays", delays), v("T", T)
@@ -202,6 +205,8 @@ class SyncTime(Chooser):
             if x1 is None:
                 raise ValueError("x1: the start of the problem passed in is needed")
             self.source = source or f"{type(problem).__name__} (dim {problem.dim}) passed in"
+        if self.device != problem.device:
+            problem, x1 = problem.to(self.device), x1.to(self.device)
         self.problem, self.x1 = problem, x1
         self._batch_name = self.named("batch") if named is not None else "batch"
         self.subsample = None if named is None else named.subsample
@@ -224,7 +229,7 @@ class SyncTime(Chooser):
     def inputs(self) -> dict[str, Any]:
         return {"sizes": self.sizes, "delays": self.delays, "T": self.T, "problem": self.source,
                 "constants": self.constants, "metric": self.measured, "epsilon": self.epsilon,
-                "replicas": self.replicas, "seed": self.seed}
+                "replicas": self.replicas, "seed": self.seed, "device": str(self.device)}
 
     # ------------------------------------------------------------------ knobs
 

@@ -22,6 +22,7 @@ import numpy as np
 from fedbound import bounds
 from fedbound.bounds.topology import GRAPH_KINDS
 from fedbound.verify.api import (
+    DEVICE,
     LOOP_OVERHEAD,
     SMALLEST_STEP,
     Chooser,
@@ -103,14 +104,16 @@ class TauEta(Chooser):
         Input("replicas", int, "replicas in the paired comparison", default=32, low=2),
         Input("seed", int, "seed of the hub graph, the problem (with --data: the split and the "
                            "network's start) and the runs (default: the scenario's)", low=0),
+        DEVICE,
         problem_inputs(clients="--hubs x --workers-per-hub, hub after hub"),
     )
 
     def __init__(self, *, scenario: MLLSGDScenario | None = None, hubs=None,
                  workers_per_hub=None, graph=None, p=None, K=None, q=None, seed=None,
                  problem=None, x1=None, named=None, tau=None, eta=None, metric=None,
-                 t_comm=None, t_hub=None, replicas=None, source=None):
+                 t_comm=None, t_hub=None, replicas=None, source=None, device=None):
         v = self.value
+        self.device = self.device_of(device)
         p = v("p", p)
         changes = {"hubs": v("hubs", hubs), "workers_per_hub": v("workers_per_hub", workers_per_hub),
                    "graph": v("graph", graph), "p": p[0] if p is not None and len(p) == 1 else p,
@@ -134,6 +137,8 @@ class TauEta(Chooser):
             self.source = source or f"{type(problem).__name__} (dim {problem.dim}) passed in"
         else:
             self.source = f"scenario's {s.problem_spec()['kind']}"
+        if self.device != st.problem.device:
+            st.problem, st.x1 = st.problem.to(self.device), st.x1.to(self.device)
         self._state = st.generator.get_state()
         taus = v("tau", tau)
         for i, t in enumerate(taus or ()):
@@ -159,7 +164,7 @@ class TauEta(Chooser):
     def inputs(self) -> dict[str, Any]:
         return {"problem": self.source, "constants": self.constants, "metric": self.measured,
                 "t_comm": self.t_comm, "t_hub": self.t_hub, "replicas": self.replicas,
-                "scenario": self.scenario.to_dict()}
+                "device": str(self.device), "scenario": self.scenario.to_dict()}
 
     def iterations(self, tau: int) -> int:
         """K_tau: the iterations of the whole hub periods of tau that fit in the time of K

@@ -25,6 +25,7 @@ import numpy as np
 from fedbound import bounds
 from fedbound.verify.api import (
     COUNT,
+    DEVICE,
     LOOP_OVERHEAD,
     LOSS,
     SMALLEST_STEP,
@@ -174,17 +175,19 @@ class QEta(Chooser):
                            "by features over the scenario's silos, in a random column order from "
                            "its seed, with its clients per silo, batch, --loss and start distance",
               choices=DATASETS),
+        DEVICE,
     )
 
     def __init__(self, *, scenario: TDCDScenario | None = None, epsilon=None, t_comm=None,
                  t_comp=None, loss=None, data=None, model=None, theta0=None,
                  constants: dict | None = None, Q=None, eta=None, metric=None, replicas=None,
-                 seed: int | None = None, source=None):
+                 seed: int | None = None, source=None, device=None):
         import torch
 
         import fedbound.bounds.tdcd as btdcd
 
         v = self.value
+        self.device = self.device_of(device)
         epsilon = v("epsilon", epsilon)
         base = scenario or Theorem1.default
         base.validate()
@@ -221,6 +224,12 @@ class QEta(Chooser):
                            if set((thm := bounds.get(self.key, var)).params) - set(SET_HERE)
                            <= set(self.constants)}
             self.source = source or f"{type(model).__name__} (dim {model.dim}) passed in"
+        if self.device != self.model.device:
+            from fedbound.sim.tdcd import BlockLinear
+
+            self.model = BlockLinear(self.model.X, self.model.y, self.model.layout,
+                                     loss=self.model.loss_kind, device=self.device)
+            self.theta0 = self.theta0.to(self.device)
         self.grad0 = float((self.model.grad(self.model.split(self.theta0)[None]) ** 2).sum())
         self.horizon = SIM_ROUNDS_Q1 * btdcd.round_time(1, self.t_comm, self.t_comp)
         require_runs("choose tdcd", {f"the noise floor at --Q 1 with --replicas {self.replicas}":
@@ -276,7 +285,7 @@ class QEta(Chooser):
         return {"epsilon": self.epsilon, "epsilon_source": self.epsilon_source,
                 "grad_sq_norm_0": self.grad0, "noise_floor": self.floor, "t_comm": self.t_comm,
                 "t_comp": self.t_comp, "metric": self.measured, "replicas": self.replicas,
-                "horizon": self.horizon, "problem": self.source,
+                "horizon": self.horizon, "problem": self.source, "device": str(self.device),
                 "scenario": self.scenario.to_dict()}
 
     def _time(self, Q: int, rounds) -> np.ndarray:
