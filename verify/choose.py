@@ -54,6 +54,7 @@ from . import limits
 from .declare import Group, Input, Written, assemble, checked_declaration, inputs_of
 from .plugins import ensure_loaded
 from .scenario import FieldError, _short, jsonable
+from .text import settings_text
 from .verdict import t_multiplier
 
 #: what ``choose`` runs: every answer with its simulation ("both"), the certified and
@@ -1114,12 +1115,6 @@ def recommendation(report: ChoiceReport) -> dict[str, Any] | None:
 
 def _percent_text(x: float, hw: float) -> str:
     return f"{abs(x):.1%} (+- {hw:.1%})" if math.isfinite(hw) else f"{abs(x):.1%}"
-
-
-def settings_text(settings: dict[str, Any]) -> str:
-    """Knob settings as text: "Q = 5, eta = 0.1"."""
-    return ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
-                     for k, v in settings.items())
 
 
 def _message(chooser: Chooser, report: ChoiceReport) -> str:

@@ -177,6 +177,12 @@ def _flat(v) -> str:
     return _cell(v)
 
 
+def settings_text(settings: dict) -> str:
+    """Knob settings as text: "Q = 5, eta = 0.1"."""
+    return ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
+                     for k, v in settings.items())
+
+
 def format_choice(report) -> str:
     """A :class:`verify.choose.ChoiceReport` as text: the recommendation first (the settings
     to train with, from which answer, why), then the inputs, one row per distinct run
@@ -184,8 +190,6 @@ def format_choice(report) -> str:
     simulated) with the certified bound and the calibrated prediction there, the simulated
     metric with its 95% interval, the paired regret with its interval and whether it
     passes; then what each column means, the notes and the conclusion."""
-    from .choose import settings_text
-
     rec = report.recommended
     lines = ([f"Recommended: {settings_text(rec['settings'])} (the {rec['answer']} answer): "
               f"{rec['why']}.", ""] if rec else ["Recommended: none (no answer has settings).", ""])
