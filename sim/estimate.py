@@ -509,30 +509,37 @@ class _Objective:
             self.subsample = subsample
         elif data:
             inputs, targets, w = problem.features, problem.labels, weights
-        if data:
+        if data:  # a network's loss: its gradient is torch's (sim.neural differentiates it too)
             def loss(z):
                 return problem.weighted_loss(z, inputs, targets, w)
-        else:
+
+            def value_and_grad(z, graph=False):
+                with torch.enable_grad():
+                    z = z if z.requires_grad else z.detach().requires_grad_(True)
+                    f = loss(z)
+                    return torch.autograd.grad(f, z, create_graph=graph)[0], f.detach()
+        else:  # any other problem: its own gradient (its loss may be written for its value only)
             def loss(z):
                 return problem.loss(z)
-        self.loss = loss
+
+            def value_and_grad(z, graph=False):
+                return problem.grad(z), loss(z.detach())
+        self.loss, self._value_and_grad = loss, value_and_grad
 
     def value_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(grad F(x), F(x)) in one forward and backward pass."""
-        with torch.enable_grad():
-            z = x.detach().requires_grad_(True)
-            f = self.loss(z)
-            (g,) = torch.autograd.grad(f, z)
-        return g, f.detach()
+        """(grad F(x), F(x)): one forward and backward pass for a network."""
+        g, f = self._value_and_grad(x)
+        return g.detach(), f
 
     def at(self, x: torch.Tensor) -> None:
         """Where :meth:`hvp` takes the Hessian from now on (the gradient's graph kept)."""
         with torch.enable_grad():
             self._z = x.detach().requires_grad_(True)
-            (self._g,) = torch.autograd.grad(self.loss(self._z), self._z, create_graph=True)
+            self._g = self._value_and_grad(self._z, graph=True)[0]
 
     def hvp(self, v: torch.Tensor) -> torch.Tensor:
-        """H v for v [d] or [k, d] (reverse over reverse: no forward-mode transform)."""
+        """H v for v [d] or [k, d]: the reverse-mode derivative of the gradient (H symmetric;
+        no forward-mode transform)."""
         with torch.enable_grad():
             (hv,) = torch.autograd.grad(self._g, self._z, v, retain_graph=True,
                                         is_grads_batched=v.ndim == 2)

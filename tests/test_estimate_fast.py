@@ -53,11 +53,16 @@ def test_the_fast_model_predicts_what_the_slow_one_does(both):
     assert "(fast)" in fast.method and "(fast)" not in slow.method
 
 
-def test_reverse_mode_products_and_the_top_curvature_match_the_forward_mode_ones():
-    fed = NamedProblem("breast_cancer", "mlp", "iid", hidden=(4,)).build([2], 0, "test")
+@pytest.mark.parametrize("model", ["mlp", "logistic"])  # a network; sim.clients' logistic regression
+def test_reverse_mode_products_and_the_top_curvature_match_the_forward_mode_ones(model):
+    """On a network (its loss differentiated by torch) and on a problem with an analytic
+    gradient (its loss written for its value only: the products differentiate its gradient)."""
+    fed = NamedProblem("breast_cancer", model, "dirichlet:0.5", hidden=(4,)).build([2, 2], 0, "test")
     pr, x = fed.problem, fed.x1
     obj = estimate._Objective(pr, torch.Generator().manual_seed(0), None)
     obj.at(x)
+    g, f = obj.value_and_grad(x)
+    assert torch.allclose(g, pr.grad(x), rtol=1e-12) and float(f) == pytest.approx(float(pr.loss(x)))
     v = torch.randn(3, pr.dim, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     forward = estimate.hessian_vector_product(pr, x.expand(3, pr.dim).contiguous(), v)
     assert torch.allclose(obj.hvp(v), forward, rtol=1e-9, atol=1e-12)
