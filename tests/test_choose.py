@@ -349,6 +349,11 @@ def test_a_prediction_over_steps_extends_until_it_diverges_or_flags_its_edge():
         "step = 1 is the largest step predicted (the grid given): the best may lie beyond it"]
     steps, values, edge = predicted_over_steps(predict, [0.25, 0.5, 1.0], limit=2)
     assert steps[-1] == 4.0 and "extended as far as the prediction goes" in edge[0]
+    assert predicted_over_steps(predict, [1.0], extend=False)[2] == []  # a fixed step: no edge
+    # a step above ``upper`` is not predicted (inf); a pick there is flagged with the note
+    steps, values, edge = predicted_over_steps(predict, [0.25, 0.5, 1.0], upper=2.0, upper_note="why")
+    assert steps == [0.25, 0.5, 1.0, 2.0, 4.0] and np.all(np.isinf(values[:, -1]))
+    assert edge == ["step = 2 is the largest step predicted: why"]
 
 
 # ---------------------------------------------------------------------- one recommendation
@@ -374,7 +379,7 @@ def test_settings_that_run_the_same_configuration_run_once_and_share_a_row():
     assert same["answers"] == ["certified proof", "calibrated"] and same["reason"] == "x <= 2 runs as x = 0"
     assert same["settings"] == [{"x": 2.0}, {"x": 0.0}]
     text = report.text()
-    assert "certified proof = calibrated" in text
+    assert "certified proof = calibrated" in text  # one row per distinct run
     assert "x = 2 and x = 0 run the same configuration (x <= 2 runs as x = 0): shown once" in text
     # a bound non-decreasing in x: said, with the end it picks
     assert "non-decreasing in x over the values compared, so it picks the smallest" in \

@@ -984,6 +984,8 @@ def predicted_over_steps(predict: Callable[[list[float]], Any], steps: Sequence[
             order = [every[i] for i in idx]
             values = np.concatenate([values, more], axis=-1)[..., idx]
         j = best_index()
+        if len(order) == 1 and not extend:
+            break  # a fixed step: no range, no edge
         if up and upper_note and order[j] <= upper and all(x > upper for x in order[j + 1:]) \
                 and j < len(order) - 1:
             edges.append(f"{name} = {order[j]:.4g} is the largest {name} predicted: {upper_note}")

@@ -210,7 +210,7 @@ def format_choice(report) -> str:
         best = next((b for b in row_of if b.against), a)  # the best's row: its regret vs the rival
         bound = next((b.predicted for b in row_of if b.kind == "certified"), None)
         predicted = next((b.predicted for b in row_of if b.kind == "calibrated"), None)
-        row = [" = ".join(names), *(_cell(None if a.settings is None else a.settings[k])
+        row = [_names(names), *(_cell(None if a.settings is None else a.settings[k])
                                     for k in report.knobs), _cell(bound), _cell(predicted)]
         if simulated:
             row += [_cell(best.value), _cell(best.ci), _percent(best.regret), _percent(best.regret_ci),
@@ -236,6 +236,13 @@ def format_choice(report) -> str:
             lines.append(f"{a.who}: flagged: {e}")
     lines += ["", report.message]
     return "\n".join(lines)
+
+
+def _names(whos: Sequence[str]) -> str:
+    """Answers that share a row: "certified proof, tight = calibrated = simulated"."""
+    variants = [w.removeprefix("certified ") for w in whos if w.startswith("certified ")]
+    rest = [w for w in whos if not w.startswith("certified ")]
+    return " = ".join(([f"certified {', '.join(variants)}"] if variants else []) + rest)
 
 
 def _percent(x) -> str:
