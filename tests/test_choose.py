@@ -425,3 +425,37 @@ def test_a_race_is_open_while_a_runner_up_interval_reaches_within_ten_percent(re
     got, got_hw, _ = paired_regret(evaluations[1].values, best)
     assert got == pytest.approx(regret) and got_hw == pytest.approx(hw)
     assert _unresolved(evaluations, maximise=False) == open_
+
+
+def test_mllsgd_answers_with_slow_workers_and_says_why_no_variant_certifies():
+    """Workers at p = 0.3 (below 2 - sqrt(2)): no eta meets Theorem 1's condition (12), so
+    each certified entry names the condition and its variant; the calibrated and simulated
+    answers need no theorem and run (issue 38's hub topology refused with exit 2 before)."""
+    from fedbound.verify.papers.mllsgd import TauEta
+
+    chooser = TauEta(hubs=2, workers_per_hub=2, p=[0.3, 0.3, 0.9, 0.9], K=32, tau=[1, 2], replicas=4)
+    report = choose(chooser)
+    for a in report.certified:
+        assert a.settings is None and f"the {a.variant} variant's conditions cannot hold" in a.note
+        assert "(12)" in a.note and "p[0]=0.3" in a.note
+    assert report.calibrated.settings is not None and report.simulated.value > 0
+    assert report.recommended["answer"] == "simulated"
+    etas = chooser.knobs()[1].values
+    assert etas[-1] == pytest.approx(2.0 / chooser.curvature())  # steps from the curvature, no theorem
+
+
+def test_hfl_runs_an_s_below_every_shift_as_s_0_and_shows_it_once():
+    """Issue 41, item 8: with every c_i = 1, S = 0.5 runs S = 0's schedule (one local
+    iteration per round): the simulation gives the same values, bit for bit, and the chooser
+    runs it once and says so."""
+    from fedbound.verify.papers.hfl import SyncTime
+
+    chooser = SyncTime(sizes=[3, 3], delays=DETERMINISTIC, T=60, L=1.0, G=2.0, sigma=2.0, Delta=1.0,
+                       S=[0, 0.5, 2], alpha=0.1, replicas=4)
+    a, b = chooser.simulate([{"S": 0.0, "alpha": 0.1}, {"S": 0.5, "alpha": 0.1}], 4, paired=True)
+    assert np.array_equal(a.values, b.values)
+    settings, reason = chooser.canonical({"S": 0.5, "alpha": 0.1})
+    assert settings == {"S": 0.0, "alpha": 0.1} and "every c_i is at least 1" in reason
+    assert chooser.canonical({"S": 2.0, "alpha": 0.1}) == ({"S": 2.0, "alpha": 0.1}, "")
+    report = choose(chooser, variants=["proof"])
+    assert all(row["S"] != 0.5 for row in report.simulated.curve)
