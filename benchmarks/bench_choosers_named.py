@@ -4,6 +4,7 @@ how long does ``fedbound choose`` take with its defaults?
 
     python benchmarks/bench_choosers_named.py [--only NAME,...] [--replicas 32] [--skip-recorded]
     python benchmarks/bench_choosers_named.py --summary
+    python benchmarks/bench_choosers_named.py --calibration
 
 Scenarios (``SCENARIOS``): HFL on the digits with logistic regression, the 64-32-10 MLP and
 the small CNN, samples spread over 4 + 4 clients by Dirichlet class proportions, at the delays
@@ -27,7 +28,8 @@ benchmarks/results.json as ``choosers.named.NAME.*``: the recommended answer wit
 (regret <= 10%, or not distinguishable from 10% at 95%) and on no unflagged edge, each
 answer's regret, the seconds and memory; ``--summary`` records the rates (goal: within 10% in
 at least 90% of the scenarios, no unflagged edge). ``--device cuda``: the choosers' simulations
-on a GPU (figures named ``choosers.named.cuda.*``).
+on a GPU (figures named ``choosers.named.cuda.*``). ``--calibration``: the calibrated model's
+fast estimate against the slow reference it replaced (:func:`calibration`).
 """
 
 from __future__ import annotations
@@ -109,11 +111,58 @@ def chooser(command: str, options: list[str]):
     return built(cls, chooser_parser(cls, command).parse_args(options))
 
 
+#: the calibrated model's fast estimate against the slow reference: the HFL chooser of these
+#: scenarios (its problem, x^1, groups), the model estimated both ways
+CALIBRATION = ("hfl_digits_logistic_fig7a", "hfl_digits_mlp_fig7a")
+
+
+def calibration(name: str) -> list[dict]:
+    """The fast local quadratic model (``sim.estimate.quadratic_model``'s default) against the
+    slow reference (``fast=False``) on the chooser of scenario ``name``: each one's seconds
+    (wall and this process's CPU: the machine may be shared), and the fast one's error, the
+    median and largest relative difference of the calibrated prediction over its grid, and
+    the slow model's regret of the fast model's pick (goal: under a second, regret <= 1%)."""
+    import numpy as np
+
+    from benchmarks.results import figure
+    from fedbound.sim.estimate import quadratic_model
+
+    command, options, *_ = SCENARIOS[name]
+    made = chooser(command, options)
+    made.curvature()  # both models start from the chooser's curvature at x^1
+    out, props = [], {}
+    for fast in (True, False):
+        t0, c0 = time.perf_counter(), time.process_time()
+        made._model = quadratic_model(made.problem, made.x1, torch.Generator().manual_seed(made.seed),
+                                      sizes=made.sizes, fast=fast, subsample=made.subsample,
+                                      curvature=made.curvature())
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        props[fast] = made.calibrated()
+        tag = "fast" if fast else "slow"
+        out += [figure(f"{PREFIX}.calibration.{name}.{tag}_seconds", wall, "s",
+                       **({"at_most": 1} if fast else {})),
+                figure(f"{PREFIX}.calibration.{name}.{tag}_cpu_seconds", cpu, "s")]
+    key = ("S", "alpha")
+    slow = {tuple(round(r[k], 12) for k in key): r["predicted"] for r in props[False].curve}
+    fast = {tuple(round(r[k], 12) for k in key): r["predicted"] for r in props[True].curve}
+    both = [k for k in slow if k in fast and np.isfinite(slow[k]) and np.isfinite(fast[k])]
+    rel = np.array([abs(fast[k] - slow[k]) / abs(slow[k]) for k in both])
+    pick = tuple(round(props[True].settings[k], 12) for k in key)
+    regret = (slow[pick] - props[False].predicted) / abs(props[False].predicted) if pick in slow else np.inf
+    out += [figure(f"{PREFIX}.calibration.{name}.median_relative_error", float(np.median(rel)), "ratio"),
+            figure(f"{PREFIX}.calibration.{name}.largest_relative_error", float(rel.max()), "ratio"),
+            figure(f"{PREFIX}.calibration.{name}.slow_regret_of_fast_pick", float(regret), "x best - 1",
+                   at_most=0.01)]
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", help="comma-separated scenario names")
     ap.add_argument("--replicas", type=int, help="replicas of the reference (default: the scenario's)")
     ap.add_argument("--summary", action="store_true", help="the rates of the recorded scenarios only")
+    ap.add_argument("--calibration", action="store_true",
+                    help="the fast calibrated model against the slow one only (CALIBRATION)")
     ap.add_argument("--skip-recorded", action="store_true",
                     help="skip the scenarios benchmarks/results.json already holds")
     add_device_argument(ap)
@@ -129,6 +178,10 @@ def main(argv: list[str] | None = None) -> None:
         record(summary(prefix, results))
         return
     torch.set_num_threads(1)
+    if args.calibration:
+        for name in CALIBRATION:
+            record(calibration(name))
+        return
     names = args.only.split(",") if args.only else list(SCENARIOS)
     if args.skip_recorded:
         held = {e["name"] for e in json.loads(RESULTS.read_text())}
