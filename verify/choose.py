@@ -52,7 +52,7 @@ from fedbound import bounds
 
 from . import limits
 from .declare import Group, Input, Written, assemble, checked_declaration, inputs_of
-from .plugins import ensure_loaded
+from .plugins import ensure_loaded, note
 from .scenario import FieldError, _short, jsonable
 from .text import settings_text
 from .verdict import t_multiplier
@@ -516,6 +516,7 @@ def register_chooser(cls: type[Chooser]) -> type[Chooser]:
     if clash:
         raise ValueError(f"chooser {cls.__name__}: the name {clash[0]!r} is already registered")
     _CHOOSERS[name] = cls
+    note("choosers", name)
     return cls
 
 
