@@ -103,7 +103,14 @@ from .estimated import (
 )
 from .families import Family, families, register_family
 from .hooks import HOOKS, Hook
-from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text, require_runs
+from .limits import (
+    LOOP_OVERHEAD,
+    Footprint,
+    ResourceError,
+    count_text,
+    fitting_batches,
+    require_runs,
+)
 from .named_problem import NamedProblem, problem_inputs
 from .plugins import load_plugins
 from .rate import Sweep, register_sweep, unregister_sweeps
@@ -135,8 +142,8 @@ __all__ = [
     "conservative_bound", "conservative_step", "COUNT", "count_text", "Curve",
     "default_scenario", "DEVICE", "digits_mlp", "Draw", "estimate_constants", "estimate_grid",
     "estimated_keys", "estimated_start", "EstimationSettings", "Evaluation", "Experiment",
-    "families", "Family", "FEATURE_NORM_RANGE", "FieldError", "fixed_by_setting", "Footprint",
-    "GRAD2", "Group",
+    "families", "Family", "FEATURE_NORM_RANGE", "FieldError", "fitting_batches",
+    "fixed_by_setting", "Footprint", "GRAD2", "Group",
     "half_width", "Hook", "HOOKS", "INDEX", "Input", "json_text", "jsonable", "Knob", "label",
     "load_plugins", "load_reproduction", "load_scenario", "LOOP_OVERHEAD", "LOSS",
     "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "PARAM2",

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import limits
 from .declare import Group, Input, Written
+from .inputs import require_data
 from .limits import count_text as _count
 from .scenario import FieldError
 
@@ -147,6 +148,7 @@ class NamedProblem:
         from fedbound.sim.federated import dataset, federated_problem, parameter_count, parse_split
 
         try:
+            require_data(self.data, self.data_dir, what, self._n("data_dir"))  # headers first
             data = dataset(self.data, self.data_dir)
         except FileNotFoundError as e:
             raise FieldError(f"{self._n('data_dir')}={self.data_dir}: {e}") from None
