@@ -3,14 +3,38 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DOCS_STAMP := $(VENV)/.docs-installed
+# Where torch comes from (docs/install.md): a wheel index given as TORCH_INDEX, which pip uses
+# for torch alone, e.g. https://download.pytorch.org/whl/cpu (the CPU build) or
+# https://download.pytorch.org/whl/cu126 (a CUDA build); empty, pip's own index (PyPI unless
+# pip is configured otherwise: on Linux x86-64 that is the CUDA build). The index an
+# environment was made with is recorded in $(VENV)/.torch-index: a later make without
+# TORCH_INDEX keeps it, and a different TORCH_INDEX installs torch again from there.
+TORCH_RECORDED := $(shell cat $(VENV)/.torch-index 2>/dev/null)
+TORCH_INDEX ?= $(TORCH_RECORDED)
+# what the first line of an install says where TORCH_INDEX is empty
+TORCH_DEFAULT := pip's index (PyPI's on Linux x86-64 is the CUDA build, about 5.8 GB with its \
+  packages; TORCH_INDEX=https://download.pytorch.org/whl/cpu takes the CPU build)
+# more arguments for every pip install (--proxy URL, --find-links DIR, --no-index, ...)
+PIP_ARGS ?=
+PIP := $(BIN)/python -m pip install $(PIP_ARGS)
+# a long step: in a log (output not a terminal) a line every 30 s says it still runs
+LONG := sh .ci/heartbeat
 
 .PHONY: demo test docs bench lint clean notebooks claims-data
+ifneq ($(TORCH_INDEX),$(TORCH_RECORDED))
+.PHONY: $(STAMP)
+endif
 
 $(STAMP): pyproject.toml constraints.txt
+	@echo "== $(VENV): torch 2.13.0 from $(or $(TORCH_INDEX),$(TORCH_DEFAULT)), then fedbound (docs/install.md)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt torch==2.13.0
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,dask]'
+	$(LONG) "pip" $(PIP) --quiet --upgrade pip
+	if [ -f $(STAMP) ] && [ '$(TORCH_INDEX)' != '$(TORCH_RECORDED)' ]; then \
+	  $(BIN)/python -m pip uninstall --yes --quiet torch; fi
+	$(LONG) "installing torch" $(PIP) --progress-bar off -c constraints.txt \
+	  $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX)) torch==2.13.0
+	$(LONG) "installing fedbound" $(PIP) --quiet -c constraints.txt -e '.[dev,dask]'
+	echo '$(TORCH_INDEX)' > $(VENV)/.torch-index
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -26,7 +50,7 @@ docs: $(DOCS_STAMP)
 	@echo "docs/_build/html/index.html"
 
 $(DOCS_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[docs]'
+	$(LONG) "installing the docs' packages" $(PIP) --quiet -c constraints.txt -e '.[docs]'
 	touch $(DOCS_STAMP)
 
 # execute every notebook in place (stored with its outputs) and write notebooks/html/<stem>.html

@@ -65,7 +65,7 @@ witness="$("$py" -c "from fedbound import verify; print(next(w.source for w in v
 case "$witness" in "$clone"/*) echo "witness read from the clone: $witness"; exit 1 ;; esac
 status=0; fedbound check afl.theorem3 --scenario "$witness" --exact || status=$?
 test "$status" -eq 1   # the stored refutation still violates the bound
-status=0; fedbound check afl.theorem3 --witness proof --exact || status=$?   # as the README
+status=0; fedbound check afl.theorem3 --witness proof --exact || status=$?   # as docs/quickstart.md
 test "$status" -eq 1
 "$py" - <<'PY'  # every file of the package that its sources name (derivations, ...) is installed
 import importlib.util, pathlib, re

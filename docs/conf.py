@@ -9,6 +9,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))  # the extensi
 
 project = "fedbound"
 author = "the fedbound developers"
+# the footer's line (alabaster writes "©" and this); an empty one printed a bare "©."
+copyright = f"2026, {author} (MIT License)"
 release = _version("fedbound")
 version = release
 
@@ -34,6 +36,10 @@ autodoc_member_order = "bysource"
 autodoc_default_options = {"members": True, "undoc-members": False}
 autodoc_typehints = "description"
 html_theme = "alabaster"
+# docs/_static/fedbound.css: a display formula, a code block or a table wider than the text
+# column scrolls inside its own box instead of running past the page's right edge
+html_static_path = ["_static"]
+html_css_files = ["fedbound.css"]
 # bounds re-exports bounds.core (bounds.Theorem is bounds.core.Theorem): a name has two targets
 suppress_warnings = ["ref.python"]
 

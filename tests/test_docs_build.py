@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +134,64 @@ def test_the_cli_reference_has_every_command_with_its_help(cli_page):
 def test_docs_conf_serves_no_math_from_a_cdn():
     conf = (ROOT / "docs" / "conf.py").read_text()
     assert 'html_math_renderer = "mathml"' in conf and "sphinx.ext.mathjax" not in conf
+
+
+# ------------------------------------------------------------------ the page as a reader sees it
+
+#: a page of things wider than the text column: a code line, a display formula, a table
+WIDE = """# Wide things
+
+```python
+x = 1  # """ + "a comment that runs on " * 12 + """
+```
+
+$$
+""" + " + ".join(rf"\frac{{\sigma_{{{i}}}^2 L \eta^2 (\tau - 1)}}{{(1 - \zeta)^2}}" for i in range(12)) + """
+$$
+
+| """ + " | ".join(f"column {i}" for i in range(14)) + """ |
+|""" + "---|" * 14 + """
+| """ + " | ".join(f"a_rather_long_value_{i}" for i in range(14)) + """ |
+"""
+
+#: measures, in the page it loads: how far the page scrolls sideways, and every element that
+#: passes the text column's right edge outside a box that scrolls sideways
+LAYOUT = """<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="{src}" style="width:1280px;height:900px;border:0"></iframe>
+<pre id="out">pending</pre><script>
+document.getElementById("f").onload = function () {{
+  var d = this.contentDocument, body = d.querySelector("div.body");
+  var edge = body.getBoundingClientRect().right;
+  var scrolls = function (e) {{
+    for (var p = e.parentElement; p && p !== body; p = p.parentElement)
+      if (["auto", "scroll"].indexOf(d.defaultView.getComputedStyle(p).overflowX) >= 0) return true;
+    return false; }};
+  document.getElementById("out").textContent = JSON.stringify({{
+    width: d.documentElement.clientWidth, scroll: d.documentElement.scrollWidth,
+    past: Array.prototype.filter.call(body.querySelectorAll("*"), function (e) {{
+      return e.getBoundingClientRect().right > edge + 1 && !scrolls(e); }}).map(function (e) {{
+      return [e.tagName, e.className, e.textContent.slice(0, 40)]; }})}});
+}};
+</script></body></html>"""
+
+
+@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
+                    reason="no chromium on PATH (CI installs Debian's chromium package)")
+@pytest.mark.parametrize("page", ["wide", "hfl_refined"])
+def test_nothing_passes_the_text_columns_edge_at_1280_px(page, tmp_path):
+    """docs/_static/fedbound.css: a display formula wider than the text column (the
+    hfl_refined derivation has one), a long code line and a wide table each scroll inside
+    their own box; the page does not scroll sideways, and nothing else passes the edge."""
+    import json
+
+    from test_report_browser import _chromium
+
+    refined = DERIVATIONS[[p.stem for p in DERIVATIONS].index("hfl_refined")].read_text()
+    out = build({"wide": WIDE, "hfl_refined": refined}, tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    harness = tmp_path / "harness.html"
+    harness.write_text(LAYOUT.format(src=(tmp_path / "out" / f"{page}.html").as_uri()))
+    dom = _chromium("--allow-file-access-from-files", "--virtual-time-budget=10000",
+                    "--dump-dom", harness.as_uri())
+    seen = json.loads(re.search(r'<pre id="out">(.*?)</pre>', dom, re.S)[1].replace("&quot;", '"'))
+    assert seen["scroll"] <= seen["width"] and seen["past"] == [], seen

@@ -439,6 +439,37 @@ REPORT_CHECKS = f"import json\nprint({CHECKS_LINE!r} + json.dumps({{k: bool(v) f
 #: a cell the test adds, recognised by this metadata
 ADDED = "fedbound-test"
 
+#: the first added cell: every figure the notebook shows is kept as it is printed (inline
+#: display and savefig both print through the canvas), for :data:`FIGURE_CHECKS`
+RECORD_FIGURES = f"""\
+import sys as _sys
+_sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+import matplotlib.backend_bases as _backend_bases
+_FIGURES, _print_figure = [], _backend_bases.FigureCanvasBase.print_figure
+def _recorded(self, *args, **kwargs):
+    if not any(f is self.figure for f in _FIGURES):
+        _FIGURES.append(self.figure)
+    return _print_figure(self, *args, **kwargs)
+_backend_bases.FigureCanvasBase.print_figure = _recorded
+"""
+#: figures a notebook shows whose legends and units are not yet checked, with the reason: a
+#: strict expected failure (the check fails once they pass, so that the entry goes)
+FIGURES_NOT_YET = {"07_paper_claims.ipynb": "the claims' figures (verify/claimplots.py) get "
+                   "their legends and units with the claims report's figures (issue 41)"}
+#: the last added check: every figure shown keeps its text inside its canvas
+#: (tests/figure_extents.py), names every curve in a legend and labels each axis with a unit
+#: (tests/figure_checks.py), an axis of categories aside
+FIGURE_CHECKS = """\
+from figure_checks import unitless_axes as _unitless, unnamed_curves as _unnamed
+from figure_extents import clipped_texts as _clipped
+from fedbound.verify.plots import UNITS as _UNITS
+_clipping = {i: c for i, f in enumerate(_FIGURES) if (c := _clipped(f))}
+_unread = {i: c for i, f in enumerate(_FIGURES)
+           if (c := _unnamed(f) + _unitless(f, _UNITS, %(categories)r))}
+CHECKS[f"every figure keeps its text inside its canvas: {_clipping}"] = not _clipping
+CHECKS[f"every figure names its curves and the units of its axes: {_unread}"] = %(readable)s
+"""
+
 
 def _anchored(nb, anchor) -> list[int]:
     """The indices of the code cells of ``nb`` with a line equal to ``anchor``."""
@@ -458,10 +489,13 @@ def with_checks(nb, name: str):
     for anchor, code in NOTEBOOK_CHECKS[name]:
         (index,) = _anchored(nb, anchor) if anchor is not None else [len(nb.cells) - 1]
         after.setdefault(index, []).append(code)
-    cells = [added("CHECKS = {}")]
+    cells = [added("CHECKS = {}"), added(RECORD_FIGURES)]
     for index, cell in enumerate(nb.cells):
         cells += [cell, *(added(code) for code in after.get(index, []))]
-    nb.cells = [*cells, added(REPORT_CHECKS)]
+    # a notebook of FIGURES_NOT_YET must still fail the legend and unit check (strictly)
+    readable = "bool(_unread)" if name in FIGURES_NOT_YET else "not _unread"
+    figures = FIGURE_CHECKS % {"categories": CATEGORY_AXES, "readable": readable}
+    nb.cells = [*cells, added(figures), added(REPORT_CHECKS)]
     return nb
 
 

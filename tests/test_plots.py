@@ -1,11 +1,12 @@
 """The plots draw the numbers that check() and the theorems compute."""
 
 import json
-import re
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from figure_checks import unitless_axes, unnamed_curves
+from figure_extents import clipped_texts
 from hypothesis import given
 from hypothesis import strategies as st
 from matplotlib.transforms import Bbox
@@ -46,20 +47,17 @@ def test_against_draws_each_verdict(tmp_path, field, values, x):
     np.testing.assert_allclose(bound_line.get_xdata(), xs)
     if x == "zeta":   # more hubs on a path: larger zeta (Castiglia et al. 2021, Section 6)
         assert np.all(np.diff(bound_line.get_xdata()) > 0)
+    fig = ax.figure   # as returned, and as saved: every text inside, every curve named
+    assert (clipped_texts(fig), unnamed_curves(fig), unitless_axes(fig, plots.UNITS)) == ([], [], [])
     out = figures.save(ax, str(tmp_path / f"{field}.png"))
+    assert clipped_texts(fig) == []
     assert (tmp_path / f"{field}.png").stat().st_size > 5_000 and out.endswith(".png")
 
 
 def _unlabelled_axes(fig) -> list[str]:
     """Every axis of ``fig`` whose label is empty or states no unit of ``plots.UNITS`` in
     brackets at its end (``"round t [count]"``), as "axes i x|y: label"."""
-    bad = []
-    for i, ax in enumerate(fig.axes):
-        for which, text in (("x", ax.get_xlabel()), ("y", ax.get_ylabel())):
-            unit = re.search(r"\S.*\[([^\[\]]+)\]$", text)
-            if unit is None or unit[1] not in plots.UNITS:
-                bad.append(f"axes {i} {which}: {text!r}")
-    return bad
+    return unitless_axes(fig, plots.UNITS)
 
 
 @pytest.mark.parametrize("key", bounds.keys())
@@ -155,9 +153,89 @@ def _overlap(a, b) -> bool:
 
 @pytest.fixture(scope="module")
 def report_figures():
+    """Every figure ``check --all --report`` draws: each result's default scenario, and each
+    refutation of a refuted result (25 figures)."""
     with pytest.MonkeyPatch.context() as mp:  # undone before the other tests run
-        figures = _drawn_figures(mp, ["hfl.lemma1", "afl.theorem3", "tdcd.lemma2"])
+        figures = _drawn_figures(mp, None)
     return figures
+
+
+def test_every_report_figure_fits_its_canvas_and_names_what_it_draws(report_figures):
+    """No text at the edge (tests/figure_extents.py), a legend entry for every curve, a
+    unit on every axis: the figures of the check report, all of them."""
+    assert len(report_figures) >= len(bounds.keys())
+    bad = {name: found for name, fig in report_figures.items()
+           if (found := clipped_texts(fig) + unnamed_curves(fig) + _unlabelled_axes(fig))}
+    assert bad == {}
+    # a result page stacks its figures (700 px each): a title says "below", never "beside"
+    titles = [fig.axes[0].get_title() for fig in report_figures.values()]
+    assert any("drawn below" in t for t in titles) and not [t for t in titles if "beside" in t]
+
+
+def test_the_clipping_check_sees_text_off_the_canvas():
+    """clipped_texts must be able to fail: a long label on a small figure without a layout,
+    a legend placed outside the axes, and a tick label pushed off the right edge."""
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([1, 2], [1, 10], label="a curve whose name is far too long for this figure")
+    ax.set_ylabel("a quantity with a long name [loss²/param²]", fontsize=20)
+    ax.legend(loc="center left", bbox_to_anchor=(0.9, 0.5))
+    ax.set_xticks([1, 2], ["1", "a very long tick label at the right"])
+    found = clipped_texts(fig)
+    assert "a quantity with a long name [loss²/param²]" in found
+    assert "a curve whose name is far too long for this figure" in found
+    assert "a very long tick label at the right" in found
+    fig.set_layout_engine("constrained")
+    ax.get_legend().remove()
+    ax.set_xticks([1, 2], ["1", "2"])
+    ax.set_ylabel("y [loss]")
+    assert clipped_texts(fig) == []
+    plt.close(fig)
+
+
+def test_the_curve_check_sees_an_unnamed_curve_and_one_left_out_of_the_legend():
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [1, 2], label="named")
+    ax.plot([1, 2], [2, 1])                              # no label at all
+    ax.legend()
+    ax.plot([1, 2], [3, 3], label="after the legend")   # named, but not in it
+    ax.fill_between([1, 2], [0, 0], [1, 1])              # a band: not a curve
+    assert unnamed_curves(fig) == ["axes 0: 'after the legend' is not in a legend",
+                                   "axes 0: an unlabelled Line2D"]
+    plt.close(fig)
+
+
+def _sweep_rows():
+    """Stored verdicts of a made-up sweep over tau and problem.sigma (the layout is under
+    test, not the checks)."""
+    rows = []
+    for tau in (1, 2, 4):
+        for sigma in (0.1, 0.5, 2.0):
+            bound, measured = tau * sigma, 0.3 * tau * sigma
+            rows.append({"key": "mllsgd.theorem1", "variant": "proof",
+                         "scenario": {"tau": tau, "problem": {"sigma": sigma}},
+                         "verdict": {"bound": bound, "measured_mean": measured,
+                                     "measured_ci": [0.9 * measured, 1.1 * measured],
+                                     "slack": bound / measured, "verdict": "holds"},
+                         "error": None})
+    return rows
+
+
+@pytest.mark.parametrize("draw", [lambda rows: plots.sweep_against(rows, "tau"),
+                                  lambda rows: plots.slack_heatmap(rows, "tau", "problem.sigma")],
+                         ids=["against", "heatmap"])
+def test_a_sweep_reports_figures_fit_as_returned_and_as_saved(draw, tmp_path):
+    ax = draw(_sweep_rows())
+    fig = ax.figure
+    assert (clipped_texts(fig), unnamed_curves(fig), _unlabelled_axes(fig)) == ([], [], [])
+    figures.save(ax, str(tmp_path / "f.png"))
+    assert clipped_texts(fig) == []
+
+
+def test_a_checks_own_figure_fits_its_canvas():
+    """Adapter.plot without an axes makes its own figure (a notebook shows it as it is)."""
+    ax = adapter_for("afl.theorem3").plot(default_scenario("afl.theorem3"))
+    assert clipped_texts(ax.figure) == [] and unnamed_curves(ax.figure) == []
+    plt.close(ax.figure)
 
 
 def test_report_figures_are_laid_out_without_measuring_and_without_mathtext(report_figures):

@@ -16,6 +16,7 @@ from fedbound.verify import check, load_scenario
 from fedbound.verify.api import Adapter, Draw, Measurement, Scenario, Tags, require_float, require_int
 from fedbound.verify.search import search
 from fedbound.verify.testing import registered
+from fedbound.verify.text import format_search
 
 a, n = sp.symbols("a n", positive=True)
 PARAMS = {"a": Param("a", "size", "nonnegative"), "n": Param("n", "count", "positive_integer")}
@@ -90,7 +91,8 @@ def test_finds_the_planted_violation_and_shrinks_it(toy):
     d = r.as_dict()
     assert set(d) == {"key", "variant", "status", "found", "new_violation", "witness", "exact",
                       "verdict", "tried", "best_excess", "objective", "params", "ratio",
-                      "ratio_ci", "trajectory", "region", "strata"}
+                      "ratio_ci", "trajectory", "region", "strata", "strongest",
+                      "strongest_ratio"}
     assert d["region"] == "" and d["strata"] == []  # no region, no strata: the whole space
     assert d["objective"] == "violate" and len(d["trajectory"]) == d["tried"]
     assert d["ratio"] == pytest.approx(w.a**2 / (w.a + 0.1), rel=1e-12)  # measured/bound
@@ -99,6 +101,59 @@ def test_finds_the_planted_violation_and_shrinks_it(toy):
     json.dumps(d)
     w = r.as_witness()  # stored and replayed like the shipped witnesses
     assert check(w.key, w).verdict == "violated" and w.scenario == r.witness
+
+
+class Faint(Toy):
+    key = "toy.faint"
+
+
+@pytest.fixture
+def faint():
+    """A bound a constant too small, whose violation grows with n: measured/bound =
+    1 + n/1000 (every scenario violates it, by a ratio of 1.001 at n = 1)."""
+    with registered("toy.faint", "faint: a^2/n <= a^2/(n (1 + n/1000))",
+                    _theorem("toy.faint", a**2 / (n * (1 + n / sp.Integer(1000)))),
+                    adapter=Faint):
+        yield
+
+
+def test_a_witness_keeps_a_clear_margin_and_the_strongest_is_reported(faint):
+    """The first violation (n <= 19: a ratio of at most 1.019) is strengthened to a ratio of
+    at least MIN_RATIO, and the shrink keeps that margin: halving n all the way down gave a
+    refutation by 1.001. The strongest violation seen is reported beside it."""
+    from fedbound.verify.search import KEEP, MIN_RATIO
+
+    r = search("toy.faint", budget=60, seed=0)
+    w = ToyScenario(**r.witness)
+    ratio = 1 + w.n / 1000   # independently: measured a^2/n over the bound
+    assert r.found and r.ratio == pytest.approx(ratio, rel=1e-12) and ratio >= MIN_RATIO
+    strongest = ToyScenario(**r.strongest)
+    assert r.strongest_ratio == pytest.approx(1 + strongest.n / 1000, rel=1e-12)
+    assert r.strongest_ratio >= r.ratio
+    # the minimal witness keeps KEEP of the excess of the violation it was shrunk from
+    excess = (ratio - 1) / (ratio + 1)
+    assert excess >= KEEP * (r.strongest_ratio - 1) / (r.strongest_ratio + 1) - 1e-12
+    text = format_search(r)
+    assert "minimal" in text and "strongest" in text
+
+
+def test_a_faint_violation_is_kept_whole_when_no_stronger_one_is_in_reach(faint):
+    """With a budget too small to strengthen it, the violation found is not shrunk below its
+    own margin (n is not halved)."""
+    # the first seed whose one draw violates (an edge draw a = 0 measures 0: no ratio)
+    r = next(r for seed in range(20) if (r := search("toy.faint", budget=1, seed=seed)).found)
+    assert r.tried == 1 and r.ratio < 1.02
+    first = r.trajectory[0]
+    assert r.ratio == pytest.approx(first, rel=1e-12) and r.ratio == r.strongest_ratio
+
+
+@pytest.mark.parametrize("ratio, shown", [(1.00003, "0.99997x"), (1 / 1.00003, "1.00003x"),
+                                          (2.0, "0.5x"), (1.0, "1x"), (0.25, "4x")])
+def test_a_slack_other_than_one_is_never_shown_as_one(ratio, shown):
+    """slack = 1 / (measured/bound): a refutation by 1.00003 reads 0.99997x, not 1x."""
+    from fedbound.verify.text import slack_text
+
+    assert slack_text(1.0, ratio) == shown
 
 
 def test_finds_nothing_for_a_true_bound_and_reports_what_it_tried(toy):

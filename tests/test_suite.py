@@ -318,6 +318,12 @@ def test_check_all_replays_the_four_afl_refutations_and_exits_0(tmp_path, capsys
     assert all(r["outcome"] == "violated" and not r["unexpected"] for r in replays)
     assert all(r["recorded_ratio"] > 1 for r in replays)  # each records how far it fails
     assert "12 witnesses replayed: 12 reproduced, 0 stale" in out
+    # the default scenarios hold, the results do not: the table says so, not HOLDS
+    table = [line.split() for line in out.splitlines() if line.startswith("afl.")]
+    defaults = [line for line in table if line[2] == "default"]
+    assert len(defaults) == 8 and "HOLDS" not in {w for line in table for w in line}
+    assert all(" ".join(line[4:9]) in ("- refuted (by its witnesses)",
+                                       "- rate-refuted (by its witnesses)") for line in defaults)
 
 
 def test_a_stale_witness_fails_the_run(tmp_path, capsys):

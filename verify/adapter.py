@@ -267,7 +267,7 @@ class Adapter:
 
             from .figures import SIZE
 
-            ax = plt.subplots(figsize=SIZE)[1]
+            ax = plt.subplots(figsize=SIZE, layout="constrained")[1]
         self.check(scenario, variant=variant, exact=exact, ax=ax, label=label)
         return ax
 

@@ -91,7 +91,10 @@ def fixed_layout(fig) -> None:
 
 
 def save(ax, path: str) -> str:
-    ax.figure.tight_layout()
+    """Save the figure of ``ax`` as a PNG at ``path``, laid out by tight_layout unless it
+    has a layout engine of its own (:mod:`verify.plots`' figures are constrained)."""
+    if ax.figure.get_layout_engine() is None:
+        ax.figure.tight_layout()
     ax.figure.savefig(path, dpi=120)
     plt.close(ax.figure)
     return path

@@ -31,6 +31,13 @@ def prose(text: str, root: str | None = None) -> Markup:
     return Markup(out)
 
 
+def breakable(text: str) -> Markup:
+    """A name (a result's key, a witness file) escaped, with a line-break opportunity after
+    each dot, underscore and slash: a narrow column or sidebar wraps it there instead of
+    cutting it or scrolling (``mllsgd.theorem1_<wbr>limit``)."""
+    return Markup(re.sub(r"([._/])", r"\1<wbr>", str(escape(text))))
+
+
 def derivations() -> dict[str, str]:
     """The derivations that ship in the package (``fedbound.bounds.derivations``): their
     Markdown by name (``"tdcd_refined"``)."""
@@ -61,7 +68,7 @@ def environment():
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     # prose links the derivations it names, relative to the page's root where it has one
     env.filters.update(prose=pass_context(lambda context, text: prose(text, context.get("root"))),
-                       cite=cite)
+                       cite=cite, breakable=breakable)
     return env
 
 

@@ -1,6 +1,8 @@
 """Figures: bounds against measurements along a swept field, sweeps, and the choosers'
 figures (matplotlib; without a display it uses Agg). The figure of one check is the
-adapter's (``Adapter.plot``); :func:`fixed_layout` lays it out for the report.
+adapter's (``Adapter.plot``); :func:`fixed_layout` lays it out for the report. A figure these
+functions make themselves (no ``ax`` given) is laid out by matplotlib's constrained layout, so
+that its text stays inside the canvas however it is shown or saved.
 
 Axis labels name a quantity and then its unit in brackets, ``"round t [count]"``
 (:func:`verify.units.label`, re-exported here with the units; see :mod:`verify.units`).
@@ -67,7 +69,7 @@ def against(key: str, field: str, values: Sequence, scenario=None, *,
     verdicts = [check(key, scenario.replace(**{field: v}), variant=variant, exact=exact)
                 for v in values]
     xs = [vd.params[x] for vd in verdicts] if x else list(values)
-    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    ax = ax or plt.subplots(figsize=(6, 4), layout="constrained")[1]
     ax.plot(xs, [vd.bound for vd in verdicts], "o-", label=f"bound [{verdicts[0].variant}]")
     mean = np.array([vd.measured_mean for vd in verdicts])
     lo, hi = (np.array(c) for c in zip(*(vd.measured_ci for vd in verdicts), strict=True))
@@ -113,7 +115,7 @@ def sweep_against(rows: Sequence[dict], field: str, ax=None):
     bound = np.array([r["verdict"]["bound"] for r in done], dtype=float)
     mean = np.array([r["verdict"]["measured_mean"] for r in done], dtype=float)
     lo, hi = (np.array([r["verdict"]["measured_ci"][i] for r in done], dtype=float) for i in (0, 1))
-    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    ax = ax or plt.subplots(figsize=(6, 4), layout="constrained")[1]
     ax.plot(x, bound, "o", label="bound")
     ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], fmt="s", capsize=3, label="measured (95% CI)")
     ax.set_yscale("log")
@@ -143,7 +145,7 @@ def slack_heatmap(rows: Sequence[dict], fx: str, fy: str, ax=None):
         grid[ys.index(y), xs.index(x)] = np.median(v)
     finite = np.abs(grid[np.isfinite(grid)])
     lim = max(float(finite.max()) if finite.size else 1.0, 0.1)
-    ax = ax or plt.subplots(figsize=(6, 4.5))[1]
+    ax = ax or plt.subplots(figsize=(6, 4.5), layout="constrained")[1]
     im = ax.imshow(np.clip(grid, -lim, lim), origin="lower", cmap="RdBu", vmin=-lim, vmax=lim,
                    aspect="auto")
     ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])

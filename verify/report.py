@@ -45,7 +45,7 @@ from .html import (  # noqa: F401 - the report's helpers, shared with the reprod
 from .output import ReportDir
 from .rows import Row, summary
 from .scenario import json_text
-from .text import NO_SLACK, slack_text, summary_line
+from .text import NO_SLACK, ratio_text, slack_text, summary_line
 
 # ---------------------------------------------------------------------- HTML report
 #
@@ -139,6 +139,16 @@ def command(r: Row, *, seed: int, battery: int) -> str:
     return f"fedbound check {r.key} --variant {r.variant}{exact} --scenario {name}"
 
 
+def row_tint(status: str, outcome: str, unexpected: bool) -> str:
+    """The class that tints a row of the report (``report.css``): "bad" where the outcome
+    is not the one recorded; a refuted or rate-refuted result's own status on every row of
+    it, whatever the scenario's verdict (its default scenario holds: its witnesses refute
+    it); else the outcome on the row's scenario."""
+    if unexpected:
+        return "bad"
+    return status if status in bounds.REFUTED else outcome
+
+
 def row_context(r: Row, *, seed: int, battery: int) -> dict:
     v = r.verdict
     cells = {}
@@ -149,7 +159,7 @@ def row_context(r: Row, *, seed: int, battery: int) -> dict:
                  "slack": slack_text(v["bound"], v["measured_mean"])}
     return {"kind": r.kind, "variant": r.variant, "label": r.label, "status": r.status,
             "expect": r.expect or "-", "outcome": r.outcome, "unexpected": r.unexpected,
-            "css": "bad" if r.unexpected else r.outcome, "error": r.error, **cells,
+            "css": row_tint(r.status, r.outcome, r.unexpected), "error": r.error, **cells,
             "command": command(r, seed=seed, battery=battery)}
 
 
@@ -197,8 +207,9 @@ def _dashboard_row(key: str, variant: str, rows: Sequence[Row], href: str) -> di
             "witnesses": (f"{sum(not r.unexpected and r.outcome != 'error' for r in witness)} of "
                           f"{len(witness)} reproduced" if witness else "-"),
             "slack": "-" if v is None else slack_text(v["bound"], v["measured_mean"]),
-            "tightest": "-" if tightest is None else _number(tightest),
-            "css": "bad" if any(r.unexpected for r in mine) else (default.outcome if default else "")}
+            "tightest": "-" if tightest is None else ratio_text(tightest, 4),
+            "css": row_tint(bounds.get(key, variant).status, default.outcome if default else "",
+                            any(r.unexpected for r in mine))}
 
 
 def _banner(key: str, rows: Sequence[Row]) -> list[dict]:
@@ -260,11 +271,11 @@ def _tightness_lines(key: str) -> list[str]:
 def _variant_tightness_text(t: dict) -> str:
     """The sentence of one variant's tightness entry."""
     d = t["default"]
-    text = (f"Tightness ({t['variant']}): slack {d['slack']:.3g}x at the default scenario "
-            f"({d['mode']}, ratio measured/bound {d['ratio']:.3g})")
+    text = (f"Tightness ({t['variant']}): slack {ratio_text(d['slack'])}x at the default scenario "
+            f"({d['mode']}, ratio measured/bound {ratio_text(d['ratio'])})")
     if t["tightest"] is not None:
         where = t["tightest"]["witness"] or "the default scenario"
-        text += (f"; tightest ratio known {t['tightest']['ratio']:.4g} ({where}, "
+        text += (f"; tightest ratio known {ratio_text(t['tightest']['ratio'], 4)} ({where}, "
                  f"{t['tightest']['mode']})")
     if t["unbounded"]:
         text += f"; unbounded along its refutation family ({t['growth']})"

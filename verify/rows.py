@@ -13,7 +13,7 @@ from .verdict import ratio_dropped
 TRUSTED = ("holds", "holds-with-erratum")
 #: outcomes that contradict a trusted result
 FAILURES = ("violated", "diverged")
-#: statuses whose report page draws the stored refutation beside the default scenario
+#: statuses whose report page draws the stored refutations below the default scenario
 REFUTED = ("refuted", "rate-refuted")
 
 

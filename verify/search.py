@@ -26,10 +26,16 @@ scenario's fields:
    violation search falls back to Monte Carlo. A tightest search of a result with an exact
    mode considers only the scenarios it supports (its ratios are then exact, free of
    Monte-Carlo error); results without one are searched by Monte Carlo.
-4. Violate: the first violating scenario is simplified (integers halved, floats set to
-   zero or rounded to 1-2 significant digits, replicas reduced in exact mode) as long as it
-   stays admissible and violated with at least ``KEEP`` of its excess; a Monte-Carlo
-   witness is then confirmed with ``CONFIRM`` times the replicas.
+4. Violate: a first violation whose ratio measured/bound (under Monte Carlo, the lower end
+   of its 95% interval: its *margin*) is below ``MIN_RATIO`` is first strengthened by the
+   same coordinate moves, on the excess, while budget remains; that violation is then
+   simplified (integers halved, floats set to zero or rounded to 1-2 significant digits,
+   replicas reduced in exact mode) as long as it stays admissible and violated with at
+   least ``KEEP`` of its excess and a margin of at least ``MIN_RATIO`` (or its own, where it
+   has less): the *minimal* witness, a clear violation that neither round-off nor
+   Monte-Carlo noise can undo (a refutation by a ratio of 1.00003 convinces no one). The
+   *strongest* witness is the violating scenario of largest ratio the search saw. A
+   Monte-Carlo minimal witness is then confirmed with ``CONFIRM`` times the replicas.
    Tightest: the search spends its whole budget; the tightest scenario is the witness, a
    Monte-Carlo one confirmed with ``CONFIRM`` times its replicas, doubled up to
    ``MAX_CONFIRM`` times until the interval of its ratio is narrower than ``NARROW``.
@@ -100,8 +106,12 @@ SPAN = 16
 FROZEN = ("seed", "replicas")
 #: at most this many checks while shrinking a witness
 SHRINK_EVALS = 60
-#: a simplification is kept only if it keeps this fraction of the excess (a clear witness)
+#: a simplification is kept only if it keeps this fraction of the excess of the violation
+#: the shrink starts from (not of the last simplification: the excess cannot decay step by step)
 KEEP = 0.5
+#: the margin (ratio measured/bound; under Monte Carlo the lower end of its 95% interval) a
+#: violation is strengthened to, and a shrunk witness keeps, where the search reaches it
+MIN_RATIO = 1.1
 #: a Monte-Carlo witness is re-checked with this many times its replicas
 CONFIRM = 4
 #: probability that the random phase pushes a numeric field to an edge of its range
@@ -130,7 +140,10 @@ class SearchResult:
     (|measured| + |bound|) seen; ``ratio`` and ``ratio_ci``: measured/bound at the reported
     verdict and its 95% interval; ``trajectory``: the best ratio after each admissible
     evaluation; ``status``: the variant's registered status (a violation is *new* unless
-    the result is recorded as refuted, ``bounds.REFUTED``)."""
+    the result is recorded as refuted, ``bounds.REFUTED``). Where a violation was found,
+    ``witness`` is the *minimal* one (simplified while it keeps a clear margin) and
+    ``strongest`` the violating scenario of largest ratio measured/bound the search saw
+    (``strongest_ratio``; the same scenario as ``witness`` where nothing was stronger)."""
 
     key: str
     variant: str
@@ -150,6 +163,8 @@ class SearchResult:
     #: whether it found a violation
     region: str = ""
     strata: list[dict[str, Any]] = field(default_factory=list)
+    strongest: dict[str, Any] | None = None
+    strongest_ratio: float | None = None
 
     @property
     def new_violation(self) -> bool:
@@ -165,7 +180,8 @@ class SearchResult:
                 "params": None if v is None else v.as_dict()["params"],
                 "tried": self.tried, "best_excess": self.best_excess, "ratio": self.ratio,
                 "ratio_ci": list(self.ratio_ci), "trajectory": list(self.trajectory),
-                "region": self.region, "strata": [dict(s) for s in self.strata]}
+                "region": self.region, "strata": [dict(s) for s in self.strata],
+                "strongest": self.strongest, "strongest_ratio": self.strongest_ratio}
 
     def as_witness(self, note: str = ""):
         """The witness as a :class:`verify.witnesses.Witness` (to store and replay): a
@@ -237,6 +253,8 @@ class _Searcher:
         self.tried = 0
         self.attempts = 0
         self.best: _Eval | None = None
+        self.strongest: _Eval | None = None  # the violation of largest ratio seen
+        self.budget = 0  # admissible scenarios the search may check (set by _search)
         self.trajectory: list[float] = []
         self.drawn: dict[tuple[str, ...], float] = {}  # field -> largest |value| drawn
         self.reason = ""  # why the last inadmissible scenario was
@@ -249,7 +267,11 @@ class _Searcher:
         if verdict is None:
             self.reason = reason
             return None
-        return _Eval(scenario, verdict, _excess(verdict), verdict.ratio, self._score(verdict))
+        e = _Eval(scenario, verdict, _excess(verdict), verdict.ratio, self._score(verdict))
+        if verdict.verdict == "violated" and (self.strongest is None
+                                               or better(e.ratio, self.strongest.ratio)):
+            self.strongest = e
+        return e
 
     def _score(self, v: Verdict) -> float:
         """Violate: the excess. Tightest: the ratio (the lower end of its interval under
@@ -381,9 +403,43 @@ class _Searcher:
                     return e
         return None
 
-    def shrink(self, best: _Eval) -> _Eval:
-        """Simplify a violating scenario while it stays admissible and violated."""
-        evals, changed = 0, True
+    def first_improvement(self, scenario, level: int, accept: Callable[[_Eval], bool]
+                          ) -> _Eval | None:
+        """The first neighbour of ``scenario`` (:meth:`neighbours` at ``level``) that
+        ``accept`` takes, each one evaluated and recorded until then or until the budget
+        (``self.budget``) is spent; None if none is taken."""
+        with self.evaluations(iter(self.neighbours(scenario, level))) as take:
+            while self.tried < self.budget:
+                try:
+                    e = take()
+                except StopIteration:
+                    return None
+                if e is None:
+                    continue
+                self.record(e)
+                if accept(e):
+                    return e
+        return None
+
+    def strengthen(self, found: _Eval) -> _Eval:
+        """From the violation ``found``, while its margin is below ``MIN_RATIO`` and budget
+        remains: first-improvement coordinate moves on the excess, to a violating scenario."""
+        current = found
+        while margin(current.verdict) < MIN_RATIO and self.tried < self.budget:
+            improved = self.first_improvement(
+                current.scenario, 0, lambda e, c=current: e.verdict.verdict == "violated"
+                and better(e.excess, c.excess))
+            if improved is None:
+                break
+            current = improved
+        return current
+
+    def shrink(self, found: _Eval) -> _Eval:
+        """Simplify a violating scenario while it stays admissible and violated with at least
+        ``KEEP`` of ``found``'s excess and a margin of at least ``MIN_RATIO`` (``found``'s own
+        where that is less)."""
+        floor = min(MIN_RATIO, margin(found.verdict))
+        best, evals, changed = found, 0, True
         while changed and evals < SHRINK_EVALS:
             changed = False
             for cand in _simpler(best.scenario, best.verdict.mode == "exact"):
@@ -393,7 +449,8 @@ class _Searcher:
                     break
                 evals += 1
                 e = self.evaluate(cand)
-                if e is not None and e.verdict.verdict == "violated" and e.excess >= KEEP * best.excess:
+                if (e is not None and e.verdict.verdict == "violated"
+                        and e.excess >= KEEP * found.excess and margin(e.verdict) >= floor):
                     best, changed = e, True
                     break
         return best
@@ -470,6 +527,7 @@ def _stratified(key, variant, objective, seed, executor, width, progress, region
 def _search(key, variant, objective, rng, executor, width, progress, region: Region,
             budget: int) -> SearchResult:
     s = _Searcher(key, variant, objective, rng, executor, width, progress, region)
+    s.budget = budget
     violate = objective == "violate"
     with s.evaluations(s.draws(), drawn=True) as take:
         while s.tried < max(1, budget // 2) and s.attempts < 10 * budget:
@@ -491,19 +549,9 @@ def _search(key, variant, objective, rng, executor, width, progress, region: Reg
                          "produce scenarios on which the theorem's hypotheses hold")
     current, level = s.best, 0
     while s.tried < budget and current is not None:
-        improved = None
-        with s.evaluations(iter(s.neighbours(current.scenario, level))) as take:
-            while s.tried < budget:
-                try:
-                    e = take()
-                except StopIteration:
-                    break
-                if e is None:
-                    continue
-                s.record(e)
-                if (violate and e.verdict.verdict == "violated") or better(e.score, current.score):
-                    improved = e  # first improvement: move on from there
-                    break
+        improved = s.first_improvement(   # first improvement: move on from there
+            current.scenario, level, lambda e, c=current: (violate and e.verdict.verdict == "violated")
+            or better(e.score, c.score))
         if violate and improved is not None and improved.verdict.verdict == "violated":
             return _found(s, improved)
         if improved is not None:
@@ -529,6 +577,13 @@ def better(score: float, than: float) -> bool:
     return score - than > TIE * max(abs(score), abs(than)) if math.isfinite(than) else score > than
 
 
+def margin(v: Verdict) -> float:
+    """How clearly ``v`` exceeds its bound: the ratio measured/bound, under Monte Carlo the
+    lower end of its 95% interval (NaN counts as no margin)."""
+    r = v.ratio if v.mode == "exact" else v.ratio_ci[0]
+    return r if math.isfinite(r) else -math.inf
+
+
 def _excess(v: Verdict) -> float:
     """(measured - bound) / (|measured| + |bound|) in [-1, 1]: > 0 iff the mean exceeds the
     bound; -1 when both are 0, the excess is within round-off, or the run diverged."""
@@ -541,9 +596,10 @@ def _excess(v: Verdict) -> float:
 
 
 def _found(s: _Searcher, e: _Eval) -> SearchResult:
-    """Shrink the violating scenario; a Monte-Carlo witness must also be violated with
-    ``CONFIRM`` times as many replicas (else the search reports nothing found)."""
-    w = s.shrink(e)
+    """Strengthen the violation to a clear margin where it has none, shrink it; a
+    Monte-Carlo witness must also be violated with ``CONFIRM`` times as many replicas (else
+    the search reports nothing found). The strongest violation seen goes with it."""
+    w = s.shrink(s.strengthen(e))
     if w.verdict.mode != "exact":
         more = w.scenario.replace(replicas=CONFIRM * w.scenario.replicas)
         again = s.check(more, False)
@@ -552,10 +608,12 @@ def _found(s: _Searcher, e: _Eval) -> SearchResult:
                                 s.tried, _excess(again), s.objective, again.ratio,
                                 again.ratio_ci, s.trajectory, s.region.text)
         w = _Eval(more, again, _excess(again), again.ratio, _excess(again))
+    strongest = s.strongest if better(s.strongest.ratio, w.ratio) else w
     return SearchResult(s.key, s.thm.variant, s.thm.status, True, w.scenario.to_dict(),
                         _exact_mode(s, w.scenario, w.verdict), w.verdict, s.tried, w.excess,
                         s.objective, w.verdict.ratio, w.verdict.ratio_ci, s.trajectory,
-                        s.region.text)
+                        s.region.text, strongest=strongest.scenario.to_dict(),
+                        strongest_ratio=strongest.ratio)
 
 
 def _exact_mode(s: _Searcher, scenario, v: Verdict) -> bool:
@@ -578,9 +636,12 @@ def _tightest(s: _Searcher) -> SearchResult:
             if not (hi - lo > 2 * NARROW * v.ratio) or 2 * factor > MAX_CONFIRM:
                 break
             factor *= 2
-    return SearchResult(s.key, s.thm.variant, s.thm.status, v.verdict == "violated",
+    found = v.verdict == "violated"
+    return SearchResult(s.key, s.thm.variant, s.thm.status, found,
                         scenario.to_dict(), _exact_mode(s, scenario, v), v, s.tried, _excess(v),
-                        s.objective, v.ratio, v.ratio_ci, s.trajectory, s.region.text)
+                        s.objective, v.ratio, v.ratio_ci, s.trajectory, s.region.text,
+                        strongest=scenario.to_dict() if found else None,
+                        strongest_ratio=v.ratio if found else None)
 
 
 # ---------------------------------------------------------------------- scenario fields

@@ -128,7 +128,7 @@ def key_tasks(key: str, *, battery: int, seed: int, replay: bool, figures: bool)
     thm = bounds.get(key)
     stored = witnesses(key) if replay else []
     drawn = refutations(thm, stored) if figures else []
-    note = "refuted: the stored witness (figure beside) violates the bound" if drawn else ""
+    note = "refuted: the stored witnesses drawn below violate the bound" if drawn else ""
     out = [Task(key, v, "default", "default", base,
                 figure=Figure("the default scenario", note)
                 if figures and v == thm.variant else None)
@@ -151,7 +151,7 @@ def _stressed(key: str, default: str) -> list[str]:
 
 def refutations(thm: bounds.Theorem, stored) -> list:
     """The stored witnesses that refute ``thm`` (a refuted result's default variant), the
-    ones its report page draws beside its default scenario."""
+    ones its report page draws below its default scenario."""
     if thm.status not in REFUTED:
         return []
     return [w for w in stored if w.expect == "violated" and w.variant == thm.variant]

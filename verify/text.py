@@ -15,14 +15,31 @@ from .verdict import Verdict, tightness
 NO_SLACK = "no ratio measured/bound is defined (a zero or diverged measurement)"
 
 
+#: significant digits beyond which two ratios are equal up to round-off (a check's relative
+#: round-off is about 1e-13): :func:`ratio_text` shows no more
+ROUND_OFF_DIGITS = 12
+
+
+def ratio_text(x: float, digits: int = 3) -> str:
+    """A ratio (measured/bound, a slack) with ``digits`` significant digits, and more where
+    fewer would show a ratio other than 1 as "1": a refutation by a ratio of 1.00003 reads
+    1.00003, never 1 (up to :data:`ROUND_OFF_DIGITS`, beyond which it is round-off)."""
+    for d in range(digits, ROUND_OFF_DIGITS + 1):
+        text = f"{x:.{d}g}"
+        if float(text) != 1 or x == 1:
+            return text
+    return text
+
+
 def slack_text(bound: float, measured: float) -> str:
     """The slack of a check as shown: 1 / (ratio measured/bound), the ratio of
     :func:`verify.verdict.tightness` (1 = tight, below 1 = violated). For an upper bound it
     is bound / measured; for a lower bound written as an upper bound on a negative quantity
     (Yang et al. 2022, Theorem 1) measured / bound, so 1 is tight there too, never the
-    infinite or negative bound / measured. "-" where no ratio is defined (:data:`NO_SLACK`)."""
+    infinite or negative bound / measured. "-" where no ratio is defined (:data:`NO_SLACK`);
+    never "1x" for a slack other than 1 (:func:`ratio_text`)."""
     ratio = tightness(bound, measured)[0]
-    return f"{1 / ratio:.3g}x" if ratio > 0 else "-"
+    return f"{ratio_text(1 / ratio)}x" if ratio > 0 else "-"
 
 
 
@@ -59,12 +76,16 @@ def _table(head: Sequence[str], body: Sequence[Sequence]) -> str:
 
 def format_suite(rows: Sequence[Row]) -> str:
     """The terminal table of ``check --all`` (key, variant, scenario, status, expected,
-    verdict, slack, time) and its summary line."""
+    verdict, slack, time) and its summary line. A refuted (or rate-refuted) result's row
+    whose scenario holds says "refuted (by its witnesses)", not HOLDS: the scenario holds,
+    the statement does not."""
     body = []
     for r in rows:
         slack = "-" if r.verdict is None else slack_text(r.verdict["bound"],
                                                          r.verdict["measured_mean"])
         verdict = r.outcome.upper() + (" (!)" if r.unexpected else "")
+        if r.status in bounds.REFUTED and r.outcome == "holds" and not r.unexpected:
+            verdict = f"{r.status} (by its witnesses)"  # it holds here, not in general
         body.append((r.key, r.variant, r.label, r.status, r.expect or "-", verdict, slack,
                      f"{r.seconds:.2f}s"))
     table = _table(("key", "variant", "scenario", "status", "expected", "verdict", "slack", "time"),
@@ -95,8 +116,8 @@ def _ratio_text(result) -> str:
     lo, hi = result.ratio_ci
     v = result.verdict
     how = ("exact" if v.mode == "exact" else
-           f"Monte Carlo, {v.replicas} replicas, 95% CI {lo:.4g} .. {hi:.4g}")
-    return f"ratio measured/bound {result.ratio:.6g} ({how})"
+           f"Monte Carlo, {v.replicas} replicas, 95% CI {ratio_text(lo, 4)} .. {ratio_text(hi, 4)}")
+    return f"ratio measured/bound {ratio_text(result.ratio, 6)} ({how})"
 
 
 def _scalar_params(params: dict) -> str:
@@ -107,7 +128,8 @@ def _scalar_params(params: dict) -> str:
 def format_search(result) -> str:
     """A few lines saying what a search found (or how much it tried), its ratio
     measured/bound and, for a witness, the command that reproduces it; the region searched
-    and each stratum's best, where the search had them."""
+    and each stratum's best, where the search had them. A violation's minimal witness is
+    printed whole (``--witness FILE`` stores it), its strongest by its ratio."""
     where = f" in the region {result.region}" if result.region else ""
     head = f"{result.key} [{result.variant}, status {result.status}]{where}: "
     strata = [f"stratum {row['field']} = {row['value']:g}: {row['tried']} admissible scenarios, "
@@ -126,14 +148,23 @@ def format_search(result) -> str:
                  f"parameters there: {_scalar_params(v.params)}"]
     else:
         lines = [head + f"VIOLATED{known} after {result.tried} admissible scenarios ({v.mode}): "
-                 f"measured {v.measured_mean:.6g} > bound {v.bound:.6g} (slack {v.slack:.4g})"]
+                 f"measured {v.measured_mean:.6g} > bound {v.bound:.6g}, {_ratio_text(result)}"]
     from .plugins import needed_for
 
     plugin = "".join(f"--plugin {m} " for m in needed_for(result.key))
+    replay = (f"fedbound {plugin}check {result.key} --variant {result.variant}"
+              f"{' --exact' if result.exact else ''} --scenario FILE reproduces it")
+    if result.objective == "tightest" or not result.found:
+        return "\n".join(lines + strata + [f"witness ({replay}):", json_text(result.witness)])
+    minimal = (f"minimal witness: the simplest scenario found that still violates the bound "
+               f"clearly, ratio measured/bound {ratio_text(result.ratio, 6)} ({replay})")
+    if result.strongest is None or result.strongest == result.witness:
+        return "\n".join(lines + strata + [minimal + "; it is also the strongest seen:",
+                                            json_text(result.witness)])
     return "\n".join(lines + strata + [
-        f"witness (fedbound {plugin}check {result.key} --variant {result.variant}"
-        f"{' --exact' if result.exact else ''} --scenario FILE reproduces it):",
-        json_text(result.witness)])
+        f"strongest witness: the largest ratio measured/bound seen, "
+        f"{ratio_text(result.strongest_ratio, 6)} (its scenario: the field strongest of --json)",
+        minimal + ":", json_text(result.witness)])
 
 
 def format_rate(results) -> str:

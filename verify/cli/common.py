@@ -176,10 +176,18 @@ def one_torch_thread() -> None:
 
 @contextmanager
 def progress_bar(**kwargs):
-    """A tqdm progress bar on standard error, shown on a terminal only."""
+    """A tqdm progress bar on standard error: redrawn in place on a terminal; elsewhere (a
+    log, CI) a line at least every 30 s of a long run and none for a short one
+    (:class:`verify.cli.progress.LogBar`)."""
     from tqdm import tqdm
 
-    with tqdm(file=sys.stderr, disable=None, **kwargs) as bar:
+    from .progress import LogBar
+
+    if getattr(sys.stderr, "isatty", lambda: False)():
+        bar = tqdm(file=sys.stderr, disable=None, **kwargs)
+    else:
+        bar = LogBar(file=sys.stderr, **kwargs)
+    with bar:
         yield bar
 
 

@@ -9,9 +9,11 @@ def _tightness_cells(t: dict | None) -> tuple[str, str]:
     """The default slack and the tightest ratio of a tightness row, as text."""
     if t is None:
         return "-", "-"
+    from ..text import ratio_text
+
     slack = t["default"]["slack"]
-    best = "-" if t["tightest"] is None else f"{t['tightest']['ratio']:.3g}"
-    return (f"{slack:.3g}x" if isinstance(slack, float) else str(slack),
+    best = "-" if t["tightest"] is None else ratio_text(t["tightest"]["ratio"])
+    return (f"{ratio_text(slack)}x" if isinstance(slack, float) else str(slack),
             best + (" (unbounded)" if t["unbounded"] else ""))
 
 

@@ -511,7 +511,7 @@ def plot_answers(report, ax=None):
     from :func:`verify.api.choose` with ``curves``: where each answer falls."""
     import matplotlib.pyplot as plt
 
-    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    ax = ax or plt.subplots(figsize=(6, 4), layout="constrained")[1]
     cal = report.calibrated
     if cal is not None and cal.curve:
         a = cal.settings["alpha"]
@@ -542,7 +542,7 @@ def plot_loss_vs_wallclock(chooser: SyncTime, settings: list[dict[str, Any]], ax
 
     from fedbound.sim.hfl import run_hfl
 
-    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    ax = ax or plt.subplots(figsize=(6, 4), layout="constrained")[1]
     times = np.linspace(0, chooser.T, 200)
     for row in settings:
         sched = chooser.schedules(row["S"], chooser.replicas)

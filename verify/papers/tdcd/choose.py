@@ -600,7 +600,7 @@ def plot_against_q(scenario=None, *, Qs=(1, 2, 5, 10), fixed: str = "etaQ",
     import matplotlib.pyplot as plt
 
     rows = q_sweep(scenario, Qs=Qs, fixed=fixed, variant=variant)
-    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    ax = ax or plt.subplots(figsize=(6, 4), layout="constrained")[1]
     qs = [r["Q"] for r in rows]
     mean = np.array([r["measured"] for r in rows])
     lo, hi = (np.array(c) for c in zip(*(r["ci"] for r in rows), strict=True))
@@ -620,7 +620,8 @@ def plot_loss_vs_time(curves: dict, *, axes=None):
     import matplotlib.pyplot as plt
 
     if axes is None:
-        axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.6), squeeze=False)[1][0]
+        axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.6), squeeze=False,
+                            layout="constrained")[1][0]
     for ax, (t_comm, per_q) in zip(axes, curves.items(), strict=True):
         for Q, (time, loss) in per_q.items():
             ax.plot(time, loss, label=f"Q = {Q}")
