@@ -17,7 +17,8 @@ every default (the step, and S, tau or Q, chosen jointly).
 
 For each: ``fedbound choose ... --json --curves`` runs in a subprocess of its own, as a user
 runs it: its wall-clock seconds (goal: logistic and TDCD 10 s, MLP 20 s, CNN 60 s, on 2 idle
-cores), CPU seconds and peak memory (goal below 1 GB) are its own, the machine's 1-minute
+cores), CPU seconds and peak memory (goal below 1 GB; its own high-water mark, read from
+``/proc``) are its own, the machine's 1-minute
 load is recorded beside them (the goals hold on an idle machine: rerun there). Then the same
 chooser, built in this process from the same options (``verify.cli.choose.built``), runs the
 reference (``benchmarks/regret.py``): every knob's grid, the midpoints, two factors of 2 past
@@ -88,18 +89,52 @@ PREFIX = "choosers.named"
 
 def run_cli_measured(command: str, options: list[str]) -> tuple[dict, float, float, float]:
     """``fedbound choose COMMAND OPTIONS --json --curves`` in a subprocess: its report, wall
-    seconds, CPU seconds and peak resident memory in MB (its own, from ``os.wait4``)."""
+    seconds, CPU seconds (from ``os.wait4``) and peak resident memory in MB (:func:`_peak`)."""
+    import threading
+
     argv = [sys.executable, "-m", "fedbound", "choose", command, *options, "--json", "--curves"]
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             cwd=Path(__file__).resolve().parents[1])
+    peak = [0.0]
+    watcher = threading.Thread(target=_peak, args=(proc, argv, peak), daemon=True)
+    watcher.start()
     out = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     seconds = time.perf_counter() - t0
+    watcher.join()
     if proc.returncode:
         raise RuntimeError(f"choose {command} {' '.join(options)} exited {proc.returncode}")
-    return json.loads(out), seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    return json.loads(out), seconds, usage.ru_utime + usage.ru_stime, peak[0]
+
+
+def _peak(proc, argv: list[str], peak: list[float]) -> None:
+    """The child's own peak resident memory in MB, into ``peak[0]``: its ``VmHWM`` read every
+    20 ms once it runs ``argv`` (the high-water mark of its own address space, reset at exec).
+    Not ``ru_maxrss``: Linux counts in it the memory of the process that forked the child
+    before its exec, here this benchmark's, gigabytes after a reference search."""
+    status, cmdline = Path(f"/proc/{proc.pid}/status"), Path(f"/proc/{proc.pid}/cmdline")
+    want = "\0".join(argv).encode()
+    while proc.returncode is None:
+        try:
+            if cmdline.read_bytes().rstrip(b"\0") == want:
+                for line in status.read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        peak[0] = max(peak[0], int(line.split()[1]) / 1024)
+        except (OSError, ValueError):
+            pass
+        if not _alive(proc.pid):
+            return
+        time.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie waiting for ``os.wait4`` does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def chooser(command: str, options: list[str]):
