@@ -32,28 +32,43 @@ F64 = torch.float64
 
 
 def loop_afl(clients: HeterogeneousQuadratic, *, algorithm: str, schedule: Schedule, eta: float,
-             eta_L: float, x0: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """[R, T] ||grad f(x_t)||^2, one replica, one worker and one local step at a time."""
+             eta_L: float, x0: torch.Tensor, generator: torch.Generator, worker: str = "sgd",
+             mu: float = 0.1) -> torch.Tensor:
+    """[R, T] ||grad f(x_t)||^2, one replica, one worker and one local step at a time. The
+    worker steps along g (SGD), g + mu (x - x_start) (FedProx) or g - c_i + c (SCAFFOLD,
+    option II: c pulled with the model, an arriving worker's c_i <- c_i - c + G_i and c moved
+    by the mean change over the M workers; AFA-CS's initial runs count as every worker's
+    first report)."""
     R, T, M = schedule.arrivals.shape
     d = clients.dim
     a, centres = clients.a, clients.centres
     scale = clients.sigma_L / math.sqrt(d)
     s = eta * eta_L
+    zero = torch.zeros(d, dtype=F64)
 
-    def local(x, i, K, noise):  # worker i's K local steps from x; noise[j] is step j's draw
-        g_sum = torch.zeros(d, dtype=F64)
+    def local(x, i, K, noise, c_pull, c_i):  # worker i's K local steps from x; noise[j]: step j's
+        start, g_sum = x, torch.zeros(d, dtype=F64)
         for j in range(K):
             g = a * (x - centres[i]) + scale * noise[j]
+            if worker == "fedprox":
+                g = g + mu * (x - start)
+            if worker == "scaffold":
+                g = g - c_i + c_pull
             g_sum = g_sum + g
             x = x - eta_L * g
         return g_sum / K
 
+    c_i = [[zero] * M for _ in range(R)]
+    controls = [[zero] for _ in range(R)]  # controls[r][t] = c_t (SCAFFOLD)
     memory = None
     if algorithm == "cs":
         draws = [torch.randn((R, M, d), generator=generator, dtype=F64)
                  for _ in range(int(schedule.K0.max()))]
-        memory = [[local(x0, i, int(schedule.K0[r, i]), [n[r, i] for n in draws]) for i in range(M)]
-                  for r in range(R)]
+        memory = [[local(x0, i, int(schedule.K0[r, i]), [n[r, i] for n in draws], zero, zero)
+                   for i in range(M)] for r in range(R)]
+        if worker == "scaffold":
+            for r in range(R):
+                c_i[r], controls[r] = list(memory[r]), [sum(memory[r]) / M]
     models = [[x0.clone()] for _ in range(R)]  # models[r][t] = x_t
     out = torch.empty(R, T, dtype=F64)
     for t in range(T):
@@ -62,18 +77,23 @@ def loop_afl(clients: HeterogeneousQuadratic, *, algorithm: str, schedule: Sched
         for r in range(R):
             x = models[r][t]
             out[r, t] = (a * (x - clients.c_bar)).square().sum()
-            updates = []
+            updates, change = [], zero
             for i in range(M):
                 if schedule.arrivals[r, t, i]:
-                    start = models[r][t - int(schedule.delays[r, t, i])]
-                    G = local(start, i, int(schedule.K[r, t, i]), [n[r, i] for n in draws])
+                    pulled = t - int(schedule.delays[r, t, i])
+                    c_pull = controls[r][pulled]
+                    G = local(models[r][pulled], i, int(schedule.K[r, t, i]),
+                              [n[r, i] for n in draws], c_pull, c_i[r][i])
                     updates.append(G)
                     if memory is not None:
                         memory[r][i] = G
+                    if worker == "scaffold":
+                        new = c_i[r][i] - c_pull + G
+                        change, c_i[r][i] = change + (new - c_i[r][i]), new
             G_t = sum(memory[r]) / M if memory is not None else sum(updates) / len(updates)
             models[r].append(x - s * G_t)
+            controls[r].append(controls[r][t] + change / M)
     return out
-
 
 
 def compare(M: int, algorithm: str, T: int, replicas: int, repeats: int,

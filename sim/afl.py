@@ -17,6 +17,18 @@ G_i(x_0) for all i; the paper does not say) and aggregates all M of them (Algori
 step 3). Random draws per round, in this order, from the one generator: the whole schedule
 first (:func:`draw_schedule`), then per local step one stochastic-gradient draw for all
 [R, M] workers.
+
+The worker's optimiser (``worker``, :data:`WORKERS`; Yang et al. 2022, Appendix E.2,
+Table 3, "FedProx and SCAFFOLD as the worker's optimizer"): plain SGD (``"sgd"``, the
+above); FedProx (Li et al. 2020, MLSys, eq. (2)): each step descends the proximal local
+objective f_i(x) + mu/2 ||x - x_start||^2, x_{j+1} = x_j - eta_L (g_i(x_j) + mu (x_j -
+x_start)); SCAFFOLD (Karimireddy et al. 2020, ICML, Algorithm 1 with option II): server and
+worker control variates c and c_i (zero at the start), each step x_{j+1} = x_j - eta_L
+(g_i(x_j) - c_i + c), and an arriving worker's c_i becomes c_i - c + G_i while the server's
+c moves by (1/M) sum over the arrivals of the change of c_i. A worker uses the c of the
+model it pulled (x_{t - tau_{t,i}} and c_{t - tau_{t,i}}: one ring buffer for both). In
+every case G_i = (x_start - x_K) / (K eta_L), the mean step direction, and the server
+step is the algorithm's.
 """
 
 from __future__ import annotations
@@ -34,6 +46,8 @@ ARRIVALS = ("uniform", "biased", "round_robin", "single")
 DELAYS = ("uniform", "max", "zero")
 ALGORITHMS = ("cd", "cs")
 SERVER_STEPS = ("proof", "printed")
+#: the worker's optimiser: plain SGD (Algorithm 2), FedProx or SCAFFOLD (module docstring)
+WORKERS = ("sgd", "fedprox", "scaffold")
 
 
 # ---------------------------------------------------------------------- problems
@@ -276,13 +290,15 @@ class LocalUpdate:
 
 def local_update(clients, x_start: torch.Tensor, K: torch.Tensor, eta_L: float,
                  generator: torch.Generator, diagnostics: bool = False, *,
-                 sample=None) -> LocalUpdate:
+                 sample=None, mu: float = 0.0, correction: torch.Tensor | None = None) -> LocalUpdate:
     """K_{t,i} local SGD steps of every worker from x_start [R, M, d] (Yang et al. 2022,
     Algorithm 2, worker side), masked by ``j < K_{t,i}``; one stochastic-gradient draw per
     step. The iterate and the sum of gradients are updated in place, and a step that every
     worker takes needs no mask. ``sample``: a ``clients.worker_gradient_sampler`` of
     x_start's shape on ``generator`` to reuse (a run loop makes one for all its rounds);
-    None makes one."""
+    None makes one. ``mu`` > 0 adds FedProx's proximal gradient mu (x_j - x_start) to every
+    step, ``correction`` [R, M, d] SCAFFOLD's c - c_i (module docstring); G is then the
+    mean of the steps' directions, (x_start - x_K) / (K eta_L)."""
     if sample is None:
         sample = clients.worker_gradient_sampler(x_start.shape, generator)
     x, gsum = x_start.clone(), torch.zeros_like(x_start)
@@ -294,6 +310,10 @@ def local_update(clients, x_start: torch.Tensor, K: torch.Tensor, eta_L: float,
         if diagnostics:
             dsum = torch.where(taken[..., j], dsum + clients.worker_grads(x), dsum)
         g = sample(x)
+        if mu:
+            g = g + mu * (x - x_start)
+        if correction is not None:
+            g = g + correction
         if active is None:
             gsum.add_(g)
             x.sub_(eta_L * g)
@@ -379,13 +399,15 @@ class AFLTrace:
       the summands of the left-hand side of Theorems 2-4 of Yang et al. 2022 (None with
       ``record_grad=False``).
     - ``loss`` [R, T]: f(x_t). ``x_final`` [R, d]: x_T. ``diverged`` [R].
-    - ``schedule``: the realised arrivals, delays and K (:class:`Schedule`)."""
+    - ``schedule``: the realised arrivals, delays and K (:class:`Schedule`).
+    - ``score`` [R, T + 1]: the ``score`` of ``run_afl`` at x_0 .. x_T (None without one)."""
 
     grad_sq_norm: torch.Tensor | None
     loss: torch.Tensor
     x_final: torch.Tensor
     diverged: torch.Tensor
     schedule: Schedule
+    score: torch.Tensor | None = None
 
     @property
     def lhs(self) -> torch.Tensor:
@@ -440,7 +462,7 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
             x0, replicas: int, generator: torch.Generator, K=1, tau: int = 0,
             delays: str = "uniform", arrivals="uniform", probs: Sequence[float] | None = None,
             schedule: Schedule | None = None, server_step: str = "proof", record_grad: bool = True,
-            device=None) -> AFLTrace:
+            worker: str = "sgd", mu: float = 0.1, score=None, device=None) -> AFLTrace:
     """Run ``replicas`` realisations of AFA-CD (``algorithm="cd"``, Algorithm 2) or AFA-CS
     (``"cs"``, Algorithm 3) for T rounds on ``clients`` (HeterogeneousQuadratic,
     LabelSkewedLogistic, or a ``sim.clients.ClientProblem`` whose workers hold their own
@@ -450,13 +472,20 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
     tau, delays, arrivals, probs); then each local step draws its noise. Diverged replicas are frozen
     (sim.trace.freeze_diverged). ``device=None`` uses the clients' device.
     ``record_grad=False`` records f(x_t) only (``grad_sq_norm`` None): no full gradient per
-    round for a run whose training curve is all that is read; the same dynamics and draws."""
-    for name, v, ok in (("algorithm", algorithm, ALGORITHMS), ("server_step", server_step, SERVER_STEPS)):
+    round for a run whose training curve is all that is read; the same dynamics and draws.
+    ``worker``: the worker's optimiser, :data:`WORKERS` (module docstring), ``mu`` FedProx's
+    proximal weight (Yang et al. 2022, Appendix E.2: 0.1). ``score``: None, or a function
+    of the global models x_t [R, d] giving [R] (a held-out accuracy), recorded every round
+    beside f(x_t) (``AFLTrace.score``); it draws nothing."""
+    for name, v, ok in (("algorithm", algorithm, ALGORITHMS), ("server_step", server_step, SERVER_STEPS),
+                        ("worker", worker, WORKERS)):
         if v not in ok:
             raise ValueError(f"{name}={v!r} must be one of {ok}")
     for name, v in (("eta", eta), ("eta_L", eta_L)):
         if not (math.isfinite(v) and v > 0):
             raise ValueError(f"{name}={v} must be finite and > 0")
+    if worker == "fedprox" and not (math.isfinite(mu) and mu > 0):
+        raise ValueError(f"mu={mu} must be finite and > 0 (FedProx's proximal weight)")
     device = clients.device if device is None else torch.device(device)
     clients = clients.to(device)
     M, d = clients.M, clients.dim
@@ -475,17 +504,29 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
     accept = Acceptance(R, device)
     sample = clients.worker_gradient_sampler((R, M, d), generator)
     starts_of = _start_rows(delays_all, ring)
-    grad_sq, losses = [], []
+    grad_sq, losses, scores = [], [], []
+    prox = mu if worker == "fedprox" else 0.0
+    controls = _Controls(R, M, d, ring, device) if worker == "scaffold" else None
     if algorithm == "cs":
-        memory = local_update(clients, x[:, None].expand(R, M, d), schedule.K0.to(device), eta_L,
-                              generator, sample=sample).G
+        start = x[:, None].expand(R, M, d)
+        K0 = schedule.K0.to(device)
+        memory = local_update(clients, start, K0, eta_L, generator, sample=sample, mu=prox,
+                              correction=None if controls is None else controls.correction(None)).G
+        if controls is not None:  # the initial runs are every worker's first report
+            controls.arrive(memory, torch.ones(R, M, dtype=torch.bool, device=device), None)
+            controls.store(0)
     for t in range(T):
         if record_grad:
             grad_sq.append(clients.grad(x).square().sum(-1))
         losses.append(clients.loss(x))
+        if score is not None:
+            scores.append(score(x))
         arr = arrivals_all[:, t]
         starts = history.view(ring * R, d).index_select(0, starts_of[t]).view(R, M, d)
-        G = local_update(clients, starts, K_all[:, t], eta_L, generator, sample=sample).G
+        G = local_update(clients, starts, K_all[:, t], eta_L, generator, sample=sample, mu=prox,
+                         correction=None if controls is None else controls.correction(starts_of[t])).G
+        if controls is not None:
+            controls.arrive(G, arr, starts_of[t])
         if algorithm == "cd":
             Gt = (G * arr[..., None]).sum(1) / arr.sum(1, keepdim=True)
         else:
@@ -493,6 +534,44 @@ def run_afl(clients, *, algorithm: str = "cd", m: int, T: int, eta: float, eta_L
             Gt = memory.mean(1)
         x = accept(x, x - step * Gt)
         history[(t + 1) % ring] = x
+        if controls is not None:
+            controls.store(t + 1)
+    if score is not None:
+        scores.append(score(x))
     return AFLTrace(grad_sq_norm=torch.stack(grad_sq, 1).cpu() if record_grad else None,
                     loss=torch.stack(losses, 1).cpu(), x_final=x.cpu(),
-                    diverged=accept.diverged.cpu(), schedule=schedule)
+                    diverged=accept.diverged.cpu(), schedule=schedule,
+                    score=torch.stack(scores, 1).cpu() if score is not None else None)
+
+
+class _Controls:
+    """SCAFFOLD's control variates inside AFL (module docstring): the workers' c_i [R, M, d],
+    the server's c [R, d] and a ring buffer of the server's c beside the global models', so
+    that a worker pulling x_{t - tau} pulls c_{t - tau} with it."""
+
+    def __init__(self, R: int, M: int, d: int, ring: int, device):
+        self.ring = ring
+        self.c_i = torch.zeros(R, M, d, dtype=DTYPE, device=device)
+        self.c = torch.zeros(R, d, dtype=DTYPE, device=device)
+        self.history = torch.zeros(ring, R, d, dtype=DTYPE, device=device)
+        self.pulled = self.c_i  # the c each worker used in its last local run
+
+    def correction(self, rows: torch.Tensor | None) -> torch.Tensor:
+        """c - c_i [R, M, d] of every worker's run: c pulled at ``rows`` of the ring (None:
+        the current c, for AFA-CS's initial memory)."""
+        R, M, d = self.c_i.shape
+        self.pulled = (self.c[:, None].expand(R, M, d) if rows is None else
+                       self.history.view(self.ring * R, d).index_select(0, rows).view(R, M, d))
+        return self.pulled - self.c_i
+
+    def arrive(self, G: torch.Tensor, arrived: torch.Tensor, rows) -> None:
+        """Option II of SCAFFOLD for the workers that ``arrived`` [R, M]: c_i <- c_i - c + G_i
+        with the c they pulled, and c moves by (1/M) times the sum of their changes."""
+        new = self.c_i - self.pulled + G
+        change = torch.where(arrived[..., None], new - self.c_i, 0.0)
+        self.c_i = self.c_i + change
+        self.c = self.c + change.sum(1) / self.c_i.shape[1]
+
+    def store(self, t: int) -> None:
+        """c_t goes to the ring beside x_t."""
+        self.history[t % self.ring] = self.c

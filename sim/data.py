@@ -459,6 +459,23 @@ def _permutation(n: int, generator: torch.Generator, device) -> torch.Tensor:
     return torch.randperm(n, generator=generator, device=generator.device).to(device)
 
 
+def held_out(data: Dataset, share: float, generator: torch.Generator) -> tuple[Dataset, Dataset]:
+    """``(train, test)``: ``data`` split at random within each class, the first
+    round(``share`` n_k) samples of class k (in a uniformly random order) held out for
+    testing, the rest kept in their original order for training (a test set for the
+    accuracy the papers plot, where a bundled set has none). Features keep the
+    standardisation of the whole set."""
+    if not (isinstance(share, float) and 0.0 < share < 1.0):
+        raise ValueError(f"share={share!r} must be a float strictly between 0 and 1")
+    labels = data.labels
+    rank, sizes = _ranks_within_class(labels.cpu(), data.classes, generator)
+    test = (rank < torch.round(share * sizes.to(DTYPE)).long()[labels.cpu()]).to(labels.device)
+    if test.all() or not test.any():
+        raise ValueError(f"share={share} leaves no sample on one side of the split")
+    return tuple(Dataset(f"{data.name} ({part})", data.features[keep], labels[keep], data.classes)
+                 for part, keep in (("train", ~test), ("test", test)))
+
+
 def iid_partition(n: int, workers: int, generator: torch.Generator, *, device=None) -> Partition:
     """Sample ``perm[j]`` goes to worker j mod M for a uniformly random permutation ``perm``:
     every worker gets floor(n/M) or ceil(n/M) samples drawn without replacement."""

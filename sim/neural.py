@@ -139,6 +139,19 @@ class _FlatModule:
         logits = functional_call(self.module, self.parameters_of(flat), (inputs,))
         return (weights * cross_entropy(logits, targets)).sum()
 
+    def accuracy(self, x: torch.Tensor, features, labels) -> torch.Tensor:
+        """The share of the samples ``features`` [n, ...] whose largest logit under the model
+        x is its label in ``labels`` [n], for each model of x [..., dim]: [...] (the
+        papers' test accuracy, on held-out samples)."""
+        features = torch.as_tensor(features, dtype=DTYPE, device=self.device)
+        labels = torch.as_tensor(labels, device=self.device).long()
+
+        def one(flat, inputs, targets):
+            logits = functional_call(self.module, self.parameters_of(flat), (inputs,))
+            return (logits.argmax(-1) == targets).to(DTYPE).mean()
+
+        return self.batched(one, x, (features, labels), (None, None))
+
     def batched(self, fn: Callable, x: torch.Tensor, data: tuple, data_dims: tuple) -> object:
         """``fn`` vmapped over the leading dimensions of ``x`` [..., dim] (flattened to one),
         with ``data`` mapped along dimension 0 where ``data_dims`` says 0 (already flattened
@@ -199,6 +212,28 @@ class NeuralProblem(_FlatModule, Problem):
         weights = torch.full((self.batch,), 1.0 / self.batch, dtype=DTYPE, device=self.device)
         return self.batched(grad(self.weighted_loss), x,
                             (self.features[idx], self.labels[idx], weights), (0, 0, None))
+
+    def mean_gradient_sampler(self, shape, counts, generator):
+        """``(y, grad_y) ->`` the mean over c = ``counts`` clients of one :meth:`stochastic_grad`
+        each at the model y [..., d] (``shape`` = [..., n, d], n >= max(counts)), as the
+        gradient of the mean loss over the c x ``batch`` samples the c clients draw: the
+        same ``randint(n, [..., n, batch])`` draw as ``Problem.mean_gradient_sampler`` (the
+        clients beyond c unused) and the same numbers up to round-off, in one pass over the
+        pooled samples per model instead of one per client (Ali & Arafa 2025, Fig. 6's groups
+        of 500 clients). ``grad_y`` is not used."""
+        shape = tuple(shape)
+        lead, n = shape[:-2], shape[-2]
+        counts = torch.as_tensor(counts, device=self.device).expand(lead)
+        pooled = n * self.batch
+        used = torch.arange(pooled, device=self.device) < (counts * self.batch)[..., None]
+        weights = (used.to(DTYPE) / (counts * self.batch).to(DTYPE)[..., None]).reshape(-1, pooled)
+
+        def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None) -> torch.Tensor:
+            idx = randint(self.n, (*lead, n, self.batch), generator, self.device).reshape(-1, pooled)
+            return self.batched(grad(self.weighted_loss), y,
+                                (self.features[idx], self.labels[idx], weights), (0, 0, 0))
+
+        return mean
 
     def to(self, device) -> NeuralProblem:
         return self.moved(device)

@@ -19,7 +19,7 @@ from fedbound.bounds.references import cite  # noqa: E402
 from fedbound.verify import claims as catalogue  # noqa: E402
 from fedbound.verify.api import load_plugins  # noqa: E402
 
-PAPERS = {"mllsgd": 16, "hfl": 23, "tdcd": 10, "afl": 17}
+PAPERS = {"mllsgd": 23, "hfl": 30, "tdcd": 20, "afl": 27}
 WHERE = re.compile(r"\b(Figs?\.|Table|Section|Appendix)")
 
 
@@ -40,18 +40,44 @@ def test_every_paper_has_its_claims_each_cited_with_its_setting_and_analogue(cla
 
 
 def test_claims_on_an_ambiguous_step_run_under_each_reading(claims):
+    """Every run of HFL uses the upload of eqs. (10) and (12) and every run of TDCD the
+    round's mini-batch: every claim of theirs runs under each reading, its verdict the
+    printed one's; the other papers have no ambiguous step."""
     expected = {"hfl": ("printed", "fednova", "sum"), "tdcd": ("round", "step")}
     for paper, names in expected.items():
-        with_readings = [c for c in claims[paper] if catalogue.experiment(c.experiment).readings]
-        assert with_readings, paper
-        for c in with_readings:
+        for c in claims[paper]:
             exp = catalogue.experiment(c.experiment)
             assert tuple(r.name for r in exp.readings) == names and c.primary == names[0], c.id
-    s_claims = [c for c in claims["hfl"] if re.search(r"\bS\b", c.claim)
-                and c.experiment in ("hfl.fig6", "hfl.fig7a", "hfl.fig7b", "hfl.fig13")]
-    assert s_claims and all(c.primary == "printed" for c in s_claims)
-    tdcd_q = [c for c in claims["tdcd"] if c.experiment == "tdcd.latency"]
-    assert len(tdcd_q) == 4
+    for paper in ("mllsgd", "afl"):
+        assert not any(catalogue.experiment(c.experiment).readings for c in claims[paper])
+
+
+def test_the_experiments_run_the_papers_structure_in_quick_and_full_runs():
+    """Workers, hubs, groups, clients per group, silos and participation as the papers state
+    them, the same in a quick run (which shortens horizons and seeds only): MLL-SGD's 100
+    workers (Fig. 2: 5, 10, 20 hubs of 20, 10, 5 on a path; Figs. 1, 4, 6: 10 hubs of 10),
+    HFL's 2 groups of 500 (Fig. 6), 15 + 15 (Fig. 7) and 64 clients in 2, 4, 8 groups (Fig.
+    9), TDCD's K = 50 and 100 clients per silo over N = 2 silos (CIFAR-10) and K = 20 and 50
+    over N = 4 (MIMIC-III), AFL's 5 of 10 workers."""
+    from fedbound.verify.papers.afl import experiments as afl
+    from fedbound.verify.papers.hfl import experiments as hfl
+    from fedbound.verify.papers.mllsgd import experiments as mllsgd
+    from fedbound.verify.papers.tdcd import experiments as tdcd
+
+    path = {len(c.sizes): c.sizes for c in mllsgd.fig2_configs()}
+    assert path == {1: (100,), 5: (20,) * 5, 10: (10,) * 10, 20: (5,) * 20}
+    for configs in (mllsgd.fig1_configs, mllsgd.fig4_configs, mllsgd.fig6_configs):
+        assert all(sum(c.sizes) == 100 for c in configs())
+    assert {c.sizes for c in mllsgd.fig4_configs() + mllsgd.fig6_configs()} == {(10,) * 10}
+    shares = mllsgd.shares("", 4, 8)
+    assert abs(sum(shares.weights) - 1) < 1e-12 and sorted(set(shares.weights)) == [
+        s / 20 for s in mllsgd.SHARES]
+    assert hfl.fig6.__closure__ is not None and any(
+        cell.cell_contents == (500, 500) for cell in hfl.fig6.__closure__)
+    assert any(cell.cell_contents == (15, 15) for cell in hfl.fig7a.__closure__)
+    assert {(n.data, n.silos, n.clients) for n in tdcd.LATENCY_NETWORKS} == {
+        ("digits", 2, 50), ("digits", 2, 100), ("breast_cancer", 4, 20), ("breast_cancer", 4, 50)}
+    assert (afl.M, afl.m) == (10, 5)
 
 
 def test_every_experiment_has_a_finite_footprint_that_a_small_limit_refuses(claims, monkeypatch):
@@ -99,9 +125,10 @@ def test_hfl_fig8_is_fixed_by_its_setting_and_its_runs_are_the_same_run(claims):
 
     rep = reproduce("hfl", claim_ids=["hfl.fig8.s0-early", "hfl.fig8.s12-best"], quick=True,
                     seeds=3)
-    out = rep.outcome(rep.results[0].claim)
-    y0, y12, y24 = (out.curve(f"S = {S}").y for S in (0, 12, 24))
-    assert (y0 == y12).all() and (y0 == y24).all() and y0.shape[0] == 3
+    for reading in ("printed", "fednova", "sum"):
+        out = rep.outcome(rep.results[0].claim, reading)
+        y0, y12, y24 = (out.curve(f"S = {S}").y for S in (0, 12, 24))
+        assert (y0 == y12).all() and (y0 == y24).all() and y0.shape[0] == 3
     for r in rep.results:
         assert not r.error and r.verdict == "fixed-by-setting" and r.claim.stated_model
         assert r.as_dict()["verdict"] == r.verdict and len(r.primary.tests) == 2
@@ -155,6 +182,83 @@ def test_tdcd_one_local_iteration_is_one_run_under_both_readings(monkeypatch):
     assert (runs[0][1] == direct[k:k + 2]).all() and direct[:, -1].reshape(2, 2).mean(1).argmin() == k // 2
     assert [ex._run_plan(Plan(reading=r), Q).reading for r, Q in
             (("step", 1), ("step", 10), (None, 10), ("round", 1))] == ["round", "step", "round", "round"]
+
+
+def test_tdcd_iteration_trends_are_decided_on_the_network_they_name(claims):
+    """Das et al. 2022, Section 5.3.1: Figs. 6(a, b) (CIFAR-10, the digits) and 7(a, b)
+    (MIMIC-III, the breast-cancer data): a larger Q ends higher in training loss and lower in
+    test accuracy against iterations. Synthetic curves where the trend holds on one network
+    and is reversed on the other: each claim reads only its own network's curves."""
+    import numpy as np
+
+    from fedbound.verify.api import Curve, Outcome
+    from fedbound.verify.decide import combine
+    from fedbound.verify.papers.tdcd import experiments as ex
+
+    rng = np.random.default_rng(0)
+    x = np.arange(0.0, 91.0, 10.0)
+    curves = {}
+    for net, sign in ((ex.DIGITS, 1.0), (ex.MIMIC, -1.0)):
+        for i, Q in enumerate(ex.QS):
+            level = 1.0 + sign * 0.2 * i   # the loss at the end: rising with Q on the digits
+            for accuracy, y_end in ((False, level), (True, 0.9 - sign * 0.05 * i)):
+                name = ex.label(Q, net, accuracy=accuracy)
+                y = np.linspace(2.0, y_end, x.size)[None, :] + rng.normal(0, 0.005, (4, x.size))
+                curves[name] = Curve(name, x, y, xlabel="local iterations")
+    out = Outcome(curves, "local iterations", "loss")
+    by_id = {c.id: c for c in claims["tdcd"]}
+    verdicts = {}
+    for cid in ("tdcd.fig6.slower-per-iteration", "tdcd.fig6.accuracy-decay",
+                "tdcd.fig7.slower-per-iteration-mimic", "tdcd.fig7.accuracy-decay-mimic"):
+        tests = by_id[cid].decide(out)
+        assert len(tests) == len(ex.QS) - 1 and all(t.margin > 0 and t.source for t in tests)
+        verdicts[cid] = combine(tests)
+    assert verdicts == {"tdcd.fig6.slower-per-iteration": "agrees",
+                        "tdcd.fig6.accuracy-decay": "agrees",
+                        "tdcd.fig7.slower-per-iteration-mimic": "contradicts",
+                        "tdcd.fig7.accuracy-decay-mimic": "contradicts"}
+    (first, *_) = by_id["tdcd.fig7.slower-per-iteration-mimic"].decide(out)
+    assert first.compares == (ex.label(1, ex.MIMIC), ex.label(10, ex.MIMIC))
+    assert np.isclose(first.effect, (curves[ex.label(10, ex.MIMIC)].y[:, -1]
+                                     - curves[ex.label(1, ex.MIMIC)].y[:, -1]).mean())
+
+
+@pytest.mark.parametrize("sign, verdict", [(1.0, "agrees"), (-1.0, "contradicts")])
+def test_tdcd_mimic_larger_network_claims_read_its_curves(claims, sign, verdict):
+    """Das et al. 2022, Section 5.3.2 on MIMIC-III (the breast-cancer data): at K = 50 every
+    Q > 1 is ahead of Q = 1 in test accuracy against time (Figs. 4(c, d)), and at each Q > 1
+    K = 50 ends at a higher training loss than K = 20 (Figs. 7(c, d)); synthetic curves where
+    both hold (sign 1) or both are reversed (sign -1)."""
+    import numpy as np
+
+    from fedbound.bounds.tdcd import round_time
+    from fedbound.verify.api import Curve, Outcome
+    from fedbound.verify.decide import combine
+    from fedbound.verify.papers.tdcd import experiments as ex
+
+    rng = np.random.default_rng(1)
+    curves = {}
+
+    def add(name, x, end, start=0.1):
+        y = np.linspace(start, end, x.size)[None, :] + rng.normal(0, 0.003, (4, x.size))
+        curves[name] = Curve(name, x, y)
+
+    for Q in ex.QS:
+        rounds = np.arange(ex.rounds_of(Q, 90) + 1)
+        for net, worse in ((ex.MIMIC, 0.0), (ex.MIMIC_LARGER, 0.1 * sign)):
+            add(ex.label(Q, net), Q * rounds, 1.0 + (Q > 1) * worse)
+        level = 0.8 + sign * 0.05 * (Q > 1)   # flat: Q > 1 ahead (or behind) at every time
+        for ratio in ex.RATIOS:
+            add(ex.label(Q, ex.MIMIC_LARGER, ratio, accuracy=True),
+                rounds * round_time(Q, ratio, 1.0), level, start=level)
+    out = Outcome(curves, "time units", "loss")
+    by_id = {c.id: c for c in claims["tdcd"]}
+    faster = by_id["tdcd.fig4cd.q-faster-mimic"].decide(out)
+    worse = by_id["tdcd.fig7cd.larger-k-worse-mimic"].decide(out)
+    assert (len(faster), len(worse)) == (2 * (len(ex.QS) - 1), len(ex.QS) - 1)
+    assert combine(faster) == combine(worse) == verdict
+    assert worse[0].compares == (ex.label(10, ex.MIMIC), ex.label(10, ex.MIMIC_LARGER))
+    assert all(t.margin > 0 and t.source for t in faster + worse)
 
 
 def test_every_stored_test_states_its_margin_and_no_contradiction_is_smaller():

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from fedbound.sim.data import (
     INSTALL_HINT,
     dirichlet_partition,
+    held_out,
     iid_partition,
     label_partition,
     load_breast_cancer,
@@ -439,3 +440,30 @@ def test_vertical_split_gives_a_tdcd_layout_of_every_column_once(p, silos, seed)
     if seed is None:
         assert torch.equal(columns, torch.arange(p))
     assert Layout(blocks, (1,) * silos, 4, 1).D == p
+
+
+@pytest.mark.parametrize("loader", [load_digits, load_breast_cancer])
+def test_held_out_is_a_disjoint_split_that_keeps_each_class_share(loader):
+    """held_out: every sample on exactly one side, round(share n_k) of class k held out, the
+    training samples in their original order, the same split from the same seed."""
+    data = loader()
+    train, test = held_out(data, 0.2, torch.Generator().manual_seed(3))
+    counts = torch.bincount(data.labels, minlength=data.classes)
+    assert torch.equal(torch.bincount(test.labels, minlength=data.classes),
+                       torch.round(0.2 * counts.double()).long())
+    assert train.n + test.n == data.n and train.classes == test.classes == data.classes
+    rows = {tuple(r) for r in torch.cat([train.features, test.features]).tolist()}
+    assert len(rows) == len({tuple(r) for r in data.features.tolist()})
+    keep = torch.tensor([tuple(r) not in {tuple(t) for t in test.features.tolist()}
+                         for r in data.features.tolist()])
+    assert torch.equal(train.features, data.features[keep])
+    again, _ = held_out(data, 0.2, torch.Generator().manual_seed(3))
+    other, _ = held_out(data, 0.2, torch.Generator().manual_seed(4))
+    assert torch.equal(again.features, train.features)
+    assert not torch.equal(other.features, train.features)
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0, 1, "0.2", float("nan")])
+def test_held_out_refuses_a_share_outside_zero_and_one(share):
+    with pytest.raises(ValueError, match="share="):
+        held_out(load_breast_cancer(), share, torch.Generator())

@@ -243,3 +243,36 @@ def test_the_benchmarks_module_loop_computes_the_vectorised_gradients(net):
     assert len(copies) == 3 and all(module is not problem.module for module in copies)
     torch.testing.assert_close(loop_step(problem, copies, gen(24)),
                                problem.stochastic_grad(models, gen(24)), rtol=1e-10, atol=1e-12)
+
+
+def test_the_pooled_group_mean_of_clients_gradients_is_the_generic_one(digits):
+    """NeuralProblem's group mean over c clients (Ali & Arafa 2025, eqs. (5)-(6)) draws the
+    indices the generic Problem.mean_gradient_sampler draws and gives its numbers to
+    round-off, for unequal groups (clients beyond c unused)."""
+    from fedbound.sim.problems import Problem
+
+    X, y = digits
+    problem = NeuralProblem(mlp(64, (6,), 10), X[:200], y[:200], batch=3)
+    shape, counts = (2, 3, 4, problem.dim), torch.tensor([4, 1, 3])
+    models = problem.initial() + 0.1 * torch.randn(2, 3, problem.dim, dtype=F64,
+                                                    generator=torch.Generator().manual_seed(1))
+    pooled = problem.mean_gradient_sampler(shape, counts, torch.Generator().manual_seed(5))
+    generic = Problem.mean_gradient_sampler(problem, shape, counts, torch.Generator().manual_seed(5))
+    for _ in range(2):
+        torch.testing.assert_close(pooled(models), generic(models), rtol=1e-12, atol=1e-14)
+
+
+def test_accuracy_is_the_share_of_samples_whose_largest_logit_is_the_label(digits):
+    """_FlatModule.accuracy against the module's own forward pass, model by model."""
+    X, y = digits
+    problem = NeuralProblem(network("mlp"), X, y)
+    models = problem.initial() + 0.3 * torch.randn(2, 3, problem.dim, dtype=F64,
+                                                    generator=torch.Generator().manual_seed(2))
+    got = problem.accuracy(models, X[:100], y[:100])
+    assert got.shape == (2, 3)
+    for idx in ((0, 0), (1, 2)):
+        module = copy.deepcopy(problem.module)
+        vector_to_parameters(models[idx], module.parameters())
+        with torch.no_grad():
+            expected = (module(X[:100].to(F64)).argmax(-1) == y[:100]).double().mean()
+        assert float(got[idx]) == pytest.approx(float(expected), abs=1e-15)

@@ -233,7 +233,7 @@ def test_afl_on_the_digits_mlp_the_check_says_estimated():
     pytest.importorskip("sklearn", reason="scikit-learn (fedbound[data]) provides the digits")
     from fedbound.verify.papers.afl.experiments import M, clients_for
 
-    clients, _ = clients_for("mlp", 2, 16, 0)
+    clients, _, _ = clients_for("mlp", 2, 16, 0)
     fields = {"M": M, "m": 5, "T": 6, "K": 2, "tau": 1, "replicas": 4, "arrivals": "biased"}
     settings = estimated.EstimationSettings(points=2, steps=3, power_steps=5, samples=16)
     v = check_estimated("afl.theorem2", fields, problem=clients, settings=settings)

@@ -7,23 +7,32 @@ c_g = d_g |N_g| + b_g and 1/lambda_g = e_g |N_g| + f_g to the global server, its
 parameters {d, b, e, f, d_g, b_g, e_g, f_g} given per figure (Section IV). Its non-i.i.d. runs
 use Dirichlet(0.1) or label-disjoint groups. It gives no step, batch or number of seeds.
 
-The smallest faithful analogue run here (``sim.hfl.run_hfl``, its schedule drawn from the
-figure's delays for every seed, ``sim.federated.federated_problem`` for the clients): an MLP
-64-32-10 with tanh (for the CNN, MLP and RNN) or a linear layer (for the logistic regression
-of Fig. 13) on the 1797 digits, the figure's split (i.i.d. where the paper states none),
-mini-batches of :data:`BATCH` per client, the step :data:`STEP` (the best of {0.05, 0.1, 0.2,
-0.4} for Fig. 7a's baseline S = 0 at T = 2000, i.i.d.; the paper gives none), fewer clients
-than the paper's where it has hundreds, with the delays of the paper's group sizes (the same
-c_i, lambda_i, c_g, lambda_g: the schedule is the paper's, only the clients per group
-differ). The seed sets the split and the network's start; every configuration of an
+The analogue run here (``sim.hfl.run_hfl``, its schedule drawn from the figure's delays for
+every seed, ``sim.federated.federated_problem`` for the clients): an MLP 64-32-10 with tanh
+(for the CNN, MLP and RNN) or a linear layer (for the logistic regression of Fig. 13) on the
+1797 digits, the figure's split (i.i.d. where the paper states none), mini-batches of
+:data:`BATCH` per client, the step :data:`STEP` (the best of {0.05, 0.1, 0.2, 0.4} for Fig.
+7a's baseline S = 0 at T = 2000, i.i.d.; the paper gives none), at the paper's structure:
+its groups and clients per group where it states them (Fig. 3: 2 of 10; Fig. 6: 2 of 500,
+every client drawing from all the digits; Fig. 7: 15 + 15; Fig. 9: 64 in 2, 4 or 8 groups).
+Where a non-i.i.d. split over the paper's clients would leave clients without a digit (Fig.
+8: 3400 clients, Fig. 13: 500 per group, Dirichlet(0.1) over 1797 digits), fewer clients run
+with the delays of the paper's group sizes (the same c_i, lambda_i, c_g, lambda_g: the
+schedule is the paper's). Quick runs shorten the horizon and the seeds, never the
+structure. The seed sets the split and the network's start; every configuration of an
 experiment shares them, and its seeds draw the delays and the mini-batches.
 
 The readings of the upload (eqs. (10) and (12)): as printed (each group's change divided by
 t_i^u), FedNova-style (rescaled by the groups' mean t) and as a plain sum
-(``sim.hfl.UPLOADS``); every experiment about S runs under each.
+(``sim.hfl.UPLOADS``); every experiment runs under each. A group trained alone (Figs. 4 and
+5, the paper's S = T: one round) is scored on its own model x_i^{u,t}, as the paper plots
+the isolated groups' accuracy: under every reading the sum's x^2 (with one group the printed
+upload would divide a whole horizon's training by t).
 
 The metric: the training loss f(x^u) over all 1797 digits of the global model at each
-wall-clock time (the model of the last round finished by then).
+wall-clock time (the model of the last round finished by then); for Fig. 3, also the groups'
+spread about the global model, Lemma 1's ||x^{u+1} - x_i^{u,t_i^u}||^2 (eq. (18)), the mean
+over groups at the end of each round.
 """
 
 from __future__ import annotations
@@ -92,40 +101,55 @@ def problem(split, sizes, plan: Plan, model: str = "mlp"):
                              hidden=(HIDDEN,), device=plan.device)
 
 
-def run_config(pr, x1, c: Config, *, T: float, plan: Plan, record: bool = True):
-    """(times [seeds, records], loss [seeds, records], rounds U [seeds], final models
-    [seeds, d]) of one configuration: f(x^1) at time 0 and f(x^{u+1}) at the end of round u."""
+def run_config(pr, x1, c: Config, *, T: float, plan: Plan, upload: str | None = None):
+    """The trace of one configuration under the plan's reading of the upload (``upload``
+    where given): f(x^1) and f(x^{u+1}) at the end of round u, the schedule, the final model."""
     import torch
 
     from fedbound.sim.hfl import run_hfl
 
     trace = run_hfl(pr, sizes=c.sizes, alpha=plan.step or STEP, x1=x1, replicas=plan.seeds,
                     generator=torch.Generator().manual_seed(plan.seed + 1), delays=c.delays(),
-                    S=c.S, T=T, ramp=c.ramp, upload=plan.reading or "printed",
+                    S=c.S, T=T, ramp=c.ramp, upload=upload or plan.reading or "printed",
                     record_grad=False)
     if trace.diverged.any():
         raise ValueError(f"{c.label}: {int(trace.diverged.sum())} of {plan.seeds} seeds diverged "
                          f"at step {plan.step or STEP:g}")
-    end = trace.end_time.numpy()
+    return trace
+
+
+def record_times(trace) -> np.ndarray:
+    """[seeds, U_max + 1]: time 0, then the end of each round (inf after round U)."""
+    end, real = trace.end_time.numpy(), trace.real.numpy()
+    return np.concatenate([np.zeros((end.shape[0], 1)), np.where(real, end, np.inf)], axis=1)
+
+
+def schedule_scalars(label: str, trace) -> dict[str, np.ndarray]:
+    """Per seed: the rounds U and the mean local iterations per group and round."""
     real = trace.real.numpy()
-    times = np.concatenate([np.zeros((plan.seeds, 1)), np.where(real, end, np.inf)], axis=1)
-    return times, trace.loss.numpy(), trace.U.numpy().astype(float), trace.x_final
+    t = trace.t.numpy().astype(float).mean(axis=2)
+    return {f"rounds {label}": trace.U.numpy().astype(float),
+            f"local iterations {label}": (t * real).sum(axis=1) / real.sum(axis=1)}
 
 
 def curves_of(configs, pr, x1, *, T: float, plan: Plan, points: int = 81) -> tuple[dict, dict]:
-    """Each configuration's loss on a grid of ``points`` times in [0, T], and its rounds."""
+    """Each configuration's loss on a grid of ``points`` times in [0, T], and its schedule's
+    scalars (:func:`schedule_scalars`)."""
     grid = np.linspace(0.0, T, points)
-    curves, rounds = {}, {}
+    curves, scalars = {}, {}
     for c in configs:
-        times, loss, U, _ = run_config(pr, x1, c, T=T, plan=plan)
-        curves[c.label] = Curve.sampled(c.label, times, loss, grid)
-        rounds[f"rounds {c.label}"] = U
-    return curves, rounds
+        trace = run_config(pr, x1, c, T=T, plan=plan)
+        curves[c.label] = Curve.sampled(c.label, record_times(trace), trace.loss.numpy(), grid)
+        scalars.update(schedule_scalars(c.label, trace))
+    return curves, scalars
 
 
-def isolated_loss(full, x1, sizes, group: int, c: Config, *, T: float, plan: Plan) -> np.ndarray:
-    """The global loss [seeds] of group ``group`` trained alone for ``T`` (the paper's S = T):
-    its clients' shards as their own problem, one group, the final model evaluated on f."""
+def isolated_loss(full, x1, sizes, group: int, c: Config, *, T: float,
+                  plan: Plan) -> tuple[np.ndarray, np.ndarray]:
+    """Group ``group`` trained alone for ``T`` (the paper's S = T): its clients' shards as
+    their own problem, one group, its own model at T (the one round's x_i^{u,t}: the upload
+    summed, whatever the plan's reading; module docstring). Returns its loss on all the
+    digits, f [seeds], and on its own shards at the start and at T [seeds, 2]."""
     import torch
 
     from fedbound.sim.data import Partition
@@ -140,23 +164,46 @@ def isolated_loss(full, x1, sizes, group: int, c: Config, *, T: float, plan: Pla
                         weights=full.weights, device=full.device)
     alone = Config(c.label, (sizes[group],), T, params=c.params,
                    delay_sizes=((c.delay_sizes or c.sizes)[group],), shifts=None)
-    _, _, _, final = run_config(sub, x1, alone, T=T, plan=plan)
-    return full.loss(torch.as_tensor(final).to(full.device)).cpu().numpy()
+    trace = run_config(sub, x1, alone, T=T, plan=plan, upload="sum")
+    own = trace.loss.numpy()[:, [0, -1]]
+    return full.loss(torch.as_tensor(trace.x_final).to(full.device)).cpu().numpy(), own
 
 
-def experiment(build):
-    """An experiment's run function from ``build(plan) -> Outcome``."""
-    return build
+def notes(plan: Plan) -> tuple[str, ...]:
+    """What every outcome notes: the step, the batch and the reading of the upload."""
+    return (f"step {plan.step or STEP:g}, batch {plan.batch or BATCH}, upload "
+            f"{plan.reading or 'printed'}",)
+
+
+#: Fig. 3's spread of the groups is compared between the first and the last SPREAD_SHARE of
+#: the horizon
+SPREAD_SHARE = 0.25
+SPREAD = "groups' spread ||x^{u+1} - x_i^{u,t}||^2"
 
 
 def fig3(plan: Plan) -> Outcome:
-    """Fig. 3: 2 groups of 10 clients, S = 5, the figure's delays, i.i.d."""
+    """Fig. 3: 2 groups of 10 clients, S = 5, the figure's delays, i.i.d.; the global loss
+    and the groups' spread about the global model (Lemma 1, (18)) after each round."""
     T = 150.0 if plan.quick else 600.0
     pr, x1 = problem("iid", (10, 10), plan)
     c = Config("S = 5", (10, 10), 5.0, PARAMS["fig3"])
-    curves, rounds = curves_of([c], pr, x1, T=T, plan=plan, points=121)
-    return Outcome(curves, "time", "training loss f(x^u)", rounds,
-                   notes=(f"step {plan.step or STEP:g}, batch {plan.batch or BATCH}",))
+    trace = run_config(pr, x1, c, T=T, plan=plan)
+    times = record_times(trace)
+    grid = np.linspace(0.0, T, 121)
+    spread = trace.deviation.numpy().mean(axis=2)                     # [seeds, U_max]
+    ends = times[:, 1:]
+    early, late = ends <= SPREAD_SHARE * T, (ends > (1 - SPREAD_SHARE) * T) & np.isfinite(ends)
+    if not (early.any(axis=1).all() and late.any(axis=1).all()):
+        raise ValueError(f"a seed has no round ending in the first or the last {SPREAD_SHARE:.0%} "
+                         f"of T = {T:g}")
+    curves = {c.label: Curve.sampled(c.label, times, trace.loss.numpy(), grid),
+              SPREAD: Curve.sampled(SPREAD, ends, spread, grid[grid >= ends[:, 0].max()],
+                                    xlabel="time (end of round)")}
+    scalars = {**schedule_scalars(c.label, trace),
+               "spread, first quarter": (spread * early).sum(axis=1) / early.sum(axis=1),
+               "spread, last quarter": (spread * late).sum(axis=1) / late.sum(axis=1)}
+    return Outcome(curves, "time", "training loss f(x^u); spread (labelled)", scalars,
+                   notes=notes(plan))
 
 
 def _s_experiment(figure: str, S_values, sizes, delay_sizes, split, T: tuple[float, float],
@@ -170,13 +217,11 @@ def _s_experiment(figure: str, S_values, sizes, delay_sizes, split, T: tuple[flo
             configs += [Config(f"S = {S:g}, ramped", sizes, S, PARAMS["fig6"], delay_sizes,
                                ramp=True) for S in S_values]
         curves, rounds = curves_of(configs, pr, x1, T=horizon, plan=plan)
-        return Outcome(curves, "time", "training loss f(x^u)", rounds,
-                       notes=(f"step {plan.step or STEP:g}, batch {plan.batch or BATCH}, "
-                              f"upload {plan.reading or 'printed'}",))
+        return Outcome(curves, "time", "training loss f(x^u)", rounds, notes=notes(plan))
     return run
 
 
-fig6 = _s_experiment("fig6", (0.0, 5.0), (10, 10), (500, 500), "iid", (300.0, 1000.0))
+fig6 = _s_experiment("fig6", (0.0, 5.0), (500, 500), None, "iid", (300.0, 1000.0))
 fig7a = _s_experiment("fig7a", (0.0, 5.0, 20.0), (15, 15), None, ("dirichlet", 0.1),
                       (500.0, 2000.0))
 fig7b = _s_experiment("fig7b", (0.0, 5.0, 20.0), (15, 15), None, ("dirichlet", 0.1),
@@ -198,8 +243,7 @@ def fig9(plan: Plan) -> Outcome:
         got, r = curves_of([c], pr, x1, T=T, plan=plan)
         curves.update(got)
         rounds.update(r)
-    return Outcome(curves, "time", "training loss f(x^u)", rounds,
-                   notes=(f"step {plan.step or STEP:g}, batch {plan.batch or BATCH}",))
+    return Outcome(curves, "time", "training loss f(x^u)", rounds, notes=notes(plan))
 
 
 def _association(shifts: tuple[float, float]):
@@ -216,7 +260,7 @@ def _association(shifts: tuple[float, float]):
             curves.update(got)
             rounds.update(r)
         return Outcome(curves, "time", "training loss f(x^u)", rounds,
-                       notes=(f"shifts c_1 = {shifts[0]:g}, c_2 = {shifts[1]:g}",))
+                       notes=(*notes(plan), f"shifts c_1 = {shifts[0]:g}, c_2 = {shifts[1]:g}"))
     return run
 
 
@@ -235,7 +279,7 @@ def fig11(plan: Plan) -> Outcome:
         got, r = curves_of([c], pr, x1, T=T, plan=plan)
         curves.update(got)
         rounds.update(r)
-    return Outcome(curves, "time", "training loss f(x^u)", rounds)
+    return Outcome(curves, "time", "training loss f(x^u)", rounds, notes=notes(plan))
 
 
 def fig12(plan: Plan) -> Outcome:
@@ -247,7 +291,7 @@ def fig12(plan: Plan) -> Outcome:
     configs = [Config(f"c_g = {cg:g}", (15, 15), 10.0, (*base[:5], cg - 2 * base[4], *base[6:]))
                for cg in (10.0, 20.0, 40.0)]
     curves, rounds = curves_of(configs, pr, x1, T=T, plan=plan)
-    return Outcome(curves, "time", "training loss f(x^u)", rounds)
+    return Outcome(curves, "time", "training loss f(x^u)", rounds, notes=notes(plan))
 
 
 def cooperation(split):
@@ -260,25 +304,27 @@ def cooperation(split):
         c = Config("HFL, S = 5", sizes, 5.0, PARAMS["fig3"])
         curves, rounds = curves_of([c], pr, x1, T=T, plan=plan)
         for g in (0, 1):
-            loss = isolated_loss(pr, x1, sizes, g, c, T=T, plan=plan)
+            loss, own = isolated_loss(pr, x1, sizes, g, c, T=T, plan=plan)
             label = f"group {g + 1} ({sizes[g]} clients) alone"
             curves[label] = Curve(label, np.array([T]), loss[:, None])
-        return Outcome(curves, "time", "training loss f(x^u)", rounds)
+            rounds[f"own loss at the start: {label}"] = own[:, 0]
+            rounds[f"own loss at the horizon: {label}"] = own[:, 1]
+        return Outcome(curves, "time", "training loss f(x^u)", rounds, notes=notes(plan))
     return run
 
 
-def footprint(clients: int, configs: int, T: float, local: int = 20):
-    """Memory and work of ``configs`` runs of ``clients`` clients over ``T`` time units, at
-    most ``local`` local iterations per unit of time."""
+def footprint(clients: int, configs: int, T: float, local: int = 20, groups: int = 8):
+    """Memory and work of ``configs`` runs of ``clients`` clients in at most ``groups`` groups
+    over ``T`` time units, at most ``local`` local iterations per unit of time."""
     d = 64 * HIDDEN + HIDDEN + HIDDEN * 10 + 10
 
     def estimate(plan: Plan) -> Footprint:
         R, batch = plan.seeds, plan.batch or BATCH
         iterations = local * T
-        memory = {f"seeds={R} x clients={clients} x parameters={d} x 6 buffers of 8 B":
-                  48.0 * R * clients * d,
-                  f"seeds={R} x clients={clients} x batch={batch} x activations":
-                  8.0 * R * clients * batch * 4 * (HIDDEN + 10)}
+        memory = {f"seeds={R} x groups={groups} x parameters={d} x 6 buffers of 8 B":
+                  48.0 * R * groups * d,
+                  f"seeds={R} x clients={clients} x batch={batch} x (inputs and activations)":
+                  8.0 * R * clients * batch * (64 + 4 * (HIDDEN + 10))}
         steps = {f"{configs} configurations x {iterations:g} local iterations x seeds={R} x "
                  f"clients={clients} x batch={batch} x parameters={d}":
                  configs * iterations * (6.0 * R * clients * batch * d + LOOP_OVERHEAD)}

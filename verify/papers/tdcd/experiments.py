@@ -1,46 +1,55 @@
-"""The experiments behind Das et al. 2022's claims (Section 5), on the 8x8 digits.
+"""The experiments behind Das et al. 2022's claims (Section 5), on the 8x8 digits and the
+Wisconsin breast-cancer data.
 
-The paper trains a ResNet-18 per silo on the two halves of every CIFAR-10 image (N = 2),
-K = 50 or 100 clients per silo, mini-batches of 2000 sample IDs reused for the Q local
-iterations of a round, each Q at the best step of a grid (the lowest training loss), and
-plots test accuracy and training loss against the latency t_Q = 3 t_comm + Q t_comp
-(t_comm = 10 or 100, t_comp = 1) or against iterations (Sections 5.2 and 5.3).
+The paper trains a ResNet-18 per silo on the two halves of every CIFAR-10 image (N = 2,
+K = 50 or 100 clients per silo) and an LSTM per silo on the 76 features of MIMIC-III (N = 4,
+K = 20 or 50), mini-batches of 2000 sample IDs reused for the Q local iterations of a round,
+each Q at the best step of a grid (the lowest training loss), and plots test accuracy (F1
+on MIMIC-III) and training loss against the latency t_Q = 3 t_comm + Q t_comp (t_comm = 10
+or 100, t_comp = 1) or against iterations (Sections 5.2 and 5.3).
 
-The smallest faithful analogue run here (``sim.tdcd.run_tdcd``): the 1797 digits of 64
-standardised pixels, split into N = 2 silos holding the top and bottom halves of each image
-(N = 4: quarters) (``sim.data.vertical_split``), one MLP per silo (``sim.neural.mlp``, 16
-tanh units, 10 outputs), the outputs summed and the cross-entropy of the ten classes: the
-paper's Fig. 1(b) with small networks. K = 2 clients per silo and batches of 80 sample IDs:
-40 per client, the paper's 2000 / 50 (K = 4: 20 per client, the paper's 2000 / 100).
-Q in {1, 10, 20, 30}, the values of the authors' experiment scripts (the text does not list
-them). Every Q runs the same number of local iterations (the paper: 5000 on CIFAR-10), each
-step of :data:`STEPS` for every seed in one vectorised run, and keeps the step with the
-lowest mean training loss at the end (the paper's grid search per Q); the seeds of that
-step form the curve. The seed sets the networks' initial weights; every configuration of
-an experiment starts from them (paired).
+The analogue run here (``sim.tdcd.run_tdcd``) keeps the paper's structure: for CIFAR-10 the
+digits (a fifth of each class held out for the test accuracy, ``sim.data.held_out``) split
+into N = 2 silos holding the top and bottom halves of each image (``sim.data.vertical_split``)
+with K = 50 or 100 clients per silo; for MIMIC-III the breast-cancer data (569 samples, 30
+features, 2 classes; a fifth held out) split into N = 4 silos of 7 or 8 features with K = 20
+or 50 clients per silo (Fig. 9: N = 4 against 8, K = 50). One MLP per silo
+(``sim.neural.mlp``, 16 tanh units, one output per class), the outputs summed and the
+cross-entropy of the classes: the paper's Fig. 1(b) with small networks. A batch of
+:data:`BATCH` sample IDs, every client holding a copy of the training samples (``sim.tdcd``'s
+layout): 10 or 5 per client at K = 50 or 100, 25 or 10 at K = 20 or 50, the paper's ratios
+(40 or 20, 100 or 40); a batch of the paper's 2000 would be more than the training digits
+(full-batch gradient descent), one of its 4% of the data (57 digits) would give each client
+one sample or none, reused for Q steps. Q in {1, 10, 20, 30}, the values of the authors' experiment
+scripts (the text does not list them). Every Q runs the same number of local iterations (the
+paper: 5000 on CIFAR-10), each step of :data:`STEPS` for every seed in one vectorised run,
+and keeps the step with the lowest mean training loss at the end (the paper's grid search per
+Q); the seeds of that step form the curve. Quick runs shorten the iterations and the seeds,
+never the structure. The seed sets the split and the networks' initial weights; every
+configuration of an experiment starts from them (paired).
 
-The metric: the training loss L(theta) of the hub models over all samples, after each
-round, against local iterations or against time units t_Q (the paper's Figs. 3-8 plot test
-accuracy against time and training loss against iterations).
+The metrics: the training loss L(theta) of the hub models over the training samples and
+their test accuracy on the held-out ones, after each round, against local iterations or
+against time units t_Q.
 
 The readings of the round's mini-batch (:data:`READINGS`, ``sim.tdcd.BATCHES``): as printed,
 one batch of sample IDs for all Q local iterations of a round (Section 3, Algorithm 1), or a
-fresh batch at every local iteration (the conference version of TDCD); the Q claims run
-under both (the other experiments under the printed one).
+fresh batch at every local iteration (the conference version of TDCD); every experiment runs
+under both.
 
-The experiments train some configurations alike: K = 2 (clients) and N = 2 (silos) are the
-latency experiment's networks, and Q = 1 is the same run under either reading (a round of
-one local iteration draws one batch). Each (network, Q, plan) is trained once per process
-(:func:`trained`, a bounded cache: the runs are deterministic, so a hit returns the numbers a
-rerun computes), and Theorem 1's constants are estimated once for both readings
-(:func:`bounds_at`).
+The experiments train some configurations alike: Q = 1 is the same run under either reading
+(a round of one local iteration draws one batch), and the silos experiment's N = 4, K = 50
+network is the breast-cancer network of the latency experiment's larger K. Each (network, Q,
+plan) is trained once per process (:func:`trained`, a bounded cache: the runs are
+deterministic, so a hit returns the numbers a rerun computes), and Theorem 1's constants are
+estimated once for both readings (:func:`bounds_at`).
 """
 
 from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from types import MappingProxyType
 
@@ -62,22 +71,66 @@ QS = (1, 10, 20, 30)
 #: t_comm / t_comp of Section 5.3.1 (t_comp = 1)
 RATIOS = (10.0, 100.0)
 #: the step grid every configuration searches
-STEPS = (0.05, 0.1, 0.2, 0.4)
-BATCH, CLIENTS, SILOS, HIDDEN, CLASSES = 80, 2, 2, 16, 10
+STEPS = (1.6, 3.2, 6.4)
+BATCH, HIDDEN = 500, 16
+#: the share of each data set held out for the test accuracy
+TEST = 0.2
+
+
+@dataclass(frozen=True)
+class Network:
+    """A data set split over ``silos`` silos of ``clients`` clients each (the paper's N and
+    K), ``tag`` naming its curves ("" for the digits at K = 50, the default network)."""
+
+    data: str
+    silos: int
+    clients: int
+
+    @property
+    def tag(self) -> str:
+        if self == DIGITS:
+            return ""
+        head = "breast cancer, " if self.data == "breast_cancer" else ""
+        silos = f", N = {self.silos}" if self.silos != DEFAULT_SILOS[self.data] else ""
+        return f"{head}K = {self.clients}{silos}"
+
+
+#: the paper's N for each data set's stand-in (CIFAR-10: 2, MIMIC-III: 4)
+DEFAULT_SILOS = {"digits": 2, "breast_cancer": 4}
+
+
+#: CIFAR-10's networks (Section 5.3.1: K = 50; 5.3.2: K = 100), on the digits
+DIGITS, DIGITS_LARGER = Network("digits", 2, 50), Network("digits", 2, 100)
+#: MIMIC-III's networks (K = 20; 50), on the breast-cancer data
+MIMIC, MIMIC_LARGER = Network("breast_cancer", 4, 20), Network("breast_cancer", 4, 50)
+#: Fig. 9: MIMIC-III with K = 50, Q = 10 and N = 4 against 8 silos
+SILO_NETWORKS = (MIMIC_LARGER, Network("breast_cancer", 8, 50))
+LATENCY_NETWORKS = (DIGITS, DIGITS_LARGER, MIMIC, MIMIC_LARGER)
 #: local iterations of every Q: (quick, full)
-ITERATIONS = {True: 240, False: 900}
+ITERATIONS = {True: 90, False: 900}
 #: where the iteration claims are decided early: this share of the iterations
 EARLY = 0.25
-SEEDS = (4, 10)
+SEEDS = (3, 10)
 READINGS = (
     Reading("round", "Das et al. 2022, Section 3 and Algorithm 1 as printed: one mini-batch "
                      "of sample IDs for all Q local iterations of a round"),
     Reading("step", "a fresh mini-batch at every local iteration, the other silos' "
                     "embeddings Phi_{-j} at the round-start hub models"),
 )
-N_DIGITS, PIXELS = 1797, 64
-#: the runs (and bounds) a process keeps: a reproduction of every claim trains 12 distinct runs
-CACHED = 32
+#: the samples and features of each data set (the footprint's sizes)
+SIZES = {"digits": (1797, 64, 10), "breast_cancer": (569, 30, 2)}
+#: the runs (and bounds) a process keeps: a reproduction of every claim trains 30 distinct runs
+CACHED = 48
+
+
+def label(Q: int, network: Network = DIGITS, ratio: float | None = None,
+          accuracy: bool = False) -> str:
+    """The label of Q's curve on ``network`` ("Q = 10", "Q = 10, K = 100", "Q = 10, breast
+    cancer, K = 20"), against time at ``ratio`` where given, of its test accuracy with
+    ``accuracy``."""
+    out = f"Q = {Q}" + (f", {network.tag}" if network.tag else "")
+    out += f", t_comm = {ratio:g}" if ratio is not None else ""
+    return out + (": test accuracy" if accuracy else "")
 
 
 @contextmanager
@@ -91,45 +144,83 @@ def _seeded(seed: int):
 
 
 def ce_loss(z, y):
-    """The cross-entropy of the summed embeddings z [..., 10] at the labels y [...] (float
-    labels, as ``sim.tdcd.ModuleModel`` holds them)."""
+    """The cross-entropy of the summed embeddings z [..., classes] at the labels y [...]
+    (float labels, as ``sim.tdcd.ModuleModel`` holds them)."""
     from fedbound.sim.neural import cross_entropy
 
     return cross_entropy(z, y.long())
 
 
-def build_model(*, silos: int, clients: int, batch: int, seed: int, device=None):
-    """The digits split over ``silos`` (rows of the image, top to bottom), ``clients`` per
-    silo, batches of ``batch``, one MLP per silo initialised from ``seed``: (ModuleModel,
-    theta0)."""
+def _data(data: str, seed: int, device=None):
+    """(train, test) of ``data`` ("digits" or "breast_cancer"), a fifth of each class held
+    out, from ``seed``."""
     import torch
 
-    from fedbound.sim.data import load_digits, vertical_split
+    from fedbound.sim.data import held_out, load_breast_cancer, load_digits
+
+    load = load_digits if data == "digits" else load_breast_cancer
+    return held_out(load(device=device), TEST, torch.Generator().manual_seed(seed))
+
+
+def _models(data, silos: int, clients: int, batch: int, seed: int, device):
+    """The training and the test ModuleModel of ``data`` (a (train, test) pair) split over
+    ``silos`` (rows of the image, top to bottom; features in their order), ``clients`` per
+    silo, batches of ``batch``, one MLP per silo initialised from ``seed``."""
+    import torch
+
+    from fedbound.sim.data import vertical_split
     from fedbound.sim.neural import mlp
     from fedbound.sim.tdcd import Layout, ModuleModel
 
-    digits = load_digits(device=device)
-    columns, blocks = vertical_split(digits.features.shape[1], silos)
-    layout = Layout(blocks, (clients,) * silos, digits.features.shape[0], batch)
+    train, test = data
+    columns, blocks = vertical_split(train.features.shape[1], silos)
     with _seeded(seed):
-        nets = [mlp(width, (HIDDEN,), CLASSES) for width in blocks]
-    model = ModuleModel(nets, digits.features[:, columns.to(digits.features.device)],
-                        digits.labels.to(torch.float64), layout, loss=ce_loss, device=device)
+        nets = [mlp(width, (HIDDEN,), train.classes) for width in blocks]
+    out = []
+    for part, K, b in ((train, clients, batch), (test, 1, 1)):
+        layout = Layout(blocks, (K,) * silos, part.n, b)
+        out.append(ModuleModel(nets, part.features[:, columns.to(part.features.device)],
+                               part.labels.to(torch.float64), layout, loss=ce_loss,
+                               device=device))
+    return out
+
+
+def build_model(*, silos: int, clients: int, batch: int, seed: int, device=None,
+                data: str = "digits"):
+    """The training samples of ``data`` (the digits: rows of the image, top to bottom)
+    split over ``silos`` silos, ``clients`` per silo, batches of ``batch``, one MLP per silo
+    initialised from ``seed``: (ModuleModel, theta0)."""
+    model, _ = _models(_data(data, seed, device), silos, clients, batch, seed, device)
     return model, model.initial()
+
+
+def test_accuracy(test_model, hub) -> np.ndarray:
+    """The test accuracy [S, points] of the hub models ``hub`` [S, points, N, d] on the
+    held-out samples of ``test_model`` (a ModuleModel on them): the share whose largest
+    summed output is the label."""
+    import torch
+
+    S, points, N, d = hub.shape
+    flat = hub.reshape(S * points, N, d).to(test_model.device)
+    n = test_model.layout.n
+    rows = torch.arange(n, device=test_model.device).expand(S * points, n)
+    hits = [(test_model.embed(chunk, rows[:chunk.shape[0]]).sum(1).argmax(-1)
+             == test_model.y.long()).to(torch.float64).mean(-1)
+            for chunk in flat.split(LOSS_CHUNK)]
+    return torch.cat(hits).cpu().numpy().reshape(S, points)
 
 
 def rounds_of(Q: int, iterations: int) -> int:
     return max(1, iterations // Q)
 
 
-def best_step(model, theta0, *, Q: int, rounds: int, steps, seeds: int, seed: int,
-              batch: str = "round"):
+def best_run(model, theta0, *, Q: int, rounds: int, steps, seeds: int, seed: int,
+             batch: str = "round"):
     """One vectorised run of every step x ``seeds`` replicas (step-major), the round's
     mini-batch read as ``batch`` (:data:`READINGS`): (the step with the lowest mean final
-    loss among those where no replica diverged, its losses [seeds, rounds + 1]). The run
-    records the hub models (``record_loss=False``) and the loss of every round is evaluated
-    for the best step's replicas only (:func:`losses_of`): the numbers of a run that
-    records the loss of every replica, at a fraction of its evaluations."""
+    loss among those where no replica diverged, the hub models of its replicas [seeds,
+    rounds + 1, N, d]). The run records the hub models (``record_loss=False``) and the loss
+    of the last round only for every replica."""
     import torch
 
     from fedbound.sim.tdcd import run_tdcd
@@ -145,7 +236,15 @@ def best_step(model, theta0, *, Q: int, rounds: int, steps, seeds: int, seed: in
     k = int(np.argmin(final))
     if not np.isfinite(final[k]):
         raise ValueError(f"Q = {Q}: every step of {tuple(steps)} diverged")
-    return float(steps[k]), losses_of(model, hub[k * seeds:(k + 1) * seeds])
+    return float(steps[k]), hub[k * seeds:(k + 1) * seeds]
+
+
+def best_step(model, theta0, **kw):
+    """(the best step, its losses [seeds, rounds + 1]) of :func:`best_run`: the loss of every
+    round evaluated for the best step's replicas only (:func:`losses_of`), the numbers of a
+    run that records the loss of every replica, at a fraction of its evaluations."""
+    eta, hub = best_run(model, theta0, **kw)
+    return eta, losses_of(model, hub)
 
 
 #: hub models per evaluation of the loss in :func:`losses_of` (its activations: this many
@@ -168,40 +267,30 @@ def grid(plan: Plan) -> tuple[float, ...]:
     return (plan.step,) if plan.step is not None else STEPS
 
 
-def footprint(plan: Plan, configurations: int, silos: int = SILOS, clients: int = CLIENTS) -> Footprint:
-    """Memory and work of ``configurations`` runs of every Q (:func:`best_step`)."""
+def footprint(plan: Plan, networks, qs=QS) -> Footprint:
+    """Memory and work of every Q of ``qs`` on each of ``networks`` (:func:`best_run`)."""
     R = len(grid(plan)) * plan.seeds
     batch = plan.batch or BATCH
-    d = (PIXELS // silos) * HIDDEN + HIDDEN + HIDDEN * CLASSES + CLASSES
     iterations = ITERATIONS[plan.quick]
-    rounds = sum(rounds_of(Q, iterations) for Q in QS)
-    memory = {f"replicas={R} x silos={silos} x clients={clients} x parameters={d} x 6 buffers "
-              f"of 8 B": 48.0 * R * silos * clients * d,
-              f"replicas={R} x batch={batch} x activations": 8.0 * R * batch * 4 * (HIDDEN + CLASSES),
-              f"the hub models of replicas={R} x {rounds_of(1, iterations) + 1} rounds x silos="
-              f"{silos} x parameters={d}": 8.0 * R * (rounds_of(1, iterations) + 1) * silos * d,
-              f"the loss of {LOSS_CHUNK} hub models x the digits x activations":
-                  8.0 * LOSS_CHUNK * N_DIGITS * 2 * (HIDDEN + CLASSES),
-              "the digits": 8.0 * N_DIGITS * PIXELS}
-    per_step = 6.0 * R * batch * d + LOOP_OVERHEAD * silos
-    per_round = 2.0 * plan.seeds * N_DIGITS * d + LOOP_OVERHEAD * 4
-    steps = {f"{configurations} configurations x Q in {QS} x {iterations} iterations x replicas="
-             f"{R} x batch={batch} x parameters={d}":
-             configurations * (len(QS) * iterations * per_step + rounds * per_round)}
+    rounds = sum(rounds_of(Q, iterations) for Q in qs)
+    memory, steps = {}, {}
+    for net in networks:
+        n, p, classes = SIZES[net.data]
+        d = math.ceil(p / net.silos) * HIDDEN + HIDDEN + HIDDEN * classes + classes
+        clients = net.silos * net.clients
+        name = f"{net.data}, N = {net.silos}, K = {net.clients}"
+        memory[f"{name}: replicas={R} x clients={clients} x parameters={d} x 6 buffers of 8 B "
+               f"and the hub models of {rounds_of(min(qs), iterations) + 1} rounds"] = (
+            48.0 * R * clients * d + 8.0 * R * (rounds_of(min(qs), iterations) + 1) * net.silos * d)
+        memory[f"{name}: replicas={R} x batch={batch} x activations"] = (
+            8.0 * R * batch * 4 * (HIDDEN + classes))
+        per_step = 6.0 * R * batch * d + LOOP_OVERHEAD * net.silos * (1 + net.clients / 10)
+        per_round = 4.0 * plan.seeds * n * d + LOOP_OVERHEAD * 4
+        steps[f"{name}: Q in {qs} x {iterations} iterations x replicas={R} x batch={batch} x "
+              f"parameters={d}"] = len(qs) * iterations * per_step + rounds * per_round
+    memory[f"the loss of {LOSS_CHUNK} hub models x the digits x activations"] = (
+        8.0 * LOSS_CHUNK * 1797 * 2 * (HIDDEN + 10))
     return Footprint.of(memory, steps)
-
-
-def iteration_curves(plan: Plan, *, silos: int = SILOS, clients: int = CLIENTS, qs=QS,
-                     tag: str = "") -> tuple[dict, list[str]]:
-    """Per Q: its curve against local iterations at its best step on the network of
-    ``silos`` x ``clients`` (:func:`trained`), and a note of the step."""
-    curves, notes = {}, []
-    for Q in qs:
-        eta, loss = trained(_run_plan(plan, Q), silos, clients, Q)
-        label = f"Q = {Q}{tag}"
-        curves[label] = Curve(label, Q * np.arange(loss.shape[1]), loss)
-        notes.append(f"{label}: step {eta:g} of {grid(plan)}")
-    return curves, notes
 
 
 def _run_plan(plan: Plan, Q: int) -> Plan:
@@ -211,18 +300,33 @@ def _run_plan(plan: Plan, Q: int) -> Plan:
 
 
 @lru_cache(maxsize=CACHED)
-def trained(plan: Plan, silos: int, clients: int, Q: int) -> tuple[float, np.ndarray]:
-    """:func:`best_step` of Q on the network of ``silos`` x ``clients`` that ``plan`` builds
-    (:func:`build_model` at its batch, seed and device), for ``ITERATIONS[plan.quick]``
-    iterations, the grid :func:`grid`, ``plan.seeds`` seeds, under ``plan.reading``:
-    (step, losses [seeds, rounds + 1], read-only). Once per process for each argument."""
-    model, theta0 = build_model(silos=silos, clients=clients, batch=plan.batch or BATCH,
-                                seed=plan.seed, device=plan.device)
-    eta, loss = best_step(model, theta0, Q=Q, rounds=rounds_of(Q, ITERATIONS[plan.quick]),
-                          steps=grid(plan), seeds=plan.seeds, seed=plan.seed + 1,
-                          batch=plan.reading)
+def trained(plan: Plan, network: Network, Q: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """:func:`best_run` of Q on ``network`` as ``plan`` builds it (its batch, seed and
+    device), for ``ITERATIONS[plan.quick]`` iterations, the grid :func:`grid`,
+    ``plan.seeds`` seeds, under ``plan.reading``: (step, training losses, test accuracies,
+    [seeds, rounds + 1] each, read-only). Once per process for each argument."""
+    model, test = _models(_data(network.data, plan.seed, plan.device), network.silos,
+                          network.clients, plan.batch or BATCH, plan.seed, plan.device)
+    eta, hub = best_run(model, model.initial(), Q=Q, rounds=rounds_of(Q, ITERATIONS[plan.quick]),
+                        steps=grid(plan), seeds=plan.seeds, seed=plan.seed + 1,
+                        batch=plan.reading)
+    loss, accuracy = losses_of(model, hub), test_accuracy(test, hub)
     loss.setflags(write=False)
-    return eta, loss
+    accuracy.setflags(write=False)
+    return eta, loss, accuracy
+
+
+def iteration_curves(plan: Plan, network: Network = DIGITS, qs=QS) -> tuple[dict, list[str]]:
+    """Per Q: its loss and its test accuracy against local iterations at its best step on
+    ``network`` (:func:`trained`), and a note of the step."""
+    curves, notes = {}, []
+    for Q in qs:
+        eta, loss, accuracy = trained(_run_plan(plan, Q), network, Q)
+        x = Q * np.arange(loss.shape[1])
+        for name, y in ((label(Q, network), loss), (label(Q, network, accuracy=True), accuracy)):
+            curves[name] = Curve(name, x, y, xlabel="local iterations")
+        notes.append(f"{label(Q, network)}: step {eta:g} of {grid(plan)}")
+    return curves, notes
 
 
 def decision_time(ratio: float, iterations: int) -> float:
@@ -234,50 +338,60 @@ def decision_time(ratio: float, iterations: int) -> float:
 
 
 def latency(plan: Plan) -> Outcome:
-    """Figs. 3-8 (Section 5.3.1): every Q of :data:`QS` at K = 2, N = 2; its curve against
-    iterations ("Q = 10") and against time units at each t_comm ("Q = 10, t_comm = 100"),
-    with Theorem 1's bound (constants estimated on the same networks) at the decision
-    points."""
+    """Figs. 3-8 (Sections 5.3.1 and 5.3.2): every Q of :data:`QS` on the digits at K = 50 and
+    100 (N = 2) and on the breast-cancer data at K = 20 and 50 (N = 4); each curve against
+    iterations ("Q = 10", "Q = 10, K = 100", its test accuracy "Q = 10: test accuracy") and
+    against time units at each t_comm ("Q = 10, t_comm = 100", "Q = 10, t_comm = 100: test
+    accuracy"), with Theorem 1's bound on the loss (constants estimated on the K = 50 digits
+    network) at the decision points."""
     from fedbound.bounds.tdcd import round_time
 
-    by_iteration, notes = iteration_curves(plan)
     iterations = ITERATIONS[plan.quick]
     bound_of, prediction = bounds_at(replace(plan, reading=None), tuple(dict.fromkeys(
         (Q, rounds) for Q in QS for ratio in RATIOS
         for rounds in (rounds_of(Q, iterations),
                        int(decision_time(ratio, iterations) // round_time(Q, ratio, 1.0))))))
-    curves = {}
-    for label, c in by_iteration.items():
-        Q = int(label.split("= ")[1])
-        rounds = np.arange(c.x.size)
-        bound = np.full(c.x.size, np.nan)
-        bound[-1] = bound_of[(Q, rounds[-1])]
-        curves[label] = Curve(label, c.x, c.y, bound, "local iterations")
-        for ratio in RATIOS:
-            t = rounds * round_time(Q, ratio, 1.0)
-            at = int(decision_time(ratio, iterations) // round_time(Q, ratio, 1.0))
+    curves, notes = {}, []
+    for net in LATENCY_NETWORKS:
+        by_iteration, n = iteration_curves(plan, net)
+        notes += n
+        for Q in QS:
+            c = by_iteration[label(Q, net)]
+            rounds = np.arange(c.x.size)
             bound = np.full(c.x.size, np.nan)
-            bound[at] = bound_of[(Q, at)]
-            name = f"{label}, t_comm = {ratio:g}"
-            curves[name] = Curve(name, t, c.y, bound, "time units (t_Q = 3 t_comm + Q t_comp)")
-    return Outcome(curves, "time units", "training loss L(theta)", notes=tuple(notes),
-                   prediction=prediction)
+            if net == DIGITS:
+                bound[-1] = bound_of[(Q, rounds[-1])]
+            curves[c.label] = replace(c, bound=bound)
+            curves[label(Q, net, accuracy=True)] = by_iteration[label(Q, net, accuracy=True)]
+            for ratio in RATIOS:
+                t = rounds * round_time(Q, ratio, 1.0)
+                at = int(decision_time(ratio, iterations) // round_time(Q, ratio, 1.0))
+                bound = np.full(c.x.size, np.nan)
+                if net == DIGITS:
+                    bound[at] = bound_of[(Q, at)]
+                name = label(Q, net, ratio)
+                curves[name] = Curve(name, t, c.y, bound, "time units (t_Q = 3 t_comm + Q t_comp)")
+                name = label(Q, net, ratio, accuracy=True)
+                curves[name] = Curve(name, t, by_iteration[label(Q, net, accuracy=True)].y,
+                                     xlabel="time units (t_Q = 3 t_comm + Q t_comp)")
+    return Outcome(curves, "time units", "training loss L(theta); test accuracy (labelled)",
+                   notes=tuple(notes), prediction=prediction)
 
 
 @lru_cache(maxsize=CACHED)
 def bounds_at(plan: Plan, points: tuple[tuple[int, int], ...]) -> tuple[MappingProxyType, str]:
     """Theorem 1, (15) (published, ``proof`` variant) at each (Q, rounds) of ``points``, at its
     own best admissible step, with L, L_max, sigma_j and Delta estimated at the conservative
-    end on the networks of the latency experiment (K = 2, N = 2) that ``plan`` builds; and
-    the prediction in words. Once per process for each argument (the readings share it)."""
+    end on the digits network at K = 50 (N = 2) that ``plan`` builds; and the prediction in
+    words. Once per process for each argument (the readings share it)."""
     import torch
 
     from fedbound import bounds
 
     from .adapters import estimate_tdcd_constants
 
-    model, theta0 = build_model(silos=SILOS, clients=CLIENTS, batch=plan.batch or BATCH,
-                                seed=plan.seed, device=plan.device)
+    model, theta0 = build_model(silos=DIGITS.silos, clients=DIGITS.clients,
+                                batch=plan.batch or BATCH, seed=plan.seed, device=plan.device)
     settings = (EstimationSettings(points=2, steps=10, power_steps=10, starts=2, samples=32)
                 if plan.quick else EstimationSettings(points=3, steps=30, power_steps=20, samples=100))
     estimates, sigma_est = estimate_tdcd_constants(model, theta0,
@@ -313,24 +427,13 @@ def _bound(thm, estimates, sigma, Q: int, R: int, clients) -> float:
     return math.nan if violations else float(value)
 
 
-def clients_experiment(plan: Plan) -> Outcome:
-    """Section 5.3.2 (Figs. 3(c, d), 6(c, d)): K = 2 against K = 4 clients per silo at the
-    same batch (40 and 20 samples per client: the paper's 2000 / 50 and 2000 / 100), every
-    Q of :data:`QS`, against iterations."""
-    curves, notes = {}, []
-    for K in (CLIENTS, 2 * CLIENTS):
-        c, n = iteration_curves(plan, clients=K, tag=f", K = {K}")
-        curves.update(c)
-        notes += n
-    return Outcome(curves, "local iterations", "training loss L(theta)", notes=tuple(notes))
-
-
 def silos_experiment(plan: Plan) -> Outcome:
-    """Section 5.3.3 (Fig. 9): N = 2 against N = 4 silos (halves and quarters of each image),
-    Q = 10, K = 2, against iterations."""
+    """Section 5.3.3 (Fig. 9): the breast-cancer data (MIMIC-III's stand-in) over N = 4
+    against N = 8 silos, K = 50, Q = 10, against iterations."""
     curves, notes = {}, []
-    for N in (SILOS, 2 * SILOS):
-        c, n = iteration_curves(plan, silos=N, qs=(10,), tag=f", N = {N}")
+    for net in SILO_NETWORKS:
+        c, n = iteration_curves(plan, net, qs=(10,))
         curves.update(c)
         notes += n
-    return Outcome(curves, "local iterations", "training loss L(theta)", notes=tuple(notes))
+    return Outcome(curves, "local iterations", "training loss L(theta); test accuracy (labelled)",
+                   notes=tuple(notes))
