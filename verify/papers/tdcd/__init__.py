@@ -15,7 +15,7 @@ from importlib import resources
 
 from fedbound.verify.api import register_witness_dir
 
-from . import adapters, choose, claims  # noqa: F401 - each registers what it holds
+from . import adapters, choose, claims, deadline  # noqa: F401 - each registers what it holds
 from .adapters import (
     PAPER,
     TDCD,
