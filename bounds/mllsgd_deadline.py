@@ -28,7 +28,15 @@ import numpy as np
 import sympy as sp
 
 from .core import Aggregate, Condition, Param, Theorem
-from .deadline import LABEL, certified_sup, flat_batch, worst_start
+from .deadline import (
+    COARSE,
+    LABEL,
+    START_POINTS,
+    SUP_RTOL,
+    certified_sup,
+    flat_batch,
+    worst_start,
+)
 from .references import cite
 
 PAPER = cite("mllsgd")
@@ -96,25 +104,38 @@ def _grouped(v, compute) -> np.ndarray:
     return out.reshape(shape)
 
 
-def start_share(v) -> np.ndarray:
+def start_share(v, *, points: int = START_POINTS) -> np.ndarray:
     """The worst share of the start's gap left at u_K, [...]: the concave envelope of
     P(lam) = a^T M_K a (from M_1 = 1 1^T) at lam_bar = max(mu, G1/(2 Delta))
-    (:func:`bounds.deadline.worst_start`), P(mu) without G1."""
+    (:func:`bounds.deadline.worst_start` on ``points`` per side), P(mu) without G1."""
     def compute(moments, b):
         with np.errstate(invalid="ignore", divide="ignore"):
             bar = np.clip(np.where(b["Delta"] > 0, b["G1"] / (2 * b["Delta"]), 0.0), b["mu"], b["L"])
-        return worst_start(lambda lam, sub: moments(lam, sub)[0], b["mu"], b["L"], bar)
+        return worst_start(lambda lam, sub: moments(lam, sub)[0], b["mu"], b["L"], bar,
+                           points=points)
 
     return _grouped(v, compute)
 
 
-def noise_share(v) -> np.ndarray:
+def noise_share(v, *, rtol: float = SUP_RTOL) -> np.ndarray:
     """sup_{lam in [mu, L]} lam N(lam), N = a^T M_K a from M_1 = 0 with unit noise per
-    coordinate, certified (:func:`bounds.deadline.certified_sup`), [...]."""
+    coordinate, certified to ``rtol`` (:func:`bounds.deadline.certified_sup`), [...]."""
     def compute(moments, b):
-        return certified_sup(lambda lam, sub: moments(lam, sub)[1], b["mu"], b["L"])[0]
+        return certified_sup(lambda lam, sub: moments(lam, sub)[1], b["mu"], b["L"], rtol=rtol)[0]
 
     return _grouped(v, compute)
+
+
+def bound(*, coarse: bool = False, **params) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The bound of ``mllsgd.deadline_quadratic`` and its terms at ``params`` (the theorem's,
+    broadcasting over the scalars), at the full precision or, ``coarse``, at
+    ``bounds.deadline.COARSE`` (an upper bound within about 2% of it, for a search over many
+    candidates). Parameters are not validated here: :meth:`Theorem.evaluate` does."""
+    v = {k: np.asarray(x, dtype=float) for k, x in params.items()}
+    precision = COARSE if coarse else {"rtol": SUP_RTOL, "points": START_POINTS}
+    transient = v["Delta"] * start_share(v, points=precision["points"])
+    noise = v["sigma"] ** 2 / 2 * noise_share(v, rtol=precision["rtol"])
+    return transient + noise, {"transient": transient, "noise": noise}
 
 
 # ---------------------------------------------------------------------- the theorem

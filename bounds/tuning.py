@@ -263,6 +263,122 @@ def choose_deadline_sync_time(key: str = "hfl.deadline_quadratic", *, model, T, 
         mean_t=[r[3].mean_t for r in rows], estimate="monte-carlo")
 
 
+@dataclass(frozen=True)
+class DeadlineChoice:
+    """The value of a knob (``knob``: "tau" or "Q") and the step minimising a deadline bound
+    (derived by fedbound, not published), ``best`` = {knob: value, step name: value};
+    ``best_bound`` bounds the expected loss at the deadline there (a certificate, at the
+    full precision), with its ``terms``; ``curve``: per value of the knob, its best step,
+    the bound there (at the search's precision: an upper bound too) and the ``horizon``
+    (iterations K or rounds R) it has before the deadline."""
+
+    key: str
+    variant: str
+    knob: str
+    best: dict
+    best_bound: float
+    terms: dict
+    dominant_term: str
+    curve: list
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def _horizons(values, horizon, name: str, knob: str) -> dict:
+    """{knob value: horizon}: one horizon for every value, or a mapping / callable of it."""
+    out = {}
+    for v in values:
+        h = horizon(v) if callable(horizon) else horizon.get(v) if isinstance(horizon, dict) \
+            else horizon
+        if h is None or isinstance(h, bool) or int(h) != h or h < 1:
+            raise ValueError(f"{name}={h!r} at {knob}={v}: must be an integer >= 1")
+        out[v] = int(h)
+    return out
+
+
+def _steps(step, top: float) -> np.ndarray:
+    """The steps compared: those given, or :data:`DEADLINE_PER_OCTAVE` per factor of 2 over
+    :data:`DEADLINE_OCTAVES` factors below ``top``."""
+    if step is not None:
+        return np.atleast_1d(np.asarray(step, dtype=float))
+    return deadline_steps(1.0 / top)
+
+
+def choose_deadline_period(key: str = "mllsgd.deadline_quadratic", *, taus, K, eta=None,
+                           **params) -> DeadlineChoice:
+    """The (tau, eta) minimising ``mllsgd.deadline_quadratic`` (derived by fedbound, not
+    published; bounds/derivations/mllsgd_deadline.md), a bound on E F(u_K) - F* for MLL-SGD:
+    for every tau of ``taus`` its horizon ``K`` (one number, a {tau: K_tau} mapping or a
+    callable, e.g. the iterations that fit in a time budget with communication costs) and
+    every step of ``eta`` (a number or a list; default :func:`deadline_steps` below 1/L).
+    ``params``: L, mu, sigma, Delta, G1, q, a, p, V, Z of the theorem. Compared at the coarse
+    precision (``bounds.deadline.COARSE``), the pick's bound at the full one."""
+    from . import mllsgd_deadline as md
+
+    if key != md.KEY:
+        raise ValueError(f"key={key!r}: choose_deadline_period minimises {md.KEY}")
+    thm = get(key)
+    unknown = sorted(set(params) - (set(thm.params) - {"eta", "K", "tau"}))
+    if unknown:
+        raise ValueError(f"{key}: unknown parameter(s) {unknown}; parameters are "
+                         f"{sorted(set(thm.params) - {'eta', 'K', 'tau'})}")
+    horizons = _horizons(list(taus), K, "K", "tau")
+    etas = _steps(eta, 1.0 / float(params["L"]))
+    curve = []
+    for tau, K_tau in horizons.items():
+        given = {**params, "tau": tau, "K": K_tau, "eta": etas}
+        broken = thm.violations(**{**given, "eta": float(etas.max())})
+        if broken:
+            raise ValueError(f"{key} at tau={tau}: " + "; ".join(map(str, broken)))
+        values, _ = md.bound(coarse=True, **given)
+        j = int(np.argmin(values))
+        curve.append({"tau": tau, "eta": float(etas[j]), "bound": float(values[j]), "horizon": K_tau})
+    best = min(curve, key=lambda r: (r["bound"], r["tau"]))
+    value, terms = md.bound(**{**params, "tau": best["tau"], "K": best["horizon"], "eta": best["eta"]})
+    terms = {k: float(v) for k, v in terms.items()}
+    return DeadlineChoice(key, thm.variant, "tau", {"tau": best["tau"], "eta": best["eta"]},
+                          float(value), terms, max(terms, key=terms.get), curve)
+
+
+def choose_deadline_local_steps(key: str = "tdcd.deadline_pl", *, Qs, R, eta=None,  # noqa: N803
+                                **params) -> DeadlineChoice:
+    """The (Q, eta) minimising ``tdcd.deadline_pl`` (derived by fedbound, not published;
+    bounds/derivations/tdcd_deadline.md), a bound on E L(theta^{RQ}) - L* for TDCD: for every
+    Q of ``Qs`` its rounds ``R`` before the deadline (one number, a {Q: R_Q} mapping or a
+    callable, e.g. horizon // (3 t_comm + Q t_comp), Section 5.2) and every step of ``eta``
+    (a number or a list; default :func:`deadline_steps` below the largest step that (R1)-(R2)
+    admit at that Q). ``params``: L, L_max, mu, sigma, K, Delta of the theorem."""
+    from . import tdcd_deadline as tdd
+
+    if key != tdd.KEY:
+        raise ValueError(f"key={key!r}: choose_deadline_local_steps minimises {tdd.KEY}")
+    thm = get(key)
+    unknown = sorted(set(params) - (set(thm.params) - {"eta", "Q", "R"}))
+    if unknown:
+        raise ValueError(f"{key}: unknown parameter(s) {unknown}; parameters are "
+                         f"{sorted(set(thm.params) - {'eta', 'Q', 'R'})}")
+    horizons = _horizons(list(Qs), R, "R", "Q")
+    curve = []
+    for Q, R_Q in horizons.items():
+        top = thm.max_step(**params, Q=Q, R=R_Q)
+        etas = _steps(eta, top)
+        ok = np.asarray(thm.admissible(**params, Q=Q, R=R_Q, eta=etas), dtype=bool)
+        if not ok.any():
+            continue
+        values = np.where(ok, np.asarray(thm.evaluate(**params, Q=Q, R=R_Q, eta=etas), dtype=float),
+                          np.inf)
+        j = int(np.argmin(values))
+        curve.append({"Q": Q, "eta": float(etas[j]), "bound": float(values[j]), "horizon": R_Q})
+    if not curve:
+        raise ValueError(f"{key}: no step of {eta!r} is admissible at any Q of {list(Qs)}")
+    best = min(curve, key=lambda r: (r["bound"], r["Q"]))
+    terms = {k: float(v) for k, v in thm.terms(**params, Q=best["Q"], R=best["horizon"],
+                                               eta=best["eta"]).items()}
+    return DeadlineChoice(key, thm.variant, "Q", {"Q": best["Q"], "eta": best["eta"]},
+                          best["bound"], terms, max(terms, key=terms.get), curve)
+
+
 def _choose_deadline(key, *, model, T, variant, S_grid, joint_alpha, estimate, paths, seed,
                      params) -> SyncTimeChoice:
     """:func:`choose_sync_time` for a deadline key: :func:`choose_deadline_sync_time`."""
