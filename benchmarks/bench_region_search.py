@@ -20,8 +20,9 @@ construction. Here each search is kept in the region where those terms are at wo
   of them (sigma_j > 0: the drift's noise term rho S is non-zero);
 * the deadline bounds (bounds/derivations/*_deadline.md): ``hfl.deadline_quadratic`` and
   ``hfl.deadline_pl`` in S >= 2, T >= 150 with gradient noise (sigma >= 0.5), where local
-  iterations change both the contraction per round and the noise; ``mllsgd.deadline_quadratic``
-  in tau >= 2, K >= 16 with noise; ``tdcd.deadline_pl`` in TDCD's region above.
+  iterations change both the contraction per round and the noise, at alpha >= 0.05 and
+  L >= 0.5; ``mllsgd.deadline_quadratic`` in tau >= 2, K >= 16 with noise, eta >= 0.05 and
+  L >= 0.5; ``tdcd.deadline_pl`` in TDCD's region above.
 
 Each runs both objectives, "violate" (no violation expected: every variant here is
 recorded as holding) and "tightest" (the largest ratio measured/bound in the region), at
@@ -50,9 +51,13 @@ HFL_REGION = ("S >= 2",)
 HFL_THEOREM2_REGION = ("S >= 4", "T >= 40")
 TDCD_REGION = ("Q >= 2", "n >= 20", "batch <= 12")
 #: the deadline bounds (derived by fedbound, not published), where their new terms work:
-#: several local iterations per round, a long deadline, gradient noise on
-HFL_DEADLINE_REGION = ("S >= 2", "T >= 150", "problem.sigma >= 0.5")
-MLLSGD_DEADLINE_REGION = ("tau >= 2", "K >= 16", "problem.sigma >= 0.5")
+#: several local iterations per round, a long deadline, gradient noise on, and a step and a
+#: curvature of at least 0.05 and 0.5 (as alpha L goes to 0 nothing moves, and every bound is
+#: trivially tight: the searches without them settle there)
+HFL_DEADLINE_REGION = ("S >= 2", "T >= 150", "problem.sigma >= 0.5", "alpha >= 0.05",
+                       "problem.L >= 0.5")
+MLLSGD_DEADLINE_REGION = ("tau >= 2", "K >= 16", "problem.sigma >= 0.5", "eta >= 0.05",
+                          "problem.L >= 0.5")
 #: name: (key, variant, region)
 SEARCHES = {
     "hfl.theorem2.refined": ("hfl.theorem2", "refined", HFL_THEOREM2_REGION),

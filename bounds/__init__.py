@@ -27,8 +27,11 @@ register_all()
 _LAZY = {
     "Condition": "core", "Erratum": "core", "Param": "core", "Rate": "core", "Theorem": "core",
     "choose_step": "tuning", "choose_sync_time": "tuning",
+    "choose_deadline_sync_time": "tuning", "choose_deadline_period": "tuning",
+    "choose_deadline_local_steps": "tuning",
 }
-_SUBMODULES = ("afl", "core", "delays", "hfl", "mllsgd", "tdcd", "topology", "tuning")
+_SUBMODULES = ("afl", "core", "deadline", "delays", "hfl", "hfl_deadline", "mllsgd",
+               "mllsgd_deadline", "tdcd", "tdcd_deadline", "topology", "tuning")
 
 
 def __getattr__(name: str):
@@ -45,10 +48,12 @@ def __dir__():
 
 #: the modules of the papers' mathematics, delay models and topologies: public as
 #: ``bounds.hfl``, ``bounds.delays``, ... (``core`` is public through its names above)
-_PUBLIC_SUBMODULES = ("afl", "delays", "hfl", "mllsgd", "tdcd", "topology", "tuning")
+_PUBLIC_SUBMODULES = ("afl", "deadline", "delays", "hfl", "hfl_deadline", "mllsgd",
+                      "mllsgd_deadline", "tdcd", "tdcd_deadline", "topology", "tuning")
 
 __all__ = [
     "PAPERS", "REFUTED", "Condition", "Erratum", "Paper", "Param", "Rate", "Theorem",
+    "choose_deadline_local_steps", "choose_deadline_period", "choose_deadline_sync_time",
     "choose_step", "choose_sync_time", "cite", "get", "keys", "list", "register", "statuses",
     "unregister", "variants", *_PUBLIC_SUBMODULES,
 ]

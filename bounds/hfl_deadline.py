@@ -332,10 +332,11 @@ CONDITION_STEP = Condition(
     "alpha <= 1/L", sp.LessThan(alpha, 1 / L),
     f"{PAPER}, Theorem 2 (its proof, (36)); for the quadratic bound, where every eigenvalue's "
     f"contraction 1 - alpha lam is >= 0 ({DERIVATION})")
+OWN = f"derived by fedbound, not published ({DERIVATION})"
 CONDITION_MU = Condition("mu <= L", sp.LessThan(mu, L),
-                         f"{DERIVATION}: the PL constant of an L-smooth f is at most L")
+                         f"{OWN}: the PL constant of an L-smooth f is at most L")
 CONDITION_G1 = Condition("G1 <= 2 L Delta", sp.LessThan(G1, 2 * L * Delta),
-                         f"{DERIVATION}: on a quadratic with spectrum in [mu, L], "
+                         f"{OWN}: on a quadratic with spectrum in [mu, L], "
                          "||grad f(x^1)||^2 <= 2 L (f(x^1) - f*)")
 
 _ROUNDS = r"\prod_{u=1}^{\mathcal{U}}"
@@ -394,7 +395,8 @@ def deadline_quadratic(variant: str = VARIANT) -> Theorem:
     return Theorem(
         key="hfl.deadline_quadratic", variant=VARIANT,
         title=TITLES["hfl.deadline_quadratic"] + LABEL,
-        citation=f"derived by fedbound from {PAPER}, Algorithm 1, (3)-(13), and Section II",
+        citation=f"{PAPER}, Algorithm 1, (3)-(13), and Section II; the bound derived by fedbound, "
+                 "not published",
         lhs=LHS_HFL, params={k: v for k, v in PARAMS.items() if k != "zeta"},
         term_exprs={"transient": Delta * P_mu, "noise": sigma**2 / 2 * N_sup},
         symbols={k: v for k, v in SYMBOLS.items() if k != "zeta"},
@@ -414,8 +416,8 @@ def deadline_pl(variant: str = VARIANT) -> Theorem:
              "heterogeneity": alpha * zeta**2 * D_het}
     return Theorem(
         key="hfl.deadline_pl", variant=VARIANT, title=TITLES["hfl.deadline_pl"] + LABEL,
-        citation=f"derived by fedbound from {PAPER}, Algorithm 1, (3)-(13), Assumptions 1, 2 "
-                 "and 4 and the proof of Theorem 2 (App. D)",
+        citation=f"{PAPER}, Algorithm 1, (3)-(13), Assumptions 1, 2 and 4 and the proof of "
+                 "Theorem 2 (App. D); the bound derived by fedbound, not published",
         lhs=LHS_HFL, params={k: v for k, v in PARAMS.items() if k != "G1"}, term_exprs=terms,
         symbols={k: v for k, v in SYMBOLS.items() if k != "G1"},
         conditions=[CONDITION_STEP, CONDITION_MU], aggregates=_PL_AGGS, step="alpha",

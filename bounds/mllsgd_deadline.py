@@ -172,13 +172,14 @@ AGGREGATES = [
     Aggregate(N_sup, sp.Symbol(r"\sup_{\lambda \in [\mu, L]} \lambda N_K(\lambda)"), noise_share,
               _USES),
 ]
+OWN = f"derived by fedbound, not published ({DERIVATION})"
 CONDITIONS = [
     Condition("eta <= 1/L", sp.LessThan(eta, 1 / L),
-              f"{DERIVATION}: every entry of C is >= 0 and non-increasing in the eigenvalue "
-              f"(the maximisations over [mu, L]); {PAPER}, Theorem 1's (12) implies it"),
-    Condition("mu <= L", sp.LessThan(mu, L), f"{DERIVATION}: the spectrum lies in [mu, L]"),
+              f"{OWN}: every entry of C is >= 0 and non-increasing in the eigenvalue (the "
+              f"maximisations over [mu, L]); {PAPER}, Theorem 1's (12) implies it"),
+    Condition("mu <= L", sp.LessThan(mu, L), f"{OWN}: the spectrum lies in [mu, L]"),
     Condition("G1 <= 2 L Delta", sp.LessThan(G1, 2 * L * Delta),
-              f"{DERIVATION}: ||grad F(x_1)||^2 <= 2 L (F(x_1) - F*) on the class"),
+              f"{OWN}: ||grad F(x_1)||^2 <= 2 L (F(x_1) - F*) on the class"),
 ]
 NOTE = (
     f"Derived by fedbound, not published; see {DERIVATION}. MLL-SGD ({PAPER}, Algorithm 1, "
@@ -201,7 +202,8 @@ def deadline_quadratic(variant: str = VARIANT) -> Theorem:
         raise ValueError(f"variant {variant!r}: {KEY} has one variant, {VARIANT!r}")
     return Theorem(
         key=KEY, variant=VARIANT, title=TITLE + LABEL,
-        citation=f"derived by fedbound from {PAPER}, Algorithm 1, (3)-(8), Assumption 1",
+        citation=f"{PAPER}, Algorithm 1, (3)-(8), Assumption 1; the bound derived by fedbound, "
+                 "not published",
         lhs=r"\mathbb{E}\, F(u_K) - F^*", params=PARAMS,
         term_exprs={"transient": Delta * P_hat, "noise": sigma**2 / 2 * N_sup},
         symbols=SYMBOLS, conditions=CONDITIONS, aggregates=AGGREGATES, step="eta",

@@ -65,7 +65,8 @@ PARAMS = {
     "R": Param("R", "communication rounds before the deadline", "positive_integer"),
 }
 CONDITION_MU = Condition("mu <= L", sp.LessThan(mu, td.L),
-                         f"{DERIVATION}: the PL constant of an L-smooth L is at most L")
+                         f"derived by fedbound, not published ({DERIVATION}): the PL constant "
+                         "of an L-smooth loss is at most L")
 NOTE = (
     f"Derived by fedbound, not published; see {DERIVATION}. Algorithm 1 of {PAPER} under the "
     "assumptions of fedbound's refined Theorem 1 (bounds/derivations/tdcd_refined.md, section "
@@ -84,8 +85,8 @@ def deadline_pl(variant: str = VARIANT) -> Theorem:
         raise ValueError(f"variant {variant!r}: {KEY} has one variant, {VARIANT!r}")
     return Theorem(
         key=KEY, variant=VARIANT, title=TITLE + LABEL,
-        citation=f"derived by fedbound from {PAPER}, Algorithm 1, Assumptions 1-3 and the "
-                 "proof of Theorem 1 (App. A)",
+        citation=f"{PAPER}, Algorithm 1, Assumptions 1-3 and the proof of Theorem 1 (App. A); "
+                 "the bound derived by fedbound, not published",
         lhs=r"\mathbb{E}\,\mathcal{L}(\tilde\theta^{RQ}) - \mathcal{L}^*", params=PARAMS,
         term_exprs=terms(),
         symbols={**{k: v for k, v in td.SYMBOLS.items() if k not in ("c", "G0")}, "mu": mu},

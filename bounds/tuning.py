@@ -227,13 +227,7 @@ def choose_deadline_sync_time(key: str = "hfl.deadline_quadratic", *, model, T, 
     estimated by Monte Carlo, by the tower property); ``terms`` its terms there."""
     from . import hfl_deadline as hd
 
-    if key not in DEADLINE_KEYS:
-        raise ValueError(f"key={key!r} must be one of {DEADLINE_KEYS}")
-    thm = get(key)
-    known = set(thm.params) - {"alpha", "t"}
-    unknown = sorted(set(params) - known)
-    if unknown:
-        raise ValueError(f"{key}: unknown parameter(s) {unknown}; parameters are {sorted(known)}")
+    thm = _deadline_theorem(key, DEADLINE_KEYS, "choose_deadline_sync_time", ("alpha", "t"), params)
     if key == "hfl.deadline_pl":
         params.setdefault("zeta", 0.0)
     L = float(params["L"])
@@ -285,6 +279,19 @@ class DeadlineChoice:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
 
+def _deadline_theorem(key: str, keys, function: str, chosen, params) -> Theorem:
+    """The theorem of ``key`` (one of ``keys``), with ``params`` checked to be among its
+    parameters less those the chooser sets (``chosen``)."""
+    if key not in keys:
+        raise ValueError(f"key={key!r}: {function} minimises {', '.join(keys)}")
+    thm = get(key)
+    known = sorted(set(thm.params) - set(chosen))
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ValueError(f"{key}: unknown parameter(s) {unknown}; parameters are {known}")
+    return thm
+
+
 def _horizons(values, horizon, name: str, knob: str) -> dict:
     """{knob value: horizon}: one horizon for every value, or a mapping / callable of it."""
     out = {}
@@ -316,13 +323,7 @@ def choose_deadline_period(key: str = "mllsgd.deadline_quadratic", *, taus, K, e
     precision (``bounds.deadline.COARSE``), the pick's bound at the full one."""
     from . import mllsgd_deadline as md
 
-    if key != md.KEY:
-        raise ValueError(f"key={key!r}: choose_deadline_period minimises {md.KEY}")
-    thm = get(key)
-    unknown = sorted(set(params) - (set(thm.params) - {"eta", "K", "tau"}))
-    if unknown:
-        raise ValueError(f"{key}: unknown parameter(s) {unknown}; parameters are "
-                         f"{sorted(set(thm.params) - {'eta', 'K', 'tau'})}")
+    thm = _deadline_theorem(key, (md.KEY,), "choose_deadline_period", ("eta", "K", "tau"), params)
     horizons = _horizons(list(taus), K, "K", "tau")
     etas = _steps(eta, 1.0 / float(params["L"]))
     curve = []
@@ -351,13 +352,8 @@ def choose_deadline_local_steps(key: str = "tdcd.deadline_pl", *, Qs, R, eta=Non
     admit at that Q). ``params``: L, L_max, mu, sigma, K, Delta of the theorem."""
     from . import tdcd_deadline as tdd
 
-    if key != tdd.KEY:
-        raise ValueError(f"key={key!r}: choose_deadline_local_steps minimises {tdd.KEY}")
-    thm = get(key)
-    unknown = sorted(set(params) - (set(thm.params) - {"eta", "Q", "R"}))
-    if unknown:
-        raise ValueError(f"{key}: unknown parameter(s) {unknown}; parameters are "
-                         f"{sorted(set(thm.params) - {'eta', 'Q', 'R'})}")
+    thm = _deadline_theorem(key, (tdd.KEY,), "choose_deadline_local_steps", ("eta", "Q", "R"),
+                            params)
     horizons = _horizons(list(Qs), R, "R", "Q")
     curve = []
     for Q, R_Q in horizons.items():

@@ -145,7 +145,9 @@ class Deadline(HFL):
         """1-3 groups of 1-8 clients, Fig. 7a's delays scaled by a factor in [0.5, 2], S in
         [0, 8], T in [40, 300], a quadratic of dimension 1-5 (one eigenvalue: mu = L) with
         L in [0.5, 4], mu a fraction of L, sigma in [0, 4], x^1 up to 4 from x*, alpha 5% to
-        100% of 1/L; conditional or expected mode."""
+        100% of 1/L; one delay path (conditional mode), so that the battery and the search
+        check it exactly: the bound is attained on the class, where a Monte-Carlo interval
+        cannot decide (the expected mode is checked by the tests, paired, with margin)."""
         scale = draw.uniform(0.5, 2.0)
         dim = draw.integer(1, 5)
         L = round(draw.uniform(0.5, 4.0), 3)
@@ -156,8 +158,7 @@ class Deadline(HFL):
         return HFLScenario(sizes=[draw.integer(1, 8) for _ in range(draw.integer(1, 3))],
                            delays=[round(v * scale, 6) for v in FIG7A], S=draw.uniform(0, 8),
                            T=draw.uniform(40, 300), alpha=draw.uniform(0.05, 1.0) / L,
-                           problem=problem, mode="expected" if draw.integer(0, 1) else "conditional",
-                           replicas=32, seed=draw.integer(0, 2**31 - 2))
+                           problem=problem, replicas=32, seed=draw.integer(0, 2**31 - 2))
 
 
 @register_adapter
