@@ -1,6 +1,7 @@
 """A synthetic paper "synth" for the tests of the reproduction engine: experiments whose
 outcomes are seeded numpy draws (no simulator), claims that agree, contradict, stay
-undecided, depend on a reading, or whose run fails or is too large. Importing it registers
+undecided, are negligible or fixed by the setting (identical runs, or said so), compare
+censored hitting times, depend on a reading, or whose run fails or is too large. Importing it registers
 them (``register``); ``unregister`` removes them. Loadable as a plugin (``--plugin
 synth_claims`` with this folder on the path)."""
 
@@ -17,8 +18,10 @@ from fedbound.verify.api import (
     Reading,
     above,
     between,
+    fixed_by_setting,
     register_claim,
     register_experiment,
+    sooner,
     unregister_paper,
 )
 
@@ -43,6 +46,19 @@ def base(plan):
                    notes=("synthetic",), prediction="the bound is lower for A")
 
 
+def extra(plan):
+    """B and C as in :func:`base`, B once more (the same run: a setting that fixes it), and
+    hitting times of a target loss, inf where it is not reached within the horizon 10."""
+    CALLS.append(("synth.extra", plan))
+    rng = np.random.default_rng(plan.seed + 1)
+    b, c = _curve("B", rng, plan.seeds, 1.5), _curve("C", rng, plan.seeds, 1.5)
+    again = Curve("B again", X, b.y)
+    reach_a = np.where(np.arange(plan.seeds) % 3 == 2, np.inf, rng.uniform(1.0, 3.0, plan.seeds))
+    reach_b = np.where(np.arange(plan.seeds) % 2 == 0, np.inf, rng.uniform(6.0, 9.0, plan.seeds))
+    return Outcome({x.label: x for x in (b, c, again)}, "time", "loss",
+                   {"reach A": reach_a, "reach B": reach_b})
+
+
 def fails(plan):
     CALLS.append(("synth.fails", plan))
     raise RuntimeError("the synthetic run broke")
@@ -61,28 +77,58 @@ def at_end(outcome, a, b):
     return outcome.at(b, 10) - outcome.at(a, 10)
 
 
+#: the margin of the synthetic orderings (the curves' noise has sd 0.01)
+MARGIN = {"margin": 0.01, "source": "the synthetic paper's stated margin"}
+
+
 def register():
     readings = (Reading("as-printed", "the algorithm as printed"),
                 Reading("flipped", "a reading under which A is worse"))
     register_experiment(Experiment("synth.base", base, (3, 6), small, readings))
     register_experiment(Experiment("synth.fails", fails, (3, 6), small))
+    register_experiment(Experiment("synth.extra", extra, (3, 6), small))
     register_experiment(Experiment(
         "synth.huge", huge, (3, 6), lambda plan: Footprint.of({"x": 1.0}, {"steps": 1e30})))
     register_claim(Claim(
         "synth.fig1.a-lower", "Synth 2024, Fig. 1", "A ends lower than B", {"model": "none"},
         "numpy draws", "synth.base",
-        lambda o: [above("loss(B) - loss(A)", at_end(o, "A", "B"), compares=("A", "B"), at=10)],
+        lambda o: [above("loss(B) - loss(A)", at_end(o, "A", "B"), **MARGIN, compares=("A", "B"),
+                         at=10)],
         primary="as-printed"))
     register_claim(Claim(
         "synth.fig1.b-lower", "Synth 2024, Fig. 1", "B ends lower than A", {"model": "none"},
         "numpy draws", "synth.base",
-        lambda o: [above("loss(A) - loss(B)", at_end(o, "B", "A"), compares=("B", "A"), at=10)],
+        lambda o: [above("loss(A) - loss(B)", at_end(o, "B", "A"), **MARGIN, compares=("B", "A"),
+                         at=10)],
         primary="as-printed"))
     register_claim(Claim(
         "synth.fig2.b-like-c", "Synth 2024, Fig. 2", "B and C end alike", {"model": "none"},
         "numpy draws", "synth.base",
-        lambda o: [between("loss(B) - loss(C)", at_end(o, "C", "B"), -0.001, 0.001)],
+        lambda o: [between("loss(B) - loss(C)", at_end(o, "C", "B"), -0.001, 0.001,
+                           source="the synthetic paper's tolerance")],
         curves=("B", "C"), primary="as-printed"))
+    register_claim(Claim(
+        "synth.fig5.c-below-b", "Synth 2024, Fig. 5", "C ends lower than B", {"model": "none"},
+        "numpy draws", "synth.extra",
+        lambda o: [above("loss(B) - loss(C)", at_end(o, "C", "B"), margin=0.1,
+                         source="a margin far above the curves' gap")], curves=("B", "C")))
+    register_claim(Claim(
+        "synth.fig6.b-again", "Synth 2024, Fig. 6", "B ends lower than B again",
+        {"model": "none"}, "numpy draws", "synth.extra",
+        lambda o: [above("loss(B again) - loss(B)", at_end(o, "B", "B again"), **MARGIN)],
+        curves=("B", "B again")))
+    register_claim(Claim(
+        "synth.fig7.stated", "Synth 2024, Fig. 7", "A runs 3 rounds", {"model": "none"},
+        "numpy draws", "synth.extra",
+        lambda o: [fixed_by_setting("rounds of A", "the schedule runs A for 3 rounds on every "
+                                    "seed, whatever training does")]))
+    register_claim(Claim(
+        "synth.fig8.a-sooner", "Synth 2024, Fig. 8", "A reaches the target sooner than B",
+        {"model": "none"}, "numpy draws", "synth.extra",
+        lambda o: [sooner("time(B) - time(A) to the target", o.scalars["reach A"],
+                          o.scalars["reach B"], horizon=10.0, margin=1.0,
+                          source="one time unit")],
+        metric="time to the target"))
     register_claim(Claim("synth.fig3.broken", "Synth 2024, Fig. 3", "a run that fails",
                          {}, "none", "synth.fails", lambda o: []))
     register_claim(Claim("synth.fig4.huge", "Synth 2024, Fig. 4", "a run too large to start",

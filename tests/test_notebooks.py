@@ -396,16 +396,25 @@ for r in rep.results:
     CHECKS[f"{r.claim.id} ran"] = not r.error
     for d in r.decisions:
         for i, t in enumerate(d.tests):
-            half = stats.t.ppf(0.975, t.seeds - 1) * t.sd / np.sqrt(t.seeds)
-            inside = (t.lower is None or t.effect - half > t.lower) and (
-                t.upper is None or t.effect + half < t.upper)
-            outside = (t.lower is not None and t.effect + half <= t.lower) or (
-                t.upper is not None and t.effect - half >= t.upper)
-            verdict = "agrees" if inside else "contradicts" if outside else "undecided"
             key = f"{r.claim.id} [{d.reading or '-'}] test {i}"
+            CHECKS[key + " states its margin and source"] = bool(t.source) and (
+                t.kind == "fixed" or t.margin > 0)
+            if t.kind == "fixed" or (t.seeds is not None and t.sd == 0 and t.effect == 0):
+                CHECKS[key + " verdict"] = t.verdict == "fixed-by-setting" and bool(t.reason)
+                continue
+            half = stats.t.ppf(0.975, t.seeds - 1) * t.sd / np.sqrt(t.seeds)
+            low, high = t.effect - half, t.effect + half
+            if t.kind == "between":
+                verdict = ("agrees" if t.lower < low and high < t.upper else "contradicts"
+                           if high < t.lower or low > t.upper else "undecided")
+            else:  # an ordering against its margin: the claimed side positive
+                v, sign = (t.lower, 1) if t.kind == "above" else (t.upper, -1)
+                near, far = sorted((sign * (low - v), sign * (high - v)))
+                verdict = ("agrees" if near > t.margin else "contradicts" if far < -t.margin
+                           else "negligible" if -t.margin < near and far < t.margin else "undecided")
             CHECKS[key + " interval"] = bool(
-                np.isclose(t.low, t.effect - half, rtol=1e-9, atol=1e-12)
-                and np.isclose(t.high, t.effect + half, rtol=1e-9, atol=1e-12))
+                np.isclose(t.low, low, rtol=1e-9, atol=1e-12)
+                and np.isclose(t.high, high, rtol=1e-9, atol=1e-12))
             CHECKS[key + " verdict"] = verdict == t.verdict
 '''),
         (None, '''\

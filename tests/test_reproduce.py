@@ -150,6 +150,42 @@ def test_cli_json_lists_every_claim_with_its_verdict_and_readings(synth, capsys)
     assert undecided["seeds_needed"] >= 2 and undecided["detectable_effect"] > 0
 
 
+NEW = ["fig5.c-below-b", "fig6.b-again", "fig7.stated", "fig8.a-sooner"]
+
+
+def test_negligible_fixed_and_censored_claims_get_their_verdicts_and_exit_0(synth, capsys):
+    """An ordering inside its margin is negligible, identical runs and a stated schedule are
+    fixed by the setting (no test run), hitting times never reached are censored, not an
+    error; none of them is a contradiction (exit 0), and every test of the JSON carries its
+    margin and source."""
+    code, out, _ = _cli(capsys, "reproduce", "synth", "--quick", "--seeds", "12", "--claim",
+                        ",".join(NEW), "--json")
+    data = json.loads(out)
+    assert {c["id"]: c["verdict"] for c in data["claims"]} == {
+        "synth.fig5.c-below-b": "negligible", "synth.fig6.b-again": "fixed-by-setting",
+        "synth.fig7.stated": "fixed-by-setting", "synth.fig8.a-sooner": "agrees"}
+    assert code == 0 and data["counts"] == {"negligible": 1, "fixed-by-setting": 2, "agrees": 1}
+    by = {c["id"]: c for c in data["claims"]}
+    assert "exactly 0" in by["synth.fig6.b-again"]["tests"][0]["reason"]
+    assert by["synth.fig7.stated"]["effect"]["value"] is None
+    sooner_test = by["synth.fig8.a-sooner"]["tests"][0]
+    assert sooner_test["censored"] > 0 and sooner_test["low"] > sooner_test["margin"] == 1.0
+    code, out, _ = _cli(capsys, "reproduce", "synth", "--quick", "--seeds", "12", "--claim",
+                        ",".join(NEW))
+    assert "fixed by the setting: the schedule runs A for 3 rounds" in out
+    assert "seeds censored at the horizon" in out
+
+
+def test_every_test_in_the_json_carries_its_margin_and_source(synth, capsys):
+    _, out, _ = _cli(capsys, "reproduce", "synth", "--quick", "--claim", ",".join(OK + NEW),
+                     "--json")
+    tests = [t for c in json.loads(out)["claims"]
+             for d in (c["readings"].values() if "readings" in c else [c]) for t in d["tests"]]
+    assert len(tests) == 3 * 2 + 4  # fig1 and fig2 under two readings each
+    for t in tests:
+        assert t["source"] and (t["kind"] == "fixed" or t["margin"] > 0), t
+
+
 def test_cli_exit_statuses(synth, capsys):
     assert _cli(capsys, "reproduce", "synth", "--quick", "--claim", "fig1.a-lower")[0] == 0
     assert _cli(capsys, "reproduce", "synth", "--quick", "--claim", "fig2.b-like-c")[0] == 0

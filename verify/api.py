@@ -5,7 +5,8 @@ may also register its stored witnesses (:func:`register_witness_dir`), refutatio
 families (:func:`register_family`), rate sweeps (:func:`register_sweep`), choosers
 (:func:`register_chooser`, with :class:`Chooser`) and the experiments and claims of its
 paper (:func:`register_experiment`, :func:`register_claim`, decided by the tests
-:func:`above`, :func:`below`, :func:`between`; :func:`reproduce` decides them,
+:func:`above`, :func:`below`, :func:`between`, :func:`sooner` against a margin, or
+:func:`fixed_by_setting`; :func:`reproduce` decides them,
 :func:`claim_figure` draws one, :func:`claims_grid` many, and :func:`load_reproduction`
 loads a reproduction stored with ``fedbound reproduce ... --json --curves``). The four papers of
 ``verify/papers/`` use this module and nothing else of ``verify``, as a plugin does from
@@ -57,7 +58,18 @@ from .claims import (
     register_experiment,
     unregister_paper,
 )
-from .decide import Test, above, below, between, in_region
+from .decide import (
+    ACCURACY,
+    RELATIVE_LOSS,
+    Test,
+    above,
+    accuracy_margin,
+    below,
+    between,
+    fixed_by_setting,
+    relative_margin,
+    sooner,
+)
 from .draw import Draw, RngDraw
 from .estimated import (
     EstimationSettings,
@@ -98,22 +110,25 @@ __all__ = [
     "COUNT", "FEATURE_NORM_RANGE", "GRAD2", "INDEX", "LOOP_OVERHEAD", "LOSS", "PARAM2", "RATIO",
     "SCENARIO", "STEP", "TIME", "UNITS", "Adapter", "add_problem_arguments", "adapter_for",
     "adapter_keys",
-    "along_trajectory", "above", "Answer", "below", "between", "check", "check_estimated",
+    "along_trajectory", "above", "ACCURACY", "accuracy_margin", "Answer", "below", "between",
+    "check", "check_estimated",
     "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure", "claims_grid",
     "ClaimResult", "claims",
     "comma_separated", "compare", "Comparison", "conservative_bound", "conservative_step",
     "count_text", "Curve", "default_scenario", "digits_mlp", "Draw", "estimate_constants",
     "estimate_grid", "estimated_keys", "estimated_start", "Evaluation",
     "EstimationSettings", "Experiment", "families", "Family", "Footprint", "half_width",
-    "in_region", "json_text", "jsonable", "Knob", "label", "load_plugins", "load_reproduction",
+    "fixed_by_setting", "json_text", "jsonable", "Knob", "label", "load_plugins", "load_reproduction",
     "load_scenario",
     "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "Parts", "passes",
     "Plan", "problem_spec", "Proposal", "Reading", "register_adapter",
     "register_chooser", "register_claim", "register_experiment", "register_family",
-    "register_sweep", "register_witness_dir", "reproduce", "Reproduction", "reproduction_differences",
+    "register_sweep", "register_witness_dir", "relative_margin", "RELATIVE_LOSS", "reproduce",
+    "Reproduction", "reproduction_differences",
     "reproduction_from_dict", "require_float",
     "require_floats", "require_int", "require_runs", "ResourceError", "RngDraw", "roundoff", "Scenario",
-    "settings_text", "Sweep", "Tags", "Test", "TOLERANCE", "unregister_adapter", "unregister_chooser",
+    "settings_text", "sooner", "Sweep", "Tags", "Test", "TOLERANCE", "unregister_adapter",
+    "unregister_chooser",
     "unregister_paper", "unregister_sweeps", "unregister_witness_dir", "Verdict", "Witness",
     "witnesses",
 ]

@@ -17,8 +17,8 @@ from .reproduce import ClaimResult, Reproduction
 from .verdict import t_multiplier
 
 #: colours of the verdicts in titles
-VERDICT_COLOURS = {"agrees": "#1a7f37", "contradicts": "#b42318", "undecided": "#8a6d00",
-                   "error": "#555555"}
+VERDICT_COLOURS = {"agrees": "#1a7f37", "contradicts": "#b42318", "negligible": "#1f5f99",
+                   "undecided": "#8a6d00", "fixed-by-setting": "#555555", "error": "#555555"}
 
 
 def band(c: Curve) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

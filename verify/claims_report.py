@@ -18,7 +18,8 @@ from .reproduce import ClaimResult, Reproduction, effect_text
 #: the pages of a reproduction report, in the header of each
 PAGES = (("index.html", "Claims"), ("references.html", "References"))
 #: the row colour of each verdict: the check report's classes (``report.css``)
-CSS = {"agrees": "holds", "contradicts": "bad", "undecided": "inconclusive", "error": "error"}
+CSS = {"agrees": "holds", "contradicts": "bad", "negligible": "", "undecided": "inconclusive",
+       "fixed-by-setting": "", "error": "error"}
 
 
 def _number(x) -> str:
@@ -95,7 +96,7 @@ def write(rep: Reproduction, outdir: str | Path, *, force: bool = False) -> Path
                        "title": entry.title if entry else paper,
                        "href": f"claims/{_slug(paper)}.html",
                        "counts": {v: sum(r.verdict == v for r in mine)
-                                  for v in ("agrees", "contradicts", "undecided", "error")},
+                                  for v in CSS},
                        "claims": [claim_context(r, rep, figures.get(r.claim.id)) for r in mine]})
     run = {"quick": rep.plan.quick, "seed": rep.plan.seed, "seeds": rep.plan.seeds,
            "seconds": f"{rep.seconds:.1f}", "status": rep.status()}

@@ -49,7 +49,8 @@ class Decision:
         e = self.effect
         return {"reading": self.reading, "verdict": self.verdict,
                 "effect": {"test": e.name, "value": e.effect, "low": e.low, "high": e.high,
-                           "seeds": e.seeds, "region": e.region()},
+                           "seeds": e.seeds, "region": e.region(), "margin": e.margin,
+                           "source": e.source, "reason": e.reason},
                 "detectable_effect": e.detectable, "seeds_needed": e.needed,
                 "bound_agrees": self.bound_agrees, "prediction": self.prediction,
                 "tests": [t.as_dict() for t in self.tests]}
@@ -207,11 +208,18 @@ def _number(x: float) -> str:
 
 
 def effect_text(t: Test) -> str:
-    """A test's measured effect with its interval, its claimed region, and (undecided)
-    what the run could have detected and the seeds that would decide it."""
+    """A test's measured effect with its interval, its claimed region and margin, and
+    (undecided) what the run could have detected and the seeds that would decide it; for a
+    test the setting fixes, why."""
+    if t.effect is None:
+        return f"{t.name}: fixed by the setting: {t.reason}"
     text = (f"{t.name}: {_number(t.effect)} [{_number(t.low)}, {_number(t.high)}] over "
             f"{t.seeds} seeds (claimed {t.region()})")
-    if t.verdict == "undecided":
+    if t.censored:
+        text += f"; {t.censored} of {t.seeds} seeds censored at the horizon"
+    if t.reason:
+        text += f"; {t.reason}"
+    elif t.verdict == "undecided":
         text += f"; detectable {_number(t.detectable)}, " + (
             f"{t.needed} seeds would decide it" if t.needed is not None
             else "no number of seeds decides it at the observed effect")
@@ -228,6 +236,8 @@ def claim_lines(r: ClaimResult) -> list[str]:
     if c.primary is not None:
         readings = "  [" + "; ".join(f"{d.reading}: {d.verdict}" for d in r.decisions) + "]"
     lines += [f"  verdict: {r.verdict}{readings}", f"  effect: {effect_text(p.effect)}"]
+    if p.effect.margin is not None:
+        lines.append(f"  margin: {_number(p.effect.margin)} ({p.effect.source})")
     if c.stated_model:
         lines.append(f"  the stated model: {c.stated_model}")
     if p.prediction:

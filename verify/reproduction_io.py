@@ -29,8 +29,11 @@ from .reproduce import ClaimResult, Decision, Reproduction, Run
 from .scenario import _short, jsonable, parse_json
 
 #: the fields of a stored test (``Test.as_dict``, less the region, which is recomputed)
-TEST_FIELDS = ("name", "effect", "low", "high", "sd", "seeds", "lower", "upper", "verdict",
-               "detectable", "needed", "compares", "at")
+TEST_FIELDS = ("name", "kind", "effect", "low", "high", "sd", "seeds", "lower", "upper",
+               "margin", "source", "verdict", "detectable", "needed", "compares", "at",
+               "censored", "reason")
+#: the kinds of a stored test (``verify.decide.Test.kind``)
+TEST_KINDS = ("above", "below", "between", "fixed")
 
 
 def _field(data, key: str, where: str):
@@ -109,13 +112,21 @@ def _verdict(value, where: str) -> str:
 
 def _test(data, where: str) -> Test:
     kw = {k: _field(data, k, where) for k in TEST_FIELDS}
+    if kw["kind"] not in TEST_KINDS:
+        raise ValueError(f"{_at(where, 'kind')} = {_short(kw['kind'])} must be one of "
+                         f"{', '.join(TEST_KINDS)}")
+    fixed = kw["kind"] == "fixed"  # no run of its own: no effect, interval or seeds
     for k in ("effect", "low", "high", "sd", "detectable"):
-        kw[k] = _number(kw[k], _at(where, k))
-    for k in ("lower", "upper", "at"):
+        kw[k] = _number(kw[k], _at(where, k), optional=fixed)
+    for k in ("lower", "upper", "at", "margin"):
         kw[k] = _number(kw[k], _at(where, k), optional=True)
-    for k in ("seeds", "needed"):
-        kw[k] = _typed(kw[k], int, _at(where, k), "an integer", optional=k == "needed")
-    _typed(kw["name"], str, _at(where, "name"), "a string")
+    for k in ("seeds", "needed", "censored"):
+        kw[k] = _typed(kw[k], int, _at(where, k), "an integer", optional=k == "needed" or
+                       (fixed and k == "seeds"))
+    for k in ("name", "source", "reason"):
+        _typed(kw[k], str, _at(where, k), "a string")
+    if not fixed and not (kw["margin"] is not None and kw["margin"] > 0):
+        raise ValueError(f"{_at(where, 'margin')} = {_short(kw['margin'])} must be a number > 0")
     _verdict(kw["verdict"], _at(where, "verdict"))
     if kw["compares"] is not None:
         pair = _typed(kw["compares"], list, _at(where, "compares"), "a list", optional=True)
@@ -130,7 +141,8 @@ def _decision(data, reading: str | None, where: str) -> Decision:
                   for i, t in enumerate(_list(data, "tests", where)))
     effect = _field(data, "effect", where)
     name, value = _field(effect, "test", f"{where}.effect"), _field(effect, "value", f"{where}.effect")
-    deciding = next((t for t in tests if t.name == name and t.effect == _number(value, where)), None)
+    value = _number(value, f"{where}.effect.value", optional=True)
+    deciding = next((t for t in tests if t.name == name and t.effect == value), None)
     if deciding is None:
         raise ValueError(f"{where}.effect.test = {_short(name)} names none of its tests")
     agrees = _typed(_field(data, "bound_agrees", where), bool, f"{where}.bound_agrees",

@@ -131,8 +131,10 @@ COMMANDS = (Command(
                "--json\n  fedbound reproduce mllsgd hfl tdcd afl --jobs 2 --report claims",
     "Run the experiments behind each paper's qualitative claims (networks on the 8x8 digits, "
     "the paper's delays, partitions and steps, or their smallest faithful analogue) and decide "
-    "every claim on paired differences over seeds: agrees, contradicts, or undecided with the "
-    "effect the run could have detected and the seeds that would decide it. A claim about an "
+    "every claim on paired differences over seeds against its margin, the smallest effect "
+    "that counts: agrees, contradicts (beyond the margin either way), negligible (inside it), "
+    "undecided (with the effect the run could have detected and the seeds that would decide "
+    "it) or fixed-by-setting (the stated setting decides it; no test is run). A claim about an "
     "ambiguous step of the algorithm is run under each reading. Exit 1 when a claim is "
     "contradicted, 4 when a run failed, 3 with --strict when one is undecided, 0 otherwise.",
     {0: "no claim is contradicted", 1: "a claim is contradicted",

@@ -25,6 +25,7 @@ from fedbound.verify.api import (
     above,
     register_claim,
     register_experiment,
+    relative_margin,
 )
 
 from .adapter import SGDScenario, build, simulate
@@ -55,7 +56,8 @@ def run(plan) -> Outcome:
 def falls(outcome):
     """Each larger K gives a smaller average, paired over seeds."""
     c = outcome.curve("SGD at eta = 1/(L sqrt K)")
-    return [above(f"average at K = {a} minus at K = {b}", c.at(a) - c.at(b))
+    return [above(f"average at K = {a} minus at K = {b}", c.at(a) - c.at(b),
+                  **relative_margin(c.at(a), c.at(b), what="average squared gradient norm"))
             for a, b in zip(KS[:-1], KS[1:], strict=True)]
 
 

@@ -19,10 +19,10 @@ from fedbound.verify.api import (
     Claim,
     Experiment,
     above,
-    below,
     between,
     register_claim,
     register_experiment,
+    relative_margin,
 )
 
 from . import experiments as ex
@@ -72,15 +72,15 @@ def _ratio(outcome, c, ref, p):
 
 def no_worse(c, ref, ps=ex.PS):
     def decide(outcome):
-        return [below(f"loss({_name(c, p)}) / loss({_name(ref, p)}) - 1", _ratio(outcome, c, ref, p),
-                      CLOSE) for p in ps]
+        return [between(f"loss({_name(c, p)}) / loss({_name(ref, p)}) - 1", _ratio(outcome, c, ref, p),
+                        -np.inf, CLOSE, source=CLOSE_TEXT) for p in ps]
     return decide
 
 
 def alike(c, ref, ps=ex.PS):
     def decide(outcome):
         return [between(f"loss({_name(c, p)}) / loss({_name(ref, p)}) - 1",
-                        _ratio(outcome, c, ref, p), -CLOSE, CLOSE) for p in ps]
+                        _ratio(outcome, c, ref, p), -CLOSE, CLOSE, source=CLOSE_TEXT) for p in ps]
     return decide
 
 
@@ -89,9 +89,9 @@ def worse(c, ref, ps):
         out = []
         for p in ps:
             T = outcome.curve(_name(c, p)).x[-1]
-            out.append(above(f"loss({_name(c, p)}) - loss({_name(ref, p)})",
-                             _final(outcome, c, p) - _final(outcome, ref, p),
-                             compares=(_name(ref, p), _name(c, p)), at=T))
+            hi, lo = _final(outcome, c, p), _final(outcome, ref, p)
+            out.append(above(f"loss({_name(c, p)}) - loss({_name(ref, p)})", hi - lo,
+                             **relative_margin(hi, lo), compares=(_name(ref, p), _name(c, p)), at=T))
         return out
     return decide
 
@@ -103,8 +103,9 @@ def heterogeneity_hurts(share: float):
         for fewer, more in zip(ex.PS[:-1], ex.PS[1:], strict=True):
             a, b = _name(ex.FEDAVG, fewer), _name(ex.FEDAVG, more)
             t = share * outcome.curve(a).x[-1]
-            out.append(above(f"loss({a}) - loss({b}) at round {t:g}",
-                             outcome.at(a, t) - outcome.at(b, t), compares=(b, a), at=t))
+            hi, lo = outcome.at(a, t), outcome.at(b, t)
+            out.append(above(f"loss({a}) - loss({b}) at round {t:g}", hi - lo,
+                             **relative_margin(hi, lo), compares=(b, a), at=t))
         return out
     return decide
 
@@ -116,11 +117,17 @@ def oscillation(y: np.ndarray) -> np.ndarray:
 
 
 def _zigzag(outcome):
-    def extra(p):
-        return (oscillation(outcome.curve(_name(ex.CD_UNIFORM, p)).y)
-                - oscillation(outcome.curve(_name(ex.FEDAVG, p)).y))
-    return [above("zigzag(async, dynamic K) - zigzag(FedAvg) at p = 1", extra(1)),
-            above("that excess at p = 1 minus at p = 10", extra(1) - extra(10))]
+    def zigzags(p):
+        return (oscillation(outcome.curve(_name(ex.CD_UNIFORM, p)).y),
+                oscillation(outcome.curve(_name(ex.FEDAVG, p)).y))
+    (a1, f1), (a10, f10) = zigzags(1), zigzags(10)
+    # a zigzag is in the loss's units: the smallest one that counts is the loss's default
+    levels = [outcome.curve(_name(c, p)).y.mean(axis=1) for c in (ex.CD_UNIFORM, ex.FEDAVG)
+              for p in (1, 10)]
+    return [above("zigzag(async, dynamic K) - zigzag(FedAvg) at p = 1", a1 - f1,
+                  **relative_margin(*levels[::2])),
+            above("that excess at p = 1 minus at p = 10", (a1 - f1) - (a10 - f10),
+                  **relative_margin(*levels))]
 
 
 def _curves(*configs, ps=ex.PS):

@@ -16,6 +16,7 @@ from fedbound.verify.api import (
     between,
     register_claim,
     register_experiment,
+    relative_margin,
 )
 
 from . import experiments as ex
@@ -62,9 +63,12 @@ SIMILAR_TEXT = (f"fedbound's reading of the paper's word: the training loss at k
 def lower(pairs):
     """Tests that the first of each pair is lower than the second at AT (all must hold)."""
     def decide(outcome):
-        return [above(f"loss({worse}) - loss({better}) at {AT:g}",
-                      outcome.at(worse, AT) - outcome.at(better, AT), compares=(better, worse), at=AT)
-                for better, worse in pairs]
+        out = []
+        for better, worse in pairs:
+            hi, lo = outcome.at(worse, AT), outcome.at(better, AT)
+            out.append(above(f"loss({worse}) - loss({better}) at {AT:g}", hi - lo,
+                             **relative_margin(hi, lo), compares=(better, worse), at=AT))
+        return out
     return decide
 
 
@@ -74,7 +78,8 @@ def similar(reference, others):
     def decide(outcome):
         base = outcome.at(reference, AT)
         return [between(f"loss({label}) / loss({reference}) - 1 at {AT:g}",
-                        outcome.at(label, AT) / base - 1, -SIMILAR, SIMILAR, at=AT)
+                        outcome.at(label, AT) / base - 1, -SIMILAR, SIMILAR, source=SIMILAR_TEXT,
+                        at=AT)
                 for label in others]
     return decide
 
