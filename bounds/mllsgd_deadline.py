@@ -55,7 +55,16 @@ def operator(k: int, q: int, tau: int) -> str:
 
 def _moments(eta, lam, K: int, q: int, tau: int, a, p, V, Z) -> tuple[np.ndarray, np.ndarray]:
     """(P, N) [B, J]: a^T M a after the iterations 1..K-1 for the start M_1 = 1 1^T (no noise)
-    and for M_1 = 0 with unit noise (module docstring); ``eta`` [B], ``lam`` [B, J]."""
+    and for M_1 = 0 with unit noise (module docstring); ``eta`` [B], ``lam`` [B, J]; in
+    blocks of eigenvalues that keep the moments [B, J', 2, N, N] within BLOCK floats."""
+    B, J = lam.shape
+    step = max(1, BLOCK // (2 * B * p.size**2))
+    parts = [_moments_block(eta, lam[:, j:j + step], K, q, tau, a, p, V, Z)
+             for j in range(0, J, step)]
+    return tuple(np.concatenate([part[k] for part in parts], axis=-1) for k in range(2))
+
+
+def _moments_block(eta, lam, K, q, tau, a, p, V, Z) -> tuple[np.ndarray, np.ndarray]:
     B, J = lam.shape
     n = p.size
     x = np.minimum(eta[:, None] * lam, 1.0)[..., None]                  # eta lam [B, J, 1]
@@ -93,7 +102,7 @@ def _grouped(v, compute) -> np.ndarray:
     keys = np.stack([b["K"], b["q"], b["tau"]], axis=-1)
     for K, q, tau in np.unique(keys, axis=0):
         rows = np.flatnonzero((keys == (K, q, tau)).all(axis=-1))
-        step = max(1, BLOCK // (64 * 2 * p.size**2))
+        step = max(1, BLOCK // (64 * 2 * p.size**2))  # rows of 64 eigenvalues per block
         for s in range(0, rows.size, step):
             r = rows[s:s + step]
 
