@@ -36,6 +36,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks.bench_choosers_hfl import ALPHAS, FIGS, QUICK, SIGMAS, chooser  # noqa: E402
+from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.regret import dense  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from fedbound import bounds  # noqa: E402
@@ -43,6 +44,7 @@ from fedbound.bounds.tuning import choose_deadline_sync_time  # noqa: E402
 from fedbound.verify.api import paired_regret  # noqa: E402
 
 KEYS = ("hfl.deadline_quadratic", "hfl.deadline_pl")
+CPU_ONLY = "the chooser's simulations and the bounds' recursions run on the CPU"
 #: the goals of issue 39: within WITHIN of the best in at least SHARE of the scenarios, and
 #: S > 0 in more than half of those whose best S is positive
 WITHIN, SHARE, MOST = 2.0, 0.75, 0.5
@@ -158,7 +160,9 @@ def main(argv: list[str] | None = None) -> None:
                     help="delay paths of each bound's Monte-Carlo expectation (default 32)")
     ap.add_argument("--quick", action="store_true", help="three scenarios only")
     ap.add_argument("--only", help="the figures to run, e.g. 7a,9")
+    add_device_argument(ap, cpu_only=CPU_ONLY)
     args = ap.parse_args(argv)
+    checked_device(ap, args.device, cpu_only=CPU_ONLY)
     torch.set_num_threads(1)
     figs = args.only.split(",") if args.only else list(FIGS)
     chosen = QUICK if args.quick else [(f, s, a) for f in figs for s in SIGMAS for a in ALPHAS]

@@ -31,7 +31,7 @@ _LAZY = {
     "choose_deadline_local_steps": "tuning",
 }
 _SUBMODULES = ("afl", "core", "deadline", "delays", "hfl", "hfl_deadline", "mllsgd",
-               "mllsgd_deadline", "tdcd", "tdcd_deadline", "topology", "tuning")
+               "mllsgd_deadline", "tdcd", "topology", "tuning")
 
 
 def __getattr__(name: str):
@@ -49,7 +49,7 @@ def __dir__():
 #: the modules of the papers' mathematics, delay models and topologies: public as
 #: ``bounds.hfl``, ``bounds.delays``, ... (``core`` is public through its names above)
 _PUBLIC_SUBMODULES = ("afl", "deadline", "delays", "hfl", "hfl_deadline", "mllsgd",
-                      "mllsgd_deadline", "tdcd", "tdcd_deadline", "topology", "tuning")
+                      "mllsgd_deadline", "tdcd", "topology", "tuning")
 
 __all__ = [
     "PAPERS", "REFUTED", "Condition", "Erratum", "Paper", "Param", "Rate", "Theorem",

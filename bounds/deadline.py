@@ -16,11 +16,15 @@ Two shapes of result:
   the first supremum is P(mu), the second is certified by :func:`certified_sup`.
 
 The derivations are ``bounds/derivations/hfl_deadline.md``, ``mllsgd_deadline.md`` and
-``tdcd_deadline.md`` (files of the package).
+``tdcd_deadline.md`` (files of the package). The theorems are built in the papers' modules
+(``bounds.hfl.deadline_quadratic``, ``deadline_pl``; ``bounds.mllsgd.deadline_quadratic``;
+``bounds.tdcd.deadline_pl``) and registered by the papers' plugins through :func:`builder`.
+Importing this module imports numpy only.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 
@@ -31,10 +35,19 @@ import numpy as np
 SUP_RTOL = 1e-3
 #: the geometric grid :func:`certified_sup` starts from, and the intervals it splits per pass
 SUP_POINTS, SUP_SPLIT, SUP_PASSES = 65, 32, 30
-#: the label every deadline result carries in its title
-LABEL = " [derived by fedbound, not published]"
-#: left-hand side of every deadline bound (the loss at the deadline)
-LHS_HFL = r"\mathbb{E}\, f(x^{\mathcal{U}+1}) - f^*"
+#: the one variant of every deadline result: fedbound's own derivation
+VARIANT = "derived"
+
+
+def builder(module: str, function: str) -> Callable:
+    """The ``build(variant)`` that ``bounds.register`` takes for the result built by
+    ``bounds.<module>.<function>``: the module (and sympy) imported on the first build, so that
+    registering a deadline result (``fedbound list``) imports neither."""
+    def build(variant: str):
+        return getattr(importlib.import_module(f"fedbound.bounds.{module}"), function)(variant)
+
+    build.__qualname__ = build.__name__ = function
+    return build
 
 
 def certified_sup(noise: Callable[[np.ndarray, np.ndarray], np.ndarray], lo: np.ndarray,

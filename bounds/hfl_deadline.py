@@ -10,6 +10,11 @@ not published; bounds/derivations/hfl_deadline.md).
                             per-round inequality of the iid variant of Theorem 2
                             (bounds/derivations/hfl_iid.md) turned into a contraction.
 
+The theorems are built in :mod:`bounds.hfl` (``deadline_quadratic``, ``deadline_pl``) and
+registered by the paper's plugin; their aggregates reduce through :mod:`bounds.reduce`
+(``hfl_deadline_start``, ``hfl_deadline_noise``, ``hfl_deadline_pl``), which call the
+recursions here. Importing this module imports numpy only.
+
 Both are conditional on the delay path (the schedule t [..., U, G], zero rows padding rounds
 after U, as every HFL result of :mod:`bounds.hfl`); their expectation over the delay law,
 which bounds the unconditional loss at T by the tower property, is :func:`expected`
@@ -21,12 +26,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import delays as dl
 from .deadline import START_POINTS, SUP_RTOL, certified_sup, flat_batch, unroll, worst_start
-from .reduce import schedule
+
+if TYPE_CHECKING:  # annotations only: bounds.delays (scipy) is imported where it is used
+    from . import delays as dl
 
 #: the largest number of floats one block of the vectorised recursion holds (~64 MB)
 BLOCK = 1 << 23
@@ -96,7 +103,7 @@ def _recursion(alpha, lam, sizes, t, real) -> tuple[np.ndarray, np.ndarray]:
 
 def _schedule_batch(v) -> tuple[tuple, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The batch shape and the flattened alpha, L, mu [B], t [B, U, G] and real [B, U]."""
-    t, _ = schedule(v["t"])
+    t = np.asarray(v["t"], dtype=float)
     shape, (alpha, L, mu, tb) = flat_batch(v["alpha"], v["L"], v["mu"], t, tail=t.shape[-2:])
     return shape, alpha, L, mu, tb, tb[..., 0] > 0
 
@@ -106,8 +113,9 @@ def start_share(v) -> np.ndarray:
     lam_bar = max(mu, G1/(2 Delta)), sup E_nu P(lam) over the spreads nu of the gap over
     eigenvalues in [mu, L] with mean curvature >= lam_bar (:func:`bounds.deadline.worst_start`;
     ||grad f(x^1)||^2 = 2 E_nu lam times the gap), P(lam) = prod_u a_u(lam)^2. Without G1
-    (G1 <= 2 mu Delta) it is P(mu): P is non-increasing in lam for alpha <= 1/L."""
-    t, _ = schedule(v["t"])
+    (G1 <= 2 mu Delta) it is P(mu): P is non-increasing in lam for alpha <= 1/L. ``v``: the
+    theorem's values, the schedule ``t`` [..., U, G] validated (``bounds.reduce.schedule``)."""
+    t = np.asarray(v["t"], dtype=float)
     shape, (alpha, L, mu, G1, Delta, tb) = flat_batch(
         v["alpha"], v["L"], v["mu"], v.get("G1", 0.0), v["Delta"], t, tail=t.shape[-2:])
     real = tb[..., 0] > 0
@@ -148,8 +156,9 @@ def pl_rounds(v) -> tuple[tuple, dict[str, np.ndarray]]:
     x_heterogeneity = Gamma_u ((alpha L s_u)^2 + alpha L s_u^2/tau_u) (zeta > 0 only), with
     tau_u = max_i t_i^u - 1, theta_u = alpha L tau_u, Gamma_u = (1 + alpha L)^(2 (tau_u - 1)),
     s_u = sum_i w_i (t_i^u - 1)/2, rho_u = (1 + [zeta > 0]) x_heterogeneity-part,
-    kappa_u = 1 - alpha mu (1 - rho_u) (rho_u <= 1), 1 + alpha L (rho_u - 1) (rho_u > 1)."""
-    t, _ = schedule(v["t"])
+    kappa_u = 1 - alpha mu (1 - rho_u) (rho_u <= 1), 1 + alpha L (rho_u - 1) (rho_u > 1).
+    ``v``: the theorem's values, the schedule ``t`` validated (``bounds.reduce.schedule``)."""
+    t = np.asarray(v["t"], dtype=float)
     shape, (alpha, L, mu, zeta, tb) = flat_batch(v["alpha"], v["L"], v["mu"], v["zeta"], t,
                                                  tail=t.shape[-2:])
     real = tb[..., 0] > 0
@@ -173,16 +182,6 @@ def pl_rounds(v) -> tuple[tuple, dict[str, np.ndarray]]:
     K, sums = unroll(kappa, parts, real)
     return shape, {"contraction": K.reshape(shape),
                    **{k: s_.reshape(shape) for k, s_ in sums.items()}}
-
-
-def pl_part(name: str):
-    """The reducer of one aggregate of the PL bound (:func:`pl_rounds`)."""
-    def reduce(v) -> np.ndarray:
-        return pl_rounds(v)[1][name]
-
-    reduce.__name__ = reduce.__qualname__ = f"pl_{name.replace(' ', '_').replace('-', '_')}"
-    reduce.__doc__ = f"The {name} aggregate of hfl.deadline_pl (:func:`pl_rounds`)."
-    return reduce
 
 
 # ---------------------------------------------------------------------- over delay paths
@@ -221,6 +220,7 @@ def expected(key: str, model: dl.DelayModel, S, T, *, alpha, paths: int = 256, s
     ``rtol`` and ``points``: the precision of that supremum and of the start's worst share
     (:func:`bounds.deadline.certified_sup`, :func:`bounds.deadline.worst_start`: the value is
     an upper bound whatever they are; ``bounds.deadline.COARSE`` for a search)."""
+    from . import delays as dl
     from .registry import get
 
     thm = get(key)
@@ -288,146 +288,7 @@ def _expected_quadratic(key, alphas, t, sched, paths, params, rtol, points) -> E
                             paths, float(sched.U.mean()), _mean_counts(t))
 
 
-# ---------------------------------------------------------------------- the theorems
-# (sympy from here on: the numbers above need numpy only)
-
-import sympy as sp  # noqa: E402
-
-from .core import Aggregate, Condition, Param, Theorem  # noqa: E402
-from .deadline import LABEL, LHS_HFL  # noqa: E402
-from .references import cite  # noqa: E402
-
-PAPER = cite("hfl")
-#: the one variant of each deadline result: fedbound's own derivation
+#: the results of this module, their one variant and their derivation
+KEYS = ("hfl.deadline_quadratic", "hfl.deadline_pl")
 VARIANT = "derived"
 DERIVATION = "bounds/derivations/hfl_deadline.md"
-KEYS = ("hfl.deadline_quadratic", "hfl.deadline_pl")
-TITLES = {"hfl.deadline_quadratic": "HFL loss at the deadline, quadratics in [mu, L]",
-          "hfl.deadline_pl": "HFL loss at the deadline, mu-PL"}
-
-alpha, L, mu, sigma, Delta, zeta, G1 = sp.symbols("alpha L mu sigma Delta zeta G_1",
-                                                  nonnegative=True)
-SYMBOLS = {"alpha": alpha, "L": L, "mu": mu, "sigma": sigma, "Delta": Delta, "zeta": zeta,
-           "G1": G1}
-P_mu, N_sup = sp.symbols("P_mu N_sup", nonnegative=True)
-K_u, D_noise, D_drift, D_coupling, D_het = sp.symbols("K_U D_noise D_drift D_coupling D_zeta",
-                                                     nonnegative=True)
-PARAMS = {
-    "alpha": Param("alpha", "learning rate, common to all clients, (5)", "positive"),
-    "L": Param("L", "smoothness constant, Assumption 1, (14)", "positive"),
-    "mu": Param("mu", "PL constant: ||grad f||^2 >= 2 mu (f - f*) (the quadratic: smallest "
-                "eigenvalue)", "positive"),
-    "sigma": Param("sigma", "noise: E||g~ - grad F||^2 <= sigma^2, Assumption 4, (17)",
-                   "nonnegative"),
-    "Delta": Param("Delta", "initial gap f(x^1) - f*", "nonnegative"),
-    "G1": Param("G1", "a lower bound on ||grad f(x^1)||^2, the squared gradient at the start "
-                "(0: none; at most 2 L Delta)", "nonnegative"),
-    "zeta": Param("zeta", "group heterogeneity ||grad f_i - grad f|| <= zeta (0: data i.i.d. "
-                  "among clients, Section II)", "nonnegative"),
-    "sizes": Param("sizes", "group sizes |N_i| (Section II)", "positive_integer", vector=True),
-    "t": Param("t", "schedule t[u, i] of local iterations, (7), rows = rounds; zero rows pad "
-               "rounds after U", "nonnegative", vector=True),
-}
-CONDITION_STEP = Condition(
-    "alpha <= 1/L", sp.LessThan(alpha, 1 / L),
-    f"{PAPER}, Theorem 2 (its proof, (36)); for the quadratic bound, where every eigenvalue's "
-    f"contraction 1 - alpha lam is >= 0 ({DERIVATION})")
-OWN = f"derived by fedbound, not published ({DERIVATION})"
-CONDITION_MU = Condition("mu <= L", sp.LessThan(mu, L),
-                         f"{OWN}: the PL constant of an L-smooth f is at most L")
-CONDITION_G1 = Condition("G1 <= 2 L Delta", sp.LessThan(G1, 2 * L * Delta),
-                         f"{OWN}: on a quadratic with spectrum in [mu, L], "
-                         "||grad f(x^1)||^2 <= 2 L (f(x^1) - f*)")
-
-_ROUNDS = r"\prod_{u=1}^{\mathcal{U}}"
-_QUAD_AGGS = [
-    Aggregate(P_mu, sp.Symbol(r"\hat{P}_{\mathcal{U}}(\bar\lambda)"), start_share,
-              ("alpha", "L", "mu", "G1", "Delta", "sizes", "t")),
-    Aggregate(N_sup, sp.Symbol(r"\sup_{\lambda \in [\mu, L]} \lambda N_{\mathcal{U}}(\lambda)"),
-              noise_share, ("alpha", "L", "mu", "sizes", "t")),
-]
-_PL_USES = ("alpha", "L", "mu", "zeta", "sizes", "t")
-_PL_AGGS = [Aggregate(sym, sp.Symbol(display), pl_part(name), _PL_USES) for sym, display, name in (
-    (K_u, _ROUNDS + r" \kappa_u", "contraction"),
-    (D_noise, r"\sum_u y_u \prod_{u' > u} \kappa_{u'}", "noise"),
-    (D_drift, r"\sum_u (1 + \theta_u) \Gamma_u z_u \prod_{u' > u} \kappa_{u'}", "local drift"),
-    (D_coupling, r"\sum_u \Gamma_u^{1/2} c_u \prod_{u' > u} \kappa_{u'}", "noise-drift coupling"),
-    (D_het, r"\sum_u \Gamma_u \left(\frac{\theta_u + 1}{\theta_u}\right)(\alpha L s_u)^2 "
-            r"\prod_{u' > u} \kappa_{u'}", "heterogeneity"))]
-
-QUADRATIC_NOTE = (
-    f"Derived by fedbound, not published; see {DERIVATION}. Algorithm 1 of {PAPER} on "
-    r"$f(x) = \frac12 (x - x^*)^\top A (x - x^*) + f^*$ with the spectrum of $A$ in "
-    r"$[\mu, L]$, every client's stochastic gradient $\nabla f(x) + \xi$ (data i.i.d. among "
-    r"clients, Section II), the noises independent across clients, local iterations and rounds, "
-    r"zero-mean with a covariance of trace at most $\sigma^2$ that does not depend on $x$. "
-    r"Conditional on the delay path $(t, U)$. In an eigen-direction of eigenvalue $\lambda$ one "
-    r"round maps the second moment $s$ to $a_u^2 s + v_u c$ exactly ($c$ the noise variance "
-    r"there, $\rho = 1 - \alpha\lambda$, $a_u = 1 - \sum_i w_i (1 - \rho^{t_i^u})/t_i^u$, "
-    r"$v_u = \alpha^2 \sum_i w_i^2 \sum_{l < t_i^u} \rho^{2l} / (|N_i| (t_i^u)^2)$); the bound "
-    r"$\Delta \hat{P}(\bar\lambda) + \frac{\sigma^2}{2} \sup_\lambda \lambda N$ is the "
-    r"supremum over the class of starts with gap $\Delta$ and $\|\nabla f(x^1)\|^2 \ge G_1$ "
-    r"(attained by a problem of dimension 3): $\hat{P}$ is the upper concave envelope of "
-    r"$P = \prod_u a_u^2$ on $[\mu, L]$ at $\bar\lambda = \max(\mu, G_1/(2\Delta))$, which is "
-    r"$P(\mu)$ without $G_1$. $P$ and $N$ are non-increasing in $\lambda$ for "
-    r"$\alpha \le 1/L$: the envelope and the supremum of $\lambda N$ are bounded above on "
-    r"grids (the latter refined to 0.1%), the upper ends reported.")
-PL_NOTE = (
-    f"Derived by fedbound, not published; see {DERIVATION}. Algorithm 1 of {PAPER}, "
-    r"Assumptions 1 ($L$-Lipschitz gradients of $f$ and every $f_i$), 2 and 4 with the "
-    r"independence of (26); $f$ is $\mu$-PL ($\|\nabla f\|^2 \ge 2\mu (f - f^*)$) and "
-    r"$\|\nabla f_i - \nabla f\| \le \zeta$ ($\zeta = 0$: every client's stochastic gradient "
-    r"unbiased for $\nabla f$, Section II). Conditional on the delay path. Each round contracts "
-    r"the gap by $\kappa_u = 1 - \alpha\mu(1 - \rho_u)$ (or $1 + \alpha L (\rho_u - 1)$ where "
-    r"$\rho_u > 1$) and adds the remainder of fedbound's iid Theorem 2 "
-    r"(bounds/derivations/hfl_iid.md, step 10) with the round's own $\tau_u = \max_i t_i^u - 1$: "
-    r"$\theta_u = \alpha L \tau_u$, $\Gamma_u = (1 + \alpha L)^{2(\tau_u - 1)}$, "
-    r"$s_u = \sum_i w_i (t_i^u - 1)/2$, $\rho_u = (1 + [\zeta > 0]) \Gamma_u "
-    r"(1 + 1/\theta_u)(\alpha L s_u)^2$, $y_u = \sum_i |N_i|/t_i^u / N^2$, "
-    r"$z_u = \sum_i (t_i^u - 1)/(2N)$, $c_u = \sum_i |N_i| (1 - 1/t_i^u)/N^2$. $G$ is not used.")
-
-
-def deadline_quadratic(variant: str = VARIANT) -> Theorem:
-    """``hfl.deadline_quadratic``: Delta P(mu) + (sigma^2/2) sup_{lam in [mu, L]} lam N(lam),
-    the exact worst case of E f(x^{U+1}) - f* over the quadratics of the class (module
-    docstring; bounds/derivations/hfl_deadline.md, sections 2-4)."""
-    _variant(variant)
-    return Theorem(
-        key="hfl.deadline_quadratic", variant=VARIANT,
-        title=TITLES["hfl.deadline_quadratic"] + LABEL,
-        citation=f"{PAPER}, Algorithm 1, (3)-(13), and Section II; the bound derived by fedbound, "
-                 "not published",
-        lhs=LHS_HFL, params={k: v for k, v in PARAMS.items() if k != "zeta"},
-        term_exprs={"transient": Delta * P_mu, "noise": sigma**2 / 2 * N_sup},
-        symbols={k: v for k, v in SYMBOLS.items() if k != "zeta"},
-        conditions=[CONDITION_STEP, CONDITION_MU, CONDITION_G1], aggregates=_QUAD_AGGS,
-        step="alpha",
-        status="holds", notes=QUADRATIC_NOTE)
-
-
-def deadline_pl(variant: str = VARIANT) -> Theorem:
-    """``hfl.deadline_pl``: Delta prod_u kappa_u + sum_u (alpha/2) R_u prod_{u' > u} kappa_{u'}
-    under mu-PL (module docstring; bounds/derivations/hfl_deadline.md, section 5)."""
-    _variant(variant)
-    terms = {"transient": Delta * K_u,
-             "noise": alpha**2 * L * sigma**2 / 2 * D_noise,
-             "local drift": alpha**3 * L**2 * sigma**2 / 2 * D_drift,
-             "noise-drift coupling": alpha**3 * L**2 * sigma**2 / 2 * D_coupling,
-             "heterogeneity": alpha * zeta**2 * D_het}
-    return Theorem(
-        key="hfl.deadline_pl", variant=VARIANT, title=TITLES["hfl.deadline_pl"] + LABEL,
-        citation=f"{PAPER}, Algorithm 1, (3)-(13), Assumptions 1, 2 and 4 and the proof of "
-                 "Theorem 2 (App. D); the bound derived by fedbound, not published",
-        lhs=LHS_HFL, params={k: v for k, v in PARAMS.items() if k != "G1"}, term_exprs=terms,
-        symbols={k: v for k, v in SYMBOLS.items() if k != "G1"},
-        conditions=[CONDITION_STEP, CONDITION_MU], aggregates=_PL_AGGS, step="alpha",
-        status="holds", notes=PL_NOTE)
-
-
-def _variant(variant: str) -> None:
-    if variant != VARIANT:
-        raise ValueError(f"variant {variant!r}: the deadline bounds have one variant, {VARIANT!r}")
-
-
-#: key -> builder, for the plugin's registration (``bounds.register``)
-BUILDERS = {"hfl.deadline_quadratic": deadline_quadratic, "hfl.deadline_pl": deadline_pl}

@@ -20,29 +20,21 @@ eta <= 1/L, and T_k >= 0 entrywise, so P = a^T M_K a (from M_1 = 1 1^T, no noise
 N = a^T M_K a (from 0, unit noise) are non-increasing in lam: the sup machinery of
 :mod:`bounds.deadline` applies. There is no PL bound for MLL-SGD here: section 6 of the
 derivation says what its proof would need.
+
+The theorem is built in :mod:`bounds.mllsgd` (``deadline_quadratic``) and registered by the
+paper's plugin; its aggregates reduce through :mod:`bounds.reduce` (``mllsgd_deadline_start``,
+``mllsgd_deadline_noise``), which call the recursion here. Importing this module imports
+numpy only.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import sympy as sp
 
-from .core import Aggregate, Condition, Param, Theorem
-from .deadline import (
-    COARSE,
-    LABEL,
-    START_POINTS,
-    SUP_RTOL,
-    certified_sup,
-    flat_batch,
-    worst_start,
-)
-from .references import cite
+from .deadline import COARSE, START_POINTS, SUP_RTOL, certified_sup, flat_batch, worst_start
 
-PAPER = cite("mllsgd")
-VARIANT = "derived"
 KEY = "mllsgd.deadline_quadratic"
-TITLE = "MLL-SGD loss at the end, quadratics in [mu, L]"
+VARIANT = "derived"
 DERIVATION = "bounds/derivations/mllsgd_deadline.md"
 #: the largest number of floats one block of the recursion holds (~64 MB)
 BLOCK = 1 << 23
@@ -145,75 +137,3 @@ def bound(*, coarse: bool = False, **params) -> tuple[np.ndarray, dict[str, np.n
     transient = v["Delta"] * start_share(v, points=precision["points"])
     noise = v["sigma"] ** 2 / 2 * noise_share(v, rtol=precision["rtol"])
     return transient + noise, {"transient": transient, "noise": noise}
-
-
-# ---------------------------------------------------------------------- the theorem
-
-eta, L, mu, sigma, Delta, G1, K, q, tau = sp.symbols("eta L mu sigma Delta G_1 K q tau",
-                                                      nonnegative=True)
-SYMBOLS = {"eta": eta, "L": L, "mu": mu, "sigma": sigma, "Delta": Delta, "G1": G1, "K": K,
-           "q": q, "tau": tau}
-P_hat, N_sup = sp.symbols("P_hat N_sup", nonnegative=True)
-PARAMS = {
-    "eta": Param("eta", "step size, (2)", "positive"),
-    "L": Param("L", "smoothness, Assumption 1a (the quadratic's largest eigenvalue)", "positive"),
-    "mu": Param("mu", "the quadratic's smallest eigenvalue", "positive"),
-    "sigma": Param("sigma", "E||g(x) - grad F(x)||^2 <= sigma^2, Assumption 1d with beta = 0",
-                   "nonnegative"),
-    "Delta": Param("Delta", "initial gap F(x_1) - F*", "nonnegative"),
-    "G1": Param("G1", "a lower bound on ||grad F(x_1)||^2 (0: none; at most 2 L Delta)",
-                "nonnegative"),
-    "K": Param("K", "iterations: the bound is on u_K, after iterations 1..K-1 ((13))",
-               "positive_integer"),
-    "q": Param("q", "sub-network averagings per hub averaging, (6)", "positive_integer"),
-    "tau": Param("tau", "local iterations per sub-network averaging, (6)", "positive_integer"),
-    "a": Param("a", "worker weights a_i = w_i / w_tot (Section 5)", "weights", vector=True),
-    "p": Param("p", "probability that worker i takes a gradient step, (3)", "probability",
-               vector=True),
-    "V": Param("V", "[N, N] sub-network averaging V = diag(v) E E^T, (6)", "nonnegative",
-               vector=True),
-    "Z": Param("Z", "[N, N] sub-network and hub averaging Z = diag(v) E H E^T, (7)",
-               "nonnegative", vector=True),
-}
-_USES = ("eta", "L", "mu", "G1", "Delta", "K", "q", "tau", "a", "p", "V", "Z")
-AGGREGATES = [
-    Aggregate(P_hat, sp.Symbol(r"\hat{P}_K(\bar\lambda)"), start_share, _USES),
-    Aggregate(N_sup, sp.Symbol(r"\sup_{\lambda \in [\mu, L]} \lambda N_K(\lambda)"), noise_share,
-              _USES),
-]
-OWN = f"derived by fedbound, not published ({DERIVATION})"
-CONDITIONS = [
-    Condition("eta <= 1/L", sp.LessThan(eta, 1 / L),
-              f"{OWN}: every entry of C is >= 0 and non-increasing in the eigenvalue (the "
-              f"maximisations over [mu, L]); {PAPER}, Theorem 1's (12) implies it"),
-    Condition("mu <= L", sp.LessThan(mu, L), f"{OWN}: the spectrum lies in [mu, L]"),
-    Condition("G1 <= 2 L Delta", sp.LessThan(G1, 2 * L * Delta),
-              f"{OWN}: ||grad F(x_1)||^2 <= 2 L (F(x_1) - F*) on the class"),
-]
-NOTE = (
-    f"Derived by fedbound, not published; see {DERIVATION}. MLL-SGD ({PAPER}, Algorithm 1, "
-    r"(3)-(8), all workers starting at $x_1$) on $F(x) = \frac12 (x - x^*)^\top A (x - x^*) + "
-    r"F^*$ with the spectrum of $A$ in $[\mu, L]$, every worker's stochastic gradient "
-    r"$\nabla F(x) + \xi$ with $\xi$ independent across workers and iterations, zero-mean, of a "
-    r"covariance of trace at most $\sigma^2$ that does not depend on $x$ (Assumption 1d with "
-    r"$\beta = 0$, data i.i.d. among workers). The left-hand side is $\mathbb{E} F(u_K) - F^*$, "
-    r"$u_K = X_K a$ after iterations $1..K-1$ (the last iterate of (13)). Per eigenvalue the "
-    r"worker second moments follow $M' = T_k^\top (M \circ C + \eta^2 c\, \mathrm{diag}(p)) T_k$ "
-    r"exactly; $\hat{P}$ is the upper concave envelope of $P = a^\top M_K a$ (from "
-    r"$M_1 = 1 1^\top$) at $\bar\lambda = \max(\mu, G_1/(2\Delta))$, $N$ the same from $0$ with "
-    r"unit noise; both are bounded above on grids, the supremum of $\lambda N$ to 0.1%.")
-
-
-def deadline_quadratic(variant: str = VARIANT) -> Theorem:
-    """``mllsgd.deadline_quadratic``: Delta P^(lam_bar) + (sigma^2/2) sup lam N(lam) (module
-    docstring; bounds/derivations/mllsgd_deadline.md)."""
-    if variant != VARIANT:
-        raise ValueError(f"variant {variant!r}: {KEY} has one variant, {VARIANT!r}")
-    return Theorem(
-        key=KEY, variant=VARIANT, title=TITLE + LABEL,
-        citation=f"{PAPER}, Algorithm 1, (3)-(8), Assumption 1; the bound derived by fedbound, "
-                 "not published",
-        lhs=r"\mathbb{E}\, F(u_K) - F^*", params=PARAMS,
-        term_exprs={"transient": Delta * P_hat, "noise": sigma**2 / 2 * N_sup},
-        symbols=SYMBOLS, conditions=CONDITIONS, aggregates=AGGREGATES, step="eta",
-        status="holds", notes=NOTE)

@@ -350,10 +350,8 @@ def choose_deadline_local_steps(key: str = "tdcd.deadline_pl", *, Qs, R, eta=Non
     callable, e.g. horizon // (3 t_comm + Q t_comp), Section 5.2) and every step of ``eta``
     (a number or a list; default :func:`deadline_steps` below the largest step that (R1)-(R2)
     admit at that Q). ``params``: L, L_max, mu, sigma, K, Delta of the theorem."""
-    from . import tdcd_deadline as tdd
-
-    thm = _deadline_theorem(key, (tdd.KEY,), "choose_deadline_local_steps", ("eta", "Q", "R"),
-                            params)
+    thm = _deadline_theorem(key, ("tdcd.deadline_pl",), "choose_deadline_local_steps",
+                            ("eta", "Q", "R"), params)
     horizons = _horizons(list(Qs), R, "R", "Q")
     curve = []
     for Q, R_Q in horizons.items():

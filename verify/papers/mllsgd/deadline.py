@@ -25,12 +25,13 @@ import numpy as np
 
 from fedbound import bounds
 from fedbound.bounds import mllsgd_deadline as bd
+from fedbound.bounds.deadline import VARIANT, builder
 from fedbound.verify.api import Draw, Measurement, Tags, register_adapter
 
 from .adapters import MLLSGD, MLLSGDScenario, _roundoff, build
 
-bounds.register(bd.KEY, bd.TITLE, bd.deadline_quadratic, (bd.VARIANT,), bd.VARIANT,
-                {bd.VARIANT: "holds"})
+bounds.register(bd.KEY, "MLL-SGD loss at the end, quadratics", builder("mllsgd", "deadline_quadratic"),
+                (VARIANT,), VARIANT, {VARIANT: "holds"})
 
 
 def exact_final_loss(st, eta: float, K: int, q: int, tau: int) -> float:

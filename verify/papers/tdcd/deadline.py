@@ -1,6 +1,6 @@
 """Das et al. 2022, TDCD judged at its deadline: fedbound's own bound on E L(theta^{RQ}) - L*,
 the loss of the hub models after R rounds (derived by fedbound, not published;
-``bounds.tdcd_deadline``, bounds/derivations/tdcd_deadline.md).
+``bounds.tdcd.deadline_pl``, bounds/derivations/tdcd_deadline.md).
 
 Statement: ``tdcd.deadline_pl``, a mu-PL loss, under the assumptions of fedbound's refined
 Theorem 1 (independent client batches, the own-block L_max).
@@ -22,13 +22,14 @@ from typing import Any
 import numpy as np
 
 from fedbound import bounds
-from fedbound.bounds import tdcd_deadline as bd
+from fedbound.bounds.deadline import VARIANT, builder
 from fedbound.verify.api import Draw, Measurement, register_adapter
 
 from .adapters import TDCD, TDCDScenario, _roundoff, build, delta, run, sigma
 
-bounds.register(bd.KEY, bd.TITLE, bd.deadline_pl, (bd.VARIANT,), bd.VARIANT,
-                {bd.VARIANT: "holds"})
+KEY = "tdcd.deadline_pl"
+bounds.register(KEY, "TDCD loss after R rounds, PL", builder("tdcd", "deadline_pl"), (VARIANT,),
+                VARIANT, {VARIANT: "holds"})
 
 
 def curvature_floor(st) -> float:
@@ -43,7 +44,7 @@ def curvature_floor(st) -> float:
 class DeadlinePL(TDCD):
     """``tdcd.deadline_pl`` on least squares."""
 
-    key = bd.KEY
+    key = KEY
     default = TDCDScenario(loss="squared", label_noise=0.3)
     lhs_label = r"$\mathcal{L}(\theta^{RQ}) - \mathcal{L}^*$ [loss]"
 
