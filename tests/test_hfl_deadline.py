@@ -135,6 +135,23 @@ def test_s_zero_is_minibatch_sgd_in_closed_form(data):
 
 
 @FAST
+@given(st.integers(1, 30), st.integers(1, 12), st.floats(0.01, 1), st.floats(0, 3), st.floats(0, 5))
+def test_one_group_one_round_in_closed_form(n, t, frac, sigma, Delta):
+    """One group of n clients, one round of t local iterations (S >= T), mu = L = lam: the
+    round maps e to e + (rho^t e - e)/t plus the upload's noise, so the loss is
+    (lam/2) [(1 - (1 - rho^t)/t)^2 e^2 + alpha^2 sigma^2 sum_{l<t} rho^(2l)/(n t^2)]."""
+    lam = 1.3
+    alpha = frac / lam
+    rho = 1 - alpha * lam
+    e2 = 2 * Delta / lam
+    want = lam / 2 * ((1 - (1 - rho**t) / t) ** 2 * e2
+                      + alpha**2 * sigma**2 * sum(rho ** (2 * k) for k in range(t)) / (n * t * t))
+    got = QUAD.evaluate(alpha=alpha, L=lam, mu=lam, sigma=sigma, Delta=Delta, G1=0.0,
+                        sizes=np.array([n]), t=np.array([[t]]))
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-300)
+
+
+@FAST
 @given(schedules(), st.floats(0, 5), st.floats(0, 10))
 def test_quadratic_monotone(data, more_sigma, more_delta):
     """Non-decreasing in sigma and Delta, non-increasing in mu (a smaller class) and in G1."""
