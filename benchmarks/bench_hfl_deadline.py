@@ -40,7 +40,7 @@ from benchmarks.device import add_device_argument, checked_device  # noqa: E402
 from benchmarks.regret import dense  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 from fedbound import bounds  # noqa: E402
-from fedbound.bounds.tuning import choose_deadline_sync_time  # noqa: E402
+from fedbound.bounds.hfl_sync import choose_deadline_sync_time  # noqa: E402
 from fedbound.verify.api import paired_regret  # noqa: E402
 
 KEYS = ("hfl.deadline_quadratic", "hfl.deadline_pl")

@@ -1,10 +1,13 @@
 """fedbound.bounds: the convergence results of the four papers as symbolic objects.
 
 Pure mathematics (sympy, numpy, scipy); never imports torch or the simulator. Importing it
-is light: the registry lists every result (``bounds.list()``) without building one, and a
-paper's module (and sympy) is imported on the first :func:`get` of one of its results, or
-on first use of a name below that needs it (``bounds.Theorem``, ``bounds.choose_step``,
-``bounds.mllsgd``, ...).
+is light. The results are registered by the plugins (fedbound's four papers are plugins,
+``fedbound.verify.papers.<paper>``, each registering the results whose mathematics is the
+module ``bounds.<paper>``), which the registry loads on its first lookup (``get``, ``list``,
+``keys``; :func:`bounds.registry.add_loader`); it lists every result (``bounds.list()``)
+without building one, and a paper's module (and sympy) is imported on the first :func:`get`
+of one of its results, or on first use of a name below that needs it (``bounds.Theorem``,
+``bounds.choose_step``, ``bounds.mllsgd``, ...).
 
 >>> from fedbound import bounds
 >>> thm = bounds.get("mllsgd.theorem1")          # default variant: "proof"
@@ -16,21 +19,18 @@ True
 
 import importlib
 
-from .catalog import register_all
 from .references import PAPERS, Paper, cite
 from .registry import REFUTED, get, keys, register, statuses, unregister, variants
 from .registry import list_results as list  # noqa: A001  (bounds.list(), as the design fixes)
 
-register_all()
-
 #: names imported on first use: name -> module of bounds that defines it
 _LAZY = {
     "Condition": "core", "Erratum": "core", "Param": "core", "Rate": "core", "Theorem": "core",
-    "choose_step": "tuning", "choose_sync_time": "tuning",
-    "choose_deadline_sync_time": "tuning", "choose_deadline_period": "tuning",
-    "choose_deadline_local_steps": "tuning",
+    "choose_step": "tuning", "choose_sync_time": "hfl_sync",
+    "choose_deadline_sync_time": "hfl_sync", "choose_deadline_period": "mllsgd_deadline",
+    "choose_deadline_local_steps": "tdcd",
 }
-_SUBMODULES = ("afl", "core", "deadline", "delays", "hfl", "hfl_deadline", "mllsgd",
+_SUBMODULES = ("afl", "core", "deadline", "delays", "hfl", "hfl_deadline", "hfl_sync", "mllsgd",
                "mllsgd_deadline", "tdcd", "topology", "tuning")
 
 

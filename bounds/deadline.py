@@ -18,15 +18,18 @@ Two shapes of result:
 The derivations are ``bounds/derivations/hfl_deadline.md``, ``mllsgd_deadline.md`` and
 ``tdcd_deadline.md`` (files of the package). The theorems are built in the papers' modules
 (``bounds.hfl.deadline_quadratic``, ``deadline_pl``; ``bounds.mllsgd.deadline_quadratic``;
-``bounds.tdcd.deadline_pl``) and registered by the papers' plugins through :func:`builder`.
-Importing this module imports numpy only.
+``bounds.tdcd.deadline_pl``) and registered by the papers' plugins; the choices that
+minimise them are :func:`bounds.hfl_sync.choose_deadline_sync_time`,
+:func:`bounds.mllsgd_deadline.choose_deadline_period` and
+:func:`bounds.tdcd.choose_deadline_local_steps`, with the pieces below. Importing this module
+imports numpy only.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,17 +40,6 @@ SUP_RTOL = 1e-3
 SUP_POINTS, SUP_SPLIT, SUP_PASSES = 65, 32, 30
 #: the one variant of every deadline result: fedbound's own derivation
 VARIANT = "derived"
-
-
-def builder(module: str, function: str) -> Callable:
-    """The ``build(variant)`` that ``bounds.register`` takes for the result built by
-    ``bounds.<module>.<function>``: the module (and sympy) imported on the first build, so that
-    registering a deadline result (``fedbound list``) imports neither."""
-    def build(variant: str):
-        return getattr(importlib.import_module(f"fedbound.bounds.{module}"), function)(variant)
-
-    build.__qualname__ = build.__name__ = function
-    return build
 
 
 def certified_sup(noise: Callable[[np.ndarray, np.ndarray], np.ndarray], lo: np.ndarray,
@@ -167,3 +159,74 @@ def flat_batch(*arrays: np.ndarray, tail: tuple[int, ...] = ()) -> tuple[tuple, 
     out = [np.broadcast_to(a, shape).reshape(size) for a in scalars]
     out.append(np.broadcast_to(last, shape + items).reshape((size,) + items))
     return shape, out
+
+
+# ---------------------------------------------------------------------- choosing from them
+
+#: the steps a joint choice of a deadline bound compares: DEADLINE_PER_OCTAVE per factor of 2
+#: over DEADLINE_OCTAVES factors of 2 below 1/L (1/L included)
+DEADLINE_PER_OCTAVE, DEADLINE_OCTAVES = 3, 12
+
+
+def deadline_steps(L: float) -> np.ndarray:
+    """The steps of a joint choice of a deadline bound: geometric, up to 1/L
+    (:data:`DEADLINE_PER_OCTAVE`, :data:`DEADLINE_OCTAVES`)."""
+    k = np.arange(DEADLINE_PER_OCTAVE * DEADLINE_OCTAVES + 1)[::-1]
+    return 2.0 ** (-k / DEADLINE_PER_OCTAVE) / float(L)
+
+
+@dataclass(frozen=True)
+class DeadlineChoice:
+    """The value of a knob (``knob``: "tau" or "Q") and the step minimising a deadline bound
+    (derived by fedbound, not published), ``best`` = {knob: value, step name: value};
+    ``best_bound`` bounds the expected loss at the deadline there (a certificate, at the
+    full precision), with its ``terms``; ``curve``: per value of the knob, its best step,
+    the bound there (at the search's precision: an upper bound too) and the ``horizon``
+    (iterations K or rounds R) it has before the deadline."""
+
+    key: str
+    variant: str
+    knob: str
+    best: dict
+    best_bound: float
+    terms: dict
+    dominant_term: str
+    curve: list
+
+    def as_dict(self) -> dict:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+def deadline_theorem(key: str, keys, function: str, chosen, params):
+    """The theorem of ``key`` (one of ``keys``), with ``params`` checked to be among its
+    parameters less those the chooser sets (``chosen``)."""
+    from .registry import get
+
+    if key not in keys:
+        raise ValueError(f"key={key!r}: {function} minimises {', '.join(keys)}")
+    thm = get(key)
+    known = sorted(set(thm.params) - set(chosen))
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ValueError(f"{key}: unknown parameter(s) {unknown}; parameters are {known}")
+    return thm
+
+
+def horizons(values, horizon, name: str, knob: str) -> dict:
+    """{knob value: horizon}: one horizon for every value, or a mapping / callable of it."""
+    out = {}
+    for v in values:
+        h = horizon(v) if callable(horizon) else horizon.get(v) if isinstance(horizon, dict) \
+            else horizon
+        if h is None or isinstance(h, bool) or int(h) != h or h < 1:
+            raise ValueError(f"{name}={h!r} at {knob}={v}: must be an integer >= 1")
+        out[v] = int(h)
+    return out
+
+
+def steps(step, top: float) -> np.ndarray:
+    """The steps compared: those given, or :data:`DEADLINE_PER_OCTAVE` per factor of 2 over
+    :data:`DEADLINE_OCTAVES` factors below ``top``."""
+    if step is not None:
+        return np.atleast_1d(np.asarray(step, dtype=float))
+    return deadline_steps(1.0 / top)

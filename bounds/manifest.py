@@ -17,11 +17,13 @@ A manifest is keyed by fedbound's version, sympy's version (read from the instal
 metadata, without importing sympy) and a SHA-256 of the sources of :mod:`bounds`; it is used
 only when its key matches and it is complete (the integrity rules of :mod:`bounds.compiled`:
 a header naming the key and the SHA-256 of the body, written to a temporary name and
-renamed). Only the results of the four papers (:mod:`bounds.catalog`) get a manifest, and only
-those whose aggregates reduce through named functions of :mod:`bounds.reduce` (or a
-``functools.partial`` of one, whose keywords the manifest stores) and whose cross-parameter
-check, if any (a theorem's ``cross_check``), is one too; any other result, and any miss, is
-built with sympy as before.
+renamed). Only the results built by a module of :mod:`bounds` (the four papers', whose
+plugins register them by the path of their build, ``"fedbound.bounds.hfl:theorem2"``) get a
+manifest, since its key covers the sources of :mod:`bounds` alone, and only those whose
+aggregates reduce through named functions of :mod:`bounds.reduce` (or a ``functools.partial``
+of one, whose keywords the manifest stores) and whose cross-parameter check, if any (a
+theorem's ``cross_check``), is one too; any other result, and any miss, is built with sympy as
+before.
 """
 
 from __future__ import annotations
@@ -79,13 +81,19 @@ def save(thm) -> bool:
     """Write the manifest of the built result ``thm`` (a :class:`~bounds.core.Theorem`);
     False where it has none (a plugin's result, an aggregate that is not a named function of
     :mod:`bounds.reduce`) or the cache cannot be written."""
-    if thm.key not in registry.keys() or not registry.builtin(thm.key):
+    if not _in_bounds(thm.key):
         return False
     described = describe(thm)
     if described is None:
         return False
     return compiled.write(path(thm.key, thm.variant), stamp(thm.key, thm.variant),
                           json.dumps(described))
+
+
+def _in_bounds(key: str) -> bool:
+    """Whether ``key`` is registered and built by a module of :mod:`bounds` (what the
+    manifest's key covers), whoever registered it."""
+    return key in registry.keys() and (registry.module_of(key) or "").startswith(f"{__package__}.")
 
 
 def describe(thm) -> dict | None:
@@ -171,7 +179,7 @@ def _description(thm, aggregates: list, cross_check: str | None, function) -> di
 def load(key: str, variant: str | None = None) -> NumericTheorem | None:
     """The numeric theorem of ``key`` [``variant``] from a valid manifest, or None (an
     unknown or plugin result, no manifest, a stale or damaged one, a missing function)."""
-    if key not in registry.keys() or not registry.builtin(key):
+    if not _in_bounds(key):
         return None
     variant = registry.default(key) if variant is None else variant
     if variant not in registry.variants(key):

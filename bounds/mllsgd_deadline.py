@@ -31,7 +31,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .deadline import COARSE, START_POINTS, SUP_RTOL, certified_sup, flat_batch, worst_start
+from .deadline import (
+    COARSE,
+    START_POINTS,
+    SUP_RTOL,
+    DeadlineChoice,
+    certified_sup,
+    deadline_theorem,
+    flat_batch,
+    horizons,
+    steps,
+    worst_start,
+)
 
 KEY = "mllsgd.deadline_quadratic"
 VARIANT = "derived"
@@ -137,3 +148,31 @@ def bound(*, coarse: bool = False, **params) -> tuple[np.ndarray, dict[str, np.n
     transient = v["Delta"] * start_share(v, points=precision["points"])
     noise = v["sigma"] ** 2 / 2 * noise_share(v, rtol=precision["rtol"])
     return transient + noise, {"transient": transient, "noise": noise}
+
+
+def choose_deadline_period(key: str = "mllsgd.deadline_quadratic", *, taus, K, eta=None,
+                           **params) -> DeadlineChoice:
+    """The (tau, eta) minimising ``mllsgd.deadline_quadratic`` (derived by fedbound, not
+    published; bounds/derivations/mllsgd_deadline.md), a bound on E F(u_K) - F* for MLL-SGD:
+    for every tau of ``taus`` its horizon ``K`` (one number, a {tau: K_tau} mapping or a
+    callable, e.g. the iterations that fit in a time budget with communication costs) and
+    every step of ``eta`` (a number or a list; default :func:`deadline_steps` below 1/L).
+    ``params``: L, mu, sigma, Delta, G1, q, a, p, V, Z of the theorem. Compared at the coarse
+    precision (``bounds.deadline.COARSE``), the pick's bound at the full one."""
+    thm = deadline_theorem(key, (KEY,), "choose_deadline_period", ("eta", "K", "tau"), params)
+    horizon = horizons(list(taus), K, "K", "tau")
+    etas = steps(eta, 1.0 / float(params["L"]))
+    curve = []
+    for tau, K_tau in horizon.items():
+        given = {**params, "tau": tau, "K": K_tau, "eta": etas}
+        broken = thm.violations(**{**given, "eta": float(etas.max())})
+        if broken:
+            raise ValueError(f"{key} at tau={tau}: " + "; ".join(map(str, broken)))
+        values, _ = bound(coarse=True, **given)
+        j = int(np.argmin(values))
+        curve.append({"tau": tau, "eta": float(etas[j]), "bound": float(values[j]), "horizon": K_tau})
+    best = min(curve, key=lambda r: (r["bound"], r["tau"]))
+    value, terms = bound(**{**params, "tau": best["tau"], "K": best["horizon"], "eta": best["eta"]})
+    terms = {k: float(v) for k, v in terms.items()}
+    return DeadlineChoice(key, thm.variant, "tau", {"tau": best["tau"], "eta": best["eta"]},
+                          float(value), terms, max(terms, key=terms.get), curve)

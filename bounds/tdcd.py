@@ -46,6 +46,7 @@ from sympy.codegen.cfunctions import expm1, log1p
 
 from . import reduce
 from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, get
+from .deadline import DeadlineChoice, deadline_theorem, horizons, steps
 from .references import cite
 
 PAPER = cite("tdcd")
@@ -739,3 +740,34 @@ def deadline_pl(variant: str = "derived") -> Theorem:
         symbols={**{k: v for k, v in SYMBOLS.items() if k not in ("c", "G0")}, "mu": mu},
         conditions=[CONDITION_R1, CONDITION_R2, CONDITION_DEADLINE_MU], errata=[ERRATUM_DEADLINE],
         aggregates=AGGREGATES_REFINED, step="eta", status="holds", notes=DEADLINE_NOTE)
+
+
+def choose_deadline_local_steps(key: str = "tdcd.deadline_pl", *, Qs, R, eta=None,  # noqa: N803
+                                **params) -> DeadlineChoice:
+    """The (Q, eta) minimising ``tdcd.deadline_pl`` (derived by fedbound, not published;
+    bounds/derivations/tdcd_deadline.md), a bound on E L(theta^{RQ}) - L* for TDCD: for every
+    Q of ``Qs`` its rounds ``R`` before the deadline (one number, a {Q: R_Q} mapping or a
+    callable, e.g. horizon // (3 t_comm + Q t_comp), Section 5.2) and every step of ``eta``
+    (a number or a list; default :func:`deadline_steps` below the largest step that (R1)-(R2)
+    admit at that Q). ``params``: L, L_max, mu, sigma, K, Delta of the theorem."""
+    thm = deadline_theorem(key, ("tdcd.deadline_pl",), "choose_deadline_local_steps",
+                           ("eta", "Q", "R"), params)
+    horizon = horizons(list(Qs), R, "R", "Q")
+    curve = []
+    for Q_, R_Q in horizon.items():
+        top = thm.max_step(**params, Q=Q_, R=R_Q)
+        etas = steps(eta, top)
+        ok = np.asarray(thm.admissible(**params, Q=Q_, R=R_Q, eta=etas), dtype=bool)
+        if not ok.any():
+            continue
+        values = np.where(ok, np.asarray(thm.evaluate(**params, Q=Q_, R=R_Q, eta=etas), dtype=float),
+                          np.inf)
+        j = int(np.argmin(values))
+        curve.append({"Q": Q_, "eta": float(etas[j]), "bound": float(values[j]), "horizon": R_Q})
+    if not curve:
+        raise ValueError(f"{key}: no step of {eta!r} is admissible at any Q of {list(Qs)}")
+    best = min(curve, key=lambda r: (r["bound"], r["Q"]))
+    terms = {k: float(v) for k, v in thm.terms(**params, Q=best["Q"], R=best["horizon"],
+                                               eta=best["eta"]).items()}
+    return DeadlineChoice(key, thm.variant, "Q", {"Q": best["Q"], "eta": best["eta"]},
+                          best["bound"], terms, max(terms, key=terms.get), curve)

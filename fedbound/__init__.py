@@ -11,11 +11,29 @@ Three subpackages, imported on first use so that ``import fedbound`` stays light
 >>> from fedbound import bounds
 >>> bounds.get("mllsgd.theorem1").variant
 'proof'
+
+Every result, fedbound's own papers' included, is registered by a plugin. This root, above
+both subpackages, connects them: it gives the registry of ``bounds`` the plugin loader of
+``verify`` (:func:`_load_plugins`), which the registry calls on its first lookup, so that
+``bounds`` finds the papers' results without importing ``verify``.
 """
 
 import importlib
 
+from .bounds import registry as _registry
+
 _SUBPACKAGES = ("bounds", "sim", "verify")
+
+
+def _load_plugins() -> None:
+    """Load the plugins (the entry points of ``fedbound.plugins``, ``FEDBOUND_PLUGINS``):
+    :func:`fedbound.verify.plugins.ensure_loaded`."""
+    from .verify import plugins
+
+    plugins.ensure_loaded()
+
+
+_registry.add_loader(_load_plugins)
 
 
 def __getattr__(name: str):

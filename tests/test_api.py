@@ -73,6 +73,9 @@ class Square(api.Adapter):
     def _draw(self, draw):
         return XScenario(x=draw.uniform(0.1, 3), seed=draw.integer(0, 99))
 
+    def _footprint(self, s, exact):
+        return api.Footprint.of({"replicas": 8.0 * s.replicas}, {"replicas": float(s.replicas)})
+
 
 def test_register_twice_is_an_error_and_registered_cleans_up():
     with registered("toy.square", "x^2", build, adapter=Square):
@@ -118,6 +121,63 @@ def test_assertions_and_contract_checks_on_a_user_result():
         assert set(results) == set(CHECKS)
         assert results["witnesses"] == "skipped" and results["exact_agrees"] == "passed"
         assert all(o in ("passed", "skipped") for o in results.values()), results
+
+
+def test_an_adapter_without_footprint_gets_a_warning_not_a_failure():
+    """The resource limits cannot protect a user from an adapter that estimates nothing:
+    check_adapter says so (outcome "warning", a ContractWarning naming the hook), the
+    pytest case warns and passes, and fedbound plugins flags the registration."""
+    from fedbound.verify.hooks import hook
+    from fedbound.verify.testing import ContractWarning, cases
+
+    class NoFootprint(Square):
+        _footprint = api.Adapter._footprint
+
+    with registered("toy.square", "x^2", build, adapter=NoFootprint):
+        with pytest.warns(ContractWarning, match="has no _footprint"):
+            (r,) = check_adapter("toy.square", checks=["footprint"])
+        assert (r.outcome, "resource limits" in r.message) == ("warning", True)
+        (case,) = cases(["toy.square"], checks=["footprint"])
+        with pytest.warns(ContractWarning, match="has no _footprint"):
+            case()
+        assert any("no _footprint" in p for p in hook("adapters").problems(
+            "toy.square", adapter_for("toy.square")))
+    with registered("toy.square", "x^2", build, adapter=Square):
+        assert [r.outcome for r in check_adapter("toy.square", checks=["footprint"])] == ["passed"]
+        assert hook("adapters").problems("toy.square", adapter_for("toy.square")) == []
+
+
+def test_admissible_step_draws_a_fraction_of_the_largest_step():
+    """Adapter.admissible_step: the largest step of the theorem at the scenario's other
+    parameters (here eta <= 1/(2 L), L = 4: 0.125), times a uniform fraction in [low, high]."""
+    L, eta = sp.symbols("L eta", positive=True)
+
+    def stepped(variant):
+        return Theorem(key="toy.step", variant=variant, title="a step bound", citation="test",
+                       lhs="x", params={"L": Param("L", "smoothness", "positive"),
+                                        "eta": Param("eta", "step", "positive")},
+                       term_exprs={"rhs": 1 / eta}, symbols={"L": L, "eta": eta}, step="eta",
+                       conditions=[bounds.Condition("eta <= 1/(2L)", sp.LessThan(2 * L * eta, 1),
+                                                    "test")])
+
+    class Stepped(Square):
+        key = "toy.step"
+
+        def _derive(self, s, thm):
+            return {"L": 4.0 * s.x, "eta": 0.01}
+
+    with registered("toy.step", "a step bound", stepped, adapter=Stepped):
+        ad = adapter_for("toy.step")
+        draws = [ad.admissible_step(XScenario(x=1.0), api.RngDraw(np.random.default_rng(i)), 0.5)
+                 for i in range(20)]
+        assert all(0.0625 <= d <= 0.125 for d in draws) and len(set(draws)) == 20
+        assert ad.admissible_step(XScenario(x=2.0), api.RngDraw(np.random.default_rng(0)), 1.0) \
+            == pytest.approx(1 / 16, rel=1e-12)
+        with pytest.raises(ValueError, match="0 < low <= high <= 1"):
+            ad.admissible_step(XScenario(), api.RngDraw(np.random.default_rng(0)), 0.0)
+    with registered("toy.square", "x^2", build, adapter=Square):
+        with pytest.raises(ValueError, match="names no step parameter"):
+            adapter_for("toy.square").admissible_step(XScenario(), api.RngDraw(np.random.default_rng(0)))
 
 
 def test_a_failing_bound_fails_assert_holds_and_the_contract():

@@ -1,7 +1,9 @@
 """The import structure the design fixes (``docs/architecture.md``): no import circle
 anywhere, lazy imports included; the generic engine of ``verify`` imports no paper and names
 none; a paper imports only ``fedbound.verify.api`` of ``verify``; the engine is at most
-``MAX_FLOORS`` floors deep.
+``MAX_FLOORS`` floors deep; and no core module (``bounds``, ``sim``, ``verify`` but a paper's
+plugin and the papers' own modules of ``bounds`` and ``sim``) names a paper's theorem key, so
+that nothing in the core lists the papers' results.
 
 The graph is read from the source files (every ``import`` statement, module-level, inside a
 function or under ``TYPE_CHECKING``), each module named as the installed package names it:
@@ -163,9 +165,10 @@ def test_the_engine_is_at_most_eight_floors_deep():
 HELP_CALLS = ("Command", "add_argument", "add_parser")
 
 
-def _named_in_code(path: Path) -> list[str]:
-    """Paper names in a module's code: identifiers, attribute names and string constants
-    that are not docstrings or help texts (a usage example in either is prose)."""
+def _named_in_code(path: Path, pattern: re.Pattern = PAPER_NAME) -> list[str]:
+    """What ``pattern`` finds (default: paper names) in a module's code: identifiers,
+    attribute names and string constants that are not docstrings or help texts (a usage
+    example in either is prose)."""
     tree = ast.parse(path.read_text())
     docs = {id(node.body[0].value) for node in ast.walk(tree)
             if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
@@ -184,11 +187,11 @@ def _named_in_code(path: Path) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             if id(node) not in docs and id(node) not in examples:
-                found += PAPER_NAME.findall(node.value)
+                found += pattern.findall(node.value)
         elif isinstance(node, ast.Name):
-            found += PAPER_NAME.findall(node.id)
+            found += pattern.findall(node.id)
         elif isinstance(node, ast.Attribute):
-            found += PAPER_NAME.findall(node.attr)
+            found += pattern.findall(node.attr)
     return found
 
 
@@ -203,3 +206,60 @@ def test_the_name_finder_sees_a_paper_in_code(tmp_path):
                    'EXAMPLES = "fedbound check afl.theorem3"\ntdcd = 2\n'
                    'p.add_argument("key", help="e.g. mllsgd.theorem1")\n')
     assert sorted(_named_in_code(src)) == ["hfl", "tdcd"]
+
+
+# ---------------------------------------------------------------------- nothing lists the papers
+
+
+def _paper_keys() -> list[str]:
+    """The keys of the results fedbound's papers register: those registered by the plugins
+    that ship with fedbound (loaded here as every command loads them)."""
+    from fedbound import bounds
+    from fedbound.verify.plugins import builtin, owner
+
+    return sorted(k for k in bounds.keys() if owner(bounds.registry.origin(k), builtin()))
+
+
+PAPER_KEYS = _paper_keys()
+#: a paper's theorem key in a text (not a longer key that starts with it)
+PAPER_KEY = re.compile(r"(?<![\w.])(?:" + "|".join(map(re.escape, PAPER_KEYS)) + r")(?![\w])")
+PREFIXES = sorted({k.partition(".")[0] for k in PAPER_KEYS})
+
+
+def is_papers_own(module: str) -> bool:
+    """A paper's plugin (``verify.papers.<paper>``) or its mathematics or algorithm: a module
+    of ``bounds`` or ``sim`` named after the paper (``bounds.hfl``, ``bounds.hfl_sync``,
+    ``sim.hfl``)."""
+    if is_paper(module):
+        return True
+    package, _, name = module.rpartition(".")
+    return package in ("fedbound.bounds", "fedbound.sim") and any(
+        name == p or name.startswith(f"{p}_") for p in PREFIXES)
+
+
+CORE = sorted(m for m in MODULES if not is_papers_own(m))
+
+
+def test_the_core_is_what_the_papers_are_not():
+    assert len(PAPER_KEYS) >= 17 and PREFIXES == ["afl", "hfl", "mllsgd", "tdcd"]
+    assert {"fedbound.bounds.registry", "fedbound.bounds.tuning", "fedbound.sim.problems",
+            "fedbound.verify.adapter", "fedbound.verify.tightness"} <= set(CORE)
+    assert not {"fedbound.bounds.hfl", "fedbound.bounds.hfl_sync", "fedbound.sim.afl",
+                f"{PAPERS}.tdcd.theorems"} & set(CORE)
+    assert not any(m.startswith(f"{PAPERS}.") for m in CORE)
+
+
+@pytest.mark.parametrize("module", CORE)
+def test_no_core_module_names_a_papers_theorem_key(module):
+    """Nothing in the core lists the papers' results: their keys appear only in their
+    plugins (their registration, adapters, claims) and in their own modules of bounds and
+    sim; in the core, at most in prose (docstrings, help texts)."""
+    assert _named_in_code(MODULES[module], PAPER_KEY) == []
+
+
+def test_the_key_finder_sees_a_key_in_code(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text('"""hfl.theorem2 in a docstring is prose."""\nDEFAULT = "hfl.theorem2"\n'
+                   'OTHER = ("mllsgd.theorem1_limit", "hfl.theorem2x", "bounds/hfl.py")\n'
+                   'p.add_argument("key", help="e.g. afl.theorem3")\n')
+    assert sorted(_named_in_code(src, PAPER_KEY)) == ["hfl.theorem2", "mllsgd.theorem1_limit"]

@@ -18,7 +18,7 @@ from fedbound import bounds, verify
 from fedbound.bounds import delays as D
 from fedbound.bounds import hfl_deadline as HD
 from fedbound.bounds.deadline import certified_sup, worst_start
-from fedbound.bounds.tuning import choose_deadline_sync_time, choose_sync_time
+from fedbound.bounds.hfl_sync import choose_deadline_sync_time, choose_sync_time
 
 verify.load_plugins()
 FAST = settings(max_examples=30, deadline=None)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fedbound import bounds, verify
 from fedbound.bounds import delays as D
 from fedbound.bounds import hfl as H
-from fedbound.bounds.tuning import choose_sync_time
+from fedbound.bounds.hfl_sync import choose_sync_time
 
 FAST = settings(max_examples=30, deadline=None)
 FIG7A = [0.01, 0.85, 1e-3, 0.085, 4, 2, 0.4, 0.2]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from fedbound import bounds, verify
 from fedbound.bounds import topology
-from fedbound.bounds.tuning import choose_deadline_period
+from fedbound.bounds.mllsgd_deadline import choose_deadline_period
 
 verify.load_plugins()
 FAST = settings(max_examples=25, deadline=None)

@@ -117,16 +117,17 @@ def _run(argv, env, cwd) -> subprocess.CompletedProcess:
                           text=True, timeout=TIMEOUT)
 
 
-def _install_then_list(target: Path, tmp: Path) -> subprocess.CompletedProcess:
+def _install_then_list(target: Path, tmp: Path) -> dict[str, subprocess.CompletedProcess]:
     """pip install (offline, from a copy of the source) into ``target``; then ``fedbound
-    list`` with ``target`` on the path and no FEDBOUND_PLUGINS: only the entry point."""
+    list`` and ``fedbound plugins`` with ``target`` on the path and no FEDBOUND_PLUGINS: only
+    the entry point (a failed install: its process under both names)."""
     source = tmp / "plugin-source"
     shutil.copytree(PLUGIN, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
     pip = _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
                 "--no-build-isolation", "--target", target, source], _env(), tmp)
     if pip.returncode:
-        return pip
-    return _run([FEDBOUND, "list", "--json"], _env(target), tmp)
+        return {"list": pip, "plugins": pip}
+    return {name: _run([FEDBOUND, name, "--json"], _env(target), tmp) for name in ("list", "plugins")}
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +157,11 @@ def runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
                   "--jobs", "1", "--json"],
         "choose": [FEDBOUND, "choose", "sgd", "--json"],
         "choose-list": [FEDBOUND, "choose"],
+        "plugins": [FEDBOUND, "plugins", "--json"],
+        "plugins-text": [FEDBOUND, "plugins"],
+        "light": [sys.executable, "-c", "import sys\nfrom fedbound.verify.plugins import "
+                  "load_plugins\nassert load_plugins() == []\nprint(sorted({m.split('.')[0] for m "
+                  "in sys.modules} & {'sympy', 'torch', 'scipy', 'matplotlib'}))"],
         "reproduce": [FEDBOUND, "reproduce", "sgd", "--quick", "--json"],
     }
     jobs = {name: (_run, argv, with_plugin, tmp) for name, argv in commands.items()}
@@ -175,6 +181,7 @@ def runs(tmp_path_factory) -> dict[str, subprocess.CompletedProcess]:
     with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {name: pool.submit(fn, *args) for name, (fn, *args) in jobs.items()}
         done = {name: f.result() for name, f in futures.items()}
+    done.update({f"entry-point-{name}": r for name, r in done.pop("entry-point").items()})
     done["tmp"] = tmp
     return done
 
@@ -194,10 +201,55 @@ def _bound(L, sigma, Delta, eta, K, first=2.0) -> float:
 # ---------------------------------------------------------------------- (a) every command
 
 
-def test_list_shows_the_plugin_next_to_the_builtin_results(runs):
+def test_list_shows_the_plugin_next_to_the_builtin_results(runs, plugin):
+    """With its slack and tightest ratio, from the tightness table it ships, as for the
+    papers' results: the slack of its default scenario against the closed form of its exact
+    expectation, the tightest ratio that of its stored tightness witness."""
     rows = {r["key"]: r for r in _ok(runs["list"])}
     assert rows[KEY]["statuses"] == {"printed": "refuted", "proof": "holds"}
     assert rows[KEY]["default"] == "proof" and "mllsgd.theorem1" in rows
+    s = plugin.adapter.SGDScenario()
+    lam, y0 = _eigen(plugin, s)
+    problem, x0, _ = plugin.adapter.build(s)
+    ratio = _closed_form_mean(lam, y0, s.sigma, 1 / s.L, s.K) / _bound(
+        s.L, s.sigma, float(problem.delta(x0)), 1 / s.L, s.K)
+    assert rows[KEY]["default_slack"] == pytest.approx(1 / ratio, rel=1e-9)
+    tightest = json.loads((WITNESS.parent / f"{KEY}.proof.tightest.json").read_text())
+    assert rows[KEY]["tightest_ratio"] == tightest["ratio"] and 0.99 < tightest["ratio"] <= 1
+    assert rows[KEY]["variant_tightness"] == {"proof": {"default_slack": pytest.approx(1 / ratio),
+                                                        "tightest_ratio": tightest["ratio"]}}
+
+
+def test_fedbound_plugins_lists_the_example_like_the_papers(runs):
+    """``fedbound plugins``: the four papers and the example, each with what it registered
+    through the hooks, none breaking a contract (exit 0); the example named by
+    FEDBOUND_PLUGINS, not installed, so without a version."""
+    entries = {e["module"]: e for e in _ok(runs["plugins"])}
+    papers = [m for m in entries if m.startswith("fedbound.verify.papers.")]
+    assert len(papers) == 4 and set(entries) == {*papers, "fedbound_sgd"}
+    mine = entries["fedbound_sgd"]
+    assert (mine["where"], mine["loaded"], mine["problems"]) == ("FEDBOUND_PLUGINS", True, [])
+    got = {h: v for h, v in mine["registered"].items() if v}
+    assert {h: v for h, v in got.items() if h not in ("witness_dirs", "tightness_tables")} == {
+        "theorems": [KEY], "adapters": [KEY], "choosers": ["sgd"], "experiments": ["sgd.rate"],
+        "claims": ["sgd.cor22.falls"]}
+    assert [Path(p).name for p in got["witness_dirs"]] == ["witnesses"]
+    assert [Path(p).name for p in got["tightness_tables"]] == ["tightness.json"]
+    for m in papers:
+        e = entries[m]
+        prefix = m.rpartition(".")[2]
+        assert e["where"] == f"entry point {prefix!r}" and e["distribution"] == "fedbound"
+        assert e["problems"] == [] and e["registered"]["theorems"]
+        assert all(k.startswith(f"{prefix}.") for k in e["registered"]["theorems"])
+        assert len(e["registered"]["tightness_tables"]) == len(e["registered"]["witness_dirs"]) == 1
+    text = _ok(runs["plugins-text"])
+    assert "fedbound_sgd  (FEDBOUND_PLUGINS)" in text and "every registration keeps its contract" in text
+
+
+def test_importing_the_plugin_loads_neither_sympy_nor_torch(runs):
+    """Every command imports every plugin: the example imports sympy and torch where it uses
+    them (its theorem is registered by path), as the papers do."""
+    assert _ok(runs["light"]) == []  # the heavy packages imported: none
 
 
 def test_bound_evaluates_the_plugin_theorem(runs):
@@ -272,14 +324,18 @@ def test_check_of_the_stored_witness_exits_1(runs, plugin):
     assert v["measured_mean"] <= _bound(p["L"], p["sigma"], p["Delta"], p["eta"], p["K"])  # proof holds
 
 
-def test_check_all_replays_the_witness_as_a_reproduced_refutation(runs):
+def test_check_all_replays_the_witnesses_the_refutation_and_the_tightest(runs):
+    """Both stored witnesses reproduce: the planted constant's violation, and the proof
+    variant's tightest scenario, which holds at its recorded ratio."""
     out = _ok(runs["check-all"])
     summary = out["summary"]
-    assert summary["witnesses"] == {"replayed": 1, "reproduced": 1, "stale": 0}
+    assert summary["witnesses"] == {"replayed": 2, "reproduced": 2, "stale": 0}
     assert summary["unexpected"] == [] and summary["errors"] == 0 and summary["results"] == 1
-    [row] = [r for r in out["rows"] if r["kind"] == "witness"]
-    assert (row["key"], row["variant"]) == (KEY, "printed")
-    assert row["expect"] == row["outcome"] == "violated" and not row["unexpected"]
+    rows = {r["variant"]: r for r in out["rows"] if r["kind"] == "witness"}
+    assert set(rows) == {"printed", "proof"} and {r["key"] for r in rows.values()} == {KEY}
+    assert rows["printed"]["expect"] == rows["printed"]["outcome"] == "violated"
+    assert rows["proof"]["expect"] == rows["proof"]["outcome"] == "holds"
+    assert not any(r["unexpected"] for r in rows.values())
     assert (runs["tmp"] / "report" / "index.html").exists()
 
 
@@ -323,10 +379,15 @@ def test_sweep_runs_a_plugin_spec(runs):
 
 
 def test_the_installed_package_is_found_by_its_entry_point(runs):
-    keys = {r["key"] for r in _ok(runs["entry-point"])}
-    assert KEY in keys and "afl.theorem3" in keys
+    rows = {r["key"]: r for r in _ok(runs["entry-point-list"])}
+    assert KEY in rows and "afl.theorem3" in rows
+    assert rows[KEY]["tightest_ratio"] > 0.99  # its tightness table, installed with it
+    (mine,) = [e for e in _ok(runs["entry-point-plugins"]) if e["module"] == "fedbound_sgd"]
+    assert (mine["where"], mine["distribution"], mine["version"]) == (
+        "entry point 'sgd'", "fedbound-sgd", "0.1.0")
     site = runs["tmp"] / "site"
     assert (site / "fedbound_sgd" / "witnesses" / WITNESS.name).exists()  # shipped as package data
+    assert (site / "fedbound_sgd" / "tightness.json").exists()
     entry_points = next(site.glob("fedbound_sgd-*.dist-info")) / "entry_points.txt"
     assert "[fedbound.plugins]" in entry_points.read_text()
 
@@ -375,7 +436,7 @@ def _closed_form_mean(lam, y0, sigma, eta, K) -> float:
 @pytest.fixture(scope="module")
 def plugin():
     """The plugin imported here (registered for this module's tests, removed after)."""
-    from fedbound.verify.api import unregister_witness_dir
+    from fedbound.verify.api import unregister_tightness, unregister_witness_dir
 
     sys.path.insert(0, str(PLUGIN))
     try:
@@ -384,6 +445,7 @@ def plugin():
         yield fedbound_sgd
     finally:
         unregister_witness_dir(WITNESS.parent)
+        unregister_tightness(PLUGIN / "fedbound_sgd" / "tightness.json")
         unregister_adapter(KEY)
         bounds.unregister(KEY)
         for name in [m for m in sys.modules if m.split(".")[0] == "fedbound_sgd"]:

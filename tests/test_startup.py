@@ -2,6 +2,7 @@
 neither torch nor matplotlib (nor sympy, for ``list``), and the cross-process cache of
 generated numeric functions (``bounds.compiled``)."""
 
+import importlib
 import json
 import os
 import subprocess
@@ -14,25 +15,66 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedbound import bounds
-from fedbound.bounds import catalog, compiled, registry
+from fedbound.bounds import compiled, registry
+from fedbound.verify.plugins import builtin
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "matplotlib", "sympy", "scipy")
 PARAMS = json.dumps({"L": 1, "beta": 0, "sigma": 1, "Delta": 1, "eta": 0.001, "K": 64, "q": 2,
                      "tau": 4, "zeta": 0.5, "a": [0.5, 0.5], "p": [1, 0.9]})
 
-# ---------------------------------------------------------------------- the catalog
+# ---------------------------------------------------------------------- the papers' registrations
+
+#: the results of fedbound's own papers: those their plugins registered
+PAPERS = [k for k in bounds.keys()
+          if any(registry.origin(k).startswith(f"{m}.") for m in builtin())]
 
 
-@pytest.mark.parametrize("key,title,statuses,default", catalog.RESULTS,
-                         ids=[r[0] for r in catalog.RESULTS])
-def test_catalog_row_matches_what_its_module_builds(key, title, statuses, default):
-    module, function = key.split(".")
-    build = getattr(getattr(bounds, module), function)
+def test_every_result_of_the_papers_comes_from_its_plugin():
+    """The seventeen results of the four papers, each registered by its paper's plugin (none
+    by the core) and built by the paper's module of bounds, named by its path."""
+    assert len(PAPERS) >= 17 and {k.partition(".")[0] for k in PAPERS} == {
+        m.rpartition(".")[2] for m in builtin()}
+    for key in PAPERS:
+        prefix = key.partition(".")[0]
+        assert registry.origin(key).startswith(f"fedbound.verify.papers.{prefix}."), key
+
+
+@pytest.mark.parametrize("key", PAPERS)
+def test_a_registered_row_matches_what_its_module_builds(key):
+    """Each variant's registered status is the status of what its build function gives (the
+    function of ``bounds.<paper>`` its row names, built here directly, not through get)."""
+    module, _, function = registry._REGISTRY[key].build.partition(":")
+    build = getattr(importlib.import_module(module), function)
+    statuses = registry.registered_statuses(key)
     for variant, status in statuses.items():
         thm = build(variant)
         assert (thm.key, thm.variant, thm.status) == (key, variant, status)
-    assert default in statuses and bounds.get(key).variant == default
+    assert bounds.get(key).variant == registry.default(key) in statuses
+
+
+def test_a_build_named_by_its_path_is_imported_on_first_use_only():
+    registry.register("test.by_path", "planted", "no_such_module_of_fedbound:build", ("proof",),
+                      "proof", {"proof": "holds"})
+    try:
+        assert "test.by_path" in bounds.keys() and registry.module_of("test.by_path") == \
+            "no_such_module_of_fedbound"
+        assert bounds.registry.result_row("test.by_path")["status"] == "holds"  # nothing built
+        with pytest.raises(ModuleNotFoundError, match="no_such_module_of_fedbound"):
+            bounds.get("test.by_path")
+    finally:
+        bounds.unregister("test.by_path")
+
+
+@pytest.mark.parametrize("key, build, message", [
+    ("Test.upper", "m:f", "must be 'prefix.name'"),
+    ("test", "m:f", "must be 'prefix.name'"),
+    ("test.path", "module.function", "import path 'package.module:function'"),
+])
+def test_register_refuses_a_bad_key_or_build_path(key, build, message):
+    with pytest.raises(ValueError, match=message):
+        registry.register(key, "planted", build, {"proof": "holds"}, "proof")
+    assert key not in bounds.keys()
 
 
 def test_a_result_built_with_another_status_than_registered_is_an_error():
@@ -173,7 +215,7 @@ def test_an_unwritable_cache_falls_back_to_memory(tmp_path, monkeypatch):
 def test_cached_and_fresh_bounds_agree_bit_for_bit(cache_home):
     """The same evaluation in a process that generates every function and in one that reads
     them all from the cache."""
-    code = (f"import json, bounds, numpy as np\nv = json.loads({PARAMS!r})\n"
+    code = (f"import json, numpy as np\nfrom fedbound import bounds\nv = json.loads({PARAMS!r})\n"
             "v = {k: np.array(x) if isinstance(x, list) else x for k, x in v.items()}\n"
             "thm = bounds.get('mllsgd.theorem1', 'tight')\n"
             "print(repr(thm.evaluate(**v)), repr(thm.max_step(**{k: x for k, x in v.items() "

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fedbound import bounds, verify
-from fedbound.bounds.tuning import choose_deadline_local_steps
+from fedbound.bounds.tdcd import choose_deadline_local_steps
 
 verify.load_plugins()
 THM = bounds.get("tdcd.deadline_pl")

@@ -29,7 +29,7 @@ from fedbound.verify.cli import main
 from fedbound.verify.rows import Row
 from fedbound.verify.search import CONFIRM, MAX_CONFIRM, NARROW, search
 from fedbound.verify.testing import registered
-from fedbound.verify.tightness import builtin_keys
+from fedbound.verify.tightness import table
 from fedbound.verify.verdict import ratio_dropped, tightness
 
 a, n = sp.symbols("a n", positive=True)
@@ -188,8 +188,8 @@ def test_same_seed_same_result_with_worker_processes():
 def test_list_json_gives_every_result_its_default_slack_and_tightest_ratio(capsys):
     code, out, _ = run(capsys, "list", "--json")
     rows = {r["key"]: r for r in json.loads(out)}
-    assert code == 0 and set(rows) == set(bounds.keys()) >= set(builtin_keys())
-    for key in builtin_keys():  # a plugin's results have no shipped tightness
+    assert code == 0 and set(rows) == set(bounds.keys()) >= set(table())
+    for key in table():  # every result in a registered table (the papers' and a plugin's)
         r = rows[key]
         t = r["tightness"]
         assert r["default_slack"] == t["default"]["slack"] and r["tightest_ratio"] > 0, key
@@ -199,7 +199,7 @@ def test_list_json_gives_every_result_its_default_slack_and_tightest_ratio(capsy
         assert t["unbounded"] == refuted and (r["tightest_ratio"] > 1 + 1e-9) == refuted, key
         assert r["variant_tightness"][r["default"]] == {"default_slack": r["default_slack"],
                                                          "tightest_ratio": r["tightest_ratio"]}
-    for key in [k for k in builtin_keys() if "refined" in bounds.variants(k)]:  # fedbound's own
+    for key in [k for k in table() if "refined" in bounds.variants(k)]:  # fedbound's own
         refined = rows[key]["variant_tightness"]["refined"]
         assert refined["default_slack"] > 1 and 0 < refined["tightest_ratio"] <= 1 + 1e-9
     code, out, _ = run(capsys, "list")

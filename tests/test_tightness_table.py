@@ -1,7 +1,9 @@
-"""The shipped tightness table (verify/tightness.json) is current: re-derived here from the
-default checks and the stored witnesses, whose recorded ratios a replay must reproduce. When
-this fails after a change of a bound, an adapter or a witness, regenerate the table with
-``python -c "import fedbound.verify.tightness as t; t.write()"`` and say why in the commit."""
+"""The shipped tightness tables (each paper's verify/papers/<paper>/tightness.json, registered
+by its plugin) are current: re-derived here from the default checks and the stored witnesses,
+whose recorded ratios a replay must reproduce. When this fails after a change of a bound, an
+adapter or a witness, regenerate the tables with
+``python -c "from fedbound.verify import tightness; tightness.write()"`` and say why in the
+commit."""
 
 import math
 
@@ -9,15 +11,30 @@ import pytest
 
 from fedbound import bounds
 from fedbound.verify import check, witnesses
-from fedbound.verify.tightness import builtin_keys, by_variant, derive, table
+from fedbound.verify.plugins import builtin, modules, origin, owner
+from fedbound.verify.tightness import by_variant, derive, read, table, tracked
+
+#: the tables of fedbound's papers and the results each holds, by table
+PAPERS = {path: keys for path, keys in tracked().items()
+          if owner(origin("tightness_tables", str(path)), modules()) in builtin()}
+KEYS = sorted(k for keys in PAPERS.values() for k in keys)
 
 
-def test_every_result_of_the_papers_is_in_the_table():
-    assert set(table()) == set(builtin_keys()) and len(builtin_keys()) == 21
+def test_each_paper_ships_the_table_of_its_results_beside_its_witnesses():
+    """One table per paper, in its plugin's package beside witnesses/, holding exactly the
+    results the paper's plugin registered (the seventeen of the four papers at least)."""
+    assert len(PAPERS) == len(builtin()) == 4 and len(KEYS) >= 17
+    for path, keys in PAPERS.items():
+        assert path.name == "tightness.json" and (path.parent / "witnesses").is_dir()
+        prefix = path.parent.name
+        assert keys and all(k.startswith(f"{prefix}.") for k in keys), (path, keys)
+        assert set(read(path)) == set(keys), path
+    assert set(table()) >= set(KEYS)
 
 
-def test_the_shipped_table_matches_a_fresh_derivation():
-    stored, fresh = table(), derive()
+@pytest.mark.parametrize("path", list(PAPERS), ids=lambda p: p.parent.name)
+def test_the_shipped_table_matches_a_fresh_derivation(path):
+    stored, fresh = read(path), derive(PAPERS[path])
     for key in fresh:
         assert set(by_variant(stored[key])) == set(by_variant(fresh[key])), key
         for variant, now in by_variant(fresh[key]).items():
@@ -40,7 +57,7 @@ def test_the_refined_variants_are_tracked_beside_the_defaults():
     """fedbound's refined variants (derived by fedbound, not published: HFL Theorem 2 and
     Corollary 1, TDCD Theorem 1) have tightness witnesses of their own; they bound the same
     left-hand side more tightly than the default variant does, so their ratios are larger."""
-    refined = [k for k in builtin_keys() if "refined" in bounds.variants(k)]
+    refined = [k for k in KEYS if "refined" in bounds.variants(k)]
     assert {"hfl.theorem2", "hfl.corollary1", "tdcd.theorem1"} <= set(refined)
     for key in refined:
         t = table()[key]
@@ -79,5 +96,5 @@ def test_each_tightness_witness_reproduces_its_ratio(w):
 
 
 def test_every_result_not_refuted_has_a_tightness_witness():
-    keys = {w.key for w in TIGHTEST}
-    assert keys == {k for k in builtin_keys() if bounds.get(k).status not in bounds.REFUTED}
+    keys = {w.key for w in TIGHTEST if w.key in KEYS}
+    assert keys == {k for k in KEYS if bounds.get(k).status not in bounds.REFUTED}

@@ -16,7 +16,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from fedbound import bounds  # noqa: E402
 from fedbound.bounds import delays as D  # noqa: E402
-from fedbound.bounds.tuning import choose_sync_time  # noqa: E402
+from fedbound.bounds.hfl_sync import choose_sync_time  # noqa: E402
 from fedbound.verify import adapter_for, check  # noqa: E402
 from fedbound.verify.api import choose  # noqa: E402
 from fedbound.verify.papers.hfl import HFLScenario, lemma1_pathwise  # noqa: E402

@@ -3,7 +3,7 @@
 ``check(key, scenario) -> Verdict`` (a scenario object, a mapping, JSON, a path or a
 witness), ``check_estimated`` (a bound on a problem whose constants are estimated),
 ``search(key)`` for counterexamples (``format_search`` writes one as text), ``rate(key,
-variable)`` for a corollary's rate, stored ``witnesses``, the shipped ``tightness_table``,
+variable)`` for a corollary's rate, stored ``witnesses``, the ``tightness_table`` the plugins ship,
 the figures ``against`` (a check's bound and measurement along a swept field) and the axis
 label of a field, ``field_label``, plugins, and the public extension API (``verify.api``:
 Adapter, Scenario, Measurement, register_adapter, ...). These names (``__all__``) are the

@@ -12,7 +12,9 @@ hook                     required  does
 ``_derive``              yes       the theorem's parameters from a scenario
 ``_measure``             yes       the left-hand side on a scenario (a :class:`Measurement`)
 ``_draw``                no        a random admissible scenario from a :class:`~verify.draw.Draw`
-                                   (feeds the battery, the search and the hypothesis strategy)
+                                   (feeds the battery, the search and the hypothesis strategy;
+                                   :meth:`~Adapter.admissible_step` draws its step from the
+                                   theorem's ``max_step``)
 ``_exact_unsupported``   no        why exact mode is unavailable for a scenario ("" if it is)
 ``_estimated_parts``     no        the paper's side of a check with estimated constants (a
                                    :class:`~verify.estimated.Parts`; with ``Tags(estimated=True)``)
@@ -21,7 +23,9 @@ hook                     required  does
                                    estimate), from its sizes alone, without building anything;
                                    :meth:`~Adapter.check`, :meth:`~Adapter.parameters` and
                                    :meth:`~Adapter.measure` refuse a scenario above the limits
-                                   of :mod:`verify.limits` before they build it
+                                   of :mod:`verify.limits` before they build it (an adapter
+                                   without it: ``check_adapter`` warns, ``fedbound plugins``
+                                   flags it)
 ``_compare``             no        bound vs measurement (default: :func:`verify.verdict.compare`,
                                    scalar, per cell and paired)
 ``_bound_series``        no        the bound along the run (x values, bound), for the figure
@@ -56,7 +60,7 @@ from . import limits
 from .draw import Draw, RngDraw
 from .inputs import read_text
 from .limits import Footprint
-from .plugins import ensure_loaded
+from .plugins import ensure_loaded, note
 from .scenario import Scenario, jsonable, parse_json
 from .verdict import Comparison, Measurement, Verdict, compare
 
@@ -216,6 +220,30 @@ class Adapter:
             ax.set_title(f"{ax.get_title()}\n{label}: {_outcome_text(verdict)}", fontsize=9)
         return verdict
 
+    def admissible_step(self, scenario: Scenario, draw: Draw, low: float = 0.05,
+                        high: float = 1.0, *, variant: str | None = None) -> float:
+        """A step size the theorem admits on ``scenario``: a fraction, drawn uniformly in
+        [``low``, ``high``] from ``draw``, of its largest admissible step (``thm.max_step``
+        of ``variant``, default the default variant's) at the other parameters that
+        ``_derive`` gives on ``scenario`` (the scenario's own step, if set, is left out). What
+        a ``_draw`` calls so that it never solves the theorem's step condition by hand::
+
+            s = SGDScenario(L=draw.uniform(0.5, 4.0), K=draw.integer(1, 200))
+            return s.replace(eta=self.admissible_step(s, draw))
+        """
+        if not 0 < low <= high <= 1:
+            raise ValueError(f"admissible_step: low={low!r}, high={high!r} must satisfy "
+                             "0 < low <= high <= 1 (fractions of the largest admissible step)")
+        thm = self.theorem(variant)
+        if thm.step is None:
+            raise ValueError(f"{self.key} [{thm.variant}] names no step parameter (Theorem.step)")
+        params = {k: v for k, v in self._derive(scenario, thm).items() if k != thm.step}
+        top = float(thm.max_step(**params))
+        if not (math.isfinite(top) and top > 0):
+            raise ValueError(f"{self.key} [{thm.variant}]: the largest admissible {thm.step} is "
+                             f"{top:g} on this scenario: no step to draw")
+        return draw.uniform(low, high) * top
+
     def random_scenario(self, source: np.random.Generator | Draw) -> Scenario:
         """A random scenario on which the result's hypotheses hold (small: its check takes
         about a second), from a seeded generator or any :class:`~verify.draw.Draw`."""
@@ -241,6 +269,11 @@ class Adapter:
             ax = plt.subplots(figsize=SIZE)[1]
         self.check(scenario, variant=variant, exact=exact, ax=ax, label=label)
         return ax
+
+    def overrides(self, hook: str) -> bool:
+        """Whether this adapter implements the hook ``hook`` (``"_footprint"``, ``"_draw"``,
+        ...) rather than inheriting the base class's default."""
+        return getattr(type(self), hook) is not getattr(Adapter, hook)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.key}>"
@@ -429,6 +462,7 @@ def register_adapter(adapter: Adapter | type[Adapter]):
         raise ValueError(f"an adapter for {key!r} is already registered "
                          f"({type(_ADAPTERS[key]).__name__})")
     _ADAPTERS[key] = inst
+    note("adapters", key)
     return adapter
 
 

@@ -1,17 +1,30 @@
 """The public extension API of fedbound: everything a plugin contributes goes through it.
 
-A result is a Theorem (``bounds.register``) and an :class:`Adapter` (this module). A plugin
-may also register its stored witnesses (:func:`register_witness_dir`), refutation
-families (:func:`register_family`), rate sweeps (:func:`register_sweep`), choosers
-(:func:`register_chooser`, with :class:`Chooser`) and the experiments and claims of its
-paper (:func:`register_experiment`, :func:`register_claim`, decided by the tests
-:func:`above`, :func:`below`, :func:`between`, :func:`sooner` against a margin, or
-:func:`fixed_by_setting`; :func:`reproduce` decides them,
-:func:`claim_figure` draws one, :func:`claims_grid` many, and :func:`load_reproduction`
-loads a reproduction stored with ``fedbound reproduce ... --json --curves``). The four papers of
-``verify/papers/`` use this module and nothing else of ``verify``, as a plugin does from
-outside the package. See ``docs/extending.md`` for a walk through, and ``verify.testing``
-for the contract checks to run on a new adapter.
+What a plugin may register is declared once, in :data:`HOOKS` (``verify.hooks``: each
+:class:`Hook` with its register function and its contract; ``fedbound plugins --hooks`` prints
+them, and ``fedbound plugins`` shows what every installed plugin registered and flags a
+registration that breaks its contract):
+
+* ``theorems``: a result's Theorem, ``bounds.register`` (one line: key, title, the build's
+  import path, ``{variant: status}``, default variant);
+* ``adapters``: its :class:`Adapter` (:func:`register_adapter`);
+* ``witness_dirs``: its stored witnesses (:func:`register_witness_dir`);
+* ``tightness_tables``: the tightness table of its results (:func:`register_tightness`,
+  written by ``verify.tightness.write``), shown by ``fedbound list`` and the report;
+* ``families``: refutation families (:func:`register_family`);
+* ``sweeps``: rate sweeps (:func:`register_sweep`);
+* ``choosers``: choosers (:func:`register_chooser`, with :class:`Chooser`);
+* ``experiments`` and ``claims``: the experiments and claims of its paper
+  (:func:`register_experiment`, :func:`register_claim`, decided by the tests :func:`above`,
+  :func:`below`, :func:`between`, :func:`sooner` against a margin, or
+  :func:`fixed_by_setting`; :func:`reproduce` decides them, :func:`claim_figure` draws one,
+  :func:`claims_grid` many, and :func:`load_reproduction` loads a reproduction stored with
+  ``fedbound reproduce ... --json --curves``).
+
+The four papers of ``verify/papers/`` use this module and nothing else of ``verify``, as a
+plugin does from outside the package, and register everything they have through these hooks.
+See ``docs/extending.md`` for a walk through the example plugin, and ``verify.testing`` for
+the contract checks to run on a new adapter.
 
 Everything not re-exported here is internal and may change.
 """
@@ -84,6 +97,7 @@ from .estimated import (
     estimated_start,
 )
 from .families import Family, families, register_family
+from .hooks import HOOKS, Hook
 from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text, require_runs
 from .named_problem import NamedProblem, add_problem_arguments
 from .plugins import load_plugins
@@ -102,33 +116,30 @@ from .scenario import (
     require_int,
     roundoff,
 )
+from .tightness import register_tightness, unregister_tightness
 from .units import COUNT, GRAD2, INDEX, LOSS, PARAM2, RATIO, SCENARIO, STEP, TIME, UNITS, label
 from .verdict import Comparison, Measurement, Verdict, compare
 from .witnesses import Witness, register_witness_dir, unregister_witness_dir, witnesses
 
 __all__ = [
-    "COUNT", "FEATURE_NORM_RANGE", "GRAD2", "INDEX", "LOOP_OVERHEAD", "LOSS", "PARAM2", "RATIO",
-    "SCENARIO", "STEP", "TIME", "UNITS", "Adapter", "add_problem_arguments", "adapter_for",
-    "adapter_keys",
-    "along_trajectory", "above", "ACCURACY", "accuracy_margin", "Answer", "below", "between",
-    "check", "check_estimated",
-    "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure", "claims_grid",
-    "ClaimResult", "claims",
-    "comma_separated", "compare", "Comparison", "conservative_bound", "conservative_step",
-    "count_text", "Curve", "default_scenario", "digits_mlp", "Draw", "estimate_constants",
-    "estimate_grid", "estimated_keys", "estimated_start", "Evaluation",
-    "EstimationSettings", "Experiment", "families", "Family", "Footprint", "half_width",
-    "fixed_by_setting", "json_text", "jsonable", "Knob", "label", "load_plugins", "load_reproduction",
-    "load_scenario",
-    "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "Parts", "passes",
-    "Plan", "problem_spec", "Proposal", "Reading", "register_adapter",
-    "register_chooser", "register_claim", "register_experiment", "register_family",
-    "register_sweep", "register_witness_dir", "relative_margin", "RELATIVE_LOSS", "reproduce",
-    "Reproduction", "reproduction_differences",
-    "reproduction_from_dict", "require_float",
-    "require_floats", "require_int", "require_runs", "ResourceError", "RngDraw", "roundoff", "Scenario",
-    "settings_text", "sooner", "Sweep", "Tags", "Test", "TOLERANCE", "unregister_adapter",
-    "unregister_chooser",
-    "unregister_paper", "unregister_sweeps", "unregister_witness_dir", "Verdict", "Witness",
-    "witnesses",
+    "above", "ACCURACY", "accuracy_margin", "Adapter", "adapter_for", "adapter_keys",
+    "add_problem_arguments", "along_trajectory", "Answer", "below", "between", "check",
+    "check_estimated", "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure",
+    "ClaimResult", "claims", "claims_grid", "comma_separated", "compare", "Comparison",
+    "conservative_bound", "conservative_step", "COUNT", "count_text", "Curve",
+    "default_scenario", "digits_mlp", "Draw", "estimate_constants", "estimate_grid",
+    "estimated_keys", "estimated_start", "EstimationSettings", "Evaluation", "Experiment",
+    "families", "Family", "FEATURE_NORM_RANGE", "fixed_by_setting", "Footprint", "GRAD2",
+    "half_width", "Hook", "HOOKS", "INDEX", "json_text", "jsonable", "Knob", "label",
+    "load_plugins", "load_reproduction", "load_scenario", "LOOP_OVERHEAD", "LOSS",
+    "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "PARAM2",
+    "Parts", "passes", "Plan", "problem_spec", "Proposal", "RATIO", "Reading",
+    "register_adapter", "register_chooser", "register_claim", "register_experiment",
+    "register_family", "register_sweep", "register_tightness", "register_witness_dir",
+    "RELATIVE_LOSS", "relative_margin", "reproduce", "Reproduction", "reproduction_differences",
+    "reproduction_from_dict", "require_float", "require_floats", "require_int", "require_runs",
+    "ResourceError", "RngDraw", "roundoff", "Scenario", "SCENARIO", "settings_text", "sooner",
+    "STEP", "Sweep", "Tags", "Test", "TIME", "TOLERANCE", "UNITS", "unregister_adapter",
+    "unregister_chooser", "unregister_paper", "unregister_sweeps", "unregister_tightness",
+    "unregister_witness_dir", "Verdict", "Witness", "witnesses",
 ]

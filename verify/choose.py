@@ -50,7 +50,7 @@ import numpy as np
 from fedbound import bounds
 
 from . import limits
-from .plugins import ensure_loaded
+from .plugins import ensure_loaded, note
 from .scenario import jsonable
 from .verdict import t_multiplier
 
@@ -373,6 +373,7 @@ def register_chooser(cls: type[Chooser]) -> type[Chooser]:
     if clash:
         raise ValueError(f"chooser {cls.__name__}: the name {clash[0]!r} is already registered")
     _CHOOSERS[name] = cls
+    note("choosers", name)
     return cls
 
 

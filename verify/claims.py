@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .limits import Footprint
-from .plugins import ensure_loaded
+from .plugins import ensure_loaded, note
 
 #: the fields of a claim's setting, in the order they are shown (a setting may hold others)
 SETTING_FIELDS = ("model", "data", "split", "clients", "delays", "batch", "step", "horizon",
@@ -227,6 +227,7 @@ def register_experiment(experiment: Experiment) -> Experiment:
         raise ValueError(f"experiment id {experiment.id!r} must start with its paper's key "
                          "prefix and a dot, e.g. 'mypaper.fig2'")
     _EXPERIMENTS[experiment.id] = experiment
+    note("experiments", experiment.id)
     return experiment
 
 
@@ -247,6 +248,7 @@ def register_claim(claim: Claim) -> Claim:
     if claim.rule not in ("all", "any"):
         raise ValueError(f"claim {claim.id!r}: rule={claim.rule!r} must be 'all' or 'any'")
     _CLAIMS[claim.id] = claim
+    note("claims", claim.id)
     return claim
 
 
@@ -260,6 +262,12 @@ def unregister_paper(paper: str) -> None:
 def experiment(experiment_id: str) -> Experiment:
     ensure_loaded()
     return _EXPERIMENTS[experiment_id]
+
+
+def experiment_ids() -> list[str]:
+    """The ids of the registered experiments, in registration order (the plugins loaded)."""
+    ensure_loaded()
+    return list(_EXPERIMENTS)
 
 
 def papers() -> list[str]:

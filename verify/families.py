@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .plugins import ensure_loaded
+from .plugins import ensure_loaded, note
 from .scenario import Scenario
 
 
@@ -43,6 +43,7 @@ def register_family(family: Family) -> Family:
     if family.key in _FAMILIES:
         raise ValueError(f"a refutation family of {family.key!r} is already registered")
     _FAMILIES[family.key] = family
+    note("families", family.key)
     return family
 
 

@@ -1,11 +1,12 @@
 """Plugins: packages that register their own results, and everything that goes with them.
 
 A plugin is a module whose import registers theorems (``bounds.register``) and, through
-``verify.api``, adapters, witnesses, refutation families, rate sweeps, choosers and
-reproduced claims. fedbound's four papers are plugins in exactly this sense: they are
-found through the same entry points (those of the ``fedbound`` distribution itself,
-:func:`builtin`), as pytest's built-in plugins answer the same hooks as a third party's.
-fedbound imports plugin modules named
+``verify.api``, adapters, witnesses, tightness tables, refutation families, rate sweeps,
+choosers and reproduced claims: the hooks of ``verify.hooks.HOOKS``, the one declaration of
+what a plugin may register. fedbound's four papers are plugins in exactly this sense: they
+are found through the same entry points (those of the ``fedbound`` distribution itself,
+:func:`builtin`), as pytest's built-in plugins answer the same hooks as a third party's, and
+the core lists none of their results. fedbound imports plugin modules named
 
 * by the entry-point group ``fedbound.plugins`` of installed distributions
   (``[project.entry-points."fedbound.plugins"] name = "package.module"``);
@@ -18,9 +19,13 @@ contained), is a :class:`Failure`: the others and the built-in results still wor
 command line reports it in one line: a plugin named explicitly (``--plugin``,
 ``FEDBOUND_PLUGINS``) that fails is bad input (exit 2), an installed one a warning (and an
 error row of ``check --all``, exit 4), so that one broken package never changes the exit
-status of another result. Every registry of ``verify`` loads the plugins on its first use
-(:func:`ensure_loaded`), so a module that only reads a registry never imports a plugin
-itself.
+status of another result. Every registry loads the plugins on its first use
+(:func:`ensure_loaded`; the registry of ``bounds`` through the loader that the package root
+gives it), so a module that only reads a registry never imports a plugin itself.
+
+Every register function notes where its call came from (:func:`note`): a registration
+belongs to the plugin whose module, or a module inside whose package, made the call
+(:func:`owner`), which is how ``fedbound plugins`` shows what each plugin registered.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import os
 import traceback
 from dataclasses import dataclass
 from importlib.metadata import entry_points
+
+from fedbound.bounds.registry import caller, module_of
 
 GROUP = "fedbound.plugins"
 ENV = "FEDBOUND_PLUGINS"
@@ -82,7 +89,10 @@ def load_plugins(modules=()) -> list[str]:
     that failed to import (empty when all loaded). Importing a loaded module again is a
     no-op and a failure is reported once (:func:`failures` keeps them), so this can be
     called more than once. Whatever a plugin's import raises is contained (``SystemExit``,
-    any ``BaseException``), except a Ctrl-C."""
+    any ``BaseException``), except a Ctrl-C. After it, :func:`ensure_loaded` has nothing left
+    to do (a registry read while the plugins import sees what is registered so far)."""
+    if not _LOADED:
+        _LOADED.append(True)
     for m in modules:
         if m not in _EXPLICIT:
             _EXPLICIT.append(m)
@@ -140,8 +150,6 @@ def needed_for(key: str) -> list[str]:
     """The plugins named explicitly (``--plugin``, ``FEDBOUND_PLUGINS``) that a command
     about ``key`` needs again: the one whose module (or a module inside it) registered it.
     Empty for a built-in result or an installed plugin's, which every command finds."""
-    from fedbound.bounds.registry import module_of
-
     module = module_of(key) or ""
     named = [*_EXPLICIT, *(m.strip() for m in os.environ.get(ENV, "").split(",") if m.strip())]
     return [m for m in dict.fromkeys(named) if module == m or module.startswith(m + ".")][:1]
@@ -150,3 +158,52 @@ def needed_for(key: str) -> list[str]:
 def explicit() -> list[str]:
     """The modules named explicitly so far (to load in worker processes)."""
     return list(_EXPLICIT)
+
+
+# ---------------------------------------------------------------------- who registered what
+
+#: where each registration came from: hook -> registered name -> module whose code called
+_ORIGINS: dict[str, dict[str, str]] = {}
+
+
+def note(hook: str, name: str) -> None:
+    """Record that ``name`` was registered under ``hook`` (a name of ``verify.hooks.HOOKS``)
+    by the code that called the register function calling this (its module is the
+    registration's :func:`origin`)."""
+    _ORIGINS.setdefault(hook, {})[name] = caller(2)
+
+
+def origin(hook: str, name: str) -> str:
+    """The module whose code registered ``name`` under ``hook`` ('' when not noted)."""
+    return _ORIGINS.get(hook, {}).get(name, "")
+
+
+def owner(module: str, plugins) -> str | None:
+    """The plugin of ``plugins`` (module names) that ``module`` belongs to: the plugin
+    module itself or a package above it (the innermost one), or None."""
+    mine = [p for p in plugins if module == p or module.startswith(f"{p}.")]
+    return max(mine, key=len, default=None)
+
+
+def sources() -> list[tuple[str, str]]:
+    """(module, where it was named) of every plugin, loaded or not, in load order."""
+    return _names(_EXPLICIT)
+
+
+def version_of(module: str) -> tuple[str | None, str | None]:
+    """(distribution, version) that ships the plugin ``module``: its entry point's
+    distribution, else the installed distribution holding its top-level package, else its
+    ``__version__`` (no distribution); (None, None) when nothing says."""
+    import sys
+    from importlib.metadata import PackageNotFoundError, packages_distributions, version
+
+    for ep in entry_points(group=GROUP):
+        if ep.module == module and ep.dist is not None:
+            return ep.dist.name, ep.dist.version
+    for dist in packages_distributions().get(module.partition(".")[0], []):
+        try:
+            return dist, version(dist)
+        except PackageNotFoundError:  # pragma: no cover - a stale record of the environment
+            continue
+    found = getattr(sys.modules.get(module), "__version__", None)
+    return None, None if found is None else str(found)

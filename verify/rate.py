@@ -38,7 +38,7 @@ from fedbound import bounds
 
 from . import limits
 from .adapter import adapter_for
-from .plugins import ensure_loaded
+from .plugins import ensure_loaded, note
 from .scenario import INT_MAX
 
 #: a fitted exponent this close to the published one agrees with it
@@ -112,6 +112,12 @@ def register_sweep(key: str, sweep: Sweep) -> None:
     if sweep.over in _SWEEPS.get(key, {}):
         raise ValueError(f"{key}: a rate sweep over {sweep.over} is already registered")
     _SWEEPS.setdefault(key, {})[sweep.over] = sweep
+    note("sweeps", sweep_name(key, sweep.over))
+
+
+def sweep_name(key: str, over: str) -> str:
+    """How a declared sweep is named (``fedbound plugins``): "mllsgd.corollary1 over K"."""
+    return f"{key} over {over}"
 
 
 def unregister_sweeps(key: str) -> None:

@@ -250,7 +250,8 @@ def _paper_title(prefix: str) -> str:
 
 def _tightness_lines(key: str) -> list[str]:
     """One sentence per tracked variant: the slack at the default scenario and the tightest
-    ratio known (shipped in ``verify/tightness.json``); none for a result not in that table."""
+    ratio known (shipped in its plugin's tightness table, ``verify.tightness``); none for a
+    result in no table."""
     from .tightness import by_variant, row
 
     return [_variant_tightness_text(t) for t in by_variant(row(key)).values()]

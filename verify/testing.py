@@ -4,8 +4,9 @@
   carries the bound, the measured mean and interval, the slack, the violated conditions
   and the scenario JSON, so a failing CI run says what broke.
 * :func:`check_adapter`: fedbound's contract checks on any adapter (as scikit-learn's
-  ``check_estimator``), each recorded as passed, failed, expected failure or skipped;
-  :func:`parametrize_with_checks` turns them into pytest cases.
+  ``check_estimator``), each recorded as passed, failed, expected failure, skipped or
+  warning (a hook the adapter should implement and does not, with a
+  :class:`ContractWarning`); :func:`parametrize_with_checks` turns them into pytest cases.
 * :func:`registered`: register a theorem (and its adapter, and a witness directory) for the
   duration of a ``with`` block.
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,8 +34,8 @@ from .verdict import Verdict
 from .witnesses import register_witness_dir, unregister_witness_dir, witnesses
 
 __all__ = [
-    "CHECKS", "CheckResult", "SkipCheck", "assert_holds", "assert_violated", "check_adapter",
-    "parametrize_with_checks", "registered",
+    "CHECKS", "CheckResult", "ContractWarning", "SkipCheck", "assert_holds", "assert_violated",
+    "check_adapter", "parametrize_with_checks", "registered",
 ]
 
 
@@ -79,6 +81,15 @@ class SkipCheck(Exception):
     """A contract check that does not apply to an adapter (with the reason)."""
 
 
+class WarnCheck(Exception):
+    """A contract check that finds a hook missing that the adapter should implement: not a
+    failure (the adapter works), a :class:`ContractWarning` with the reason."""
+
+
+class ContractWarning(UserWarning):
+    """An adapter lacks a hook it should implement (``check_adapter``'s outcome "warning")."""
+
+
 #: random scenarios drawn by the checks that need some
 DRAWS = 3
 
@@ -110,6 +121,20 @@ def check_parameters(adapter: Adapter) -> None:
     for variant in bounds.variants(adapter.key):
         params = adapter.parameters(s, adapter.theorem(variant))
         assert params, f"{adapter.key} [{variant}]: no parameters derived"
+
+
+def check_footprint(adapter: Adapter) -> None:
+    """The adapter estimates a scenario's peak memory and work from its sizes (``_footprint``),
+    so that the resource limits refuse an oversized scenario before it runs: a warning when
+    it does not; where it does, the default scenario's estimate is positive and finite."""
+    if not adapter.overrides("_footprint"):
+        raise WarnCheck(f"{adapter.key}: the adapter has no _footprint, so the resource limits "
+                        "(--max-memory, --max-steps) cannot refuse an oversized scenario before "
+                        "it runs; estimate it with verify.api.Footprint.of from the scenario's sizes")
+    fp = adapter.footprint(adapter.default_scenario())
+    assert fp is not None, f"{adapter.key}: _footprint gives no estimate of the default scenario"
+    assert 0 < fp.bytes < math.inf and 0 < fp.steps < math.inf, (
+        f"{adapter.key}: the default scenario's footprint must be positive and finite: {fp}")
 
 
 def check_variants_evaluate(adapter: Adapter) -> None:
@@ -196,7 +221,7 @@ def check_witnesses(adapter: Adapter) -> None:
 
 
 CHECKS: dict[str, Callable[[Adapter], None]] = {f.__name__.removeprefix("check_"): f for f in (
-    check_default_round_trip, check_parameters, check_variants_evaluate,
+    check_default_round_trip, check_parameters, check_footprint, check_variants_evaluate,
     check_random_reproducible, check_random_admissible, check_deterministic,
     check_holds_on_default, check_holds_on_random, check_exact_agrees, check_witnesses)}
 
@@ -205,7 +230,8 @@ CHECKS: dict[str, Callable[[Adapter], None]] = {f.__name__.removeprefix("check_"
 class CheckResult:
     """One contract check on one adapter: ``outcome`` is "passed", "failed", "xfail"
     (failed as expected, ``reason`` says why it was expected), "xpass" (expected to fail,
-    passed) or "skipped"."""
+    passed), "skipped" or "warning" (a hook the adapter should implement is missing; the
+    message says which)."""
 
     key: str
     check: str
@@ -227,6 +253,9 @@ def _run(name: str, adapter: Adapter, expected: Mapping[str, str]) -> CheckResul
         CHECKS[name](adapter)
     except SkipCheck as e:
         return CheckResult(adapter.key, name, "skipped", str(e))
+    except WarnCheck as e:
+        warnings.warn(str(e), ContractWarning, stacklevel=3)
+        return CheckResult(adapter.key, name, "warning", str(e))
     except AssertionError as e:
         outcome = "xfail" if name in expected else "failed"
         return CheckResult(adapter.key, name, outcome, expected.get(name, str(e)) or str(e))
@@ -266,6 +295,8 @@ class Case:
             CHECKS[self.check](adapter_for(self.key))
         except SkipCheck as e:
             pytest.skip(str(e))
+        except WarnCheck as e:
+            warnings.warn(str(e), ContractWarning, stacklevel=2)
 
 
 def cases(keys: Iterable[str], *, checks: Iterable[str] | None = None,

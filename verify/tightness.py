@@ -1,9 +1,11 @@
 """How tight each bound is: its slack at the default scenario and the tightest ratio
 measured/bound known, per result (default variant).
 
-The numbers ship in ``verify/tightness.json`` so that ``fedbound list`` and the report show
-them without recomputing anything; :func:`derive` recomputes them (a test fails when the
-shipped file is stale) and :func:`write` regenerates it. Where they come from:
+Each plugin ships the table of its own results, a JSON file beside its witnesses registered
+with :func:`register_tightness` (fedbound's papers: ``verify/papers/<paper>/tightness.json``),
+so that ``fedbound list`` and the report show them without recomputing anything, for a
+plugin's results exactly as for the papers'; :func:`derive` recomputes a table (a test fails
+when a shipped one is stale) and :func:`write` regenerates them. Where the numbers come from:
 
 * ``default``: the check of the default scenario (exact where the adapter can), its ratio
   measured/bound (``verify.verdict.tightness``; 1 = tight) and ``slack`` = 1/ratio;
@@ -21,31 +23,76 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from fedbound import bounds
 
 from .adapter import adapter_for, adapter_keys
 from .families import families
-from .plugins import builtin
+from .plugins import ensure_loaded, modules, note, origin, owner
 from .scenario import json_text
 from .witnesses import witnesses
 
-PATH = resources.files(__package__) / "tightness.json"
+#: the registered tables (paths or ``importlib.resources`` traversables), in registration order
+_TABLES: list = []
+
+
+def register_tightness(path) -> None:
+    """Add a plugin's tightness table: the JSON file that :func:`write` makes from the
+    plugin's results (``importlib.resources.files(__name__) / "tightness.json"``), read on
+    first use. Its rows are what ``fedbound list`` and the report show for those results."""
+    if path not in _TABLES:
+        _TABLES.append(path)
+        note("tightness_tables", str(path))
+
+
+def unregister_tightness(path) -> None:
+    """Remove a table added by :func:`register_tightness` (for tests)."""
+    if path in _TABLES:
+        _TABLES.remove(path)
+
+
+def tables() -> list:
+    """The registered tables (the plugins loaded), in registration order."""
+    ensure_loaded()
+    return list(_TABLES)
 
 
 @cache
-def table() -> dict[str, dict]:
-    """The shipped table, by key (empty when the file is absent)."""
-    if not PATH.is_file():
+def read(path) -> dict[str, dict]:
+    """The rows of the table file ``path``, by key (empty when the file is absent; a file
+    that is not a JSON object of rows is a ValueError naming it)."""
+    if not path.is_file():
         return {}
-    return json.loads(PATH.read_text())
+    try:
+        rows = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"tightness table {path} is not valid JSON: {e}") from None
+    if not isinstance(rows, dict) or not all(isinstance(r, dict) for r in rows.values()):
+        raise ValueError(f"tightness table {path} must be a JSON object of rows by result key")
+    return rows
+
+
+def table() -> dict[str, dict]:
+    """Every registered table's rows, by key (a key in two tables: the first registered). A
+    table that cannot be read is left out with a warning naming it (one broken plugin hides no
+    other's rows; ``fedbound plugins`` flags it)."""
+    out: dict[str, dict] = {}
+    for path in tables():
+        try:
+            rows = read(path)
+        except ValueError as e:
+            warnings.warn(f"{e}: its rows are left out", stacklevel=2)
+            continue
+        for key, r in rows.items():
+            out.setdefault(key, r)
+    return out
 
 
 def row(key: str) -> dict | None:
-    """The shipped tightness of ``key`` (None for a result not in the table, e.g. a plugin's)."""
+    """The shipped tightness of ``key`` (None for a result in no registered table)."""
     return table().get(key)
 
 
@@ -55,6 +102,19 @@ def by_variant(t: dict | None) -> dict[str, dict]:
     if t is None:
         return {}
     return {t["variant"]: t, **t.get("variants", {})}
+
+
+def tracked() -> dict:
+    """Each registered table and the results it holds the tightness of: those registered (with
+    an adapter) by the plugin that registered the table, sorted (a table registered outside
+    any plugin: the keys in it)."""
+    plugins = modules()
+    out = {}
+    for path in tables():
+        mine = owner(origin("tightness_tables", str(path)), plugins)
+        out[path] = sorted(read(path)) if mine is None else [
+            k for k in adapter_keys() if owner(bounds.registry.origin(k), plugins) == mine]
+    return out
 
 
 def default_ratio(key: str, variant: str | None = None) -> dict:
@@ -81,13 +141,6 @@ def tightest(key: str, variant: str | None = None) -> dict | None:
             "mode": "exact" if best.exact else "monte-carlo"}
 
 
-def builtin_keys() -> list[str]:
-    """The results of fedbound's own papers: those whose adapter comes from a plugin that
-    ships with fedbound (``verify.plugins.builtin``)."""
-    own = tuple(f"{m}." for m in builtin())
-    return [k for k in adapter_keys() if f"{type(adapter_for(k)).__module__}.".startswith(own)]
-
-
 def tracked_variants(key: str) -> list[str]:
     """The variants of ``key`` other than the default that have a stored tightness witness."""
     default = bounds.get(key).variant
@@ -107,16 +160,28 @@ def entry(key: str, variant: str | None = None) -> dict:
             "unbounded": fam is not None, "growth": None if fam is None else fam.growth}
 
 
-def derive(keys=None) -> dict[str, dict]:
-    """The table recomputed: for each key (default: fedbound's own results) the
-    :func:`entry` of its default variant, and that of each :func:`tracked_variants`."""
+def derive(keys) -> dict[str, dict]:
+    """A table recomputed: for each of ``keys`` the :func:`entry` of its default variant,
+    and that of each :func:`tracked_variants`."""
     return {key: {**entry(key), "variants": {v: entry(key, v) for v in tracked_variants(key)}}
-            for key in (builtin_keys() if keys is None else keys)}
+            for key in keys}
 
 
-def write(path: str | Path | None = None, keys=None) -> Path:
-    """Write :func:`derive` to ``path`` (default: the shipped file)."""
-    path = Path(str(PATH) if path is None else path)
-    path.write_text(json_text(derive(keys)) + "\n")
-    table.cache_clear()
-    return path
+def write(plugin: str | None = None) -> list[Path]:
+    """Regenerate every registered table (only those of the plugin module ``plugin``, when
+    given) from the results its plugin registered (:func:`tracked`): how a paper's or a
+    plugin's table is made, and refreshed after a change of a bound, an adapter or a witness
+    (``python -c "from fedbound.verify import tightness; tightness.write()"``; a plugin's:
+    ``tightness.write("fedbound_sgd")`` with the plugin loaded). Returns the files written."""
+    todo = {path: keys for path, keys in tracked().items()
+            if plugin is None or owner(origin("tightness_tables", str(path)), modules()) == plugin}
+    if plugin is not None and not todo:
+        raise ValueError(f"plugin={plugin!r} registered no tightness table (register_tightness); "
+                         f"loaded plugins: {', '.join(modules())}")
+    written = []
+    for path, keys in todo.items():
+        out = Path(str(path))
+        out.write_text(json_text(derive(keys)) + "\n")
+        written.append(out)
+    read.cache_clear()
+    return written

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .output import write_text
-from .plugins import ensure_loaded
+from .plugins import ensure_loaded, note
 from .scenario import json_text
 from .verdict import OUTCOMES, ratio_dropped
 
@@ -135,12 +135,19 @@ def register_witness_dir(path) -> None:
     ``importlib.resources.files(__package__) / "witnesses"``)."""
     if path not in _DIRS:
         _DIRS.append(path)
+        note("witness_dirs", str(path))
 
 
 def unregister_witness_dir(path) -> None:
     """Remove a directory added by :func:`register_witness_dir`."""
     if path in _DIRS:
         _DIRS.remove(path)
+
+
+def witness_dirs() -> list:
+    """The registered witness directories (the plugins loaded), in registration order."""
+    ensure_loaded()
+    return list(_DIRS)
 
 
 def witnesses(key: str | None = None) -> list[Witness]:

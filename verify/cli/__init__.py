@@ -24,12 +24,12 @@ import textwrap
 import traceback
 from collections.abc import Sequence
 
-from . import bound, check, choose, listing, rate, reproduce, scenario, search, sweep
+from . import bound, check, choose, listing, plugins, rate, reproduce, scenario, search, sweep
 from .common import Exit, Parser, UsageError, exit_codes, limit_options, warn
 
 __all__ = ["main"]
 
-MODULES = (listing, bound, scenario, check, search, rate, choose, reproduce, sweep)
+MODULES = (listing, bound, scenario, check, search, rate, choose, reproduce, sweep, plugins)
 COMMANDS = {c.name: c for m in MODULES for c in m.COMMANDS}
 #: options of the command line before the command that take a value
 _VALUED = ("--plugin", "--max-memory", "--max-steps", "--max-scenarios", "--max-input")

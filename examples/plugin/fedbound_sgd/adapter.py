@@ -33,11 +33,14 @@ import numpy as np
 from fedbound.verify.api import (
     COUNT,
     GRAD2,
+    LOOP_OVERHEAD,
     Adapter,
     Draw,
+    Footprint,
     Measurement,
     Scenario,
     Tags,
+    count_text,
     label,
     register_adapter,
     require_float,
@@ -45,7 +48,7 @@ from fedbound.verify.api import (
     roundoff,
 )
 
-from .theorem import KEY
+from .theorems import KEY
 
 
 @dataclass
@@ -163,15 +166,34 @@ class Nonconvex(Adapter):
 
     def _draw(self, draw: Draw) -> SGDScenario:
         """A small scenario on which eta <= 1/L holds: dim 1-5, L in [0.5, 4], mu a fraction
-        of L, sigma in [0, 2], x_0 up to 4 from x*, eta 5% to 100% of 1/L, K from 1 to 200
-        (short runs are dominated by the first term, long ones by the noise term)."""
+        of L, sigma in [0, 2], x_0 up to 4 from x*, K from 1 to 200 (short runs are dominated
+        by the first term, long ones by the noise term), and eta 5% to 100% of the largest
+        step the theorem admits there (``admissible_step``: its ``max_step``, 1/L)."""
         dim = draw.integer(1, 5)
         L = round(draw.uniform(0.5, 4.0), 3)
         mu = L if dim == 1 else round(L * draw.uniform(0.05, 1.0), 4)
-        return SGDScenario(dim=dim, L=L, mu=mu, sigma=round(draw.uniform(0.0, 2.0), 3),
-                           distance=round(draw.uniform(0.0, 4.0), 3),
-                           eta=draw.uniform(0.05, 1.0) / L, K=draw.integer(1, 200),
-                           replicas=64, seed=draw.integer(0, 2**16 - 1))
+        s = SGDScenario(dim=dim, L=L, mu=mu, sigma=round(draw.uniform(0.0, 2.0), 3),
+                        distance=round(draw.uniform(0.0, 4.0), 3), K=draw.integer(1, 200),
+                        replicas=64, seed=draw.integer(0, 2**16 - 1))
+        return s.replace(eta=self.admissible_step(s, draw))
+
+    def _footprint(self, s: SGDScenario, exact: bool) -> Footprint:
+        """Memory: the quadratic's dim x dim matrices (A and its eigenvectors), the replicas'
+        iterates with the step's temporaries and the [replicas, K] squared gradient norms;
+        exact mode: one vector per eigenvalue and the K means. Work: K steps, each a gradient
+        (a dim x dim product) per replica. From the sizes alone: nothing is built."""
+        d, R, K = count_text(s.dim), count_text(s.replicas), count_text(s.K)
+        if exact:
+            return Footprint.of(
+                {f"K={K} means and dim={d} x 3 moment vectors of 8 B": 8.0 * (s.K + 3 * s.dim),
+                 f"dim={d}, squared, x 2 matrices of 8 B": 16.0 * s.dim**2},
+                {f"K={K} x dim={d} (the moment recursion)": float(s.K) * (4 * s.dim + LOOP_OVERHEAD)})
+        return Footprint.of(
+            {f"dim={d}, squared, x 2 matrices of 8 B": 16.0 * s.dim**2,
+             f"replicas={R} x dim={d} x 4 buffers of 8 B": 32.0 * s.replicas * s.dim,
+             f"replicas={R} x K={K} squared norms of 8 B": 8.0 * s.replicas * s.K},
+            {f"K={K} steps x replicas={R} x dim={d}, squared": float(s.K) * (
+                2 * s.replicas * s.dim**2 + 6 * s.replicas * s.dim + LOOP_OVERHEAD)})
 
     def _bound_series(self, s: SGDScenario, thm, params, n: int):
         """The bound for every K' <= K (the running mean of the figure is its left-hand side)."""

@@ -30,7 +30,7 @@ from fedbound.verify.api import (
 )
 
 from .adapter import SGDScenario, build, expected_grad_sq_norms, simulate
-from .theorem import KEY
+from .theorems import KEY
 
 
 @register_chooser

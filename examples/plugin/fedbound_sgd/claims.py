@@ -29,7 +29,7 @@ from fedbound.verify.api import (
 )
 
 from .adapter import SGDScenario, build, simulate
-from .theorem import KEY
+from .theorems import KEY
 
 KS = (16, 64, 256)
 

@@ -1,4 +1,6 @@
-"""Ghadimi & Lan 2013: SGD on an L-smooth (possibly nonconvex) f with a constant step.
+"""Ghadimi & Lan 2013: SGD on an L-smooth (possibly nonconvex) f with a constant step: the
+mathematics of the plugin's result (registered, without importing this module, in
+``theorems.py``; this module and sympy are imported on the first ``bounds.get``).
 
 Statement. Let f be L-smooth (||grad f(x) - grad f(y)|| <= L ||x - y||) and bounded below by
 f_inf, and let SGD run x_{k+1} = x_k - eta g_k from x_0, where g_k is an unbiased stochastic
@@ -47,14 +49,12 @@ from __future__ import annotations
 
 import sympy as sp
 
-from fedbound.bounds import Condition, Erratum, Param, Theorem, register
+from fedbound.bounds import Condition, Erratum, Param, Theorem
 
-KEY = "sgd.nonconvex"
-TITLE = r"SGD on an $L$-smooth nonconvex $f$, constant step $\eta \le 1/L$"
+from .theorems import KEY, TITLE
+
 PAPER = "Ghadimi & Lan 2013"
 CITATION = f"{PAPER}, SIAM J. Optim. 23(4), Theorem 2.1(a) with constant steps (proof of Corollary 2.2)"
-VARIANTS = ("printed", "proof")
-
 L, eta, K = sp.symbols("L eta K", positive=True)
 sigma, Delta = sp.symbols("sigma Delta", nonnegative=True)
 SYMBOLS = {"L": L, "sigma": sigma, "Delta": Delta, "eta": eta, "K": K}
@@ -97,6 +97,3 @@ def theorem(variant: str = "proof") -> Theorem:
                else r"The left-hand side is the average over the $K$ iterates "
                     r"$x_0, \dots, x_{K-1}$."),
     )
-
-
-register(KEY, TITLE, theorem, VARIANTS, "proof")

@@ -2,18 +2,20 @@
 plugin for the paper.
 
 Loaded as any plugin is, through the entry point ``afl`` of the group ``fedbound.plugins``;
-it registers through ``verify.api`` only: adapters (Theorems 1 to 4, Corollaries 1 to 3),
-refutation families, reproduced claims, its stored witnesses (``witnesses/``) and its rate
-sweeps. Its public API, the paper's own, is ``__all__``; its modules are internal
-and may change: ``adapters`` (statement, scenario, parameter derivation, measurement, one
-adapter per result) and ``claims`` (its experiments reproduced at small scale).
+it registers everything it has through ``bounds.register`` and ``verify.api`` only: its
+results (``theorems``: Theorems 1 to 4, Corollaries 1 to 3, whose mathematics is
+``bounds.afl``), their adapters, refutation families, reproduced claims, its stored
+witnesses (``witnesses/``), its tightness table (``tightness.json``) and its rate sweeps.
+Its public API, the paper's own, is ``__all__``; its modules are internal and may change:
+``adapters`` (statement, scenario, parameter derivation, measurement, one adapter per
+result) and ``claims`` (its experiments reproduced at small scale).
 """
 
 from importlib import resources
 
-from fedbound.verify.api import register_witness_dir
+from fedbound.verify.api import register_tightness, register_witness_dir
 
-from . import adapters, claims  # noqa: F401 - each registers what it holds
+from . import adapters, claims, theorems  # noqa: F401 - each registers what it holds
 from .adapters import (
     AFL,
     FAMILIES,
@@ -35,6 +37,7 @@ from .adapters import (
 )
 
 register_witness_dir(resources.files(__name__) / "witnesses")
+register_tightness(resources.files(__name__) / "tightness.json")
 
 __all__ = [
     "AFL", "AFLScenario", "build", "Corollary1", "Corollary2", "Corollary3",

@@ -53,7 +53,7 @@ METRIC_NAMES = {
 #: the default grid of steps: ALPHA_STEPS factors of 2 below the largest admissible
 ALPHA_STEPS = 7
 #: the default grid of S: 0 and S_STEPS values spread geometrically up to half the range of
-#: ``bounds.tuning.default_sync_grid`` (about 20 local iterations per round)
+#: ``bounds.hfl_sync.default_sync_grid`` (about 20 local iterations per round)
 S_STEPS = 6
 #: the calibrated prediction searches this many steps per factor of 2 of the step range
 CALIBRATION_PER_OCTAVE = 4
@@ -296,8 +296,8 @@ class SyncTime(Chooser):
 
     def S_default(self) -> list[float]:
         """0 and S_STEPS values spread geometrically up to half the range of
-        ``bounds.tuning.default_sync_grid``."""
-        from fedbound.bounds.tuning import default_sync_grid
+        ``bounds.hfl_sync.default_sync_grid``."""
+        from fedbound.bounds.hfl_sync import default_sync_grid
 
         top = float(np.max(default_sync_grid(self.model, self.T))) / 2
         return [0.0, *np.round(np.geomspace(max(top / 20, 0.5), top, S_STEPS), 3).tolist()]

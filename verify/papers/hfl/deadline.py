@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from fedbound import bounds
-from fedbound.bounds.deadline import VARIANT, builder
+from fedbound.bounds.deadline import VARIANT
 from fedbound.verify.api import (
     Draw,
     Footprint,
@@ -45,7 +45,7 @@ from .adapters import FIG7A, HFL, HFLScenario, _schedule_size, build, paths, sch
 RESULTS = {"hfl.deadline_quadratic": ("deadline_quadratic", "HFL loss at the deadline, quadratics"),
            "hfl.deadline_pl": ("deadline_pl", "HFL loss at the deadline, PL")}
 for _key, (_function, _title) in RESULTS.items():
-    bounds.register(_key, _title, builder("hfl", _function), (VARIANT,), VARIANT, {VARIANT: "holds"})
+    bounds.register(_key, _title, f"fedbound.bounds.hfl:{_function}", {VARIANT: "holds"}, VARIANT)
 
 #: the default problem of the deadline adapters: the quadratic (mu is its smallest eigenvalue)
 QUADRATIC = {"kind": "quadratic", "dim": 4, "L": 1.0, "mu": 0.1, "sigma": 1.0, "distance": 3.0}

@@ -25,13 +25,13 @@ import numpy as np
 
 from fedbound import bounds
 from fedbound.bounds import mllsgd_deadline as bd
-from fedbound.bounds.deadline import VARIANT, builder
+from fedbound.bounds.deadline import VARIANT
 from fedbound.verify.api import Draw, Measurement, Tags, register_adapter
 
 from .adapters import MLLSGD, MLLSGDScenario, _roundoff, build
 
-bounds.register(bd.KEY, "MLL-SGD loss at the end, quadratics", builder("mllsgd", "deadline_quadratic"),
-                (VARIANT,), VARIANT, {VARIANT: "holds"})
+bounds.register(bd.KEY, "MLL-SGD loss at the end, quadratics",
+                "fedbound.bounds.mllsgd:deadline_quadratic", {VARIANT: "holds"}, VARIANT)
 
 
 def exact_final_loss(st, eta: float, K: int, q: int, tau: int) -> float:

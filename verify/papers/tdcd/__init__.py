@@ -3,19 +3,21 @@ Networks with Vertical and Horizontal Data Partitioning (ACM TIST): fedbound's p
 the paper.
 
 Loaded as any plugin is, through the entry point ``tdcd`` of the group ``fedbound.plugins``;
-it registers through ``verify.api`` only: adapters (Theorem 1, Lemma 2, Remark 5), the (Q,
-eta) chooser and Q sweeps, reproduced claims, its stored witnesses (``witnesses/``) and its
-rate sweeps. Its public API, the paper's own, is ``__all__``; its modules are internal
-and may change: ``adapters`` (statement, scenario, parameter derivation, measurement,
-one adapter per result), ``choose`` (its chooser), ``predict`` (the chooser's calibrated
-prediction) and ``claims`` (its experiments reproduced at small scale).
+it registers everything it has through ``bounds.register`` and ``verify.api`` only: its
+results (``theorems``: Theorem 1, Lemma 2, Remark 5, whose mathematics is ``bounds.tdcd``),
+their adapters, the (Q, eta) chooser and Q sweeps, reproduced claims, its stored witnesses
+(``witnesses/``), its tightness table (``tightness.json``) and its rate sweeps. Its public
+API, the paper's own, is ``__all__``; its modules are internal and may change: ``adapters``
+(statement, scenario, parameter derivation, measurement, one adapter per result), ``choose``
+(its chooser), ``predict`` (the chooser's calibrated prediction) and ``claims`` (its
+experiments reproduced at small scale).
 """
 
 from importlib import resources
 
-from fedbound.verify.api import register_witness_dir
+from fedbound.verify.api import register_tightness, register_witness_dir
 
-from . import adapters, choose, claims, deadline  # noqa: F401 - each registers what it holds
+from . import adapters, choose, claims, deadline, theorems  # noqa: F401 - each registers what it holds
 from .adapters import (
     PAPER,
     TDCD,
@@ -49,6 +51,7 @@ from .choose import (
 )
 
 register_witness_dir(resources.files(__name__) / "witnesses")
+register_tightness(resources.files(__name__) / "tightness.json")
 
 __all__ = [
     "build", "DEFAULT_Q_GRID", "delta", "drift_ratio", "EPSILON_FRACTION",

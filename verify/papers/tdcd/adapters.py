@@ -53,6 +53,8 @@ from fedbound.verify.api import (
 )
 from fedbound.verify.api import count_text as _n
 
+from . import theorems  # noqa: F401 - registers the results the adapters below check
+
 if TYPE_CHECKING:  # annotations only: torch and sim are imported where they are used
     import torch
 

@@ -22,14 +22,14 @@ from typing import Any
 import numpy as np
 
 from fedbound import bounds
-from fedbound.bounds.deadline import VARIANT, builder
+from fedbound.bounds.deadline import VARIANT
 from fedbound.verify.api import Draw, Measurement, register_adapter
 
 from .adapters import TDCD, TDCDScenario, _roundoff, build, delta, run, sigma
 
 KEY = "tdcd.deadline_pl"
-bounds.register(KEY, "TDCD loss after R rounds, PL", builder("tdcd", "deadline_pl"), (VARIANT,),
-                VARIANT, {VARIANT: "holds"})
+bounds.register(KEY, "TDCD loss after R rounds, PL", "fedbound.bounds.tdcd:deadline_pl",
+                {VARIANT: "holds"}, VARIANT)
 
 
 def curvature_floor(st) -> float:
