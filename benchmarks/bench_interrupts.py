@@ -17,7 +17,6 @@ Writes the figures to benchmarks/results.json.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import random
@@ -31,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.device import add_device_argument, checked_device  # noqa: E402
+from benchmarks.load import arguments, busy  # noqa: E402
 from benchmarks.results import figure, record  # noqa: E402
 
 CPU_ONLY = "it interrupts the fedbound command, whose checks run on the CPU"
@@ -70,28 +69,16 @@ def interrupted_run(after: float, report: Path) -> tuple[int, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=60)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--load", type=int, default=2, help="busy processes kept running meanwhile")
-    add_device_argument(parser, cpu_only=CPU_ONLY)
-    args = parser.parse_args(argv)
-    checked_device(parser, args.device, cpu_only=CPU_ONLY)
+    args = arguments(__doc__, 60, CPU_ONLY, argv)
     draw = random.Random(args.seed)
-    load = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.load)]
     outcomes = []
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            for i in range(args.runs):
-                after = draw.uniform(EARLIEST, LATEST)
-                code, err = interrupted_run(after, Path(tmp) / f"r{i}")
-                outcomes.append((after, code, clean(code, err)))
-                if not clean(code, err):
-                    print(f"run {i} at {after:.2f} s: exit {code}\n{err[-2000:]}", file=sys.stderr)
-    finally:
-        for p in load:
-            p.kill()
-            p.wait()
+    with busy(args.load), tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.runs):
+            after = draw.uniform(EARLIEST, LATEST)
+            code, err = interrupted_run(after, Path(tmp) / f"r{i}")
+            outcomes.append((after, code, clean(code, err)))
+            if not clean(code, err):
+                print(f"run {i} at {after:.2f} s: exit {code}\n{err[-2000:]}", file=sys.stderr)
     bad = sum(not ok for _, _, ok in outcomes)
     print(f"{len(outcomes)} runs interrupted {EARLIEST}-{LATEST} s after their start under "
           f"{args.load} busy processes: {sum(c == 130 for _, c, _ in outcomes)} ended 130, {bad} not clean")

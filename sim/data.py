@@ -24,7 +24,10 @@ torchvision), as the same :class:`Dataset`:
 
 Both give 10 classes; features standardised, float64, labels int64, like the bundled sets.
 A missing file raises FileNotFoundError and a malformed one ValueError, each in one line
-naming the path and what is wrong.
+naming the path and what is wrong; a file the environment fails to read (permission
+denied, an I/O error) raises the OSError of the system, naming the path. A file is read
+no further than its header declares (:func:`read_idx`), and :func:`files_shape` gives the
+data's size from the headers alone, to estimate a footprint before anything is read.
 
 Partitions (horizontal, across workers): an ``owner`` vector [n] with the worker of every
 sample, so every sample belongs to exactly one worker by construction.
@@ -56,8 +59,11 @@ numpy generator seeded by one draw from it): the same seed gives the same partit
 from __future__ import annotations
 
 import gzip
+import os
 import pickle
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,32 +171,124 @@ def _existing(directory, name: str, what: str) -> Path:
     raise FileNotFoundError(f"{what}: no {name} or {name}.gz in {directory}")
 
 
+def _idx_header(f, path: Path) -> tuple[np.dtype, tuple[int, ...], int]:
+    """(element type, shape, bytes of the header) read from the start of the IDX stream
+    ``f``; ValueError naming ``path`` when it is not an IDX header."""
+    head = f.read(4)
+    if len(head) < 4 or head[:2] != b"\0\0" or head[2] not in IDX_TYPES or head[3] == 0:
+        raise ValueError(f"{path}: not an IDX file (magic number {head[:4].hex() or 'missing'}: "
+                         "expected 0000, a type code among 08 09 0b 0c 0d 0e, and 1 or more dimensions)")
+    ndim, dtype = head[3], np.dtype(IDX_TYPES[head[2]])
+    sizes = f.read(4 * ndim)
+    if len(sizes) < 4 * ndim:
+        raise ValueError(f"{path}: IDX header cut short ({ndim} dimensions announced)")
+    return dtype, tuple(int(x) for x in np.frombuffer(sizes, ">u4", ndim)), 4 + 4 * ndim
+
+
+@contextmanager
+def _opened(path: Path) -> Iterator:
+    """The binary stream of ``path``, inflated as it is read when its name ends in ``.gz``.
+    An ``OSError`` of the environment (permission denied, an I/O error) goes through as it
+    is, naming the path once (exit 74 in the CLI); what is not gzip, or a gzip stream cut
+    short, is a ValueError naming it."""
+    gz = path.suffix == ".gz"
+    with _named(path):
+        f = gzip.open(path, "rb") if gz else open(path, "rb")  # noqa: SIM115 - closed below
+        try:
+            yield f
+        except (gzip.BadGzipFile, EOFError, zlib.error) as e:
+            raise ValueError(f"{path}: cannot be read as gzip: {e}") from None
+        finally:
+            f.close()
+
+
+@contextmanager
+def _named(path: Path) -> Iterator[None]:
+    """An ``OSError`` of the environment inside the block names ``path`` (a failed read, EIO
+    say, names no file of its own; a message without one would blame standard output)."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is not None or isinstance(e, gzip.BadGzipFile):
+            raise
+        raise OSError(e.errno, e.strerror or str(e), str(path)) from None
+
+
+def idx_shape(path) -> tuple[int, ...]:
+    """The shape an IDX file (plain or gzipped) declares in its header, read without its
+    elements (a few bytes inflated): what a footprint is estimated from before any array is
+    built. ValueError naming ``path`` when it has no IDX header."""
+    path = Path(path)
+    with _opened(path) as f:
+        return _idx_header(f, path)[1]
+
+
+#: bytes read (and inflated) at a time
+CHUNK = 1 << 20
+
+
 def read_idx(path) -> np.ndarray:
     """The array of an IDX file (plain, or gzipped when its name ends in ``.gz``): two zero
     bytes, the element type's code, the number of dimensions d, d sizes (big-endian
-    32-bit), then the elements, big-endian, row-major. ValueError naming ``path`` when the
-    file is not that."""
+    32-bit), then the elements, big-endian, row-major. Read as a capped stream, limits
+    before bytes: the header first, then the elements it declares and one byte more, never
+    the rest. A plain file's size must be what the header declares; a gzipped file whose
+    trailer declares another inflated size (a file that inflates to far more, or one of
+    several gzip members) is inflated once, up to the header's size and a byte, and dropped
+    before its elements are kept (a 600 KB file inflating to 620 MB is refused having kept
+    nothing). ValueError naming ``path`` when the file is not that; OSError naming it when
+    the environment fails to read it (permission denied, an I/O error)."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-        if path.suffix == ".gz":
-            data = gzip.decompress(data)
-    except (OSError, EOFError, zlib.error) as e:
-        raise ValueError(f"{path}: cannot be read as {'gzip' if path.suffix == '.gz' else 'a file'}: "
-                         f"{e}") from None
-    if len(data) < 4 or data[:2] != b"\0\0" or data[2] not in IDX_TYPES or data[3] == 0:
-        raise ValueError(f"{path}: not an IDX file (magic number {data[:4].hex() or 'missing'}: "
-                         "expected 0000, a type code among 08 09 0b 0c 0d 0e, and 1 or more dimensions)")
-    ndim, dtype = data[3], np.dtype(IDX_TYPES[data[2]])
-    if len(data) < 4 + 4 * ndim:
-        raise ValueError(f"{path}: IDX header cut short ({ndim} dimensions announced)")
-    shape = tuple(int(x) for x in np.frombuffer(data, ">u4", ndim, 4))
-    count = int(np.prod(shape, dtype=object))
-    body = len(data) - 4 - 4 * ndim
-    if body != count * dtype.itemsize:
-        raise ValueError(f"{path}: IDX size {'x'.join(map(str, shape))} of {dtype.itemsize}-byte "
-                         f"elements needs {count * dtype.itemsize} bytes after the header, found {body}")
-    return np.frombuffer(data, dtype, count, 4 + 4 * ndim).reshape(shape)
+    with _opened(path) as f:
+        dtype, shape, header = _idx_header(f, path)
+        count = int(np.prod(shape, dtype=object))
+        need = count * dtype.itemsize
+
+        def wrong(found) -> ValueError:
+            return ValueError(f"{path}: IDX size {'x'.join(map(str, shape))} of {dtype.itemsize}-"
+                              f"byte elements needs {need} bytes after the header, found {found}")
+
+        if path.suffix != ".gz":
+            if os.fstat(f.fileno()).st_size != header + need:
+                raise wrong(os.fstat(f.fileno()).st_size - header)
+        elif _gzip_size(path) != (header + need) % 2**32:  # a bomb, or several gzip members
+            with _opened(path) as g:  # inflated and dropped: refused having kept nothing
+                got = _drained(g, header + need + 1) - header
+            if got != need:
+                raise wrong("more" if got > need else got)
+        data = bytearray(need)
+        view, got = memoryview(data), 0
+        while got < need:
+            n = f.readinto(view[got:got + CHUNK])
+            if not n:
+                break
+            got += n
+        if got < need or f.read(1):
+            raise wrong("more" if got == need else got)
+    return np.frombuffer(data, dtype, count).reshape(shape)
+
+
+def _drained(f, most: int) -> int:
+    """Bytes read from the stream ``f`` and dropped, at most ``most``."""
+    got = 0
+    while got < most:
+        chunk = f.read(min(CHUNK, most - got))
+        if not chunk:
+            break
+        got += len(chunk)
+    return got
+
+
+def _gzip_size(path: Path) -> int | None:
+    """The inflated size (modulo 2^32) that the gzip file ``path`` declares in its trailer
+    (RFC 1952's ISIZE: its last 4 bytes, little-endian; the last member's, for a file of
+    several), None when it is too short to hold one."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size < 18:  # the smallest gzip member: a 10-byte header and the 8-byte trailer
+            return None
+        f.seek(size - 4)
+        return int.from_bytes(f.read(4), "little")
 
 
 def load_mnist(directory, *, split: str = "train", device=None) -> Dataset:
@@ -226,7 +324,7 @@ class _ArraysOnly(pickle.Unpickler):
 def _cifar10_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     """(data [n, 3072] uint8, labels [n]) of one pickled batch; ValueError naming ``path``."""
     try:
-        with open(path, "rb") as f:
+        with _named(path), open(path, "rb") as f:
             batch = _ArraysOnly(f, encoding="bytes").load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, IndexError, KeyError,
             AttributeError, ImportError) as e:
@@ -247,9 +345,9 @@ def _cifar10_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return data, labels
 
 
-def load_cifar10(directory, *, split: str = "train", device=None) -> Dataset:
-    """CIFAR-10 from its pickled python batches in ``directory`` or its
-    ``cifar-10-batches-py`` (module docstring): 3072 features, standardised, 10 classes."""
+def _cifar10_paths(directory, split: str) -> list[Path]:
+    """The batches of ``split`` in ``directory`` or its ``cifar-10-batches-py``;
+    FileNotFoundError naming the first one missing."""
     names = _split_files(split, CIFAR10_FILES)
     root = Path(directory)
     if not (root / names[0]).is_file() and (root / CIFAR10_DIR).is_dir():
@@ -259,7 +357,31 @@ def load_cifar10(directory, *, split: str = "train", device=None) -> Dataset:
         if not (root / name).is_file():
             raise FileNotFoundError(f"CIFAR-10 {split}: no {name} in {root}")
         paths.append(root / name)
-    batches = [_cifar10_batch(path) for path in paths]
+    return paths
+
+
+def files_shape(name: str, directory, *, split: str = "train") -> tuple[int, int]:
+    """(samples, features) of ``name`` ("mnist" or "cifar10") in ``directory``, from what the
+    files say of their size, without reading their elements: MNIST's from the IDX header of
+    its images (a few bytes, inflated where gzipped), CIFAR-10's at most (a batch pickles
+    each sample's 3072 pixels as bytes, so the batches' total size bounds the samples). What
+    a footprint is estimated from before any array is built; the loaders then read what the
+    headers declare, and no more (:func:`read_idx`). FileNotFoundError or ValueError naming
+    the file, as the loaders."""
+    if name == "mnist":
+        image_name, _ = _split_files(split, MNIST_FILES)
+        shape = idx_shape(_existing(directory, image_name, f"MNIST {split} images"))
+        return shape[0], int(np.prod(shape[1:], dtype=object))
+    if name == "cifar10":
+        size = sum(os.stat(path).st_size for path in _cifar10_paths(directory, split))
+        return size // CIFAR10_FEATURES, CIFAR10_FEATURES
+    raise ValueError(f"name={name!r} must be 'mnist' or 'cifar10'")
+
+
+def load_cifar10(directory, *, split: str = "train", device=None) -> Dataset:
+    """CIFAR-10 from its pickled python batches in ``directory`` or its
+    ``cifar-10-batches-py`` (module docstring): 3072 features, standardised, 10 classes."""
+    batches = [_cifar10_batch(path) for path in _cifar10_paths(directory, split)]
     return _images_dataset(f"cifar10-{split}", np.concatenate([d for d, _ in batches]),
                            np.concatenate([lab for _, lab in batches]), device)
 

@@ -10,15 +10,22 @@ that recorded error rows), or exit 2 with one line naming a field, within a time
 memory budget: never 70 (an internal error), never a traceback, never NaN in the output.
 
 ``tests/corpus/reliability.json`` keeps the inputs that found each bug, replayed here so
-that they stay fixed.
+that they stay fixed: a table of cases, each the command (``argv``), its environment
+(``env``, and the files, links, data files and plugins of its directory), the exit status
+and the first line it must give (``first_line``, from its start: the field and the rule,
+not what depends on the machine), the bug it once was; a case that needs a process of its
+own (a plugin that registers something or ends the process, a signal) runs as
+``python -m fedbound`` (``process``).
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import os
 import re
+import signal
 import sys
 import warnings
 from functools import cache
@@ -36,6 +43,8 @@ from fedbound.verify.scenario import jsonable, parse_json
 from fedbound.verify.verdict import OUTCOMES
 
 CORPUS = Path(__file__).with_name("corpus") / "reliability.json"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # benchmarks.bench_teardown: the helpers of the signal cases
 #: FEDBOUND_FUZZ_SCALE=10 explores ten times as many inputs (locally; CI runs the default)
 SCALE = int(os.environ.get("FEDBOUND_FUZZ_SCALE", "1"))
 FUZZ = settings(max_examples=30 * SCALE, deadline=None, database=None,
@@ -260,20 +269,52 @@ def corpus() -> list[dict]:
 LONG = "x" * 10**7
 
 
-@pytest.mark.parametrize("case", corpus(), ids=[c["name"] for c in corpus()])
-def test_corpus_inputs_stay_fixed(case, tmp_path, capsys, monkeypatch):
-    """Each input that once crashed, hung, answered wrongly or named no field. A case may
-    lay out ``files`` (name: text), ``sparse`` files (name: size), ``dirs``, ``fifos`` (with
-    no writer) in its directory ``{dir}``, and read ``stdin`` from a path (a device, say)."""
-    for name, text in case.get("files", {}).items():
-        (tmp_path / name).write_text(text)
+def lay_out(case: dict, d: Path) -> None:
+    """What a corpus case needs in its directory ``{dir}`` (``d``): ``files`` (name: text),
+    ``sparse`` files (name: size), ``dirs``, ``fifos`` (with no writer), ``links`` (name:
+    target), ``idx`` files (name: {"shape", "zeros"}: an IDX header of ``shape`` and that
+    many zero bytes, gzipped when the name ends in .gz) and ``plugins`` (module: source)."""
+    for name, text in {**case.get("files", {}), **{f"{m}.py": t for m, t in
+                                                    case.get("plugins", {}).items()}}.items():
+        (d / name).write_text(text)
     for name, size in case.get("sparse", {}).items():
-        with open(tmp_path / name, "w") as f:
+        with open(d / name, "w") as f:
             f.truncate(size)
     for name in case.get("dirs", []):
-        (tmp_path / name).mkdir()
+        (d / name).mkdir()
     for name in case.get("fifos", []):
-        os.mkfifo(tmp_path / name)
+        os.mkfifo(d / name)
+    for name, target in case.get("links", {}).items():
+        (d / name).symlink_to(target)
+    for name, spec in case.get("idx", {}).items():
+        shape = spec["shape"]
+        with (gzip.open(d / name, "wb", compresslevel=1) if name.endswith(".gz")
+              else open(d / name, "wb")) as f:
+            f.write(bytes([0, 0, 8, len(shape)]) + b"".join(n.to_bytes(4, "big") for n in shape))
+            for start in range(0, spec["zeros"], 1 << 24):
+                f.write(bytes(min(1 << 24, spec["zeros"] - start)))
+
+
+def assert_first_line(case: dict, err: str, d: Path) -> None:
+    """The case's ``first_line`` (a regular expression, ``{dir}`` its directory) matches the
+    first line of standard error, from its start."""
+    if "first_line" in case:
+        pattern = case["first_line"].replace("{dir}", re.escape(str(d)))
+        first = err.splitlines()[0] if err else ""
+        assert re.match(pattern, first), f"first line {first!r} does not match {pattern!r}"
+
+
+@pytest.mark.parametrize("case", [c for c in corpus() if not c.get("process")],
+                         ids=[c["name"] for c in corpus() if not c.get("process")])
+def test_corpus_inputs_stay_fixed(case, tmp_path, capsys, monkeypatch):
+    """Each input that once crashed, hung, answered wrongly or named no field, run through
+    ``verify.cli.main`` in this process, with its environment (``env``) and its directory
+    laid out (:func:`lay_out`); standard input read from a path (``stdin``: a device, say).
+    The exit status, the first line (``first_line``), the field it names (``names``) and
+    values of its JSON output (``stdout``) are the case's."""
+    lay_out(case, tmp_path)
+    for name, value in case.get("env", {}).items():
+        monkeypatch.setenv(name, value.replace("{dir}", str(tmp_path)))
     if "stdin" in case:
         monkeypatch.setattr(sys, "stdin", open(case["stdin"].replace("{dir}", str(tmp_path)),  # noqa: SIM115
                                                encoding="utf-8"))
@@ -283,7 +324,8 @@ def test_corpus_inputs_stay_fixed(case, tmp_path, capsys, monkeypatch):
         sys.stdin.close()
     assert code == case["exit"], (code, err)
     assert len(err) < 1000, f"a message of {len(err)} characters"  # echoed values are cut
-    if code == 2:
+    assert_first_line(case, err, tmp_path)
+    if code == 2 and "names" in case:
         assert_clean_refusal(err, [case["names"]])
     for path, text in case.get("stdout", {}).items():
         value = strict(out)
@@ -291,6 +333,32 @@ def test_corpus_inputs_stay_fixed(case, tmp_path, capsys, monkeypatch):
             value = value[k]
         assert json.dumps(value) == text, (path, value)
     assert "Traceback" not in err and "NaN" not in out
+
+
+@pytest.mark.parametrize("case", [c for c in corpus() if c.get("process")],
+                         ids=[c["name"] for c in corpus() if c.get("process")])
+def test_corpus_cases_of_a_process_stay_fixed(case, tmp_path):
+    """The cases that need a process of their own (``process``: a plugin that registers
+    something or ends the process, a signal): ``python -m fedbound`` with the case's
+    environment and its directory on the path; with ``signal`` ({"after": a line of standard
+    output, "send": "SIGINT" or "SIGTERM"}), the signal is sent when that line has come."""
+    from benchmarks.bench_teardown import CEILING, kill_session, send, start
+
+    lay_out(case, tmp_path)
+    env = {name: value.replace("{dir}", str(tmp_path)) for name, value in case.get("env", {}).items()}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT)])
+    proc = start([a.replace("{dir}", str(tmp_path)) for a in case["argv"]], env=env, cwd=tmp_path)
+    try:
+        if "signal" in case:
+            while proc.stdout.readline().strip() != case["signal"]["after"]:
+                assert proc.poll() is None, "the command ended before the line of its signal"
+            send(proc, getattr(signal, case["signal"]["send"]))
+        out, err = proc.communicate(timeout=CEILING)
+    finally:
+        kill_session(proc.pid)
+    assert proc.returncode == case["exit"], (proc.returncode, err)
+    assert_first_line(case, err, tmp_path)
+    assert err.count("\n") == 1 and "Traceback" not in err, err
 
 
 # ---------------------------------------------------------------------- options, per kind

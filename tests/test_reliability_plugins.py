@@ -181,3 +181,99 @@ def test_check_all_with_a_broken_installed_plugin_exits_4_and_its_pool_works(tmp
     assert out.stderr.count("\n") == 1 and "warning: plugin 'plugin_exits'" in out.stderr
     rows = json.loads(out.stdout)["rows"]
     assert [(r["kind"], r["outcome"]) for r in rows] == [("plugin", "error"), ("default", "holds")]
+
+
+# ---------------------------------------------------------------------- os._exit (issue 42)
+
+#: a plugin whose chooser ends the process with os._exit(3) when it is asked for its answer
+EXITS_IN_A_HOOK = """
+import os
+from fedbound.verify.api import Chooser, Knob, Proposal, register_chooser
+
+
+@register_chooser
+class Exits(Chooser):
+    name = "exits"
+    key = "mllsgd.theorem1"
+    command = "exits"
+    metric = "loss"
+    summary = "a chooser that calls os._exit"
+
+    @classmethod
+    def from_arguments(cls, args, read_scenario):
+        return cls()
+
+    def inputs(self):
+        return {}
+
+    def knobs(self):
+        return [Knob("eta", (0.01, 0.1), "log")]
+
+    def certified(self, variant):
+        os._exit(3)
+
+    def calibrated(self):
+        os._exit(3)
+
+    def simulate(self, settings, replicas, *, paired):
+        os._exit(3)
+"""
+#: a plugin that makes the pool's workers end with os._exit(3) when they check mllsgd.theorem1
+EXITS_IN_A_WORKER = """
+import multiprocessing, os
+from fedbound.verify.adapter import adapter_for
+
+_cls = type(adapter_for("mllsgd.theorem1"))
+_measure = _cls._measure
+
+
+def measure(self, scenario, params, exact):
+    if multiprocessing.parent_process() is not None:
+        os._exit(3)
+    return _measure(self, scenario, params, exact)
+
+
+_cls._measure = measure
+"""
+
+
+def _fedbound(tmp_path, argv, **plugins) -> subprocess.CompletedProcess:
+    """``fedbound argv`` in a process of its own, with the plugin modules ``plugins`` (name:
+    text) on its path: a plugin's os._exit must never end this test process."""
+    for name, text in plugins.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    return subprocess.run([sys.executable, "-m", "fedbound", *argv], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_a_plugin_that_calls_os_exit_while_it_imports_is_its_failure_to_load(tmp_path):
+    """``os._exit(3)`` ended the process at once with status 3, which fedbound's table reads
+    "inconclusive", and no line: now, during a command, it unwinds to the command's own exit
+    path, and at a plugin's import it is that plugin's failure to load, as sys.exit is."""
+    out = _fedbound(tmp_path, ["--plugin", "plugin_os_exit", "list"],
+                    plugin_os_exit="import os\nos._exit(3)\n")
+    assert (out.returncode, out.stdout) == (2, "") and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("fedbound: error: plugin 'plugin_os_exit' (--plugin) failed to load")
+    assert "it called os._exit(3)" in out.stderr
+
+
+def test_a_plugin_that_calls_os_exit_in_a_hook_is_one_line_and_70(tmp_path):
+    out = _fedbound(tmp_path, ["--plugin", "plugin_os_exit_hook", "choose", "exits"],
+                    plugin_os_exit_hook=EXITS_IN_A_HOOK)
+    assert (out.returncode, out.stdout) == (70, "") and out.stderr.count("\n") == 1, out.stderr
+    assert out.stderr.startswith("fedbound: internal error: plugin 'plugin_os_exit_hook' called "
+                                 "os._exit(3) while the command ran")
+
+
+def test_a_worker_that_a_plugin_ends_is_named_by_its_driver_with_its_status(tmp_path):
+    """Where fedbound runs a plugin's code in a worker process, the worker's end cannot be
+    caught in it: the driver's one line names the status the worker ended with (it said
+    only "A process in the process pool was terminated abruptly")."""
+    out = _fedbound(tmp_path, ["--plugin", "plugin_os_exit_worker", "check", "--all", "--only",
+                               "mllsgd.theorem1", "--jobs", "2", "--battery", "2", "--no-figures",
+                               "--no-witnesses", "--report", str(tmp_path / "r")],
+                    plugin_os_exit_worker=EXITS_IN_A_WORKER)
+    assert out.returncode == 70 and out.stderr.count("\n") == 1, out.stderr
+    assert "BrokenProcessPool" in out.stderr
+    assert "a worker process ended with status 3 (os._exit or exit() from C" in out.stderr

@@ -57,12 +57,13 @@ from fedbound import bounds
 from fedbound.bounds.registry import did_you_mean
 
 from . import limits
+from .boundary import checked_comparison
 from .draw import Draw, RngDraw
 from .inputs import read_text
 from .limits import Footprint
 from .plugins import ensure_loaded, note
 from .scenario import Scenario, jsonable, parse_json
-from .verdict import Comparison, Measurement, Verdict, compare
+from .verdict import OUTCOMES, Comparison, Measurement, Verdict, compare
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,7 @@ class Adapter:
         violations = [str(v) for v in thm.violations(**params)]
         bound = finite_bound(thm, params, violations)
         m = self.measure(s, params, exact=exact)
-        c: Comparison = self._compare(bound, m)
+        c: Comparison = checked_comparison(self, self._compare(bound, m), OUTCOMES)
         verdict = Verdict(
             key=self.key, variant=thm.variant, bound=c.bound, measured_mean=c.mean,
             measured_ci=c.ci, verdict=c.outcome,

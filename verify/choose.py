@@ -547,8 +547,10 @@ def choose(chooser: Chooser, *, variants=None, method: str = "both",
     ``progress``: a tqdm-like bar advanced by replica runs (None: none)."""
     from fedbound.sim.problems import one_thread
 
+    from .boundary import checked_chooser
+
     with one_thread():
-        return _choose(chooser, variants, method, progress)
+        return _choose(checked_chooser(chooser), variants, method, progress)
 
 
 def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:

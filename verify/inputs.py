@@ -10,6 +10,10 @@ memory. A path that is not a regular file is named for what it is, before any re
 directory, a named pipe (which blocks until a writer comes, so it is never opened for
 reading), a device, a socket. A file that cannot be read for a reason of the environment
 (permission denied, an I/O error) is an ``OSError`` naming the path (exit 74 in the CLI).
+
+:func:`require_data` does the same for a data directory (MNIST, CIFAR-10): its footprint,
+estimated from the files' headers, is checked against the memory limit before any array is
+built (the loaders then read no more than the headers declare, ``sim.data.read_idx``).
 """
 
 from __future__ import annotations
@@ -87,3 +91,22 @@ def _read_capped(f, limit: int) -> bytes:
         chunks.append(chunk)
         size += len(chunk)
     return b"".join(chunks)
+
+
+def require_data(name: str, directory, what: str, option: str = "--data-dir") -> None:
+    """Raise :class:`verify.limits.ResourceError` naming ``option`` (the directory's option, or
+    the scenario file's field) when loading the data set ``name`` ("mnist", "cifar10") from
+    ``directory`` would exceed the memory limit, from the size its files' headers declare
+    (``sim.data.files_shape``), before any of it is read; ``what`` names the command. The
+    loaded data take 3 float64 copies of the features (the values, centred, standardised)
+    beside the file's bytes. Nothing to check for a bundled data set. FileNotFoundError or
+    ValueError naming the file, as the loaders."""
+    if name not in ("mnist", "cifar10"):
+        return
+    from fedbound.sim.data import files_shape
+
+    n, features = files_shape(name, directory)
+    label = f"{option}={directory}: --data {name}"
+    limits.require_runs(what, {label: limits.Footprint.of(
+        {f"samples={limits.count_text(n)} x features={limits.count_text(features)} x (3 copies "
+         "of 8 B and the file's byte)": 25.0 * n * features}, {})})

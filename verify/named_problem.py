@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import limits
+from .inputs import require_data
 from .limits import count_text as _count
 from .scenario import FieldError, _short, comma_separated, require_int
 
@@ -188,6 +189,7 @@ class NamedProblem:
         from fedbound.sim.federated import dataset, federated_problem, parameter_count, parse_split
 
         try:
+            require_data(self.data, self.data_dir, what, self._n("--data-dir"))  # headers first
             data = dataset(self.data, self.data_dir)
         except FileNotFoundError as e:
             raise FieldError(f"{self._n('--data-dir')}={self.data_dir}: {e}") from None

@@ -17,11 +17,13 @@ import multiprocessing.connection
 import os
 import signal
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import contextmanager, suppress
 from multiprocessing import forkserver, get_all_start_methods, get_context, resource_tracker
 
+from .exits import exit_guarded
 from .interrupts import sigint_blocked
 from .limits import require_jobs
 from .plugins import explicit, load_plugins
@@ -96,7 +98,7 @@ def start_fork_server(preload: tuple[str, ...] = ()) -> None:
     runs already."""
     if worker_context(preload).get_start_method() == "forkserver":
         start_resource_tracker()
-        with sigint_blocked():
+        with sigint_blocked(sigterm_deferred=True):  # its pid recorded for teardown
             forkserver.ensure_running()
 
 
@@ -121,7 +123,11 @@ class Pool(ProcessPoolExecutor):
     ``submit``: a KeyboardInterrupt raised there, between a lock's acquisition and its
     release (at the start of ``threading.Condition.__exit__``, say), would leave the lock of
     the pool's work queue held, and the pool's manager thread, and with it the exit of the
-    interpreter, waiting for it for ever."""
+    interpreter, waiting for it for ever. Every pool is known to :func:`teardown`."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _POOLS.add(self)
 
     def submit(self, fn, /, *args, **kwargs):
         """``ProcessPoolExecutor.submit`` with SIGINT blocked (see the class)."""
@@ -146,6 +152,7 @@ def stop(pool: ProcessPoolExecutor) -> None:
     ignored ... OSError: [Errno 9] Bad file descriptor" after fedbound's own last line."""
     procs = list((getattr(pool, "_processes", None) or {}).values())
     manager = getattr(pool, "_executor_manager_thread", None)
+    _ENDED.extend(p.exitcode for p in procs if p.exitcode not in (None, 0, -signal.SIGTERM))
     pool.shutdown(wait=False, cancel_futures=True)
     for p in procs:
         with suppress(Exception):
@@ -157,6 +164,47 @@ def stop(pool: ProcessPoolExecutor) -> None:
                 p.kill()
     if manager is not None:
         manager.join(STOP_TIMEOUT)
+
+
+#: the local pools of this process (:func:`teardown` stops those still running)
+_POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()
+#: the exit statuses of the workers that had ended by themselves when their pool was stopped
+_ENDED: list[int] = []
+
+
+def abrupt_exits() -> list[int]:
+    """The exit statuses of this process's pool workers that ended by themselves, not by
+    their pool's end (``multiprocessing``'s exit codes: negative for a signal): what a
+    ``BrokenProcessPool`` does not say (``verify.exits.worker_exits_text``)."""
+    live = [p.exitcode for pool in list(_POOLS)
+            for p in list((getattr(pool, "_processes", None) or {}).values())
+            if p.exitcode not in (None, 0, -signal.SIGTERM)]
+    return [*_ENDED, *live]
+
+
+def teardown() -> None:
+    """End, now, every worker process and the fork server this process started: the workers
+    of every :class:`Pool` (:func:`stop`), then the fork server, killed (whatever it is
+    doing: importing its preload list takes seconds of torch, and it used to go on for a
+    second after its driver exited, up to the end of that import when the driver was
+    interrupted during it) and waited for, and its alive pipe closed, which ends any worker
+    it forked that a pool did not know yet (:func:`watch_parent`). The command line calls it
+    before it says it was interrupted and before it returns, so that nothing of fedbound's
+    outlives the one line; multiprocessing's resource tracker, which removes what a pool
+    leaves behind, ends by itself once this process is gone (closing its pipe now would
+    start another one, at the first semaphore this process then releases). A later pool
+    starts a fork server anew."""
+    for pool in list(_POOLS):
+        stop(pool)
+    server = forkserver._forkserver
+    pid = getattr(server, "_forkserver_pid", None)
+    if pid is None:
+        return
+    with suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    with suppress(OSError, AttributeError):
+        server._stop()  # closes the alive pipe, reaps the server, removes its socket
+    server._forkserver_pid = None
 
 
 def _dask(scheduler: str | None, dask_local: int | None, connect_timeout: float):
@@ -208,7 +256,8 @@ def worker_init(plugins: Sequence[str] = (), local: bool = False,
     import torch
 
     torch.set_num_threads(1)
-    load_plugins(plugins)
+    with exit_guarded():  # a plugin's os._exit at import: its failure, not the worker's end
+        load_plugins(plugins)
 
 
 def watch_parent() -> threading.Thread:

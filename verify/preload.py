@@ -3,8 +3,11 @@
 them, so that a plugin that fails to import is contained and left out. (The fork server
 imports its preload list itself and survives only an ``ImportError``: a plugin that raised
 anything else, or called ``sys.exit``, ended the server, and every pool of the driver with
-it.) Its failures are the driver's to report, which loads the same plugins."""
+it; one that calls ``os._exit`` is contained too, ``verify.exits.exit_guarded``.) Its
+failures are the driver's to report, which loads the same plugins."""
 
+from .exits import exit_guarded
 from .plugins import load_plugins
 
-load_plugins()
+with exit_guarded():
+    load_plugins()

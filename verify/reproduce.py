@@ -28,8 +28,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .boundary import PluginError
 from .claims import Claim, Experiment, Outcome, Plan, claims, experiment
-from .decide import Test, combine, deciding
+from .claims_boundary import checked_outcome, checked_tests
+from .decide import VERDICTS, Test, combine, deciding
 
 
 @dataclass(frozen=True)
@@ -264,7 +266,7 @@ def bound_agrees(tests: Sequence[Test], outcome: Outcome) -> bool | None:
 
 def decision(claim: Claim, outcome: Outcome, reading: str | None) -> Decision:
     """``claim`` decided on ``outcome`` (module docstring)."""
-    tests = tuple(claim.decide(outcome))
+    tests = checked_tests(claim, claim.decide(outcome), VERDICTS)
     return Decision(reading, combine(tests, claim.rule), tests, deciding(tests, claim.rule),
                     bound_agrees(tests, outcome), outcome.prediction)
 
@@ -280,8 +282,8 @@ def run_experiment(experiment_id: str, plan: Plan) -> Run:
     t0 = time.perf_counter()
     try:
         with one_thread():
-            outcome = exp.run(replace(plan, seeds=plan.count(exp)))
-    except (KeyboardInterrupt, MemoryError, ImportError):
+            outcome = checked_outcome(exp, exp.run(replace(plan, seeds=plan.count(exp))))
+    except (KeyboardInterrupt, MemoryError, ImportError, PluginError):
         raise
     except Exception as e:  # noqa: BLE001 - recorded, the other claims go on
         last = traceback.extract_tb(e.__traceback__)[-1]

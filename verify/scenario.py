@@ -76,18 +76,20 @@ def jsonable(x) -> Any:
 
 def json_text(obj) -> str:
     """Indented, key-sorted JSON; infinities are written as the strings "inf"/"-inf"
-    (a bound can be genuinely infinite), and a NaN is an error, never output."""
-    def fix(x):
+    (a bound can be genuinely infinite), and a NaN is an error, never output: a
+    RuntimeError naming where it is (a bug, fedbound's or a plugin's, never bad input: the
+    command's exit status 70)."""
+    def fix(x, where):
         if isinstance(x, float) and not math.isfinite(x):
             if math.isnan(x):
-                raise ValueError("internal error: NaN in output")
+                raise RuntimeError(f"NaN in output at {where or 'the top'} (a bug, not bad input)")
             return "inf" if x > 0 else "-inf"
         if isinstance(x, dict):
-            return {k: fix(v) for k, v in x.items()}
+            return {k: fix(v, f"{where}.{k}" if where else str(k)) for k, v in x.items()}
         if isinstance(x, list):
-            return [fix(v) for v in x]
+            return [fix(v, f"{where}[{i}]") for i, v in enumerate(x)]
         return x
-    return json.dumps(fix(jsonable(obj)), indent=2, sort_keys=True)
+    return json.dumps(fix(jsonable(obj), ""), indent=2, sort_keys=True)
 
 
 #: the largest integer a field takes: every integer ends up in an int64 (torch, numpy)

@@ -16,6 +16,7 @@ marker: ``@pytest.mark.fedbound("my.theorem")`` on a test taking ``fedbound_chec
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import warnings
@@ -35,7 +36,7 @@ from .witnesses import register_witness_dir, unregister_witness_dir, witnesses
 
 __all__ = [
     "CHECKS", "CheckResult", "ContractWarning", "SkipCheck", "assert_holds", "assert_violated",
-    "check_adapter", "parametrize_with_checks", "registered",
+    "check_adapter", "check_chooser", "check_claims", "parametrize_with_checks", "registered",
 ]
 
 
@@ -249,6 +250,8 @@ def expected_failures_of(key: str) -> dict[str, str]:
 
 
 def _run(name: str, adapter: Adapter, expected: Mapping[str, str]) -> CheckResult:
+    from .boundary import PluginError
+
     try:
         CHECKS[name](adapter)
     except SkipCheck as e:
@@ -256,7 +259,7 @@ def _run(name: str, adapter: Adapter, expected: Mapping[str, str]) -> CheckResul
     except WarnCheck as e:
         warnings.warn(str(e), ContractWarning, stacklevel=3)
         return CheckResult(adapter.key, name, "warning", str(e))
-    except AssertionError as e:
+    except (AssertionError, PluginError) as e:  # a hook returned what the API does not take
         outcome = "xfail" if name in expected else "failed"
         return CheckResult(adapter.key, name, outcome, expected.get(name, str(e)) or str(e))
     return CheckResult(adapter.key, name, "xpass" if name in expected else "passed")
@@ -332,6 +335,63 @@ def parametrize_with_checks(keys: Iterable[str], *, checks: Iterable[str] | None
                            if c.expected_failure else [])
               for c in cases(keys, checks=checks, expected_failures=expected_failures)]
     return pytest.mark.parametrize("fedbound_case", params)
+
+
+# ---------------------------------------------------------------------- choosers, claims
+
+
+def check_chooser(chooser, *, replicas: int = 2) -> None:
+    """Raise AssertionError naming the plugin, the hook and the field unless every hook of
+    ``chooser`` (a ``verify.api.Chooser`` instance) returns what the extension API takes
+    (``verify.boundary``: the right type, finite, in range): its knobs, inputs, variants
+    and footprints, every variant's certified proposal (or ``NoCertificate``), the
+    calibrated proposal, and a paired simulation of the grid's first two configurations on
+    ``replicas`` replicas. What ``fedbound choose`` would answer with exit 70, in the
+    plugin's own tests."""
+    from .boundary import PluginError, checked_chooser
+    from .choose import NoCertificate, grid
+
+    c = checked_chooser(chooser)
+    try:
+        settings = grid(c.knobs())[:2]
+        c.inputs()
+        c.bound_footprints()
+        for variant in c.variants():
+            with contextlib.suppress(NoCertificate):
+                c.certified(variant)
+        c.calibrated()
+        for s in settings:
+            c.footprint(s, replicas)
+        c.simulate(settings, replicas, paired=True)
+    except PluginError as e:
+        raise AssertionError(str(e)) from None
+
+
+def check_claims(papers, *, seeds: int = 2) -> None:
+    """Raise AssertionError naming the plugin, the experiment or claim and the field unless
+    every experiment behind the claims of ``papers`` (a key prefix, or several) returns an
+    outcome, and every claim tests, that the extension API takes (``verify.boundary``):
+    each experiment is run quick on ``seeds`` seeds under each of its readings, and each
+    claim decided on it. What ``fedbound reproduce`` would answer with exit 70, in the
+    plugin's own tests."""
+    from dataclasses import replace
+
+    from .boundary import PluginError
+    from .claims import Plan, claims, experiment
+    from .claims_boundary import checked_outcome, checked_tests
+    from .decide import VERDICTS
+
+    selected = claims((papers,) if isinstance(papers, str) else tuple(papers))
+    try:
+        for exp_id in dict.fromkeys(c.experiment for c in selected):
+            exp = experiment(exp_id)
+            for plan in exp.plans(Plan(quick=True, seeds=seeds)):
+                outcome = checked_outcome(exp, exp.run(replace(plan, seeds=seeds)))
+                for c in selected:
+                    if c.experiment == exp_id:
+                        checked_tests(c, c.decide(outcome), VERDICTS)
+    except PluginError as e:
+        raise AssertionError(str(e)) from None
 
 
 # ---------------------------------------------------------------------- registration

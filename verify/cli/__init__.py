@@ -21,9 +21,11 @@ import signal
 import sys
 import tempfile
 import textwrap
+import threading
 import traceback
 from collections.abc import Sequence
 
+from ..exits import ExitCalled, exit_guarded
 from . import bound, check, choose, listing, plugins, rate, reproduce, scenario, search, sweep
 from .common import Exit, Parser, UsageError, exit_codes, limit_options, warn
 
@@ -122,6 +124,43 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt("terminated (SIGTERM)")
 
 
+class _Signals:
+    """SIGINT and SIGTERM while a command runs (main thread only): a KeyboardInterrupt (the
+    command stops, keeps what it finished and answers 130) until the command answers
+    (:meth:`answer`); from then on nothing, so that a signal that lands after the answer,
+    while it is printed or while the interpreter shuts down, leaves the answer's exit
+    status (5 of 10 ``choose hfl`` without options, whose usage line comes at once, were
+    killed by a signal after it: no line of theirs, a status of 143). From the entry point
+    (``ignore``) both are ignored after the command, until the process has exited (ignored,
+    not blocked: a mask is a thread's, and a signal sent to the process is delivered to any
+    thread that does not block it, a BLAS thread say, and its default action ends the
+    process)."""
+
+    HELD = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, ignore: bool):
+        self.open = True
+        self.ignore = ignore
+        self.previous = {}
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {s: signal.signal(s, self) for s in self.HELD}
+
+    def __call__(self, signum, frame):
+        if self.open:
+            if signum == signal.SIGTERM:
+                _terminate(signum, frame)
+            raise KeyboardInterrupt
+
+    def answer(self) -> None:
+        """The command answers now: a signal from here on is dropped."""
+        self.open = False
+
+    def restore(self) -> None:
+        """The handlers as they were before the command (ignored, from the entry point)."""
+        for s, handler in self.previous.items():
+            signal.signal(s, signal.SIG_IGN if self.ignore else handler)
+
+
 #: the longest line fedbound prints for an error: a value echoed from the input (a string of
 #: megabytes, a list of thousands of entries) is cut to fit
 LINE_MAX = 500
@@ -178,77 +217,153 @@ def _environment_failed(e: OSError, stdout) -> int:
 def main(argv: Sequence[str] | None = None, *, mask=None) -> int:
     """Run the ``fedbound`` command on ``argv`` (default ``sys.argv[1:]``) and return its exit
     status. ``mask``: the signal mask to restore once the command can take a Ctrl-C (the
-    entry point, ``fedbound.__main__``, holds SIGINT and SIGTERM blocked until then)."""
+    entry point, ``fedbound.__main__``, holds SIGINT and SIGTERM blocked until then, and
+    they are ignored once the command has answered: :class:`_Signals`). Every worker
+    process and fork server the command started is ended before it says it was interrupted
+    (``verify.pool.teardown``), and, from the entry point, before it returns."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv
-    try:
-        previous = signal.signal(signal.SIGTERM, _terminate)
-    except ValueError:  # not the main thread: leave signals alone
-        previous = None
+    signals = _Signals(ignore=mask is not None)
     stdout = sys.stdout
     sys.stdout = _NamedStream(stdout)
     try:
+        with exit_guarded():  # os._exit from a plugin: exits.ExitCalled, answered below
+            return _command(argv, mask, signals, stdout)
+    except KeyboardInterrupt as e:  # landed while the command began to answer
+        signals.answer()
+        return _interrupted(e)
+    finally:
+        if mask is not None:
+            _teardown()
+        sys.stdout = stdout
+        signals.restore()
+
+
+def _command(argv: list[str], mask, signals: _Signals, stdout) -> int:
+    """The command of :func:`main`: its work, then its answer (:meth:`_Signals.answer`)."""
+    try:
         if mask is not None:  # a signal that came while the command imported itself: now
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        ap = parser()
-        args = ap.parse_args(expand_alias(argv))
-        if args.command is None:  # fedbound alone: how to use it, and the commands
-            print(f"usage: {USAGE}\n\n{command_list()}\n\n{MORE}", file=sys.stderr)
-            raise UsageError("a COMMAND is required")
-        if check.pool_ahead(args):
-            from ..pool import start_fork_server
+        with _import_hooks(argv):
+            out = _work(argv, signals)
+        signals.answer()
+        status = 0
+        if isinstance(out, Exit):
+            out, status = out.payload, out.status
+        if out is not None:
+            from ..scenario import json_text
 
-            start_fork_server(() if args.no_figures else ("fedbound.verify.plots",))
-        from .. import limits
-        from ..interrupts import uninterrupted_imports
-        from ..plugins import failures, load_plugins, modules
-
-        with limits.configured(memory=getattr(args, "max_memory", None),
-                               steps=getattr(args, "max_steps", None),
-                               scenarios=getattr(args, "max_scenarios", None),
-                               input=getattr(args, "max_input", None)):
-            with uninterrupted_imports("torch", *modules()):  # the plugins' imports too
-                messages = load_plugins(args.plugin)
-                named = [f for f in failures(args.plugin) if f.explicit]
-                if named:  # a plugin the user named: bad input; an installed one: a warning
-                    raise UsageError(named[0].message)
-                for message in messages:
-                    warn(message)
-                import numpy as np
-
-                with np.errstate(all="ignore"):  # every result is checked for finiteness
-                    out = args.fn(args)
-            status = 0
-            if isinstance(out, Exit):
-                out, status = out.payload, out.status
-            if out is not None:
-                from ..scenario import json_text
-
-                print(json_text(out))
+            print(json_text(out))
         sys.stdout.flush()
         return status
     except (UsageError, ValueError, NotImplementedError) as e:
+        signals.answer()
         print(f"fedbound: error: {one_line(e)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:
-        from ..interrupts import answered
-
-        answered()
-        print("fedbound: interrupted" + (f": {one_line(e)}" if str(e) else ""), file=sys.stderr)
-        return 130
+        signals.answer()
+        return _interrupted(e)
     except OSError as e:  # a full disk, a closed pipe, permission denied, an I/O error
+        signals.answer()
         return _environment_failed(e, stdout)
-    except Exception as e:  # noqa: BLE001 - one line and a log, never a bare traceback
-        if debug:
+    except (Exception, ExitCalled) as e:  # noqa: BLE001 - one line and a log, never a traceback
+        signals.answer()
+        if "--debug" in argv:
             traceback.print_exc()
         else:
             fd, log = tempfile.mkstemp(prefix="fedbound-error-", suffix=".log")
             with os.fdopen(fd, "w") as f:
                 traceback.print_exc(file=f)
-            print(f"fedbound: internal error: {one_line(f'{type(e).__name__}: {e}')} (traceback "
-                  f"in {log}; run with --debug to show it)", file=sys.stderr)
+            print(f"fedbound: internal error: {one_line(_described(e))} (traceback in {log}; run "
+                  "with --debug to show it)", file=sys.stderr)
         return 70
-    finally:
-        sys.stdout = stdout
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+
+
+def _described(e: BaseException) -> str:
+    """An internal error in words: a plugin's ``os._exit`` named as such, a broken process
+    pool with the statuses its workers ended with (``verify.exits``)."""
+    if isinstance(e, ExitCalled):
+        from ..boundary import plugin_of
+
+        return (f"plugin {plugin_of(e.caller)!r} called "
+                f"os._exit({e.status!r}) while the command ran (a plugin may not end the process)")
+    text = f"{type(e).__name__}: {e}"
+    pool = sys.modules.get(f"{__package__.rpartition('.')[0]}.pool")
+    if pool is not None and type(e).__name__ == "BrokenProcessPool":
+        from ..exits import worker_exits_text
+
+        ended = worker_exits_text(pool.abrupt_exits())
+        text += f" ({ended})" if ended else ""
+    return text
+
+
+def _work(argv: list[str], signals: _Signals):
+    """What the command ``argv`` computes (its output, or an :class:`Exit`)."""
+    ap = parser()
+    args = ap.parse_args(expand_alias(argv))
+    if args.command is None:  # fedbound alone: how to use it, and the commands
+        signals.answer()
+        print(f"usage: {USAGE}\n\n{command_list()}\n\n{MORE}", file=sys.stderr)
+        raise UsageError("a COMMAND is required")
+    if check.pool_ahead(args):
+        from ..pool import start_fork_server
+
+        start_fork_server(() if args.no_figures else ("fedbound.verify.plots",))
+    from .. import limits
+    from ..plugins import failures, load_plugins
+
+    with limits.configured(memory=getattr(args, "max_memory", None),
+                           steps=getattr(args, "max_steps", None),
+                           scenarios=getattr(args, "max_scenarios", None),
+                           input=getattr(args, "max_input", None)):
+        messages = load_plugins(args.plugin)
+        named = [f for f in failures(args.plugin) if f.explicit]
+        if named:  # a plugin the user named: bad input; an installed one: a warning
+            raise UsageError(named[0].message)
+        for message in messages:
+            warn(message)
+        import numpy as np
+
+        with np.errstate(all="ignore"):  # every result is checked for finiteness
+            return args.fn(args)
+
+
+@contextlib.contextmanager
+def _import_hooks(argv: list[str]):
+    """For the command ``argv``: torch's import held back from signals (a Ctrl-C inside it
+    aborts the interpreter), and each plugin that is not fedbound's own (installed, in
+    FEDBOUND_PLUGINS or named by ``--plugin``) named on a terminal when its import takes
+    long; a plugin's import stays interruptible (``verify.interrupts``)."""
+    from ..interrupts import slow_imports, uninterrupted_imports
+    from ..plugins import builtin, modules
+
+    named = {argv[i + 1] for i in range(len(argv) - 1) if argv[i] == "--plugin"}
+    with uninterrupted_imports("torch"), slow_imports((set(modules()) | named) - set(builtin()),
+                                                      _slow_plugin):
+        yield
+
+
+def _interrupted(e: KeyboardInterrupt) -> int:
+    """Exit 130: the command's worker processes ended, then one line (what it kept)."""
+    from ..interrupts import answered
+
+    _teardown()
+    answered()
+    print("fedbound: interrupted" + (f": {one_line(e)}" if str(e) else ""), file=sys.stderr)
+    return 130
+
+
+def _teardown() -> None:
+    """End the worker processes and the fork server of this process (``verify.pool``),
+    if it has imported it (then it may have started some)."""
+    pool = sys.modules.get(f"{__package__.rpartition('.')[0]}.pool")
+    if pool is not None:
+        pool.teardown()
+
+
+def _slow_plugin(module: str) -> None:
+    """The line on a terminal for a plugin that takes long to import (interrupts.slow_imports)."""
+    from ..interrupts import SLOW_IMPORT
+
+    if sys.stderr.isatty():
+        print(f"fedbound: importing plugin {module!r} has taken more than {SLOW_IMPORT:g} s "
+              "(Ctrl-C stops it)", file=sys.stderr, flush=True)
