@@ -22,15 +22,19 @@ Special cases, all run through :func:`run_mllsgd` (the paper's Sections 5 and 6)
 Random draws, in this order, from the one ``generator``: per iteration the coins
 ``rand((R, N)) < p`` (skipped when ``wait_for_all``), then ``problem.stochastic_grad(X)``;
 with ``wait_for_all`` the waiting times of a hub period are drawn at its first iteration.
+A batch of C configurations (:func:`run_mllsgd` with tau, K or steps per configuration)
+takes these draws once for all (``sim.problems.CommonDraws``): every configuration sees the
+coins and gradients of its run alone, and T_k of (6) at its own tau.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
 
-from fedbound.sim.problems import DTYPE, Problem, rand, rand_, replica_steps
+from fedbound.sim.problems import DTYPE, CommonDraws, Problem, rand, rand_, replica_steps
 from fedbound.sim.trace import Acceptance, Trace
 
 
@@ -114,17 +118,47 @@ def _positive_int(name: str, value) -> int:
     return int(value)
 
 
+def _per_configuration(name: str, value) -> list[int] | int:
+    """An integer knob: one (an int) or one per configuration of a batch (a list)."""
+    if isinstance(value, (list, tuple)) or (isinstance(value, torch.Tensor) and value.ndim == 1):
+        values = [_positive_int(f"{name}[{c}]", v) for c, v in enumerate(list(value))]
+        if not values:
+            raise ValueError(f"{name}: give at least one value")
+        return values
+    return _positive_int(name, value)
+
+
+def _configurations(eta, **knobs) -> int | None:
+    """C for a batch (a knob given per configuration, or ``eta`` [C, R] / [C, 1]), None for
+    a run of one; ValueError when they disagree."""
+    found = {name: len(v) for name, v in knobs.items() if isinstance(v, list)}
+    if isinstance(eta, (torch.Tensor, list, tuple)) and torch.as_tensor(eta).ndim == 2:
+        found["eta"] = torch.as_tensor(eta).shape[0]
+    if len(set(found.values())) > 1:
+        raise ValueError(f"configurations: {', '.join(f'{k} has {v}' for k, v in found.items())}"
+                         " (one entry per configuration of a batch)")
+    return next(iter(found.values()), None)
+
+
 def _validated(problem: Problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, device):
-    """Inputs of :func:`run_mllsgd` as float64 / int64 tensors on ``device``, or ValueError."""
-    K, q, tau = _positive_int("K", K), _positive_int("q", q), _positive_int("tau", tau)
+    """Inputs of :func:`run_mllsgd` as float64 / int64 tensors on ``device`` (``K`` and
+    ``tau`` lists of C for a batch, with C), or ValueError."""
+    K, tau, q = _per_configuration("K", K), _per_configuration("tau", tau), _positive_int("q", q)
     replicas = _positive_int("replicas", replicas)
-    if K % (q * tau) != 0:
-        raise ValueError(
-            f"K={K} must be a multiple of q*tau={q * tau}: the proof of Theorem 1 sums over "
-            f"K/(q*tau) whole hub periods (Castiglia et al. 2021, Appendix C.3, summing (182))"
-        )
-    eta = replica_steps("eta", eta, replicas, device)
-    eta = eta.neg() if isinstance(eta, torch.Tensor) else eta
+    C = _configurations(eta, K=K, tau=tau)
+    if C is not None:
+        K, tau = ([v] * C if isinstance(v, int) else v for v in (K, tau))
+    for c, (Kc, tc) in enumerate(zip(*(v if C is not None else [v] for v in (K, tau)),
+                                     strict=True)):
+        if Kc % (q * tc) != 0:
+            at = "" if C is None else f" (configuration {c})"
+            raise ValueError(
+                f"K={Kc} must be a multiple of q*tau={q * tc}{at}: the proof of Theorem 1 sums "
+                f"over K/(q*tau) whole hub periods (Castiglia et al. 2021, Appendix C.3, summing "
+                f"(182))")
+    eta = replica_steps("eta", eta, replicas, device, C)
+    if isinstance(eta, torch.Tensor):
+        eta = eta.neg().view(-1, 1, 1)  # [R, 1, 1], or [C R, 1, 1] for a batch
     H = torch.as_tensor(H, dtype=DTYPE, device=device)
     if H.ndim != 2 or H.shape[0] != H.shape[1] or H.shape[0] < 1:
         raise ValueError(f"H must be a square D x D matrix, got shape {tuple(H.shape)}")
@@ -151,13 +185,14 @@ def _validated(problem: Problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, 
     x1 = torch.as_tensor(x1, dtype=DTYPE, device=device)
     if x1.shape != (problem.dim,) or not torch.isfinite(x1).all():
         raise ValueError(f"x1 must be finite with shape ({problem.dim},), got {tuple(x1.shape)}")
-    return H, hub_of, w, p, eta, K, q, tau, x1, replicas
+    return H, hub_of, w, p, eta, K, q, tau, x1, replicas, C
 
 
-def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, K: int, q: int, tau: int,
+def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
+               K: int | Sequence[int], q: int, tau: int | Sequence[int],
                x1, replicas: int, generator: torch.Generator, wait_for_all: bool = False,
-               record_iterates: bool = False, record_every: int = 1, record_grad: bool = True,
-               device=None) -> Trace:
+               record_iterates: bool = False, record_every: int = 1, record_first: bool = True,
+               record_grad: bool = True, device=None) -> Trace | list[Trace]:
     """Run ``replicas`` independent realisations of MLL-SGD, Castiglia et al. 2021, (5)-(6).
 
     ``H`` [D, D] hub mixing matrix (Assumption 2; not validated beyond its shape: u_k
@@ -182,65 +217,92 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, 
     = k when p = 1).
 
     ``record_every=e`` (a divisor of K) records only at k = 1, 1 + e, 1 + 2e, ...
-    (``Trace.record_every``); ``record_grad=False`` records F(u_k) only (``grad_sq_norm``
-    is None). Both only make a run cheaper, for speed comparisons with code that records
-    less; the dynamics and the draws are the same.
+    (``Trace.record_every``), or at k = e, 2e, ..., K with ``record_first=False`` (e = K: the
+    last iterate's F(u_K) only, without a pass over the problem's data every iteration);
+    ``record_grad=False`` records F(u_k) only (``grad_sq_norm`` is None). They only make a
+    run cheaper (for speed comparisons with code that records less, or a caller that reads
+    the end of the run); the dynamics and the draws are the same.
+
+    A batch of C configurations in one run, with common random numbers: ``tau`` and/or ``K``
+    a list of C (configuration c applies T_k of (6) with its tau_c for K_c iterations: a
+    mask per iteration, the sub-network and hub averages taken on the configurations whose
+    T_k is V or Z) and/or ``eta`` [C, R] or [C, 1] (a step per configuration and replica;
+    [R] or a number: the same for every configuration). Every configuration takes the same
+    coins and gradient draws at iteration k (those of a run of one). Returns a list of C
+    traces, trace c equal to the run of configuration c alone with the same ``generator``
+    state and its steps given per replica (a tensor), bit for bit under the conditions of
+    ``sim.problems.CommonDraws``. ``wait_for_all`` draws waiting times per hub period, q tau
+    iterations: a batch needs one tau.
 
     ``device=None`` uses the problem's device; otherwise the problem is copied there.
     The generator may live on any device (draws are moved). Returns a CPU :class:`Trace`.
     """
     device = problem.device if device is None else torch.device(device)
     problem = problem.to(device)
-    H, hub_of, w, p, eta, K, q, tau, x1, R = _validated(
+    H, hub_of, w, p, eta, K, q, tau, x1, R, C = _validated(
         problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, device)
+    batched = C is not None
+    Ks, taus = (K, tau) if batched else ([K], [tau])
+    C, K = len(Ks), max(Ks)
     record_every = _positive_int("record_every", record_every)
-    if K % record_every:
-        raise ValueError(f"record_every={record_every} must divide K={K}")
+    for Kc in Ks:
+        if Kc % record_every:
+            raise ValueError(f"record_every={record_every} must divide K={Kc}")
+    if wait_for_all and len(set(taus)) > 1:
+        raise ValueError(f"tau={taus}: wait_for_all draws the waiting times of each hub period "
+                         "(q tau iterations): a batch needs one tau")
     D, N, d = H.shape[0], hub_of.numel(), problem.dim
     v, a, _ = hub_weights(hub_of, w, D)
+    lead = (C, R) if batched else (R,)        # what the draws see: a run of one as before
+    draws = CommonDraws(generator, C) if batched else generator
+    CR = C * R
 
-    X = x1.expand(R, N, d).clone()
+    X = x1.expand(CR, N, d).clone()
     moved = torch.empty_like(X)  # X_k - eta G_k, then X_k T_k: becomes X_{k+1}
     average = _Averaging(hub_of, v, H, X.shape)
-    sample = problem.gradient_sampler(X.shape, generator)
+    sample = problem.gradient_sampler((*lead, N, d), draws)
     weighted = _WeightedAverage(a, X, moved)
-    record = problem.recorder((R, d), grad=record_grad)
-    accept = Acceptance(R, device)
+    record = problem.recorder((CR, d), grad=record_grad)
+    accept = Acceptance(CR, device)
     losses, grad_sq_norms = [], []
-    steps_taken = torch.zeros(R, N, dtype=torch.int64, device=device)
-    slots = torch.arange(1, K + 1, dtype=DTYPE, device=device).expand(R, K).clone()
-    period_start = torch.zeros(R, dtype=DTYPE, device=device)
-    uniforms = torch.empty(R, N, dtype=DTYPE, device=device)
-    coins = torch.ones(R, N, dtype=torch.bool, device=device)
+    steps_taken = torch.zeros(CR, N, dtype=torch.int64, device=device)
+    slots = torch.arange(1, K + 1, dtype=DTYPE, device=device).expand(CR, K).clone()
+    period_start = torch.zeros(CR, dtype=DTYPE, device=device)
+    uniforms = torch.empty(CR, N, dtype=DTYPE, device=device)
+    drawn = uniforms.view(*lead, N)
+    coins = torch.ones(CR, N, dtype=torch.bool, device=device)
     every_coin_lands = wait_for_all or bool((p == 1).all())  # U < 1 always: G_k unmasked
     steps_everywhere = 0  # steps every worker of every replica took (coins that all land)
     models, grads = [X.clone()] if record_iterates else [], []
+    mixes = _Operators(taus, q, C, R, average, hub_of, v, H)
+    ends = {Kc: [c for c in range(C) if Ks[c] == Kc] for Kc in Ks}
+    final: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # c: (steps_taken, diverged) at K_c
 
     for k in range(1, K + 1):
-        if (k - 1) % record_every == 0:
+        if (k - (1 if record_first else 0)) % record_every == 0:
             loss, grad_sq_norm = record(weighted(X))
             losses.append(loss)
             if record_grad:
                 grad_sq_norms.append(grad_sq_norm)
         if wait_for_all:
-            position = (k - 1) % (q * tau) + 1
+            position = (k - 1) % (q * taus[0]) + 1
             if position == 1:
-                period = hub_period_slots(p, hub_of, D, q, tau, R, generator)
-            slots[:, k - 1] = period_start + period * position / (q * tau)
-            if position == q * tau:
+                period = hub_period_slots(p, hub_of, D, q, taus[0], R, generator).repeat(C)
+            slots[:, k - 1] = period_start + period * position / (q * taus[0])
+            if position == q * taus[0]:
                 period_start = period_start + period
         elif every_coin_lands:
-            rand_(uniforms, generator)  # drawn all the same: the stream stays the documented one
+            rand_(drawn, draws)  # drawn all the same: the stream stays the documented one
         else:
-            torch.lt(rand_(uniforms, generator), p, out=coins)
-        G = sample(X)
+            torch.lt(rand_(drawn, draws).view(CR, N), p, out=coins)
+        G = sample(X.view(*lead, N, d)).view(CR, N, d)
         if not every_coin_lands:
             G.mul_(coins[..., None])
         if isinstance(eta, float):
             torch.add(X, G, alpha=-eta, out=moved)
         else:  # -eta per replica
             torch.addcmul(X, G, eta, out=moved)
-        average(moved, operator_at(k, q, tau))
+        mixes(k, moved)
         X, moved = accept(X, moved), X
         if accept.alive is None and every_coin_lands:
             steps_everywhere += 1  # added to every worker at once, below
@@ -249,19 +311,84 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor, 
         if record_iterates:
             models.append(X.clone())
             grads.append(torch.where(accept.diverged[:, None, None], 0.0, G))
+        for c in ends.get(k, ()) if batched else ():
+            rows = slice(c * R, (c + 1) * R)
+            final[c] = (steps_taken[rows] + steps_everywhere, accept.diverged[rows].clone())
 
-    steps_taken.add_(steps_everywhere)
+    if not batched:
+        steps_taken.add_(steps_everywhere)
+        final[0] = (steps_taken, accept.diverged)
+    traces = [_trace(c, R, Ks[c] // record_every, final[c], losses, grad_sq_norms, slots,
+                     models, grads, a, record_grad, record_iterates, Ks[c], record_first)
+              for c in range(C)]
+    return traces if batched else traces[0]
+
+
+def _trace(c: int, R: int, records: int, final, losses, grad_sq_norms, slots, models, grads,
+           a, record_grad: bool, record_iterates: bool, K: int, record_first: bool) -> Trace:
+    """Configuration c's :class:`Trace` (rows c R .. (c + 1) R - 1 of a batch; the whole run
+    for a run of one): its first ``records`` recordings and K iterations."""
+    rows = slice(c * R, (c + 1) * R)
     recorded = {}
     if record_iterates:
-        X_all, G_all = torch.stack(models, dim=1), torch.stack(grads, dim=1)
+        X_all = torch.stack([m[rows] for m in models[:K + 1]], dim=1)
+        G_all = torch.stack([g[rows] for g in grads[:K]], dim=1)
         recorded = {"X": X_all, "G": G_all, "u": X_all.transpose(2, 3) @ a,
                     "Ga": G_all.transpose(2, 3) @ a}
+    steps_taken, diverged = final
     return Trace(
-        grad_sq_norm=torch.stack(grad_sq_norms, dim=1).cpu() if record_grad else None,
-        loss=torch.stack(losses, dim=1).cpu(), steps_taken=steps_taken.cpu(),
-        slots=slots.cpu(), diverged=accept.diverged.cpu(),
+        grad_sq_norm=torch.stack([v[rows] for v in grad_sq_norms[:records]], dim=1).cpu()
+        if record_grad else None,
+        loss=torch.stack([v[rows] for v in losses[:records]], dim=1).cpu(),
+        steps_taken=steps_taken.cpu(), slots=slots[rows, :K].cpu(), diverged=diverged.cpu(),
+        recorded=torch.arange(1 if record_first else K // records, K + 1, K // records),
         **{name: value.cpu() for name, value in recorded.items()},
     )
+
+
+class _Operators:
+    """T_k of (6) for a batch of C configurations with their own tau (one: every
+    configuration the same T_k, in place on the whole state): per iteration k, the
+    sub-network average ("V") and the hub mixing ("Z") applied to the configurations whose
+    T_k it is, rows c R .. (c + 1) R - 1 gathered, averaged in buffers of their size and
+    put back. The rows and buffers of each pattern of T_k over the values of tau are made
+    once (the patterns repeat every lcm q tau iterations)."""
+
+    def __init__(self, taus: list[int], q: int, C: int, R: int, average: _Averaging,
+                 hub_of: torch.Tensor, v: torch.Tensor, H: torch.Tensor):
+        self.taus, self.q, self.average = taus, q, average
+        self.distinct = sorted(set(taus))
+        self.rows = torch.arange(C * R, device=H.device).view(C, R)
+        self.hub_of, self.v, self.H = hub_of, v, H
+        self.plans: dict[tuple[str, ...], list] = {}
+
+    def __call__(self, k: int, moved: torch.Tensor) -> None:
+        if len(self.distinct) == 1:
+            self.average(moved, operator_at(k, self.q, self.taus[0]))
+            return
+        kinds = tuple(operator_at(k, self.q, tau) for tau in self.distinct)
+        if kinds not in self.plans:
+            self.plans[kinds] = self._plan(dict(zip(self.distinct, kinds, strict=True)), moved)
+        for kind, rows, averaging in self.plans[kinds]:
+            if rows is None:
+                averaging(moved, kind)
+            else:
+                part = moved.index_select(0, rows)
+                averaging(part, kind)
+                moved.index_copy_(0, rows, part)
+
+    def _plan(self, kind_of: dict[int, str], moved: torch.Tensor) -> list:
+        """[(kind, rows or None for every row, its averaging)] for "V" and "Z"."""
+        plan = []
+        for kind in ("V", "Z"):
+            picked = [c for c, tau in enumerate(self.taus) if kind_of[tau] == kind]
+            if len(picked) == len(self.taus):
+                plan.append((kind, None, self.average))
+            elif picked:
+                rows = self.rows[picked].view(-1)
+                shape = (rows.numel(), *moved.shape[1:])
+                plan.append((kind, rows, _Averaging(self.hub_of, self.v, self.H, shape)))
+        return plan
 
 
 class _WeightedAverage:

@@ -41,21 +41,32 @@ def checked_device(device) -> torch.device:
     return checked
 
 
-def replica_steps(name: str, value, replicas: int, device) -> float | torch.Tensor:
+def replica_steps(name: str, value, replicas: int, device,
+                  configurations: int | None = None) -> float | torch.Tensor:
     """A step size as a run takes it: a number, finite and > 0, as a float; or one step per
     replica (a grid of steps in one run), each finite and > 0, as a [replicas, 1, 1] tensor on
-    ``device``. ``name``: the argument, named in the error."""
+    ``device``. ``name``: the argument, named in the error. For a batch of ``configurations``
+    = C: a number (a float), or steps that broadcast to [C, replicas] (one per replica [R],
+    per configuration [C, 1], per configuration and replica [C, R]) as a [C, R, 1, 1] tensor."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if not (math.isfinite(value) and value > 0):
             raise ValueError(f"{name}={value!r} must be finite and > 0")
         return float(value)
     steps = torch.as_tensor(value, dtype=DTYPE)
-    if steps.shape != (replicas,):
-        raise ValueError(f"{name} must be a number or one step per replica ({replicas}), got "
-                         f"shape {tuple(steps.shape)}")
+    if configurations is None:
+        if steps.shape != (replicas,):
+            raise ValueError(f"{name} must be a number or one step per replica ({replicas}), got "
+                             f"shape {tuple(steps.shape)}")
+    else:
+        try:
+            steps = steps.expand(configurations, replicas).contiguous()
+        except RuntimeError:
+            raise ValueError(f"{name} must be a number, one step per replica ({replicas}) or per "
+                             f"configuration and replica ([{configurations}, {replicas}] or "
+                             f"[{configurations}, 1]), got shape {tuple(steps.shape)}") from None
     if not (torch.isfinite(steps) & (steps > 0)).all():
         raise ValueError(f"{name}: every step must be finite and > 0")
-    return steps.to(device)[:, None, None]
+    return steps.to(device)[..., None, None]
 
 
 @contextmanager
@@ -71,40 +82,105 @@ def one_thread():
         torch.set_num_threads(before)
 
 
-def rand(shape: Sequence[int], generator: torch.Generator, device) -> torch.Tensor:
+class CommonDraws:
+    """Common random numbers for a batch of C configurations: passed where this module's draw
+    helpers (:func:`rand`, :func:`randn`, :func:`randint`, :func:`rand_`, :func:`randn_`,
+    :func:`randint_`) take a generator, it makes a draw of shape ``[C, *rest]`` one draw of shape
+    ``rest`` from ``generator``, the same numbers for every configuration c: exactly the draw
+    a run of one configuration makes with ``generator``.
+
+    A batched run (``sim.hfl.run_hfl``, ``sim.mllsgd.run_mllsgd``, ``sim.tdcd.run_tdcd`` with
+    knobs given per configuration) stacks its configurations' states configuration-major,
+    [C, R, ...], and every configuration takes the draws of its run alone. Trace c of the
+    batch is then the trace of configuration c run alone:
+
+    - bit for bit, on one intra-op thread, when every matrix product of the run alone has at
+      least 3 rows (R >= 3 replicas: MKL computes a row of a product of 1 or 2 rows in
+      another order than a row of a larger product) and either the problem's arithmetic is
+      sums and products only (``Quadratic``) or R is a multiple of 16 (torch's CPU kernels
+      take 16 float64 at a time and leave the rest of a tensor to scalar code, whose exp,
+      log1p and sigmoid may differ from the vectorised ones in the last bit; with 16 | R a
+      configuration's part of every tensor is whole chunks wherever it sits in the batch);
+    - otherwise up to round-off, on the same draws (relative differences of an ulp or two
+      per step: below 1e-12 over the runs of tests/test_sim_batch.py).
+
+    The choosers' paired stages (32 and 16 replicas) are bit for bit."""
+
+    def __init__(self, generator: torch.Generator, configurations: int):
+        self.generator, self.configurations = generator, int(configurations)
+
+    @property
+    def device(self) -> torch.device:
+        return self.generator.device
+
+    def rest(self, shape: Sequence[int]) -> tuple[int, ...]:
+        """``shape`` without its leading configuration axis (which must be C)."""
+        shape = tuple(shape)
+        if not shape or shape[0] != self.configurations:
+            raise ValueError(f"a draw of common random numbers needs the configuration axis "
+                             f"({self.configurations}) first, got shape {list(shape)}")
+        return shape[1:]
+
+    def repeated(self, draw: torch.Tensor) -> torch.Tensor:
+        """``draw`` ``[*rest]`` as a new ``[C, *rest]`` tensor, the same numbers in every c."""
+        return draw.expand(self.configurations, *draw.shape).contiguous()
+
+    def fill(self, out: torch.Tensor, draw: Callable[[torch.Tensor, torch.Generator], object]
+             ) -> torch.Tensor:
+        """``out`` ``[C, *rest]`` with ``draw(out[0], generator)`` copied into every c."""
+        self.rest(out.shape)
+        draw(out[0], self.generator)
+        out[1:].copy_(out[0].expand_as(out[1:]))
+        return out
+
+
+def rand(shape: Sequence[int], generator: torch.Generator | CommonDraws, device) -> torch.Tensor:
     """Uniform draws on [0, 1) from ``generator`` (on its device), moved to ``device``."""
+    if isinstance(generator, CommonDraws):
+        return generator.repeated(rand(generator.rest(shape), generator.generator, device))
     draws = torch.rand(tuple(shape), generator=generator, device=generator.device, dtype=DTYPE)
     return draws.to(device)
 
 
-def randn(shape: Sequence[int], generator: torch.Generator, device) -> torch.Tensor:
+def randn(shape: Sequence[int], generator: torch.Generator | CommonDraws, device) -> torch.Tensor:
     """Standard normal draws from ``generator`` (on its device), moved to ``device``."""
+    if isinstance(generator, CommonDraws):
+        return generator.repeated(randn(generator.rest(shape), generator.generator, device))
     draws = torch.randn(tuple(shape), generator=generator, device=generator.device, dtype=DTYPE)
     return draws.to(device)
 
 
-def randint(high: int, shape: Sequence[int], generator: torch.Generator, device) -> torch.Tensor:
+def randint(high: int, shape: Sequence[int], generator: torch.Generator | CommonDraws,
+            device) -> torch.Tensor:
     """Uniform integers in [0, high) from ``generator`` (on its device), moved to ``device``."""
+    if isinstance(generator, CommonDraws):
+        return generator.repeated(randint(high, generator.rest(shape), generator.generator, device))
     draws = torch.randint(high, tuple(shape), generator=generator, device=generator.device)
     return draws.to(device)
 
 
-def rand_(out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def rand_(out: torch.Tensor, generator: torch.Generator | CommonDraws) -> torch.Tensor:
     """``out`` filled in place with the numbers ``rand(out.shape, generator, ...)`` gives."""
+    if isinstance(generator, CommonDraws):
+        return generator.fill(out, rand_)
     if out.device == generator.device:
         return out.uniform_(generator=generator)
     return out.copy_(rand(out.shape, generator, generator.device))
 
 
-def randn_(out: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+def randn_(out: torch.Tensor, generator: torch.Generator | CommonDraws) -> torch.Tensor:
     """``out`` filled in place with the numbers ``randn(out.shape, generator, ...)`` gives."""
+    if isinstance(generator, CommonDraws):
+        return generator.fill(out, randn_)
     if out.device == generator.device:
         return out.normal_(generator=generator)
     return out.copy_(randn(out.shape, generator, generator.device))
 
 
-def randint_(out: torch.Tensor, high: int, generator: torch.Generator) -> torch.Tensor:
+def randint_(out: torch.Tensor, high: int, generator: torch.Generator | CommonDraws) -> torch.Tensor:
     """``out`` (int64) filled in place with the numbers ``randint(high, out.shape, ...)`` gives."""
+    if isinstance(generator, CommonDraws):
+        return generator.fill(out, lambda part, g: randint_(part, high, g))
     if out.device == generator.device:
         return torch.randint(high, tuple(out.shape), generator=generator, out=out)
     return out.copy_(randint(high, out.shape, generator, generator.device))
@@ -375,14 +451,20 @@ class Quadratic(Problem):
 
     def gradient_sampler(self, shape, generator):
         """:meth:`stochastic_grad` with the noise drawn in place into one reused buffer and
-        the gradient computed in a reused buffer."""
-        noise = torch.empty(tuple(shape), dtype=DTYPE, device=self.hessian.device)
-        grad = torch.empty(noise.numel() // self.dim, self.dim, dtype=DTYPE,
+        the gradient computed in a reused buffer (with :class:`CommonDraws`, the noise of one
+        configuration, added to every configuration's gradient: the same numbers)."""
+        shape = tuple(shape)
+        common = isinstance(generator, CommonDraws)
+        noise = torch.empty(generator.rest(shape) if common else shape, dtype=DTYPE,
+                            device=self.hessian.device)
+        grad = torch.empty(math.prod(shape) // self.dim, self.dim, dtype=DTYPE,
                            device=self.hessian.device)
         scale = self.sigma / math.sqrt(self.dim)
 
         def sample(x: torch.Tensor) -> torch.Tensor:
             torch.addmm(self._shift, x.reshape(-1, self.dim), self.hessian, beta=-1, out=grad)
+            if common:
+                return grad.view(shape).add(randn_(noise, generator.generator).mul_(scale))
             return randn_(noise, generator).mul_(scale).add_(grad.view(noise.shape))
 
         return sample
@@ -393,15 +475,21 @@ class Quadratic(Problem):
         one [..., d] noise vector per model and step, whatever the group size (``shape``'s
         client axis n is not drawn). Equal in law to the mean of c :meth:`stochastic_grad`
         draws; the cost no longer grows with the clients (Ali & Arafa 2025, Fig. 6 has groups
-        of 500)."""
+        of 500). With :class:`CommonDraws`, one configuration's noise is added to every
+        configuration's gradient (the same numbers)."""
         shape = tuple(shape)
-        noise = torch.empty(shape[:-2] + shape[-1:], dtype=DTYPE, device=self.hessian.device)
+        common = isinstance(generator, CommonDraws)
+        drawn = shape[:-2] + shape[-1:]
+        noise = torch.empty(generator.rest(drawn) if common else drawn, dtype=DTYPE,
+                            device=self.hessian.device)
         counts = torch.as_tensor(counts, device=noise.device)
         factor = (self.sigma / math.sqrt(self.dim)) / counts.to(DTYPE)[..., None].sqrt()
 
         def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None) -> torch.Tensor:
-            return randn_(noise, generator).mul_(factor).add_(
-                self.grad(y) if grad_y is None else grad_y)
+            grad = self.grad(y) if grad_y is None else grad_y
+            if common:
+                return grad.add(randn_(noise, generator.generator).mul_(factor))
+            return randn_(noise, generator).mul_(factor).add_(grad)
 
         return mean
 

@@ -35,6 +35,9 @@ so its client gradients loop over the N silos and vmap over replicas and clients
 Random draws: one ``rand((R, C, n))`` per round from the generator (``rand((R, C, max n_c))``
 with ``shards``; one per local step with ``batch="step"``), the smallest keys of each
 cell picking the batch. Everything is float64; the same seed gives the same trace bit for bit.
+A batch of C configurations (:func:`run_tdcd` with Q, rounds or steps per configuration)
+runs every configuration's rounds on one clock of local steps and gives round r of every
+configuration the batch of round r of its run alone.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ import torch
 from torch.func import functional_call, grad, vmap
 
 from fedbound.sim.problems import DTYPE, rand, randn, softplus
-from fedbound.sim.trace import Acceptance
+from fedbound.sim.trace import Acceptance, Rounds
 
 LOSSES = ("squared", "logistic")
 
@@ -451,11 +454,14 @@ class BlockLinear:
         the population variance of the per-sample block gradients. [R, N, d] -> [R, N]."""
         return self._sigma2(loss_slope(self.loss_kind, self.scores(theta), self.y))
 
-    def statistics(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def statistics(self, theta: torch.Tensor, variance: bool = True) -> tuple[
+            torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """(L(theta) [R], ||grad L(theta)||^2 [R], :meth:`sigma2_at` [R, N]) from one
-        computation of the scores: what run_tdcd records every round (the same numbers)."""
+        computation of the scores: what run_tdcd records every round (the same numbers);
+        the last None without ``variance``."""
         loss, slope = loss_and_slope(self.loss_kind, self.scores(theta), self.y)
-        return loss.mean(-1), self._grad(slope).square().sum(dim=(-2, -1)), self._sigma2(slope)
+        return (loss.mean(-1), self._grad(slope).square().sum(dim=(-2, -1)),
+                self._sigma2(slope) if variance else None)
 
     def _grad(self, slope: torch.Tensor) -> torch.Tensor:
         """grad L by blocks from the loss slopes [R, n] at the scores: [R, N, d]. One
@@ -570,9 +576,10 @@ class ModuleModel:
         theta [R, N, d] on the batch ``rows`` (as :meth:`BlockLinear.round_problem`)."""
         return other_silos(self.embed(theta, rows)), self.client_gradients(rows)
 
-    def statistics(self, theta: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, None]:
+    def statistics(self, theta: torch.Tensor, variance: bool = True) -> tuple[
+            torch.Tensor, torch.Tensor, None]:
         """(L(theta), ||grad L(theta)||^2, None): what run_tdcd records every round (no exact
-        variance for a general network)."""
+        variance for a general network, whatever ``variance``)."""
         return self.loss(theta), self.grad(theta).square().sum(dim=(-2, -1)), None
 
     def _total_loss(self, theta: torch.Tensor) -> torch.Tensor:
@@ -638,14 +645,38 @@ class TDCDTrace:
 # ---------------------------------------------------------------------- run
 
 
+def _per_configuration(name: str, value, why: str = "") -> int | list[int]:
+    """An integer knob (>= 1): one, or a list of one per configuration of a batch."""
+    if isinstance(value, (list, tuple)) or (isinstance(value, torch.Tensor) and value.ndim == 1):
+        values = [_int_at_least(f"{name}[{c}]", v, 1, why) for c, v in enumerate(list(value))]
+        if not values:
+            raise ValueError(f"{name}: give at least one value")
+        return values
+    return _int_at_least(name, value, 1, why)
+
+
 def _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm, t_comp, device):
-    Q = _int_at_least("Q", Q, 1, " (local iterations per round)")
-    rounds = _int_at_least("rounds", rounds, 1)
+    """(steps [C R, 1, 1, 1], Q, rounds (lists of C), theta0, R, C: None for a run of one)."""
+    Q = _per_configuration("Q", Q, " (local iterations per round)")
+    rounds = _per_configuration("rounds", rounds)
     replicas = _int_at_least("replicas", replicas, 1)
     steps = torch.as_tensor(eta, dtype=DTYPE)
-    if steps.ndim > 1 or (steps.ndim == 1 and steps.numel() != replicas):
-        raise ValueError(f"eta must be a number or one step per replica ({replicas}), got shape "
-                         f"{tuple(steps.shape)}")
+    found = {name: len(v) for name, v in (("Q", Q), ("rounds", rounds)) if isinstance(v, list)}
+    if steps.ndim == 2:
+        found["eta"] = steps.shape[0]
+    if len(set(found.values())) > 1:
+        raise ValueError(f"configurations: {', '.join(f'{k} has {v}' for k, v in found.items())}"
+                         " (one entry per configuration of a batch)")
+    C = next(iter(found.values()), None)
+    try:
+        if steps.ndim > 2 or (C is None and steps.ndim == 1 and steps.numel() != replicas):
+            raise RuntimeError
+        steps = steps.expand(C or 1, replicas)
+    except RuntimeError:
+        raise ValueError(f"eta must be a number, one step per replica ({replicas})"
+                         + ("" if C is None else f" or per configuration and replica ([{C}, "
+                                                 f"{replicas}] or [{C}, 1])")
+                         + f", got shape {tuple(steps.shape)}") from None
     if not (torch.isfinite(steps) & (steps > 0)).all():
         raise ValueError(f"eta={eta!r} must be finite and > 0")
     for name, value in (("t_comm", t_comm), ("t_comp", t_comp)):
@@ -654,7 +685,8 @@ def _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm, t_comp, devi
     theta0 = torch.as_tensor(theta0, dtype=DTYPE, device=device)
     if theta0.shape != (model.dim,) or not torch.isfinite(theta0).all():
         raise ValueError(f"theta0 must be finite with shape ({model.dim},), got {tuple(theta0.shape)}")
-    return steps.to(device).expand(replicas)[:, None, None, None], Q, rounds, theta0, replicas
+    Q, rounds = ([v] * (C or 1) if isinstance(v, int) else v for v in (Q, rounds))
+    return steps.to(device).reshape(-1)[:, None, None, None], Q, rounds, theta0, replicas, C
 
 
 #: the readings of the mini-batch of a round: ``"round"``, one batch zeta^{t0} for all Q
@@ -665,11 +697,12 @@ def _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm, t_comp, devi
 BATCHES = ("round", "step")
 
 
-def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, theta0,
+def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int | Sequence[int],
+             rounds: int | Sequence[int], theta0,
              replicas: int, generator: torch.Generator, t_comm: float = 0.0, t_comp: float = 1.0,
              record_iterates: bool = False, batch: str = "round", shards=None,
              stop_below: float | None = None, record_grad: bool = True,
-             record_loss: bool = True) -> TDCDTrace:
+             record_loss: bool = True, record_variance: bool = True) -> TDCDTrace | list[TDCDTrace]:
     """Run ``replicas`` independent realisations of ``rounds`` TDCD rounds (T = Q rounds
     iterations), Das et al. 2022, Algorithm 1 (see the module docstring).
 
@@ -693,27 +726,25 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     dynamics and the draws are the same. ``record_loss=False`` (with ``record_grad=False``)
     records the hub models every round instead (``hub``; ``loss`` None): a caller that
     reads the loss of some replicas only evaluates ``model.loss`` on theirs (the same
-    numbers)."""
+    numbers). ``record_variance=False``: ``sigma2`` None, without its pass over the samples'
+    block gradients every round (a run whose variance is not read).
+
+    A batch of C configurations in one run, with common random numbers: ``Q`` and/or
+    ``rounds`` a list of C (configuration c takes Q_c local steps per round for rounds_c
+    rounds, on its own clock: its t-th local step is the run's step t, "step < Q_c" deciding
+    where its rounds start and end) and/or ``eta`` [C, R] or [C, 1] (a step per configuration
+    and replica; [R] or a number: the same for every configuration). Round r of every
+    configuration takes the same mini-batch (``batch="round"``; each value of Q draws the
+    rounds' batches from its own copy of ``generator``'s state), or step t of every
+    configuration the same (``batch="step"``). ``stop_below`` stops each configuration on
+    its own. Returns a list of C traces, trace c equal to the run of configuration c alone
+    with the same ``generator`` state, bit for bit under the conditions of
+    ``sim.problems.CommonDraws``."""
     device = model.device
-    steps, Q, rounds, theta0, R = _validated_run(model, eta, Q, rounds, theta0, replicas, t_comm,
-                                               t_comp, device)
+    steps, Qs, roundss, theta0, R, C = _validated_run(model, eta, Q, rounds, theta0, replicas,
+                                                     t_comm, t_comp, device)
     if batch not in BATCHES:
         raise ValueError(f"batch={batch!r} must be one of {BATCHES}")
-    lay = model.layout
-    cells = None if shards is None else sharded_cells(lay, shards, device)
-    N, K, d = lay.N, max(lay.clients), model.d
-    avg = lay.averaging_weights(device)                                           # [N, K]
-    weight = avg[..., None]                                                       # [N, K, 1]
-    exact_sigma = hasattr(model, "sigma2_at") and shards is None
-
-    hub = model.split(theta0).expand(R, N, d).clone()
-    accept = Acceptance(R, device)
-    losses, grad_sq, sigma2, drift, g0 = [], [], [], [], []
-    hubs, virtual, directions, batches = [hub], [], [], []
-    # record_loss=False: every round's hub models, written in place (no list to stack)
-    hub_record = None if record_loss else hub.new_empty(R, rounds + 1, N, d)
-    if hub_record is not None:
-        hub_record[:, 0] = hub
     if stop_below is not None and not math.isfinite(stop_below):
         raise ValueError(f"stop_below={stop_below!r} must be finite")
     if stop_below is not None and not record_grad:
@@ -721,71 +752,280 @@ def run_tdcd(model: BlockLinear | ModuleModel, *, eta, Q: int, rounds: int, thet
     if record_grad and not record_loss:
         raise ValueError("record_loss=False records the hub models for the loss: it needs "
                          "record_grad=False")
-    total = torch.zeros(R, dtype=DTYPE, device=device)
-    reached = torch.zeros(R, dtype=torch.bool, device=device)
+    cells = None if shards is None else sharded_cells(model.layout, shards, device)
+    exact_sigma = record_variance and hasattr(model, "sigma2_at") and shards is None
+    traces = _Run(model, steps, Qs, roundss, theta0, R, generator, batch, cells, stop_below,
+                  record_grad, record_loss, record_iterates, exact_sigma).traces(t_comm, t_comp)
+    return traces if C is not None else traces[0]
 
-    for r in range(rounds):
-        if record_grad:
-            loss, grad_sq_norm, variance = model.statistics(hub)
-            grad_sq.append(grad_sq_norm)
-            sigma2.append(variance)
-            losses.append(loss)
-        elif record_loss:
-            losses.append(model.loss(hub))
-        rows = draw_batch(lay, R, generator, device, cells)
-        other, client_grads = model.round_problem(hub, rows)          # Phi_{-j}, frozen
-        clients = hub[:, :, None].expand(R, N, K, d).clone()
-        round_drift = torch.zeros(R, dtype=DTYPE, device=device)
-        round_rows = [rows]
-        for q in range(Q):
-            if q and batch == "step":
-                rows = draw_batch(lay, R, generator, device, cells)
-                other, client_grads = model.round_problem(hub, rows)  # at the round-start hubs
-                round_rows.append(rows)
-            g = client_grads(clients, other)
-            if q == 0:
-                first = g.clone()
-                round_g0 = g.square().mul_(weight).sum(dim=(1, 2, 3))
-            else:
-                round_drift += (g - first).square_().mul_(weight).sum(dim=(1, 2, 3))
-            if record_iterates:
-                virtual.append(torch.einsum("rnkd,nk->rnd", clients, avg))
-                directions.append(torch.einsum("rnkd,nk->rnd", g, avg))
-            clients.sub_(steps * g)
-        hub = accept(hub, (clients * weight).sum(dim=2))
-        if accept.alive is not None:  # a diverged replica records 0 from then on
-            round_drift = torch.where(accept.alive, round_drift, 0.0)
-            round_g0 = torch.where(accept.alive, round_g0, 0.0)
-        drift.append(round_drift)
-        g0.append(round_g0)
-        if hub_record is not None:
-            hub_record[:, r + 1] = hub
-        if record_iterates:
-            hubs.append(hub)
-            batches.append(rows if batch == "round" else torch.stack(round_rows, 1))
-        if stop_below is not None:
-            total += grad_sq_norm
-            reached |= total <= stop_below * (r + 1)
-            if bool((reached | accept.diverged).all()):
+
+class _Run:
+    """The rounds of C configurations (C = 1: a run of one) on one clock of local steps:
+    configuration c's round r takes steps r Q_c .. (r + 1) Q_c - 1 of the run; the state of
+    every configuration is stacked, [C R, ...] (configuration-major), and each step's work is
+    done for all of them at once: the round starts (recording, the round's batch, Phi_{-j}
+    at the hub models) and ends (averaging, Lemma 2's records, stop_below) of the
+    configurations whose round starts or ends there, the client steps (5) for every one."""
+
+    def __init__(self, model, steps, Qs, roundss, theta0, R, generator, batch, cells,
+                 stop_below, record_grad, record_loss, record_iterates, exact_sigma):
+        self.model, self.lay, self.steps, self.Qs, self.roundss = model, model.layout, steps, Qs, roundss
+        self.R, self.C, self.batch, self.cells = R, len(Qs), batch, cells
+        self.stop_below, self.record_grad, self.record_loss = stop_below, record_grad, record_loss
+        self.record_iterates, self.exact_sigma = record_iterates, exact_sigma
+        device, lay = model.device, model.layout
+        C, N, K, d = self.C, lay.N, max(lay.clients), model.d
+        CR, rounds = C * R, max(roundss)
+        self.device, self.CR, self.N, self.K, self.d = device, CR, N, K, d
+        self.avg = lay.averaging_weights(device)                                  # [N, K]
+        self.weight = self.avg[..., None]                                         # [N, K, 1]
+        self.generator = generator
+        # batch="round": every value of Q draws its rounds' batches from its own copy of the
+        # generator (the copies' streams are the run of one's): round r, the same batch
+        self.streams = {Q: generator if i == 0 else _copy(generator)
+                        for i, Q in enumerate(dict.fromkeys(Qs))}
+        self.hub = model.split(theta0).expand(CR, N, d).clone()
+        self.clients = self.hub[:, :, None].expand(CR, N, K, d).clone()
+        self.accept = Acceptance(CR, device)
+        zeros = torch.zeros
+        self.losses, self.grad_sqs, self.sigma2s, self.drifts, self.g0s = (
+            Rounds(), Rounds(), Rounds(), Rounds(), Rounds())
+        self.start_grad_sq = None                     # [C R]: for stop_below
+        self.round_drift = zeros(CR, dtype=DTYPE, device=device)
+        self.round_g0 = zeros(CR, dtype=DTYPE, device=device)
+        self.total = zeros(CR, dtype=DTYPE, device=device)
+        self.reached = zeros(CR, dtype=torch.bool, device=device)
+        self.ran = list(roundss)                      # rounds each configuration runs
+        self.running = [True] * C
+        # record_loss=False: every round's hub models, written in place (no list to stack)
+        keep_hub = record_iterates or not record_loss
+        self.hub_record = self.hub.new_empty(CR, rounds + 1, N, d) if keep_hub else None
+        if keep_hub:
+            self.hub_record[:, 0] = self.hub
+        per_round = (self.lay.batch,) if batch == "round" else (max(Qs), self.lay.batch)
+        self.rows_record = torch.zeros(CR, rounds, *per_round, dtype=torch.int64,
+                                       device=device) if record_iterates else None
+        self.virtual, self.directions = [], []
+        self.rows = None                              # [C R, batch]: each configuration's batch
+        self.configs = torch.arange(C, device=device)
+        self.replica = torch.arange(R, device=device)
+        self.first = None
+        self._rows: dict[tuple, torch.Tensor] = {}
+        self._go()
+
+    # -- which configurations' rounds start or end at step t
+    def _at(self, t: int, offset: int) -> list[int]:
+        return [c for c in range(self.C) if self.running[c] and t < self.roundss[c] * self.Qs[c]
+                and t % self.Qs[c] == offset % self.Qs[c]]
+
+    def _rows_of(self, configs: list[int]) -> torch.Tensor | None:
+        """The state rows of ``configs`` (None: every configuration's)."""
+        if len(configs) == self.C:
+            return None
+        key = tuple(configs)
+        if key not in self._rows:
+            self._rows[key] = (torch.tensor(configs, device=self.device)[:, None] * self.R
+                               + self.replica).view(-1)
+        return self._rows[key]
+
+    def _go(self) -> None:
+        model, R, lay = self.model, self.R, self.lay
+        other = grads = None
+        for t in range(max(r * Q for r, Q in zip(self.roundss, self.Qs, strict=True))):
+            if not any(self.running):
                 break
-    if record_loss:
-        losses.append(model.loss(hub))
+            starting = self._at(t, 0)
+            if starting:
+                self._start(starting, t)
+            if self.batch == "step" or starting:
+                if self.batch == "step":
+                    drawn = draw_batch(lay, R, self.generator, self.device, self.cells)
+                    self.rows = drawn.repeat(self.C, 1) if self.C > 1 else drawn
+                    if self.rows_record is not None:
+                        self._record_rows(t)
+                other, grads = model.round_problem(self.hub, self.rows)     # Phi_{-j}, frozen
+            g = grads(self.clients, other)
+            if starting:
+                rows = self._rows_of(starting)
+                value = (g if rows is None else g[rows]).square().mul_(self.weight).sum(dim=(1, 2, 3))
+                if rows is None:
+                    self.first, self.round_g0 = g.clone(), value
+                else:
+                    self.first[rows] = g[rows]
+                    self.round_g0[rows] = value
+            if any(t % Q for Q in self.Qs):  # some configuration past its round's first step
+                self.round_drift += (g - self.first).square_().mul_(self.weight).sum(dim=(1, 2, 3))
+            if self.record_iterates:
+                self.virtual.append(self._client_average(self.clients))
+                self.directions.append(self._client_average(g))
+            self.clients.sub_(self.steps * g)
+            ending = self._at(t, -1)
+            if ending:
+                self._end(ending, t)
 
-    recorded = {}
-    if record_iterates:
-        recorded = {"hub": torch.stack(hubs, 1), "virtual": torch.stack([*virtual, hub], 1),
-                    "G": torch.stack(directions, 1), "rows": torch.stack(batches, 1)}
-    elif hub_record is not None:
-        recorded = {"hub": hub_record}
-    drift, g0 = (torch.stack(v, dim=1) for v in (drift, g0))
-    loss = torch.stack(losses, dim=1).cpu() if record_loss else None
-    grad_sq = torch.stack(grad_sq, dim=1).cpu() if record_grad else None
-    sigma2 = torch.stack(sigma2, dim=1) if exact_sigma and record_grad else None
-    diverged = accept.diverged
-    t_round = 3.0 * t_comm + Q * t_comp
-    return TDCDTrace(
-        grad_sq_norm=grad_sq, loss=loss, drift=drift.cpu(), g0=g0.cpu(),
-        time=torch.arange(drift.shape[1] + 1, dtype=DTYPE) * t_round, diverged=diverged.cpu(),
-        sigma2=None if sigma2 is None else sigma2.cpu(),
-        **{name: value.cpu() for name, value in recorded.items()},
-    )
+    def _per_configuration(self, statistic, hub: torch.Tensor):
+        """``statistic`` (the model's L, or its statistics) at ``hub`` [n R, N, d], one call per
+        configuration: the product of the scores (``BlockLinear.scores``) puts the replicas
+        on MKL's columns, whose order of summation depends on their number, so that only the
+        shape of a run of one gives its numbers (a round start's work, over the n samples)."""
+        if hub.shape[0] == self.R:
+            return statistic(hub)
+        parts = [statistic(part) for part in hub.split(self.R)]
+        if isinstance(parts[0], tuple):
+            return tuple(None if values[0] is None else torch.cat(values)
+                         for values in zip(*parts, strict=True))
+        return torch.cat(parts)
+
+    def _client_average(self, clients: torch.Tensor) -> torch.Tensor:
+        """Per silo the average of its clients' [C R, N, K, d] (theta^t and G^t of (11)-(12),
+        recorded with ``record_iterates``), configuration by configuration: the product a run
+        of one computes (a diagnostic record, not the run's hot path)."""
+        return torch.cat([torch.einsum("rnkd,nk->rnd", part, self.avg)
+                          for part in clients.split(self.R)])
+
+    def _start(self, configs: list[int], t: int) -> None:
+        """Round r = t // Q_c of each configuration starts: record L (and ||grad L||^2,
+        Var(g_kj)) at its hub models, draw its batch, its clients start from the hub."""
+        model, R, rows = self.model, self.R, self._rows_of(configs)
+        rounds = [t // self.Qs[c] for c in configs]
+        hub = self.hub if rows is None else self.hub[rows]
+        if self.record_grad:
+            loss, grad_sq_norm, variance = self._per_configuration(
+                lambda theta: model.statistics(theta, variance=self.exact_sigma), hub)
+            self.grad_sqs.put(configs, rounds, grad_sq_norm)
+            if variance is not None:
+                self.sigma2s.put(configs, rounds, variance)
+            self.losses.put(configs, rounds, loss)
+            if self.stop_below is not None:
+                if rows is None:
+                    self.start_grad_sq = grad_sq_norm.clone()
+                else:
+                    self.start_grad_sq[rows] = grad_sq_norm
+        elif self.record_loss:
+            self.losses.put(configs, rounds, self._per_configuration(model.loss, hub))
+        if self.batch == "round":
+            drawn = {Q: draw_batch(self.lay, R, self.streams[Q], self.device, self.cells)
+                     for Q in dict.fromkeys(self.Qs[c] for c in configs)}
+            if rows is None and self.C == 1:
+                self.rows = drawn[self.Qs[0]]
+            else:
+                if self.rows is None:
+                    self.rows = torch.empty(self.CR, self.lay.batch, dtype=torch.int64,
+                                            device=self.device)
+                for Q, batch in drawn.items():  # one value of Q at a time, not configurations
+                    group = [c for c in configs if self.Qs[c] == Q]
+                    self.rows.view(self.C, R, -1)[self._index(group)] = batch
+            if self.rows_record is not None:
+                self._record_rows(t, configs)
+        if rows is None:
+            self.clients = self.hub[:, :, None].expand(self.CR, self.N, self.K, self.d).clone()
+            self.round_drift = torch.zeros(self.CR, dtype=DTYPE, device=self.device)
+        else:
+            self.clients[rows] = hub[:, :, None]
+            self.round_drift[rows] = 0.0
+
+    def _index(self, configs: list[int]) -> torch.Tensor:
+        """``configs`` as an int64 tensor (made once per list)."""
+        key = ("index", *configs)
+        if key not in self._rows:
+            self._rows[key] = torch.tensor(configs, device=self.device)
+        return self._rows[key]
+
+    def _record_rows(self, t: int, configs: list[int] | None = None) -> None:
+        """``record_iterates``: the batch of step t, at each configuration's round (and
+        local step, ``batch="step"``)."""
+        configs = [c for c in (range(self.C) if configs is None else configs)
+                   if self.running[c] and t < self.roundss[c] * self.Qs[c]]
+        if not configs:
+            return
+        at = [torch.tensor([divmod(t, self.Qs[c])[k] for c in configs], device=self.device)
+              for k in ((0, 1) if self.batch == "step" else (0,))]
+        record = self.rows_record.view(self.C, self.R, *self.rows_record.shape[1:])
+        record[(self._index(configs), slice(None), *at)] = self.rows.view(self.C, self.R, -1)[
+            self._index(configs)]
+
+    def _end(self, configs: list[int], t: int) -> None:
+        """Round r of each configuration ends: the client average (Algorithm 1, line 32),
+        Lemma 2's records, stop_below."""
+        R, rows, accept = self.R, self._rows_of(configs), self.accept
+        rounds = [t // self.Qs[c] for c in configs]
+        clients, hub = (self.clients, self.hub) if rows is None else \
+            (self.clients[rows], self.hub[rows])
+        hub = accept(hub, (clients * self.weight).sum(dim=2), rows)
+        drift, g0 = (v.clone() if rows is None else v[rows] for v in (self.round_drift, self.round_g0))
+        if accept.alive is not None:  # a diverged replica records 0 from then on
+            alive = accept.alive if rows is None else accept.alive[rows]
+            drift, g0 = torch.where(alive, drift, 0.0), torch.where(alive, g0, 0.0)
+        self.drifts.put(configs, rounds, drift)
+        self.g0s.put(configs, rounds, g0)
+        if rows is None:
+            self.hub = hub
+        else:
+            self.hub[rows] = hub
+        if self.hub_record is not None:
+            record = self.hub_record.view(self.C, R, *self.hub_record.shape[1:])
+            record[self._index(configs), :, torch.tensor(rounds, device=self.device) + 1] = \
+                self.hub.view(self.C, R, self.N, self.d)[self._index(configs)]
+        if self.stop_below is not None:
+            grad_sq = self.start_grad_sq if rows is None else self.start_grad_sq[rows]
+            if self.C == 1:
+                self.total += grad_sq
+                self.reached |= self.total <= self.stop_below * (rounds[0] + 1)
+            else:
+                rows = self._rows_of(configs) if rows is None else rows
+                rows = torch.arange(self.CR, device=self.device) if rows is None else rows
+                self.total[rows] += grad_sq
+                scale = torch.tensor(rounds, dtype=DTYPE, device=self.device).add_(1)
+                self.reached[rows] |= self.total[rows] <= self.stop_below * scale.repeat_interleave(R)
+            done = (self.reached | accept.diverged).view(self.C, R).all(dim=1).tolist()
+            for c, r in zip(configs, rounds, strict=True):
+                if done[c]:
+                    self.running[c], self.ran[c] = False, r + 1
+
+    def traces(self, t_comm: float, t_comp: float) -> list[TDCDTrace]:
+        """Every configuration's :class:`TDCDTrace` (CPU)."""
+        C, R, N, device = self.C, self.R, self.N, self.device
+        rounds = max(self.roundss)
+        zeros = torch.zeros
+        loss = grad_sq = sigma2 = None
+        if self.record_loss:  # L at the hub models after each configuration's last round
+            loss = self.losses.into(zeros(C, R, rounds + 1, dtype=DTYPE, device=device))
+            final = self._per_configuration(self.model.loss, self.hub).view(C, R)
+            for c in range(C):
+                loss[c, :, self.ran[c]] = final[c]
+        if self.record_grad:
+            grad_sq = self.grad_sqs.into(zeros(C, R, rounds, dtype=DTYPE, device=device)).cpu()
+            sigma2 = self.sigma2s.into(zeros(C, R, rounds, N, dtype=DTYPE, device=device)).cpu()
+        drift = self.drifts.into(zeros(C, R, rounds, dtype=DTYPE, device=device)).cpu()
+        g0 = self.g0s.into(zeros(C, R, rounds, dtype=DTYPE, device=device)).cpu()
+        loss = None if loss is None else loss.cpu()
+        out = []
+        for c in range(C):
+            ran, rows = self.ran[c], slice(c * R, (c + 1) * R)
+            recorded = {}
+            if self.record_iterates:
+                T = ran * self.Qs[c]
+                hub_c = self.hub_record[rows, :ran + 1]
+                recorded = {"hub": hub_c,
+                            "virtual": torch.stack([*(v[rows] for v in self.virtual[:T]),
+                                                    hub_c[:, -1]], 1),
+                            "G": torch.stack([v[rows] for v in self.directions[:T]], 1),
+                            "rows": self.rows_record[rows, :ran]
+                            if self.batch == "round" else self.rows_record[rows, :ran, :self.Qs[c]]}
+            elif self.hub_record is not None:
+                recorded = {"hub": self.hub_record[rows, :ran + 1]}
+            t_round = 3.0 * t_comm + self.Qs[c] * t_comp
+            out.append(TDCDTrace(
+                grad_sq_norm=grad_sq[c, :, :ran] if self.record_grad else None,
+                loss=loss[c, :, :ran + 1] if self.record_loss else None,
+                drift=drift[c, :, :ran], g0=g0[c, :, :ran],
+                time=torch.arange(ran + 1, dtype=DTYPE) * t_round,
+                diverged=self.accept.diverged[rows].cpu(),
+                sigma2=sigma2[c, :, :ran] if self.exact_sigma and self.record_grad else None,
+                **{name: value.cpu() for name, value in recorded.items()}))
+        return out
+
+
+def _copy(generator: torch.Generator) -> torch.Generator:
+    """A generator on ``generator``'s device in the same state."""
+    return torch.Generator(device=generator.device).set_state(generator.get_state())

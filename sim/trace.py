@@ -44,14 +44,52 @@ class Acceptance:
         self.diverged = torch.zeros(replicas, dtype=torch.bool, device=device)
         self.alive = None  # ~diverged once some replica has diverged
 
-    def __call__(self, state: torch.Tensor, candidate: torch.Tensor) -> torch.Tensor:
-        """The next state: ``candidate`` (in place) with diverged replicas kept at ``state``."""
+    def __call__(self, state: torch.Tensor, candidate: torch.Tensor,
+                 rows: torch.Tensor | None = None) -> torch.Tensor:
+        """The next state: ``candidate`` (in place) with diverged replicas kept at ``state``.
+        ``rows``: the replicas (indices into ``diverged``) that the leading dimension of
+        ``state`` and ``candidate`` holds, in order (the configurations of a batched run that
+        end a round); None: every replica."""
         if self.alive is None and (  # NaN in, NaN out: the comparison fails
                 float(torch.linalg.vector_norm(candidate)) <= 0.5 * DIVERGENCE_THRESHOLD):
             return candidate
-        frozen, self.diverged = freeze_diverged(state, candidate, self.diverged)
+        if rows is None:
+            frozen, self.diverged = freeze_diverged(state, candidate, self.diverged)
+        else:
+            frozen, flags = freeze_diverged(state, candidate, self.diverged[rows])
+            self.diverged = self.diverged.index_put((rows,), flags)
         self.alive = ~self.diverged
         return candidate.copy_(frozen) if frozen is not candidate else candidate
+
+
+class Rounds:
+    """What a run of C configurations on one clock records per configuration and round
+    (``sim.hfl``, ``sim.tdcd``: configurations' rounds start and end at their own steps): each
+    :meth:`put` keeps the values of some configurations at their rounds, and :meth:`into`
+    writes them all into a [C, R, rounds, ...] tensor in one scatter at the end (a scatter
+    per round costs more than the round's arithmetic in a small run)."""
+
+    def __init__(self):
+        self.configs: list[int] = []
+        self.rounds: list[int] = []
+        self.values: list[torch.Tensor] = []
+
+    def put(self, configs: list[int], rounds: list[int], value: torch.Tensor) -> None:
+        """``value`` [len(configs) R, ...]: configuration configs[i]'s values at its round
+        rounds[i] (kept as is: not to be modified in place afterwards)."""
+        self.configs += configs
+        self.rounds += rounds
+        self.values.append(value)
+
+    def into(self, out: torch.Tensor) -> torch.Tensor:
+        """``out`` [C, R, rounds, ...] with every value put (the rest as it was)."""
+        if self.values:
+            R, rest = out.shape[1], out.shape[3:]
+            values = torch.cat([v.reshape(-1, R, *rest) for v in self.values])
+            index = (torch.tensor(self.configs, device=out.device),
+                     torch.tensor(self.rounds, device=out.device))
+            out[index[0], :, index[1]] = values
+        return out
 
 
 @dataclass(frozen=True)
@@ -64,7 +102,9 @@ class Trace:
       for a run that recorded the loss only.
     - ``loss`` [R, K]: F(u_k).
     - a run with ``record_every=e`` > 1 records ``grad_sq_norm`` and ``loss`` at k = 1,
-      1 + e, 1 + 2e, ... only, [R, K / e] (:attr:`record_every`).
+      1 + e, 1 + 2e, ... only, [R, K / e] (:attr:`record_every`), or at k = e, 2e, ..., K
+      (``record_first=False``; e = K: F(u_K) only): ``recorded`` [K / e] int64, the
+      iterations k of those columns.
     - ``steps_taken`` [R, N] int64: gradient steps each worker took (realised coins).
     - ``slots`` [R, K] float64: time slot at which iteration k ends.
     - ``diverged`` [R] bool: see the module docstring for what a frozen replica records.
@@ -79,6 +119,7 @@ class Trace:
     steps_taken: torch.Tensor
     slots: torch.Tensor
     diverged: torch.Tensor
+    recorded: torch.Tensor
     u: torch.Tensor | None = None
     Ga: torch.Tensor | None = None
     X: torch.Tensor | None = None
@@ -104,5 +145,5 @@ class Trace:
 
     @property
     def record_every(self) -> int:
-        """e: ``loss`` (and ``grad_sq_norm``) hold iterations 1, 1 + e, 1 + 2e, ..."""
+        """e: ``loss`` (and ``grad_sq_norm``) hold every e-th iteration (``recorded``)"""
         return self.K // self.loss.shape[1]

@@ -144,13 +144,14 @@ def test_simulated_times_against_a_loop_over_replicas():
     etas = [row["eta"] for row in grid]
     st = V.build(SCENARIO)
     rounds = math.ceil(150 * 31 / 32)
-    tr = run_tdcd(st.model, eta=torch.tensor(etas, dtype=torch.float64).repeat_interleave(4), Q=2,
-                  rounds=rounds, theta0=st.theta0, replicas=4 * len(etas), generator=st.generator,
-                  t_comm=10.0, t_comp=1.0)
-    g = tr.grad_sq_norm.numpy()
-    for k, o in enumerate(options):
+    state = st.generator.get_state()
+    for k, o in enumerate(options):  # each step alone, on the draws of every other (common)
+        tr = run_tdcd(st.model, eta=torch.full((4,), etas[k], dtype=torch.float64), Q=2,
+                      rounds=rounds, theta0=st.theta0, replicas=4,
+                      generator=torch.Generator().set_state(state), t_comm=10.0, t_comp=1.0)
+        g = tr.grad_sq_norm.numpy()
         times = []
-        for r in range(4 * k, 4 * k + 4):
+        for r in range(4):
             total, hit = 0.0, math.inf
             for i in range(rounds):
                 total += g[r, i]

@@ -98,7 +98,14 @@ from .estimated import (
 )
 from .families import Family, families, register_family
 from .hooks import HOOKS, Hook
-from .limits import LOOP_OVERHEAD, Footprint, ResourceError, count_text, require_runs
+from .limits import (
+    LOOP_OVERHEAD,
+    Footprint,
+    ResourceError,
+    count_text,
+    fitting_batches,
+    require_runs,
+)
 from .named_problem import NamedProblem, add_problem_arguments
 from .plugins import load_plugins
 from .rate import Sweep, register_sweep, unregister_sweeps
@@ -129,7 +136,8 @@ __all__ = [
     "conservative_bound", "conservative_step", "COUNT", "count_text", "Curve",
     "default_scenario", "digits_mlp", "Draw", "estimate_constants", "estimate_grid",
     "estimated_keys", "estimated_start", "EstimationSettings", "Evaluation", "Experiment",
-    "families", "Family", "FEATURE_NORM_RANGE", "fixed_by_setting", "Footprint", "GRAD2",
+    "families", "Family", "FEATURE_NORM_RANGE", "fitting_batches", "fixed_by_setting", "Footprint",
+    "GRAD2",
     "half_width", "Hook", "HOOKS", "INDEX", "json_text", "jsonable", "Knob", "label",
     "load_plugins", "load_reproduction", "load_scenario", "LOOP_OVERHEAD", "LOSS",
     "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "PARAM2",

@@ -267,6 +267,27 @@ def require_runs(what: str, runs: Mapping[str, Footprint | None]) -> None:
         require(f"{what} ({label})", fp, noun="run")
 
 
+def fitting_batches(footprints) -> list[list[int]]:
+    """The indices of ``footprints`` (one per configuration of a batched simulation, a
+    chooser's candidates: one batched run holds the memory of all of them and does the work
+    of all) cut, in order, into groups whose summed bytes and summed operations stay within
+    the memory and step limits (:func:`memory_limit`, :func:`steps_limit`): one batched run
+    per group, where one run for all would not fit. An item above a limit is a group of its
+    own (for :func:`require` to refuse)."""
+    limits = (memory_limit()[0], steps_limit()[0])
+    groups: list[list[int]] = []
+    total = (math.inf, math.inf)
+    for i, fp in enumerate(footprints):
+        size = (_nonnegative(fp.bytes), _nonnegative(fp.steps))
+        if not groups or not all(t + s <= limit for t, s, limit in zip(total, size, limits,
+                                                                       strict=True)):
+            groups.append([])
+            total = (0.0, 0.0)
+        groups[-1].append(i)
+        total = (total[0] + size[0], total[1] + size[1])
+    return groups
+
+
 def require_count(count: float, what: str, noun: str = "scenarios") -> None:
     """Raise ResourceError when ``count`` scenarios (of a sweep, a search budget, a battery,
     ``noun``: the runs of a grid) exceed the limit; ``what`` says what is counted, in the

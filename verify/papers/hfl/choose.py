@@ -35,10 +35,12 @@ from fedbound.verify.api import (
     Proposal,
     add_problem_arguments,
     comma_separated,
+    fitting_batches,
     label,
     register_chooser,
     require_float,
     require_int,
+    require_runs,
     settings_text,
 )
 from fedbound.verify.api import count_text as _n
@@ -402,32 +404,38 @@ class SyncTime(Chooser):
 
     def simulate(self, settings: list[dict[str, Any]], replicas: int, *,
                  paired: bool) -> list[Evaluation]:
-        """Per S, every replica on its own delay path (the same paths for every alpha); paired:
-        one run per alpha, every one on the same seed (the same gradient draws); unpaired:
-        every alpha of an S in one run (one step per replica)."""
+        """Every configuration in one batched run of Algorithm 1 (``sim.hfl.run_hfl`` with a
+        schedule and a step per configuration), on common random numbers, ``paired`` or not:
+        replica r of every configuration runs on the r-th delay path of its S (the same paths
+        for every step and every call) and takes the same gradient draws (the generator
+        seeded ``seed + 1``, ``sim.problems.CommonDraws``). Cut into batches that fit the
+        memory and step limits (:meth:`batch_footprint`, ``verify.limits.fitting_batches``),
+        each on the same seeds: a configuration's numbers do not depend on its batch."""
         import torch
 
         from fedbound.sim.hfl import run_hfl
 
-        out: dict[int, Evaluation] = {}
-        for S in dict.fromkeys(row["S"] for row in settings):
-            idx = [i for i, row in enumerate(settings) if row["S"] == S]
-            sched = self.schedules(S, replicas)
-            groups = [[i] for i in idx] if paired else [idx]
-            for batch in groups:
-                alphas = [settings[i]["alpha"] for i in batch]
-                steps = torch.tensor(alphas, dtype=torch.float64).repeat_interleave(replicas)
-                t = np.tile(sched.t, (len(batch), 1, 1))
-                ends = np.tile(sched.end_time, (len(batch), 1))
-                tr = run_hfl(self.problem, sizes=self.sizes, x1=self.x1, replicas=len(batch) * replicas,
-                             alpha=float(alphas[0]) if len(batch) == 1 else steps, t=t, end_time=ends,
+        paths = {S: self.schedules(S, replicas) for S in dict.fromkeys(row["S"] for row in settings)}
+        out: list[Evaluation] = []
+        for group in fitting_batches([self.batch_footprint([row], replicas, paths)
+                                      for row in settings]):
+            rows = [settings[i] for i in group]
+            require_runs("choose hfl", {f"{len(rows)} configuration(s) simulated in one batch":
+                                        self.batch_footprint(rows, replicas, paths)})
+            U = max(paths[row["S"]].t.shape[1] for row in rows)
+            t = np.stack([_padded(paths[row["S"]].t, U) for row in rows])
+            ends = np.stack([_padded(paths[row["S"]].end_time, U) for row in rows])
+            traces = run_hfl(self.problem, sizes=self.sizes, x1=self.x1, replicas=replicas,
+                             alpha=torch.tensor([[float(row["alpha"])] for row in rows],
+                                                dtype=torch.float64),
+                             t=torch.as_tensor(t), end_time=torch.as_tensor(ends),
                              generator=torch.Generator().manual_seed(self.seed + 1),
-                             record_grad=self.measured == "lhs")
-                values = self._values(tr, sched).reshape(len(batch), replicas)
-                mean_U = float(sched.U.mean())
-                for k, i in enumerate(batch):
-                    out[i] = Evaluation(dict(settings[i]), values[k], {"mean_U": mean_U})
-        return [out[i] for i in range(len(settings))]
+                             record_grad=self.measured == "lhs",
+                             record_loss=self.measured != "loss")  # "loss": f at the end only
+            for row, tr in zip(rows, traces, strict=True):
+                out.append(Evaluation(dict(row), self._values(tr, paths[row["S"]]),
+                                      {"mean_U": float(paths[row["S"]].U.mean())}))
+        return out
 
     def _values(self, tr, sched) -> np.ndarray:
         """The metric per replica (inf for a diverged replica, or one never at epsilon)."""
@@ -451,7 +459,9 @@ class SyncTime(Chooser):
 
     def footprint(self, settings: dict[str, Any], replicas: int) -> Footprint:
         """The run of one (S, alpha) on ``replicas`` replicas: rounds x local iterations x
-        replicas x clients x the problem's dimension (x its batch, for data problems)."""
+        replicas x clients x the problem's dimension (x its batch, for data problems), and
+        the mask of the local iterations (``sim.hfl``'s timeline, 1 B per step, replica and
+        group)."""
         from fedbound.bounds import delays as dl
 
         S = float(settings["S"])
@@ -461,13 +471,35 @@ class SyncTime(Chooser):
             laws = (*self.model.local, self.model.global_)
             rounds = 2 * self.T / max(float(law.expectation) for law in laws)
         per_round = max(1.0, S / min(float(law.expectation) for law in self.model.local) + 1)
-        d, n = self.problem.dim, max(self.sizes) * len(self.sizes)
+        return self._footprint(replicas, rounds * per_round)
+
+    def _footprint(self, replicas: int, steps: float, configurations: int = 1) -> Footprint:
+        """``configurations`` runs in one batch for ``steps`` local iterations."""
+        d, n, G = self.problem.dim, max(self.sizes) * len(self.sizes), len(self.sizes)
         batch = getattr(self.problem, "batch", 1) or 1
-        clients = f"replicas={_n(replicas)} x clients={_n(n)} (of --sizes) x dim={_n(d)} x batch={_n(batch)}"
+        C = configurations
+        clients = ((f"configurations={C} x " if C > 1 else "") + f"replicas={_n(replicas)} x "
+                   f"clients={_n(n)} (of --sizes) x dim={_n(d)} x batch={_n(batch)}")
         return Footprint.of(
-            {f"{clients} x 4 buffers of 8 B": 32.0 * replicas * n * d * batch},
-            {f"rounds={_n(rounds)} x local iterations={_n(per_round)} x {clients}":
-             rounds * per_round * (10.0 * replicas * n * d * batch + LOOP_OVERHEAD)})
+            {f"{clients} x 4 buffers of 8 B": 32.0 * C * replicas * n * d * batch,
+             f"steps={_n(steps)} x configurations={C} x replicas={_n(replicas)} x groups={G} "
+             "x 5 B (the mask of the local iterations, made from int32 counts)":
+             5.0 * steps * C * replicas * G},
+            {f"steps={_n(steps)} x {clients}":
+             steps * (10.0 * C * replicas * n * d * batch + LOOP_OVERHEAD)})
+
+    def batch_footprint(self, settings: list[dict[str, Any]], replicas: int,
+                        paths: dict[float, Any]) -> Footprint:
+        """The batched run of ``settings`` (:meth:`simulate`) on their delay ``paths`` (by S):
+        as many local iterations as the longest configuration's paths take."""
+        steps = max(float(paths[row["S"]].t.max(axis=(0, 2)).sum()) for row in settings)
+        return self._footprint(replicas, steps, len(settings))
+
+
+def _padded(values: np.ndarray, rounds: int) -> np.ndarray:
+    """Per-replica rounds [R, U, ...] padded with zeros to ``rounds`` rounds."""
+    pad = [(0, 0), (0, rounds - values.shape[1])] + [(0, 0)] * (values.ndim - 2)
+    return np.pad(values, pad)
 
 
 def plot_answers(report, ax=None):

@@ -31,9 +31,11 @@ from fedbound.verify.api import (
     Proposal,
     add_problem_arguments,
     comma_separated,
+    fitting_batches,
     register_chooser,
     require_float,
     require_int,
+    require_runs,
 )
 from fedbound.verify.api import count_text as _n
 
@@ -286,38 +288,52 @@ class TauEta(Chooser):
 
     def simulate(self, settings: list[dict[str, Any]], replicas: int, *,
                  paired: bool) -> list[Evaluation]:
-        """Per tau; paired: one run per step, every one from the same generator state (the
-        same coins and draws); unpaired: every step of a tau in one run (one per replica)."""
+        """Every configuration in one batched run of MLL-SGD (``sim.mllsgd.run_mllsgd`` with a
+        tau, its K_tau and a step per configuration), on common random numbers, ``paired`` or
+        not: every configuration takes the same coins and gradient draws at iteration k (the
+        generator in the scenario's state, ``sim.problems.CommonDraws``). Cut into batches
+        that fit the memory and step limits (:meth:`footprint`,
+        ``verify.limits.fitting_batches``), each on the same draws: a configuration's numbers
+        do not depend on its batch."""
         import torch
 
         from fedbound.sim.mllsgd import run_mllsgd
 
         st, s = self.setup, self.scenario
-        out: dict[int, Evaluation] = {}
-        for tau in dict.fromkeys(int(row["tau"]) for row in settings):
-            idx = [i for i, row in enumerate(settings) if int(row["tau"]) == tau]
-            for batch in ([[i] for i in idx] if paired else [idx]):
-                etas = [settings[i]["eta"] for i in batch]
-                steps = torch.tensor(etas, dtype=torch.float64).repeat_interleave(replicas)
-                tr = run_mllsgd(st.problem, H=torch.as_tensor(st.H), hub_of=torch.as_tensor(st.hub_of),
+        out: list[Evaluation] = []
+        for group in fitting_batches([self.footprint(row, replicas) for row in settings]):
+            rows = [settings[i] for i in group]
+            taus = [int(row["tau"]) for row in rows]
+            Ks = [self.iterations(tau) for tau in taus]
+            require_runs("choose mllsgd", {f"{len(rows)} configuration(s) simulated in one batch":
+                                           self._footprint(replicas, max(Ks), len(rows))})
+            traces = run_mllsgd(st.problem, H=torch.as_tensor(st.H), hub_of=torch.as_tensor(st.hub_of),
                                 w=torch.as_tensor(st.w), p=torch.as_tensor(st.p),
-                                eta=float(etas[0]) if len(batch) == 1 else steps,
-                                K=self.iterations(tau), q=s.q, tau=tau, x1=st.x1,
-                                replicas=steps.numel(), record_grad=self.measured == "lhs",
+                                eta=torch.tensor([[float(row["eta"])] for row in rows],
+                                                 dtype=torch.float64),
+                                K=Ks, q=s.q, tau=taus, x1=st.x1, replicas=replicas,
+                                record_grad=self.measured == "lhs",
+                                # "loss" reads F(u_K) alone: no pass over the data every iteration
+                                record_every=1 if self.measured == "lhs" else math.gcd(*Ks),
+                                record_first=self.measured == "lhs",
                                 generator=torch.Generator().set_state(self._state))
+            for row, K, tr in zip(rows, Ks, traces, strict=True):
                 values = (tr.loss.numpy()[:, -1] - st.problem.f_inf if self.measured == "loss"
                           else tr.grad_sq_norm.numpy().mean(axis=1))
-                values = np.where(tr.diverged.numpy(), np.inf, values).reshape(len(batch), replicas)
-                for k, i in enumerate(batch):
-                    out[i] = Evaluation(dict(settings[i]), values[k], {"K": self.iterations(tau)})
-        return [out[i] for i in range(len(settings))]
+                out.append(Evaluation(dict(row), np.where(tr.diverged.numpy(), np.inf, values),
+                                      {"K": K}))
+        return out
 
     def footprint(self, settings: dict[str, Any], replicas: int) -> Footprint:
         """K_tau iterations x replicas x workers x the problem's dimension."""
-        s, K = self.scenario, self.iterations(int(settings["tau"]))
-        N, d = s.worker_count(), self.setup.problem.dim
+        return self._footprint(replicas, self.iterations(int(settings["tau"])))
+
+    def _footprint(self, replicas: int, K: int, configurations: int = 1) -> Footprint:
+        """``configurations`` runs of K iterations in one batch."""
+        N, d = self.scenario.worker_count(), self.setup.problem.dim
         batch = getattr(self.setup.problem, "batch", 1) or 1
-        size = f"replicas={_n(replicas)} x workers={_n(N)} x dim={_n(d)} x batch={_n(batch)}"
-        return Footprint.of({f"{size} x 4 buffers of 8 B": 32.0 * replicas * N * d * batch},
-                            {f"K={_n(K)} x {size}": K * (10.0 * replicas * N * d * batch
-                                                         + LOOP_OVERHEAD)})
+        size = ((f"configurations={configurations} x " if configurations > 1 else "")
+                + f"replicas={_n(replicas)} x workers={_n(N)} x dim={_n(d)} x batch={_n(batch)}")
+        work = configurations * replicas * N * d * batch
+        return Footprint.of({f"{size} x 4 buffers of 8 B": 32.0 * work},
+                            {f"K={_n(K)} x {size}": K * (10.0 * work + LOOP_OVERHEAD)})

@@ -38,6 +38,7 @@ from fedbound.verify.api import (
     check,
     choose,
     comma_separated,
+    fitting_batches,
     label,
     register_chooser,
     require_float,
@@ -453,61 +454,74 @@ class QEta(Chooser):
 
     def simulate(self, settings: list[dict[str, Any]], replicas: int, *,
                  paired: bool) -> list[Evaluation]:
-        """Per Q over the horizon; paired: one run per step, every one from the same generator
-        state (the same batches); unpaired: all the steps of one Q in one vectorised run (one
-        step per replica). For the time to epsilon a run stops once every replica has reached
-        it, and an unpaired screen stops at SCREEN_FACTOR x the best time seen so far (a
-        configuration not there by then cannot be the best; it counts as not reaching
-        epsilon), unless no configuration gets there."""
+        """Every configuration over the horizon in one batched run (:meth:`_simulate`), on
+        common random numbers, ``paired`` or not. For the time to epsilon a configuration
+        stops once every replica has reached it, and an unpaired screen stops at
+        SCREEN_FACTOR x the best time seen so far (a configuration not there by then cannot be
+        the best; it counts as not reaching epsilon), unless no configuration gets there."""
         screen = (not paired and self.measured == "time" and math.isfinite(self._incumbent))
-        out = self._simulate(settings, replicas, paired, SCREEN_FACTOR * self._incumbent
+        out = self._simulate(settings, replicas, SCREEN_FACTOR * self._incumbent
                              if screen else math.inf)
         if screen and not any(math.isfinite(e.value) for e in out):
-            out = self._simulate(settings, replicas, paired, math.inf)
+            out = self._simulate(settings, replicas, math.inf)
         finite = [e.value for e in out if math.isfinite(e.value)]
         if self.measured == "time" and finite:
             self._incumbent = min(self._incumbent, min(finite))
         return out
 
-    def _simulate(self, settings, replicas: int, paired: bool, cutoff: float) -> list[Evaluation]:
+    def _simulate(self, settings, replicas: int, cutoff: float) -> list[Evaluation]:
+        """Every configuration in one batched run of TDCD (``sim.tdcd.run_tdcd`` with a Q, its
+        rounds within the horizon, or within ``cutoff``, and a step per configuration) on
+        common random numbers: round r of every configuration takes the same batch (the
+        generator in the same state). For the time to epsilon each configuration stops once
+        every replica of its has reached it. Cut into batches that fit the memory and step
+        limits (:meth:`footprint`, ``verify.limits.fitting_batches``), each on the same
+        draws: a configuration's numbers do not depend on its batch."""
         import torch
 
         from fedbound.sim.tdcd import run_tdcd
 
-        out: dict[int, Evaluation] = {}
+        out: list[Evaluation] = []
         stop = self.epsilon if self.measured == "time" else None
-        for Q in dict.fromkeys(row["Q"] for row in settings):
-            idx = [i for i, row in enumerate(settings) if row["Q"] == Q]
-            rounds = self.rounds(Q) if cutoff == math.inf else \
-                min(self.rounds(Q), max(1, math.ceil(cutoff / float(self._time(Q, 1)))))
-            for batch in ([[i] for i in idx] if paired else [idx]):
-                etas = [settings[i]["eta"] for i in batch]
-                steps = torch.tensor(etas, dtype=torch.float64).repeat_interleave(replicas)
-                tr = run_tdcd(self.model, eta=steps, Q=Q, rounds=rounds, theta0=self.theta0,
-                              replicas=steps.numel(), generator=self.generator(),
-                              t_comm=self.t_comm, t_comp=self.t_comp, stop_below=stop)
-                ran = tr.grad_sq_norm.shape[1]
-                running = tr.running_lhs.numpy().reshape(len(etas), replicas, ran)
-                diverged = tr.diverged.numpy().reshape(len(etas), replicas)
-                loss = tr.loss.numpy()[:, -1].reshape(len(etas), replicas)
-                for k, i in enumerate(batch):
-                    r, t = hitting_times(running[k], tr.time.numpy(), self.epsilon)
-                    values = {"time": t, "lhs": running[k][:, -1], "loss": loss[k]}[self.measured]
-                    values = np.where(diverged[k], np.inf, values)
-                    out[i] = Evaluation(dict(settings[i]), values,
-                                        {"rounds": float(r.mean()), "diverged": int(diverged[k].sum())})
-        return [out[i] for i in range(len(settings))]
+        for group in fitting_batches([self.footprint(row, replicas) for row in settings]):
+            rows = [settings[i] for i in group]
+            Qs = [int(row["Q"]) for row in rows]
+            rounds = [self.rounds(Q) if cutoff == math.inf else
+                      min(self.rounds(Q), max(1, math.ceil(cutoff / float(self._time(Q, 1)))))
+                      for Q in Qs]
+            require_runs("choose tdcd", {f"{len(rows)} configuration(s) simulated in one batch":
+                                         self._footprint(replicas, max(r * Q for r, Q in
+                                                                       zip(rounds, Qs, strict=True)),
+                                                         len(rows))})
+            traces = run_tdcd(self.model, eta=torch.tensor([[float(row["eta"])] for row in rows],
+                                                           dtype=torch.float64),
+                              Q=Qs, rounds=rounds, theta0=self.theta0, replicas=replicas,
+                              generator=self.generator(), t_comm=self.t_comm, t_comp=self.t_comp,
+                              stop_below=stop, record_variance=False)
+            for row, tr in zip(rows, traces, strict=True):
+                running, diverged = tr.running_lhs.numpy(), tr.diverged.numpy()
+                r, t = hitting_times(running, tr.time.numpy(), self.epsilon)
+                values = {"time": t, "lhs": running[:, -1],
+                          "loss": tr.loss.numpy()[:, -1]}[self.measured]
+                out.append(Evaluation(dict(row), np.where(diverged, np.inf, values),
+                                      {"rounds": float(r.mean()), "diverged": int(diverged.sum())}))
+        return out
 
     def footprint(self, settings: dict[str, Any], replicas: int) -> Footprint:
         """Rounds x Q local steps x replicas x the clients' gradients on the batch."""
+        Q = int(settings["Q"])
+        return self._footprint(replicas, self.rounds(Q) * Q)
+
+    def _footprint(self, replicas: int, steps: int, configurations: int = 1) -> Footprint:
+        """``configurations`` runs in one batch for ``steps`` local steps."""
         lay = self.model.layout
-        Q, rounds = int(settings["Q"]), self.rounds(int(settings["Q"]))
-        clients = (f"replicas={_n(replicas)} x silos={lay.N} x clients={max(lay.clients)} x "
+        clients = ((f"configurations={configurations} x " if configurations > 1 else "")
+                   + f"replicas={_n(replicas)} x silos={lay.N} x clients={max(lay.clients)} x "
                    f"batch={_n(lay.batch)} x block={_n(max(lay.blocks))}")
-        work = replicas * lay.N * max(lay.clients) * lay.batch * max(lay.blocks)
+        work = configurations * replicas * lay.N * max(lay.clients) * lay.batch * max(lay.blocks)
         return Footprint.of({f"{clients} x 6 buffers of 8 B": 48.0 * work},
-                            {f"rounds={_n(rounds)} x Q={Q} x {clients}":
-                             rounds * Q * (10.0 * work + LOOP_OVERHEAD)})
+                            {f"steps={_n(steps)} x {clients}":
+                             steps * (10.0 * work + LOOP_OVERHEAD)})
 
 
 def q_eta_evidence(ratios=(1.0, 10.0, 100.0), *, scenario: TDCDScenario | None = None,
