@@ -393,12 +393,22 @@ def exact_quadratic_model(problem, x1, groups: int = 1) -> QuadraticModel:
                           "exact: the quadratic's eigen-decomposition and isotropic noise")
 
 
+#: the fast model (:func:`quadratic_model`'s default): with a ``subsample``, its reference run
+#: ends with REFINE full-data steps warm-started from the subsample's end; Lanczos takes
+#: FAST_LANCZOS steps (STEP_LANCZOS for the step at x_1); the noise node's Rayleigh quotient is
+#: estimated from PROBES random sign combinations of the noise vectors (Hutchinson), not one
+#: Hessian-vector product per vector
+REFINE = 10
+FAST_LANCZOS, STEP_LANCZOS, PROBES = 24, 10, 8
+
+
 def quadratic_model(problem: Problem, x1, generator: torch.Generator, *, sizes=None,
-                    steps: int = 300, samples: int = 64) -> QuadraticModel:
+                    steps: int = 300, samples: int = 64, fast: bool = True,
+                    subsample: int | None = None, curvature: float | None = None) -> QuadraticModel:
     """The local quadratic model of any ``sim`` problem (:class:`QuadraticModel`), estimated:
 
-    - x_ref: ``steps`` full-gradient descent steps from x_1 with step 1 / (the largest
-      curvature at x_1, by :func:`lipschitz`), each step halved while it raises F;
+    - x_ref: ``steps`` gradient descent steps from x_1 with step 1 / (the largest curvature
+      at x_1), each step halved while it raises F;
     - H at x_ref: whole (dimension up to FULL_HESSIAN_MAX) and diagonalised, else Lanczos
       from x_1 - x_ref with full re-orthogonalisation (Gauss quadrature of the start's
       spectral measure), each other vector's remainder outside the Ritz vectors a node of
@@ -408,6 +418,19 @@ def quadratic_model(problem: Problem, x1, generator: torch.Generator, *, sizes=N
     - the noise: ``samples`` stochastic gradients per client at x_ref (each client around
       its own gradient when the problem holds clients), projected on the nodes.
 
+    ``fast`` (the default): Hessian-vector products by reverse mode (no forward-mode
+    transform to load), the descent's value and gradient in one pass, the step at x_1 from
+    STEP_LANCZOS Lanczos steps, the noise node's quotient from PROBES combinations (module
+    constants); with ``subsample``, on a problem that holds more samples than that
+    (``features``, ``labels``, ``weighted_loss``: ``sim.neural``), the descent and the
+    Hessian on that many samples drawn without replacement (weighted: an unbiased loss),
+    the descent finished by REFINE full-data steps warm-started from the subsample's end
+    (for a network whose gradient is costly, a CNN); ``curvature``: the largest curvature at
+    x_1 where the caller has it already (:func:`top_curvature`; the reference run's step is
+    its inverse). ``fast=False``: every step on the whole data,
+    the step by :func:`lipschitz` and every noise vector's Rayleigh quotient exactly (the
+    reference the fast model's error is measured against: ``benchmarks/bench_choosers_hfl.py``).
+
     Exact (:func:`exact_quadratic_model`) for a ``sim.problems.Quadratic`` with one
     objective for every group."""
     from fedbound.sim.problems import Quadratic
@@ -416,26 +439,135 @@ def quadratic_model(problem: Problem, x1, generator: torch.Generator, *, sizes=N
     x = _points(problem, x1)[0]
     if isinstance(problem, Quadratic) and not hasattr(problem, "M"):
         return exact_quadratic_model(problem, x, groups)
-    samples = _count("samples", samples, 2)
-    ref = _descend(problem, x, generator, _count("steps", steps))
+    samples, steps = _count("samples", samples, 2), _count("steps", steps)
+    if fast:
+        objective = _Objective(problem, generator, subsample)
+        eta = 1.0 / (curvature or objective.top_curvature(x, generator))
+        ref = objective.descend(x, eta, steps)
+        if objective.subsample is not None:
+            ref = _Objective(problem, generator, None).descend(ref, eta, REFINE)
+            objective.at(ref)
+        how = (f"x_ref after {steps} gradient steps on {objective.subsample} samples and "
+               f"{REFINE} on all" if objective.subsample is not None else
+               f"x_ref after {steps} gradient steps")
+        hvp = objective.hvp
+    else:
+        ref = _descend(problem, x, generator, steps)
+        how = f"x_ref after {steps} gradient steps"
+
+        def hvp(v):
+            return hessian_vector_product(problem, ref.expand_as(v).contiguous(), v)
     offsets = _offsets(problem, ref, sizes)
     noise_vectors, noise_groups = _noise_vectors(problem, ref, sizes, samples, generator)
     vectors = torch.cat([(x - ref)[None], offsets]) if offsets is not None else (x - ref)[None]
     if problem.dim <= FULL_HESSIAN_MAX:
-        eye = torch.eye(problem.dim, dtype=DTYPE, device=x.device)
-        hess = hessian_vector_product(problem, ref.expand(problem.dim, problem.dim).contiguous(), eye)
+        hess = hvp(torch.eye(problem.dim, dtype=DTYPE, device=x.device))
         lam, vecs = torch.linalg.eigh(0.5 * (hess + hess.T))
         proj, noise_proj = vectors @ vecs, noise_vectors @ vecs
         method = "estimated: Hessian at x_ref diagonalised"
     else:
-        lam, vecs, proj, noise_proj = _lanczos_nodes(problem, ref, vectors, noise_vectors)
+        lam, vecs, proj, noise_proj = _lanczos_nodes(
+            hvp, vectors, noise_vectors, FAST_LANCZOS if fast else LANCZOS_STEPS,
+            (PROBES, generator) if fast else None)
         method = f"estimated: Lanczos ({vecs.shape[1]} Ritz pairs) at x_ref"
     gram = torch.einsum("aj,bj->jab", proj, proj)
     noise = torch.stack([noise_proj[noise_groups == g].square().mean(0) for g in range(groups)])
     return QuadraticModel(lam.cpu().numpy(), gram.cpu().numpy(), noise.cpu().numpy(),
                           float(problem.loss(ref)),
-                          f"{method}, x_ref after {steps} gradient steps from x_1, noise from "
+                          f"{method}{' (fast)' if fast else ''}, {how} from x_1, noise from "
                           f"{samples} stochastic gradients per client")
+
+
+def top_curvature(problem: Problem, x, generator: torch.Generator, *,
+                  subsample: int | None = None) -> float:
+    """The largest curvature of F at ``x`` (the largest Hessian eigenvalue): the top Ritz
+    value of STEP_LANCZOS Lanczos steps from a Gaussian start, by reverse-mode Hessian-vector
+    products, plus its residual (an upper end, as :func:`lipschitz`'s ``upper``); with
+    ``subsample``, on that many samples of a problem that holds more (see
+    :func:`quadratic_model`). What the choosers' step grids start from, and the fast
+    model's reference run takes as its step's inverse."""
+    x = _points(problem, x)[0]
+    return _Objective(problem, generator, subsample).top_curvature(x, generator)
+
+
+class _Objective:
+    """F, or its unbiased estimate on ``subsample`` samples (drawn without replacement from
+    ``generator``, each weighted n / m) of a problem that holds more (``features``,
+    ``labels``, ``weighted_loss`` and per-sample weights, as ``sim.neural``'s problems do):
+    its value and gradient in one pass, Hessian-vector products by reverse mode, the step of
+    a descent and its largest curvature."""
+
+    def __init__(self, problem: Problem, generator: torch.Generator, subsample: int | None):
+        self.problem, self.subsample = problem, None
+        weights = getattr(problem, "sample_weights", getattr(problem, "uniform", None))
+        data = hasattr(problem, "weighted_loss") and weights is not None
+        if data and subsample is not None and problem.n > subsample:
+            idx = torch.randperm(problem.n, generator=generator, device=generator.device)[:subsample]
+            idx = idx.to(problem.device)
+            inputs, targets = problem.features[idx], problem.labels[idx]
+            w = weights[idx] * (problem.n / subsample)
+            self.subsample = subsample
+        elif data:
+            inputs, targets, w = problem.features, problem.labels, weights
+        if data:  # a network's loss: its gradient is torch's (sim.neural differentiates it too)
+            def loss(z):
+                return problem.weighted_loss(z, inputs, targets, w)
+
+            def value_and_grad(z, graph=False):
+                with torch.enable_grad():
+                    z = z if z.requires_grad else z.detach().requires_grad_(True)
+                    f = loss(z)
+                    return torch.autograd.grad(f, z, create_graph=graph)[0], f.detach()
+        else:  # any other problem: its own gradient (its loss may be written for its value only)
+            def loss(z):
+                return problem.loss(z)
+
+            def value_and_grad(z, graph=False):
+                return problem.grad(z), loss(z.detach())
+        self.loss, self._value_and_grad = loss, value_and_grad
+
+    def value_and_grad(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(grad F(x), F(x)): one forward and backward pass for a network."""
+        g, f = self._value_and_grad(x)
+        return g.detach(), f
+
+    def at(self, x: torch.Tensor) -> None:
+        """Where :meth:`hvp` takes the Hessian from now on (the gradient's graph kept)."""
+        with torch.enable_grad():
+            self._z = x.detach().requires_grad_(True)
+            self._g = self._value_and_grad(self._z, graph=True)[0]
+
+    def hvp(self, v: torch.Tensor) -> torch.Tensor:
+        """H v for v [d] or [k, d]: the reverse-mode derivative of the gradient (H symmetric;
+        no forward-mode transform)."""
+        with torch.enable_grad():
+            (hv,) = torch.autograd.grad(self._g, self._z, v, retain_graph=True,
+                                        is_grads_batched=v.ndim == 2)
+        return hv.detach()
+
+    def top_curvature(self, x: torch.Tensor, generator: torch.Generator) -> float:
+        """The largest curvature at x: the top Ritz value of STEP_LANCZOS Lanczos steps from a
+        Gaussian start plus its residual (an upper end, as :func:`lipschitz`'s)."""
+        self.at(x)
+        start = randn((x.numel(),), generator, x.device)
+        theta, s, beta, _ = _lanczos(self.hvp, start, STEP_LANCZOS)
+        residual = abs(beta * float(s[-1, -1])) if beta is not None else 0.0
+        return float(theta[-1]) + residual
+
+    def descend(self, x: torch.Tensor, eta: float, steps: int) -> torch.Tensor:
+        """``steps`` gradient steps from x at ``eta``, each halved while it raises F (the value
+        and the gradient of the point reached in one pass); leaves the Hessian at the end."""
+        g, f = self.value_and_grad(x)
+        for _ in range(steps):
+            while True:
+                y = x - eta * g
+                gy, fy = self.value_and_grad(y)
+                if fy <= f or eta < 1e-12:
+                    break
+                eta /= 2
+            x, f, g = y, fy, gy
+        self.at(x)
+        return x
 
 
 def _descend(problem: Problem, x: torch.Tensor, generator: torch.Generator, steps: int) -> torch.Tensor:
@@ -486,49 +618,66 @@ def _noise_vectors(problem: Problem, ref: torch.Tensor, sizes, samples: int,
     return draws - problem.grad(ref), torch.arange(groups).repeat_interleave(samples)
 
 
-def _lanczos_nodes(problem: Problem, ref: torch.Tensor, vectors: torch.Tensor,
-                   noise_vectors: torch.Tensor):
-    """Ritz pairs of H(x_ref) by Lanczos from vectors[0] (full re-orthogonalisation), and
-    the projections of ``vectors`` and ``noise_vectors`` on them, with one node more per
-    vector (and one for the noise) holding its remainder at its Rayleigh quotient."""
-    d = ref.numel()
-    steps = min(LANCZOS_STEPS, d)
-    q = vectors[0] / vectors[0].norm().clamp(min=torch.finfo(DTYPE).tiny)
+def _lanczos(hvp, start: torch.Tensor, steps: int):
+    """Lanczos from ``start`` with full re-orthogonalisation, at most ``steps`` steps (fewer
+    where the Krylov space closes): the Ritz values (ascending), their eigenvectors ``s`` in
+    the Lanczos basis, the last beta (None when the space closed) and the basis [k, d]."""
+    q = start / start.norm().clamp(min=torch.finfo(DTYPE).tiny)
     basis, alpha, beta = [q], [], []
-    for k in range(steps):
-        w = hessian_vector_product(problem, ref, basis[-1])
+    last = None
+    for k in range(min(steps, start.numel())):
+        w = hvp(basis[-1])
         alpha.append(float(w @ basis[-1]))
         Q = torch.stack(basis)
         w = w - Q.T @ (Q @ w)
         w = w - Q.T @ (Q @ w)
         b = float(w.norm())
-        if k == steps - 1 or b < 1e-10 * max(1.0, abs(alpha[0])):
+        if b < 1e-10 * max(1.0, abs(alpha[0])):
+            break
+        if k == min(steps, start.numel()) - 1:
+            last = b
             break
         beta.append(b)
         basis.append(w / b)
-    Q = torch.stack(basis)
     T = torch.diag(torch.tensor(alpha, dtype=DTYPE)) + torch.diag(torch.tensor(beta, dtype=DTYPE), 1) \
         + torch.diag(torch.tensor(beta, dtype=DTYPE), -1)
     theta, s = torch.linalg.eigh(T)
+    return theta, s, last, torch.stack(basis)
+
+
+def _lanczos_nodes(hvp, vectors: torch.Tensor, noise_vectors: torch.Tensor, steps: int,
+                   probes=None):
+    """Ritz pairs of H(x_ref) (``hvp``: v -> H v, for [d] or [k, d]) by ``steps`` Lanczos steps
+    from vectors[0], and the projections of ``vectors`` and ``noise_vectors`` on them, with one
+    node more per vector (and one for the noise) holding its remainder at its Rayleigh
+    quotient: exactly, or, with ``probes`` = (count, generator), the noise's from that many
+    random sign combinations of the remainders (Hutchinson: unbiased for the sum of their
+    quadratic forms)."""
+    theta, s, _, Q = _lanczos(hvp, vectors[0], steps)
     ritz = Q.T @ s.to(Q.device)                                      # [d, k]
     proj, noise_proj = vectors @ ritz, noise_vectors @ ritz
-    rest = torch.cat([vectors - proj @ ritz.T, (noise_vectors - noise_proj @ ritz.T)])
-    # one node per vector for its remainder, one for the noise's, each at its Rayleigh quotient
-    rests = [rest[i] for i in range(vectors.shape[0])]
-    noise_rest = rest[vectors.shape[0]:]
-    quotients = [float(r @ hessian_vector_product(problem, ref, r)) / max(float(r @ r), 1e-300)
-                 for r in rests]
-    hv = hessian_vector_product(problem, ref.expand_as(noise_rest).contiguous(), noise_rest)
-    quotients.append(float((noise_rest * hv).sum() / (noise_rest.square().sum()).clamp(min=1e-300)))
+    rests = vectors - proj @ ritz.T
+    noise_rest = noise_vectors - noise_proj @ ritz.T
+    quotients = [float(r @ hvp(r)) / max(float(r @ r), 1e-300) for r in rests]
+    if probes is None:
+        hv = hvp(noise_rest)
+        quotients.append(float((noise_rest * hv).sum() / (noise_rest.square().sum()).clamp(min=1e-300)))
+    else:
+        count, generator = probes
+        signs = torch.randint(0, 2, (count, noise_rest.shape[0]), generator=generator,
+                              device=generator.device).to(noise_rest.device, DTYPE) * 2 - 1
+        z = signs @ noise_rest                                        # [count, d]
+        quotients.append(float((z * hvp(z)).sum() / count / noise_rest.square().sum().clamp(min=1e-300)))
     extra = len(quotients)
-    lam = torch.cat([theta.to(ref.device), torch.tensor(quotients, dtype=DTYPE, device=ref.device)])
+    ref_device = vectors.device
+    lam = torch.cat([theta.to(ref_device), torch.tensor(quotients, dtype=DTYPE, device=ref_device)])
     V = vectors.shape[0]
-    proj_full = torch.zeros(V, theta.numel() + extra, dtype=DTYPE, device=ref.device)
+    proj_full = torch.zeros(V, theta.numel() + extra, dtype=DTYPE, device=ref_device)
     proj_full[:, : theta.numel()] = proj
     for i in range(V):
         proj_full[i, theta.numel() + i] = rests[i].norm()
     noise_full = torch.zeros(noise_vectors.shape[0], theta.numel() + extra, dtype=DTYPE,
-                             device=ref.device)
+                             device=ref_device)
     noise_full[:, : theta.numel()] = noise_proj
     noise_full[:, -1] = noise_rest.norm(dim=-1)
     return lam, ritz, proj_full, noise_full

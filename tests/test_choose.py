@@ -152,7 +152,10 @@ def test_successive_halving_and_the_paired_stage():
     assert [(len(x), r) for x, r, _ in rungs] == expected.rungs
     (paired,) = [c for c in chooser.calls if c[2]]
     assert paired[1] == chooser.replicas and 3.0 in paired[0] and 0.0 in paired[0]
-    assert report.simulated.settings == {"x": 3.0} and report.simulated.regret == 0
+    assert report.simulated.settings == {"x": 3.0} and report.simulated.against == "calibrated"
+    # the best's own regret: against the best other answer (x = 5, 4 above it on every replica)
+    assert report.simulated.regret == pytest.approx(-4.0 / report.calibrated.value, rel=1e-9)
+    assert report.simulated.regret_ci < 1e-12 and report.simulated.passes
     certified = report.certified[0]  # x = 0: 9 above the best, on every replica
     assert certified.regret == pytest.approx(9.0 / report.simulated.value, rel=1e-9)
     assert certified.regret_ci == 0 and not certified.passes
@@ -276,3 +279,183 @@ def test_quadratic_model_of_a_logistic_problem():
     assert model.curvature.shape == (5,)
     assert np.all(model.curvature >= -1e-12) and np.all(model.curvature <= 0.25 + 1e-12)
     assert model.f_ref < float(problem.loss(x1)) and model.gram[:, 0, 0].sum() > 0
+
+
+# ---------------------------------------------------------------------- the whole range
+
+
+class Far(Parabola):
+    """The best x (12) lies beyond the grid 0 .. 9; x above ``diverge`` diverges (inf on every
+    replica); ``extend``: whether the search may go beyond the grid."""
+
+    def __init__(self, extend=True, diverge=math.inf, best=12.0, **kw):
+        super().__init__(**kw)
+        self.extend, self.diverge, self.best = extend, diverge, best
+
+    def knobs(self):
+        return [Knob("x", tuple(self.xs), "linear", option="--x", lower=0, extend=self.extend)]
+
+    def simulate(self, settings, replicas, *, paired):
+        self.calls.append(([s["x"] for s in settings], replicas, paired))
+        noise = np.random.default_rng(0).normal(0, 0.1, replicas)
+        return [Evaluation(dict(s), np.full(replicas, math.inf) if s["x"] > self.diverge
+                           else (s["x"] - self.best) ** 2 + 1 + noise) for s in settings]
+
+
+def test_a_pick_at_the_edge_of_the_grid_extends_the_search_beyond_it():
+    report = choose(Far(), variants=[])
+    assert report.simulated.settings == {"x": 12.0} and not report.simulated.edge
+    assert report.search["searched"]["x"][1] > 12.0  # simulated beyond the best, then stopped
+    assert report.recommended["answer"] == "simulated" and "flagged" not in report.recommended["why"]
+
+
+def test_a_pick_at_the_edge_of_a_grid_given_is_flagged_in_the_text_and_the_json():
+    report = choose(Far(extend=False), variants=[])
+    assert report.simulated.settings == {"x": 9.0}
+    (edge,) = report.simulated.edge
+    assert "x = 9 is the largest x searched (the grid given)" in edge
+    assert report.as_dict()["simulated"]["edge"] == [edge] and "flagged: " + edge in report.text()
+    assert "flagged" in report.recommended["why"]
+
+
+def test_the_search_extends_until_the_simulation_diverges():
+    """Past x = 10 every run diverges: the search stops there, and the pick next to
+    divergence is at no edge (the range was searched until divergence showed)."""
+    report = choose(Far(diverge=10.0), variants=[])
+    assert report.simulated.settings == {"x": 10.0} and report.simulated.edge == []
+    simulated = {row["x"] for row in report.simulated.curve}
+    assert 11.0 in simulated
+    assert all(not math.isfinite(row["value"]) for row in report.simulated.curve if row["x"] > 10)
+
+
+def test_a_knob_at_its_own_limit_is_at_no_edge():
+    report = choose(Far(best=-3.0), variants=[])  # lower = 0: x = 0 is the knob's own limit
+    assert report.simulated.settings == {"x": 0.0} and report.simulated.edge == []
+
+
+def test_a_prediction_over_steps_extends_until_it_diverges_or_flags_its_edge():
+    from fedbound.verify.api import predicted_over_steps
+
+    def predict(steps):  # two rows (say, two S); the best at step 8; above 20 it diverges
+        s = np.log2(steps)
+        return np.array([np.where(np.asarray(steps) > 20, np.inf, (s - 3) ** 2),
+                         (s - 2) ** 2 + 1])
+
+    steps, values, edge = predicted_over_steps(predict, [0.25, 0.5, 1.0])
+    assert steps == [0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0] and edge == []
+    assert values.shape == (2, 7) and values[0, steps.index(8.0)] == 0
+    steps, _, edge = predicted_over_steps(predict, [0.25, 0.5, 1.0], extend=False)
+    assert steps == [0.25, 0.5, 1.0] and edge == [
+        "step = 1 is the largest step predicted (the grid given): the best may lie beyond it"]
+    steps, values, edge = predicted_over_steps(predict, [0.25, 0.5, 1.0], limit=2)
+    assert steps[-1] == 4.0 and "extended as far as the prediction goes" in edge[0]
+    assert predicted_over_steps(predict, [1.0], extend=False)[2] == []  # a fixed step: no edge
+    # a step above ``upper`` is not predicted (inf); a pick there is flagged with the note
+    steps, values, edge = predicted_over_steps(predict, [0.25, 0.5, 1.0], upper=2.0, upper_note="why")
+    assert steps == [0.25, 0.5, 1.0, 2.0, 4.0] and np.all(np.isinf(values[:, -1]))
+    assert edge == ["step = 2 is the largest step predicted: why"]
+
+
+# ---------------------------------------------------------------------- one recommendation
+
+
+class Same(Parabola):
+    """x = 0, 1, 2 run the same configuration (as S below every c_i runs S = 0's schedule)."""
+
+    def canonical(self, settings):
+        if 0 < settings["x"] <= 2:
+            return {**settings, "x": 0.0}, "x <= 2 runs as x = 0"
+        return settings, ""
+
+    def certified(self, variant):  # picks x = 2: the same run as x = 0
+        return Proposal({"x": 2.0}, 99.0, [{"x": float(x), "bound": float(x)} for x in self.xs])
+
+
+def test_settings_that_run_the_same_configuration_run_once_and_share_a_row():
+    chooser = Same(guess=0.0)
+    report = choose(chooser, variants=["proof"])
+    assert not any(x in (1.0, 2.0) for xs, _, _ in chooser.calls for x in xs)
+    (same,) = report.same
+    assert same["answers"] == ["certified proof", "calibrated"] and same["reason"] == "x <= 2 runs as x = 0"
+    assert same["settings"] == [{"x": 2.0}, {"x": 0.0}]
+    text = report.text()
+    assert "certified proof = calibrated" in text  # one row per distinct run
+    assert "x = 2 and x = 0 run the same configuration (x <= 2 runs as x = 0): shown once" in text
+    # a bound non-decreasing in x: said, with the end it picks
+    assert "non-decreasing in x over the values compared, so it picks the smallest" in \
+        report.certified[0].note
+
+
+def test_the_recommendation_leads_the_text_and_is_in_the_json():
+    report = choose(Parabola(), variants=["proof"])
+    rec = report.as_dict()["recommended"]
+    assert rec["settings"] == {"x": 3.0} and rec["answer"] == "simulated"
+    assert "ahead of calibrated" in rec["why"] and "behind" in rec["why"]
+    assert report.text().startswith("Recommended: x = 3 (the simulated answer): the best of ")
+    bound_only = choose(Parabola(), variants=["proof"], method="bound")
+    assert bound_only.recommended["answer"] == "calibrated" and "--method both" in \
+        bound_only.recommended["why"]
+
+
+def test_no_answer_reports_zero_regret_against_itself():
+    """The best configuration's answers (here the simulated and the calibrated, the same x)
+    are judged against the best of the others, never 0 +- 0 against themselves."""
+    report = choose(Parabola(guess=3.0), variants=["proof"])
+    assert report.simulated.settings == report.calibrated.settings == {"x": 3.0}
+    for a in (report.simulated, report.calibrated):
+        assert a.against == "certified proof" and a.regret < 0 and not (a.regret == 0 == a.regret_ci)
+
+
+@pytest.mark.parametrize("regret, hw, open_", [
+    (0.05, 0.2, True),     # within 10% by its estimate, but the interval reaches below -10%
+    (0.078, 0.23, True),   # issue 38's close race: 7.8% +- 23%
+    (0.15, 0.1, True),     # its interval reaches within 10%
+    (0.05, 0.04, False),   # within 10% on both sides
+    (0.5, 0.1, False),     # clearly behind
+])
+def test_a_race_is_open_while_a_runner_up_interval_reaches_within_ten_percent(regret, hw, open_):
+    from fedbound.verify.choose import _unresolved
+
+    r = 64
+    best = np.full(r, 1.0)
+    sd = hw / (student_t.ppf(0.975, r - 1) / math.sqrt(r))
+    z = np.random.default_rng(1).normal(size=r)
+    d = regret + sd * (z - z.mean()) / z.std(ddof=1)   # exactly this mean and half-width
+    evaluations = [Evaluation({"x": 0.0}, best), Evaluation({"x": 1.0}, best + d)]
+    got, got_hw, _ = paired_regret(evaluations[1].values, best)
+    assert got == pytest.approx(regret) and got_hw == pytest.approx(hw)
+    assert _unresolved(evaluations, maximise=False) == open_
+
+
+def test_mllsgd_answers_with_slow_workers_and_says_why_no_variant_certifies():
+    """Workers at p = 0.3 (below 2 - sqrt(2)): no eta meets Theorem 1's condition (12), so
+    each certified entry names the condition and its variant; the calibrated and simulated
+    answers need no theorem and run (issue 38's hub topology refused with exit 2 before)."""
+    from fedbound.verify.papers.mllsgd import TauEta
+
+    chooser = TauEta(hubs=2, workers_per_hub=2, p=[0.3, 0.3, 0.9, 0.9], K=32, tau=[1, 2], replicas=4)
+    report = choose(chooser)
+    for a in report.certified:
+        assert a.settings is None and f"the {a.variant} variant's conditions cannot hold" in a.note
+        assert "(12)" in a.note and "p[0]=0.3" in a.note
+    assert report.calibrated.settings is not None and report.simulated.value > 0
+    assert report.recommended["answer"] == "simulated"
+    etas = chooser.knobs()[1].values
+    assert etas[-1] == pytest.approx(2.0 / chooser.curvature())  # steps from the curvature, no theorem
+
+
+def test_hfl_runs_an_s_below_every_shift_as_s_0_and_shows_it_once():
+    """Issue 41, item 8: with every c_i = 1, S = 0.5 runs S = 0's schedule (one local
+    iteration per round): the simulation gives the same values, bit for bit, and the chooser
+    runs it once and says so."""
+    from fedbound.verify.papers.hfl import SyncTime
+
+    chooser = SyncTime(sizes=[3, 3], delays=DETERMINISTIC, T=60, L=1.0, G=2.0, sigma=2.0, Delta=1.0,
+                       S=[0, 0.5, 2], alpha=0.1, replicas=4)
+    a, b = chooser.simulate([{"S": 0.0, "alpha": 0.1}, {"S": 0.5, "alpha": 0.1}], 4, paired=True)
+    assert np.array_equal(a.values, b.values)
+    settings, reason = chooser.canonical({"S": 0.5, "alpha": 0.1})
+    assert settings == {"S": 0.0, "alpha": 0.1} and "every c_i is at least 1" in reason
+    assert chooser.canonical({"S": 2.0, "alpha": 0.1}) == ({"S": 2.0, "alpha": 0.1}, "")
+    report = choose(chooser, variants=["proof"])
+    assert all(row["S"] != 0.5 for row in report.simulated.curve)

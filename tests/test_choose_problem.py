@@ -17,7 +17,7 @@ import torch
 from fedbound.sim.federated import federated_problem, parse_split
 from fedbound.verify.api import choose, json_text
 from fedbound.verify.cli import main
-from fedbound.verify.cli.choose import chooser_parser, scenario_reader
+from fedbound.verify.cli.choose import built, chooser_parser
 from fedbound.verify.papers.hfl.choose import SyncTime
 from fedbound.verify.papers.mllsgd.adapters import Theorem1
 from fedbound.verify.papers.mllsgd.choose import TauEta
@@ -79,8 +79,7 @@ def test_a_scenario_file_naming_the_problem_is_the_options_bit_for_bit(tmp_path,
 
     def chooser(argv):
         parser = chooser_parser(SyncTime, "hfl")
-        args = parser.parse_args([*argv, "--replicas", "2", "--seed", "3"])
-        return SyncTime.from_arguments(args, scenario_reader(parser, args))
+        return built(SyncTime, parser.parse_args([*argv, "--replicas", "2", "--seed", "3"]))
 
     by_file = chooser(["--scenario", "s.json"])
     by_options = chooser([*HFL[2:8], *DIGITS])
@@ -197,7 +196,7 @@ def test_the_options_offer_the_simulators_data_sets_and_models():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--data", "tiny"], "argument --data: invalid choice: 'tiny'"),
+    (["--data", "tiny"], "--data='tiny' must be one of digits, breast_cancer, mnist, cifar10"),
     (["--data", "breast_cancer", "--model", "cnn"], "--model=cnn needs image data: --data=breast_cancer"),
     (["--data", "digits", "--split", "dirichlet:0"], "--split='dirichlet:0': the Dirichlet concentration"),
     (["--data", "digits", "--split", "dirichlet:-1"], "must be a finite number > 0"),

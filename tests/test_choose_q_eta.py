@@ -91,7 +91,12 @@ def test_default_grid_and_answers(default_report):
     assert {c["variant"] for c in default_report["certified"]} == {"proof", "tight", "refined"}
     finite = [float(a["value"]) for a in answers if math.isfinite(float(a["value"]))]  # JSON: "inf"
     assert default_report["simulated"]["value"] == min(finite)
-    assert all(float(a["regret"]) >= 0 for a in answers)
+    # every answer's regret is against the best, >= 0; the best's own against the best other
+    # answer (how far ahead it is): <= 0, never 0 +- 0 against itself
+    best = {a["regret_against"] for a in answers if "regret_against" in a}
+    assert len(best) == 1 and default_report["simulated"]["regret_against"] in best
+    assert all((float(a["regret"]) <= 0) == ("regret_against" in a) or float(a["regret"]) == 0
+               for a in answers)
 
 
 @pytest.mark.parametrize("t_comm", [1.0, 100.0])

@@ -218,13 +218,14 @@ def test_choose_sync_time_refined_picks_an_interior_S_that_simulation_confirms(c
     by = {c["variant"]: c for c in d["certified"]}
     assert code == 0 and d["inputs"]["replicas"] == 16 and d["inputs"]["metric"] == "lhs"
     assert by["refined"]["settings"]["S"] > 0 and by["proof"]["settings"]["S"] == 0
-    assert by["refined"]["passes"] and d["simulated"]["regret"] == 0
+    assert by["refined"]["passes"] and d["simulated"]["regret"] <= 0  # against the best other
+    assert d["simulated"]["regret_against"] and d["recommended"]["answer"] == "simulated"
     code, out, _ = run(capsys, *argv[:-3], "--metric", "final_loss", "--json", "--method", "bound")
     assert code == 0 and json.loads(out)["inputs"]["metric"] == "loss"
 
 
 @pytest.mark.parametrize("change, message", [
-    (["--delays", "1,2,3"], "needs the 8 parameters"),
+    (["--delays", "1,2,3"], "--delays has 3 entries, needs 8: d,b,e,f,d_g,b_g,e_g,f_g"),
     (["--sizes", "15,x"], "--sizes must be comma-separated numbers"),
     (["--alpha", "-1"], "--alpha=-1"),
     (["--S", "0,-2"], "--S[1]=-2"),

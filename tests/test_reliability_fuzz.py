@@ -387,7 +387,9 @@ OPTIONS = [
     (["search", "mllsgd.theorem1"], "--seed", ("non-finite", "non-integer", "negative", "garbage")),
     (["rate", "afl.corollary2", "--over", "K", "--exact"], "--values", tuple(KINDS)),
     (HFL_CHOOSER, "--T", ("huge", "non-finite", "negative", "garbage")),
-    (HFL_CHOOSER, "--alpha", ("huge", "non-finite", "negative", "garbage")),
+    # a huge step is not bad input: the certified answers say no variant admits it and the
+    # calibrated and simulated answers show it diverges (issue 38, item 4)
+    (HFL_CHOOSER, "--alpha", ("non-finite", "negative", "garbage")),
     (HFL_CHOOSER[:-2], "--replicas", ("huge", "non-finite", "non-integer", "negative", "garbage")),
     (["choose", "tdcd"], "--Q", ("non-finite", "non-integer", "negative", "garbage")),
     (["sweep", "{dir}/spec.json", "--db", "{dir}/s.sqlite"], "--jobs", ("huge", "non-finite",

@@ -13,7 +13,10 @@ registration that breaks its contract):
   written by ``verify.tightness.write``), shown by ``fedbound list`` and the report;
 * ``families``: refutation families (:func:`register_family`);
 * ``sweeps``: rate sweeps (:func:`register_sweep`);
-* ``choosers``: choosers (:func:`register_chooser`, with :class:`Chooser`);
+* ``choosers``: choosers (:func:`register_chooser`, with :class:`Chooser`, its inputs
+  declared once with :class:`Input` and :class:`Group`, :func:`problem_inputs` for the
+  user's own problem: ``fedbound choose`` generates their options, scenario-file fields and
+  validation);
 * ``experiments`` and ``claims``: the experiments and claims of its paper
   (:func:`register_experiment`, :func:`register_claim`, decided by the tests :func:`above`,
   :func:`below`, :func:`between`, :func:`sooner` against a margin, or
@@ -54,6 +57,7 @@ from .choose import (
     half_width,
     paired_regret,
     passes,
+    predicted_over_steps,
     register_chooser,
     settings_text,
     unregister_chooser,
@@ -83,6 +87,7 @@ from .decide import (
     relative_margin,
     sooner,
 )
+from .declare import DEVICE, SMALLEST_STEP, Group, Input
 from .draw import Draw, RngDraw
 from .estimated import (
     EstimationSettings,
@@ -106,13 +111,14 @@ from .limits import (
     fitting_batches,
     require_runs,
 )
-from .named_problem import NamedProblem, add_problem_arguments
+from .named_problem import NamedProblem, problem_inputs
 from .plugins import load_plugins
 from .rate import Sweep, register_sweep, unregister_sweeps
 from .reproduce import ClaimResult, Reproduction, digits_mlp, reproduce
 from .reproduction_io import load_reproduction, reproduction_differences, reproduction_from_dict
 from .scenario import (
     FEATURE_NORM_RANGE,
+    FieldError,
     Scenario,
     comma_separated,
     json_text,
@@ -130,23 +136,25 @@ from .witnesses import Witness, register_witness_dir, unregister_witness_dir, wi
 
 __all__ = [
     "above", "ACCURACY", "accuracy_margin", "Adapter", "adapter_for", "adapter_keys",
-    "add_problem_arguments", "along_trajectory", "Answer", "below", "between", "check",
+    "along_trajectory", "Answer", "below", "between", "check",
     "check_estimated", "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure",
     "ClaimResult", "claims", "claims_grid", "comma_separated", "compare", "Comparison",
     "conservative_bound", "conservative_step", "COUNT", "count_text", "Curve",
-    "default_scenario", "digits_mlp", "Draw", "estimate_constants", "estimate_grid",
+    "default_scenario", "DEVICE", "digits_mlp", "Draw", "estimate_constants", "estimate_grid",
     "estimated_keys", "estimated_start", "EstimationSettings", "Evaluation", "Experiment",
-    "families", "Family", "FEATURE_NORM_RANGE", "fitting_batches", "fixed_by_setting", "Footprint",
-    "GRAD2",
-    "half_width", "Hook", "HOOKS", "INDEX", "json_text", "jsonable", "Knob", "label",
+    "families", "Family", "FEATURE_NORM_RANGE", "FieldError", "fitting_batches",
+    "fixed_by_setting", "Footprint", "GRAD2", "Group",
+    "half_width", "Hook", "HOOKS", "INDEX", "Input", "json_text", "jsonable", "Knob", "label",
     "load_plugins", "load_reproduction", "load_scenario", "LOOP_OVERHEAD", "LOSS",
     "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "PARAM2",
-    "Parts", "passes", "Plan", "problem_spec", "Proposal", "RATIO", "Reading",
+    "Parts", "passes", "Plan", "predicted_over_steps", "problem_inputs", "problem_spec",
+    "Proposal", "RATIO", "Reading",
     "register_adapter", "register_chooser", "register_claim", "register_experiment",
     "register_family", "register_sweep", "register_tightness", "register_witness_dir",
     "RELATIVE_LOSS", "relative_margin", "reproduce", "Reproduction", "reproduction_differences",
     "reproduction_from_dict", "require_float", "require_floats", "require_int", "require_runs",
-    "ResourceError", "RngDraw", "roundoff", "Scenario", "SCENARIO", "settings_text", "sooner",
+    "ResourceError", "RngDraw", "roundoff", "Scenario", "SCENARIO", "settings_text",
+    "SMALLEST_STEP", "sooner",
     "STEP", "Sweep", "Tags", "Test", "TIME", "TOLERANCE", "UNITS", "unregister_adapter",
     "unregister_chooser", "unregister_paper", "unregister_sweeps", "unregister_tightness",
     "unregister_witness_dir", "Verdict", "Witness", "witnesses",

@@ -32,7 +32,8 @@ long is refused with a ResourceError naming the knobs.
 
 Each paper's chooser lives with its paper and registers with :func:`register_chooser`
 (through ``verify.api``, as a plugin's does); ``fedbound choose NAME`` runs the chooser
-registered under NAME with the command-line options it declares.
+registered under NAME with the options, and the scenario-file fields, that its declared inputs
+generate (``verify.declare``; :meth:`Chooser.from_inputs`).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import itertools
 import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -50,8 +51,10 @@ import numpy as np
 from fedbound import bounds
 
 from . import limits
+from .declare import Group, Input, Written, assemble, checked_declaration, inputs_of
 from .plugins import ensure_loaded, note
-from .scenario import jsonable
+from .scenario import FieldError, _short, jsonable
+from .text import settings_text
 from .verdict import t_multiplier
 
 #: what ``choose`` runs: every answer with its simulation ("both"), the certified and
@@ -62,6 +65,9 @@ TOLERANCE = 0.1
 #: the statuses of a variant whose bound is valid (a certificate)
 VALID = ("holds", "holds-with-erratum")
 SCALES = ("linear", "log")
+#: the options every chooser has (``fedbound choose NAME``), which no declared input may take
+RESERVED = ("json", "curves", "variant", "method", "scenario", "max_memory", "max_steps",
+            "max_scenarios", "max_input", "help")
 
 
 # ---------------------------------------------------------------------- the knobs
@@ -72,13 +78,22 @@ class Knob:
     """One knob and the values the search compares: ``values`` ascending (one value: the knob
     is fixed), on a ``"log"`` or ``"linear"`` ``scale`` (where the search refines between
     two values: the geometric or the arithmetic mean), ``integer`` when only integers are
-    allowed; ``option`` names the command-line option that sets it (for messages)."""
+    allowed; ``option`` names the command-line option that sets it (for messages).
+
+    ``lower`` and ``upper``: the knob's own limits (S >= 0, tau >= 1): a pick there is at no
+    edge of the search. ``extend``: whether the search may go beyond ``values`` when its pick
+    sits at an edge of them (:meth:`beyond`: a factor of 2 on the log scale, one more spacing
+    of the grid on the linear; False for a grid the user gave, whose edge is flagged
+    instead)."""
 
     name: str
     values: tuple
     scale: str = "linear"
     integer: bool = False
     option: str = ""
+    lower: float = -math.inf
+    upper: float = math.inf
+    extend: bool = False
 
     def __post_init__(self):
         if self.scale not in SCALES:
@@ -105,13 +120,31 @@ class Knob:
             return mid if min(a, b) < mid < max(a, b) else None
         return float(mid)
 
-    def neighbours(self, value) -> list:
-        """The values halfway between ``value`` and its nearest grid values on either side
-        (none for a fixed knob): where the search looks around a leader."""
+    def beyond(self, value, up: bool):
+        """The value one step beyond ``value`` outward (up or down; a factor of 2 on the log
+        scale, the grid's spacing at that end on the linear), or None where the knob's
+        limits or the integers leave none."""
+        if self.scale == "log":
+            out = value * 2.0 if up else value / 2.0
+        else:
+            ends = self.values[-2:] if up else self.values[:2]
+            spacing = (ends[1] - ends[0]) if len(ends) == 2 else abs(value) or 1.0
+            out = value + spacing if up else value - spacing
+        if self.integer:
+            out = int(math.ceil(out) if up else math.floor(out))
+        if out == value or not self.lower <= out <= self.upper:
+            return None
+        return out if self.integer else float(out)
+
+    def neighbours(self, value, among: Sequence | None = None) -> list:
+        """The values halfway between ``value`` and its nearest values on either side among
+        ``among`` (default: the grid; none for a fixed knob): where the search looks around
+        a leader."""
         if self.fixed:
             return []
-        lower = [v for v in self.values if v < value]
-        upper = [v for v in self.values if v > value]
+        values = self.values if among is None else among
+        lower = [v for v in values if v < value]
+        upper = [v for v in values if v > value]
         out = [self.between(value, side[k]) for side, k in ((lower, -1), (upper, 0)) if side]
         return [v for v in out if v is not None and v != value]
 
@@ -165,12 +198,15 @@ class Evaluation:
 class Proposal:
     """What a certified bound or the calibrated prediction proposes: ``settings``, the
     ``predicted`` value there (the bound's value, or the predicted metric), the prediction
-    over the configurations it compared (``curve``) and a ``note``."""
+    over the configurations it compared (``curve``) and a ``note``; ``edge``: where the pick
+    sits at an edge of the range its prediction compared, unresolved, a line each."""
 
     settings: dict[str, Any]
     predicted: float
     curve: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
+    edge: tuple[str, ...] = ()
+    edge: tuple[str, ...] = ()
 
 
 @dataclass
@@ -179,8 +215,11 @@ class Answer:
     "simulated"), the ``variant`` of a certified one, its ``settings``, the simulated
     ``value`` of the metric there (mean over the paired replicas) with the half-width ``ci``
     of its 95% interval, its ``regret`` against the best with the half-width ``regret_ci``
-    (paired), whether it ``passes`` (module docstring), what its method ``predicted`` there
-    and a ``note``. ``curve``: the prediction (or, for the simulated answer, every simulated
+    (paired; the simulated answer's against the best of the other answers, ``against``
+    naming it, never against itself), whether it ``passes`` (module docstring), what its
+    method ``predicted`` there and a ``note``; ``edge``: the knobs at whose edge of the
+    searched range it sits, unresolved (the search could not go beyond, or stopped short
+    of divergence there). ``curve``: the prediction (or, for the simulated answer, every simulated
     configuration) over the configurations compared. A certified answer of a variant the
     problem has no certified constants for (:class:`NoCertificate`) has no ``settings``
     (None), nothing simulated, and the reason as its ``note``."""
@@ -196,10 +235,21 @@ class Answer:
     passes: bool | None = None
     note: str = ""
     curve: list[dict[str, Any]] = field(default_factory=list)
+    against: str = ""
+    edge: list[str] = field(default_factory=list)
+
+    @property
+    def who(self) -> str:
+        """The answer's name in a table: "certified proof", "calibrated", "simulated"."""
+        return f"certified {self.variant}" if self.kind == "certified" else self.kind
 
     def as_dict(self, curves: bool = False) -> dict[str, Any]:
         out = {"settings": self.settings, "value": self.value, "ci": self.ci,
                "regret": self.regret, "regret_ci": self.regret_ci, "passes": self.passes}
+        if self.against:
+            out["regret_against"] = self.against
+        if self.edge:
+            out["edge"] = self.edge
         if self.variant is not None:
             out["variant"] = self.variant
         if self.kind == "certified":
@@ -218,8 +268,11 @@ class ChoiceReport:
     """What :func:`choose` returns: the chooser, its knobs, the metric (and whether it is
     maximised), the validated inputs, the answers (``certified``: one per variant,
     ``calibrated``, ``simulated``), what the calibrated model is (``calibration``), how the
-    search went (``search``: its rungs, the paired replicas, the configurations run), the
-    seconds each part took, and a one-line ``message``."""
+    search went (``search``: its rungs, the paired replicas, the configurations run, the
+    range searched per knob), the seconds each part took, a one-line ``message``, the
+    ``recommended`` settings (which answer they come from, and why: :func:`recommendation`),
+    what a certified bound bounds (``bounded``) and ``same``: the answers whose settings
+    run the same configuration (one row per distinct run), each with the reason."""
 
     chooser: str
     knobs: list[str]
@@ -233,6 +286,9 @@ class ChoiceReport:
     search: dict[str, Any]
     seconds: dict[str, float]
     message: str
+    recommended: dict[str, Any] | None = None
+    bounded: str = ""
+    same: list[dict[str, Any]] = field(default_factory=list)
 
     def text(self) -> str:
         """The report as aligned text (what ``fedbound choose`` prints)."""
@@ -256,7 +312,8 @@ class ChoiceReport:
             "certified": [a.as_dict(curves) for a in self.certified],
             "calibrated": one(self.calibrated), "simulated": one(self.simulated),
             "calibration": self.calibration, "search": self.search, "seconds": self.seconds,
-            "message": self.message})
+            "message": self.message, "recommended": self.recommended, "bounded": self.bounded,
+            "same": self.same})
 
 
 # ---------------------------------------------------------------------- the chooser
@@ -269,15 +326,23 @@ class Chooser(ABC):
     certified answers; ``metric`` says what the simulation measures (``maximise``: True for
     an accuracy); ``calibration`` what the calibrated prediction is. ``command`` the name
     of ``fedbound choose COMMAND`` (default: the key's prefix, the paper), ``aliases`` other
-    command names that run it, ``summary`` and ``example`` its help. Its command-line options
-    are its own: :meth:`add_arguments` adds them, :meth:`from_arguments` builds the chooser
-    from them.
+    command names that run it, ``summary`` and ``example`` its help.
+
+    Its inputs are declared once, in ``declared`` (``verify.declare``: :class:`Input` and
+    :class:`Group`, name, type, range, unit, help and default): ``fedbound choose COMMAND``
+    generates its options and the fields a ``--scenario`` file may give from it, checks
+    every value by it and builds the chooser with :meth:`from_inputs`; its constructor takes
+    the inputs as keywords (and ``scenario``, the paper's scenario of a file) and checks
+    each with :meth:`value`, naming it as the user wrote it (:meth:`named`). No chooser
+    parses arguments.
 
     The search: ``screen_replicas`` replicas per configuration in its first rung (doubled
     at every rung, half the configurations kept), ``replicas`` in the paired stage,
     ``finalists`` configurations carried into it; ``resolve``: the paired stage is run again
     on twice the replicas, up to ``resolve`` times ``replicas``, while a configuration that
-    cannot be told from its best at 95% is more than TOLERANCE behind it (1: never)."""
+    cannot be told from its best at 95% is more than TOLERANCE behind it (1: never).
+    ``bounded``: what the certified bound bounds (the theorem's left-hand side, which may not
+    be the simulated metric), for the report."""
 
     name: str
     key: str
@@ -288,26 +353,83 @@ class Chooser(ABC):
     aliases: ClassVar[tuple[str, ...]] = ()
     summary: ClassVar[str] = ""
     example: ClassVar[str] = ""
+    declared: ClassVar[tuple[Input | Group, ...]] = ()
+    written: Mapping[str, str] = {}
+    bounded: ClassVar[str] = ""
     replicas: int = 32
     screen_replicas: int = 4
     finalists: int = 2
     resolve: int = 1
 
     @classmethod
-    def add_arguments(cls, parser) -> None:
-        """Add the chooser's options to ``parser`` (an ``argparse.ArgumentParser``); none
-        by default."""
-        return None
+    def from_inputs(cls, values: Mapping[str, Any], *, scenario=None,
+                    written: Written | None = None) -> Chooser:
+        """The chooser of the declared inputs ``values`` (by name; a :class:`~verify.declare.Group`'s
+        gathered into its keyword), with the paper's ``scenario`` (a file's; None: the
+        chooser's default), each input named in messages as ``written`` (its option, or the
+        scenario file's field it came from; default its keyword): what ``fedbound choose
+        NAME`` builds from the options and the ``--scenario`` file."""
+        obj = cls.__new__(cls)
+        obj.written = dict(written or {})
+        kwargs = assemble(cls.declared, values, obj.written)
+        if scenario is not None:
+            kwargs["scenario"] = scenario
+        obj.__init__(**kwargs)
+        return obj
 
-    @classmethod
-    def from_arguments(cls, args, read_scenario: Callable[[str, str], Any]) -> Chooser:
-        """The chooser of the parsed options ``args``; ``read_scenario(key, path)`` reads a
-        scenario file of a result (``-`` for standard input) the way ``fedbound check
-        --scenario`` does, less the fields that name the problem (``data``, ``model``, ...:
-        the command has already put them in ``args`` where no option gave them,
-        ``verify.named_problem.take_file_fields``)."""
-        raise NotImplementedError(f"chooser {cls.__name__} has no command-line options "
-                                  "(Chooser.from_arguments)")
+    def named(self, name: str) -> str:
+        """How messages name the input ``name`` (``alpha``, or an entry ``p[3]``): as the user
+        wrote it (``--alpha``, ``--scenario s.json: p[3]``; :meth:`from_inputs`), else the
+        keyword itself."""
+        head, bracket, rest = name.partition("[")
+        return self.written.get(head, head) + bracket + rest
+
+    def value(self, name: str, given):
+        """The declared input ``name`` given as ``given`` (None: its declared default),
+        checked by its declaration (``verify.declare.Input.check``), a bad value refused
+        naming it as the user wrote it (:meth:`named`)."""
+        for inp in inputs_of(self.declared):
+            if inp.name == name:
+                return inp.check(given, self.named(name))
+        raise KeyError(f"chooser {type(self).__name__} declares no input {name!r}")
+
+    def device_of(self, given):
+        """The ``torch.device`` of the declared input ``device`` (:meth:`value`), or a
+        FieldError naming it as the user wrote it (a name torch does not know, or CUDA on a
+        machine without it)."""
+        from fedbound.sim.problems import checked_device
+
+        try:
+            return checked_device(self.value("device", given))
+        except ValueError as e:
+            raise self.renamed("device", e) from None
+
+    def renamed(self, name: str, error: ValueError) -> FieldError:
+        """``error``, raised about the input ``name`` by code that calls it by its keyword (a
+        message that starts "delays[0..3] ..."), as a FieldError naming it as the user wrote
+        it ("--delays[0..3] ..."); a message that starts otherwise is prefixed with the name."""
+        text = str(error)
+        if isinstance(error, FieldError):
+            return error
+        if text.startswith(name) and text[len(name):len(name) + 1] in ("", "=", "[", " ", ":"):
+            return FieldError(self.named(name) + text[len(name):])
+        return FieldError(f"{self.named(name)}: {text}")
+
+    def replaced(self, scenario, changes: Mapping[str, Any]):
+        """``scenario.replace(**changes)`` for the inputs given (None: not given) that set a
+        field of the paper's scenario; the scenario's own refusal of the combination is
+        prefixed with the inputs as the user wrote them (``--p=[0.3, 1]: p has 2 entries
+        ...``)."""
+        given = {k: v for k, v in changes.items() if v is not None}
+        if not given:
+            return scenario
+        try:
+            return scenario.replace(**given)
+        except FieldError:
+            raise
+        except ValueError as e:
+            said = ", ".join(f"{self.named(k)}={_short(v)}" for k, v in given.items())
+            raise FieldError(f"{said}: {e}") from None
 
     @abstractmethod
     def inputs(self) -> dict[str, Any]:
@@ -346,6 +468,23 @@ class Chooser(ABC):
         refuses them above the limits before it computes anything. Default {}: no estimate."""
         return {}
 
+    def admits(self, settings: dict[str, Any]) -> bool:
+        """Whether ``settings`` can run at all (a period that divides the iterations, say):
+        the search extends a knob beyond its grid only to settings it admits. Every
+        setting by default."""
+        return True
+
+    def canonical(self, settings: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """The settings that run exactly the same configuration as ``settings`` (the same
+        schedule, the same draws), with the reason; ``settings`` itself and "" by default.
+        The search runs one of each, and the report shows one row per distinct run."""
+        return settings, ""
+
+    def monotone_reason(self, variant: str, knob: str) -> str:
+        """Why ``variant`` of the bound is monotone in ``knob`` (one line, cited), where it
+        is; "" when the chooser has no reason to give (the report still says that it is)."""
+        return ""
+
     def variants(self) -> list[str]:
         """The variants of :attr:`key` whose bound is valid (status holds or
         holds-with-erratum): one certified answer each."""
@@ -367,6 +506,10 @@ def register_chooser(cls: type[Chooser]) -> type[Chooser]:
     decorator; it returns its argument). A name or alias registered twice is an error."""
     if not (isinstance(cls, type) and issubclass(cls, Chooser)):
         raise TypeError(f"register_chooser takes a Chooser subclass, got {cls!r}")
+    try:
+        checked_declaration(cls.declared, RESERVED)
+    except ValueError as e:
+        raise ValueError(f"chooser {cls.__name__}: {e}") from None
     name = command_of(cls)
     taken = {n for c in _CHOOSERS.values() for n in (command_of(c), *c.aliases)}
     clash = sorted({name, *cls.aliases} & taken)
@@ -503,17 +646,31 @@ def _steps(chooser: Chooser, settings: dict, replicas: int) -> float:
 
 
 def _key(settings: dict[str, Any]) -> tuple:
-    return tuple(sorted((k, float(v)) for k, v in settings.items()))
+    """The settings as a key: values equal to 12 significant digits are one configuration (a
+    grid's 2 x 2^-3 and a prediction's 2^(-8/4) differ in the last bit)."""
+    return tuple(sorted((k, _value(v)) for k, v in settings.items()))
 
 
-def _unresolved(evaluations: list[Evaluation], maximise: bool) -> bool:
-    """Whether a configuration that cannot be told from the best at 95% is more than
-    TOLERANCE behind it (its paired regret)."""
+def _value(v) -> float:
+    return float(f"{float(v):.12g}")
+
+
+def _unresolved(evaluations: list[Evaluation], maximise: bool, answers: set | None = None) -> bool:
+    """Whether a race is still open, on the paired regrets against the leader: a runner-up's
+    interval reaches more than TOLERANCE below the leader's (the leader could be more than
+    TOLERANCE behind it: the recommendation is at stake), or an answer's (its settings' key
+    in ``answers``; every configuration when None) reaches within TOLERANCE while its
+    estimate, or its interval's upper end, lies beyond (its verdict is at stake)."""
     best = _ranked(evaluations, maximise)[0]
     for e in evaluations:
         if e is not best:
             regret, hw, _ = paired_regret(e.values, best.values, maximise=maximise)
-            if math.isfinite(regret) and regret > TOLERANCE and regret - hw <= 0:
+            if not math.isfinite(regret) or not math.isfinite(hw):
+                continue
+            low, high = regret - hw, regret + hw
+            if low < -TOLERANCE:
+                return True
+            if (answers is None or _key(e.settings) in answers) and low <= TOLERANCE < high:
                 return True
     return False
 
@@ -540,17 +697,35 @@ class _Progress:
             self.bar.update(runs)
 
 
+#: how many times the search steps a knob beyond its grid while its pick sits at an edge
+EXTENSIONS = 6
+
+
 def choose(chooser: Chooser, *, variants=None, method: str = "both",
            progress=None) -> ChoiceReport:
-    """The three answers of the module docstring. ``variants``: the certified answers to
-    give (default :meth:`Chooser.variants`); ``method``: one of :data:`METHODS`;
-    ``progress``: a tqdm-like bar advanced by replica runs (None: none)."""
+    """The three answers of the module docstring and the one to train with
+    (:func:`recommendation`). ``variants``: the certified answers to give (default
+    :meth:`Chooser.variants`); ``method``: one of :data:`METHODS`; ``progress``: a tqdm-like
+    bar advanced by replica runs (None: none)."""
     from fedbound.sim.problems import one_thread
 
     from .boundary import checked_chooser
 
-    with one_thread():
+    with one_thread(), _one_blas_thread():
         return _choose(checked_chooser(chooser), variants, method, progress)
+
+
+def _one_blas_thread():
+    """numpy's BLAS on one thread inside (``threadpoolctl``, which scikit-learn, the data
+    sets' extra, brings; without it, as it is): the predictions' many small products only
+    slow down with threads, by a factor 3 or more on a busy machine."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        from contextlib import nullcontext
+
+        return nullcontext()
+    return threadpool_limits(limits=1, user_api="blas")
 
 
 def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
@@ -560,9 +735,10 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
     for v in names:
         bounds.get(chooser.key, v)  # unknown variant: ValueError naming it
     knobs = chooser.knobs()
-    candidates = grid(knobs)
-    free = sum(not k.fixed for k in knobs)
-    p = plan(chooser, len(candidates), len(names) + 1 + 2 * free)
+    candidates = _distinct(chooser, grid(knobs))
+    free = [k for k in knobs if not k.fixed]
+    extended = EXTENSIONS * 2 * len(free)
+    p = plan(chooser, len(candidates), len(names) + 1 + 2 * len(free) + extended)
     what = f"choose {command_of(type(chooser))}"
     if method != "simulate":
         limits.require_runs(what, chooser.bound_footprints())
@@ -581,23 +757,26 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
             except NoCertificate as e:
                 certified.append(Answer("certified", None, None, v, note=str(e)))
                 continue
+            note = "; ".join(x for x in (prop.note, _monotone(chooser, v, knobs, prop)) if x)
             certified.append(Answer("certified", dict(prop.settings), prop.predicted, v,
-                                    note=prop.note, curve=prop.curve))
+                                    note=note, curve=prop.curve))
     seconds["certified"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     step("calibrated")
     prop = chooser.calibrated()
     calibrated = None if method == "simulate" else Answer(
-        "calibrated", dict(prop.settings), prop.predicted, note=prop.note, curve=prop.curve)
+        "calibrated", dict(prop.settings), prop.predicted, note=prop.note, curve=prop.curve,
+        edge=list(prop.edge))
     seconds["calibrated"] = time.perf_counter() - t0
+    report = ChoiceReport(chooser.name, [k.name for k in knobs], chooser.metric, chooser.maximise,
+                          chooser.inputs(), certified, calibrated, None, chooser.calibration,
+                          {}, seconds, "", bounded=chooser.bounded)
     if method == "bound":
-        return ChoiceReport(chooser.name, [k.name for k in knobs], chooser.metric, chooser.maximise,
-                            chooser.inputs(), certified, calibrated, None, chooser.calibration,
-                            {}, seconds, _message(chooser, certified, calibrated, None))
+        return _finished(chooser, report)
 
     t0 = time.perf_counter()
-    start = dict(prop.settings)
-    pool = _unique([start, *around(knobs, start), *candidates])
+    start = _canonical(chooser, prop.settings)
+    pool = _distinct(chooser, [start, *_admitted(chooser, around(knobs, start)), *candidates])
     rungs = []
     for k, (_, r) in enumerate(p.rungs):
         if len(pool) <= chooser.finalists:
@@ -608,39 +787,294 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
         rungs.append({"configurations": len(pool), "replicas": r})
         pool = [e.settings for e in ranked[:math.ceil(len(pool) / 2)]]
     finalists = pool[:chooser.finalists]
-    others = [a.settings for a in certified if a.settings is not None] + (
-        [calibrated.settings] if calibrated else [])
-    stage = _unique([*finalists, *around(knobs, finalists[0]), *others])
-    step(f"search: paired, {len(stage)} configurations x {chooser.replicas} replicas")
-    evaluated = chooser.simulate(stage, chooser.replicas, paired=True)
-    step("search", len(stage) * chooser.replicas)
+    others = [a.settings for a in certified if a.settings is not None] + [prop.settings]
+    stage = _distinct(chooser, [*finalists, *_admitted(chooser, around(knobs, finalists[0])), *others])
     replicas = chooser.replicas
+    step(f"search: paired, {len(stage)} configurations x {replicas} replicas")
+    evaluated = chooser.simulate(stage, replicas, paired=True)
+    step("search", len(stage) * replicas)
+    evaluated = _extended(chooser, knobs, evaluated, replicas, step)
+    answers = {_key(_canonical(chooser, x)) for x in others}
     for _, r in p.resolving:
-        if not _unresolved(evaluated, chooser.maximise):
+        if not _unresolved(evaluated, chooser.maximise, answers):
             break
-        step(f"search: paired, {len(stage)} configurations x {r} replicas (a close one unresolved)")
+        stage = [e.settings for e in evaluated]
+        step(f"search: paired, {len(stage)} configurations x {r} replicas (a close race)")
         evaluated, replicas = chooser.simulate(stage, r, paired=True), r
         step("search", len(stage) * r)
+        evaluated = _extended(chooser, knobs, evaluated, replicas, step)
     best = _ranked(evaluated, chooser.maximise)[0]
     seconds["simulated"] = time.perf_counter() - t0
-    by_key = {_key(e.settings): e for e in evaluated}
     simulated = Answer("simulated", dict(best.settings), best.value,
-                       curve=[{**e.settings, "value": e.value, "ci": e.ci} for e in evaluated])
+                       curve=[{**e.settings, "value": e.value, "ci": e.ci} for e in evaluated],
+                       edge=_edges(chooser, knobs, evaluated, best))
+    by_key = {_key(e.settings): e for e in evaluated}
+    rival = _rival(chooser, report, best, by_key)
     for a in [*certified, *([calibrated] if calibrated else []), simulated]:
-        if a.settings is None:
+        if a.settings is not None:
+            _judged(a, by_key[_key(_canonical(chooser, a.settings))], best, rival, chooser.maximise)
+    report.simulated = simulated
+    report.search = {"grid": len(candidates), "rungs": rungs, "paired": len(evaluated),
+                     "replicas": replicas, "start": start,
+                     "searched": {k.name: _span(k, evaluated) for k in free}}
+    return _finished(chooser, report)
+
+
+def _rival(chooser: Chooser, report: ChoiceReport, best: Evaluation,
+           by_key: dict) -> tuple[str, Evaluation] | None:
+    """What the best configuration's own answers are judged against: the best of the other
+    answers that run another configuration, else the best other configuration simulated
+    (the runner-up); None when nothing else ran."""
+    own = _key(best.settings)
+    rivals = {}
+    for a in (*report.certified, report.calibrated):
+        if a is not None and a.settings is not None:
+            k = _key(_canonical(chooser, a.settings))
+            if k != own:
+                rivals.setdefault(k, a.who)
+    pool = [by_key[k] for k in rivals] or [e for k, e in by_key.items() if k != own]
+    if not pool:
+        return None
+    top = _ranked(pool, chooser.maximise)[0]
+    who = rivals.get(_key(top.settings), f"the runner-up ({settings_text(top.settings)})")
+    return who, top
+
+
+def _judged(answer: Answer, e: Evaluation, best: Evaluation, rival, maximise: bool) -> None:
+    """The answer's simulated value and its paired regret: against the best configuration,
+    or, for an answer that is the best, against ``rival`` (:func:`_rival`; how far ahead
+    it is, never 0 +- 0 against itself)."""
+    answer.value, answer.ci = e.value, e.ci
+    against = best
+    if _key(e.settings) == _key(best.settings):
+        if rival is None:
+            return
+        answer.against, against = rival
+    answer.regret, answer.regret_ci, _ = paired_regret(e.values, against.values, maximise=maximise)
+    answer.passes = passes(answer.regret, answer.regret_ci)
+
+
+def _extended(chooser: Chooser, knobs: Sequence[Knob], evaluated: list[Evaluation], replicas: int,
+              step) -> list[Evaluation]:
+    """The paired stage completed around its leader: while, along a free knob, nothing is
+    simulated on one side of the leader (its other knobs equal), the next value that way is
+    simulated on the same replicas (:func:`_next_value`: halfway to the next grid value, or
+    one step beyond the grid where the knob may extend), up to EXTENSIONS times. A value
+    beyond that diverges ends the search that way (the range is searched until divergence
+    shows)."""
+    for _ in range(EXTENSIONS):
+        best = _ranked(evaluated, chooser.maximise)[0]
+        seen = {_key(e.settings) for e in evaluated}
+        new = []
+        for k in knobs:
+            for up in (True, False):
+                if k.fixed or _beyond_simulated(k, evaluated, best, up) is not None:
+                    continue
+                for v in _next_values(k, best.settings[k.name], up):
+                    s = _canonical(chooser, {**best.settings, k.name: v})
+                    if chooser.admits(s):
+                        if _key(s) not in seen:
+                            new.append(s)
+                            seen.add(_key(s))
+                        break
+        if not new:
+            break
+        step(f"search: around the leader, {len(new)} configurations x {replicas} replicas")
+        evaluated = [*evaluated, *chooser.simulate(new, replicas, paired=True)]
+        step("search", len(new) * replicas)
+    return evaluated
+
+
+def _next_values(k: Knob, value, up: bool) -> list:
+    """The values next to ``value`` that way along ``k``, the nearest first: halfway to the
+    next grid value beyond it (:meth:`Knob.between`), then that grid value; past the grid,
+    one step beyond (:meth:`Knob.beyond`) where the knob extends; none at its limit."""
+    side = [v for v in k.values if (v > value if up else v < value)]
+    if side:
+        nxt = side[0] if up else side[-1]
+        return [v for v in (k.between(value, nxt), nxt) if v is not None]
+    out = k.beyond(value, up) if k.extend else None
+    return [] if out is None else [out]
+
+
+def _beyond_simulated(k: Knob, evaluated: list[Evaluation], best: Evaluation, up: bool):
+    """The simulated configuration next beyond the leader along ``k`` (its other knobs
+    equal), or None."""
+    here = _value(best.settings[k.name])
+    line = [e for e in evaluated if all(_value(e.settings[n]) == _value(best.settings[n])
+                                        for n in best.settings if n != k.name)
+            and (_value(e.settings[k.name]) > here if up else _value(e.settings[k.name]) < here)]
+    if not line:
+        return None
+    return min(line, key=lambda e: abs(e.settings[k.name] - here))
+
+
+def _edges(chooser: Chooser, knobs: Sequence[Knob], evaluated: list[Evaluation],
+           best: Evaluation) -> list[str]:
+    """The free knobs at whose edge the leader sits, unresolved: nothing simulated beyond it
+    (with its other knobs), and the knob's own limit not reached there; each as a line."""
+    out = []
+    for k in knobs:
+        if k.fixed:
             continue
-        e = by_key[_key(a.settings)]
-        a.value, a.ci = e.value, e.ci
-        a.regret, a.regret_ci, _ = paired_regret(e.values, best.values, maximise=chooser.maximise)
-        a.passes = passes(a.regret, a.regret_ci)
-    search = {"grid": len(candidates), "rungs": rungs, "paired": len(stage),
-              "replicas": replicas, "start": start}
-    return ChoiceReport(chooser.name, [k.name for k in knobs], chooser.metric, chooser.maximise,
-                        chooser.inputs(), certified, calibrated, simulated, chooser.calibration,
-                        search, seconds, _message(chooser, certified, calibrated, simulated))
+        for up in (True, False):
+            here = best.settings[k.name]
+            if _beyond_simulated(k, evaluated, best, up) is not None:
+                continue
+            out_there = k.beyond(here, up)
+            if out_there is None or not chooser.admits({**best.settings, k.name: out_there}):
+                continue  # the knob's own limit: no edge of the search
+            side = "largest" if up else "smallest"
+            how = "extended as far as the search goes" if k.extend else "the grid given"
+            out.append(f"{k.name} = {here:g} is the {side} {k.name} searched ({how}): the best "
+                       f"may lie beyond it")
+    return out
 
 
-def _unique(settings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def predicted_over_steps(predict: Callable[[list[float]], Any], steps: Sequence[float], *,
+                         extend: bool = True, per_octave: int = 1, limit: int = EXTENSIONS,
+                         lower: float = 0.0, upper: float = math.inf, upper_note: str = "",
+                         maximise: bool = False,
+                         name: str = "step") -> tuple[list[float], np.ndarray, list[str]]:
+    """A prediction over a grid of steps that reaches its optimum inside the grid:
+    ``predict(steps)`` gives the predicted metric at each step, [..., len(steps)] (inf where
+    the prediction diverges). While the optimum over every entry sits at the largest step
+    (and is finite there), ``per_octave`` steps are added above it up to twice the largest;
+    likewise below the smallest (not below ``lower``); up to ``limit`` octaves each way, with
+    ``extend`` (False: a grid the user gave). A step above that diverges ends the search
+    upward: the range is searched until divergence shows; a step above ``upper`` counts as
+    diverging without being predicted (where the caller knows the run diverges there and
+    the prediction cannot see it: gradient descent above 2 / the curvature at the start);
+    ``upper_note``: where the prediction is only trusted up to ``upper`` (not a divergence),
+    why, and a pick at ``upper`` is flagged with it. Returns the steps (ascending), the
+    predictions [..., len(steps)] and, where the optimum still sits at an edge, a line
+    naming it (``name``: the knob)."""
+    order = sorted(float(x) for x in steps)
+
+    lead: list[tuple] = []
+
+    def predicted(xs: list[float]) -> np.ndarray:
+        inside = np.asarray(xs) <= upper
+        if not lead or inside.any():
+            values = np.asarray(predict([x for x, ok in zip(xs, inside, strict=True) if ok]
+                                        or xs[:1]), dtype=float)
+            lead[:] = [values.shape[:-1]]
+        out = np.full((*lead[0], len(xs)), np.inf)
+        if inside.any():
+            out[..., inside] = values
+        return out
+
+    values = predicted(order)
+    sign = -1.0 if maximise else 1.0
+
+    def best_index() -> int:
+        v = np.where(np.isfinite(values), sign * values, np.inf).reshape(-1, len(order))
+        return int(np.unravel_index(np.argmin(v), v.shape)[1])
+
+    edges = []
+    for up in (True, False):
+        for _ in range(limit if extend else 0):
+            if best_index() != (len(order) - 1 if up else 0):
+                break
+            end = order[-1] if up else order[0]
+            new = [end * 2.0 ** ((i if up else -i) / per_octave) for i in range(1, per_octave + 1)]
+            new = [x for x in new if x > lower]
+            if not new:
+                break
+            more = predicted(new)
+            every = order + new
+            idx = np.argsort(every, kind="stable")
+            order = [every[i] for i in idx]
+            values = np.concatenate([values, more], axis=-1)[..., idx]
+        j = best_index()
+        if len(order) == 1 and not extend:
+            break  # a fixed step: no range, no edge
+        if up and upper_note and order[j] <= upper and all(x > upper for x in order[j + 1:]) \
+                and j < len(order) - 1:
+            edges.append(f"{name} = {order[j]:.4g} is the largest {name} predicted: {upper_note}")
+        elif j == (len(order) - 1 if up else 0) and (order[j] * (2.0 if up else 0.5)) > lower:
+            how = "extended as far as the prediction goes" if extend else "the grid given"
+            edges.append(f"{name} = {order[j]:.4g} is the {'largest' if up else 'smallest'} {name} "
+                         f"predicted ({how}): the best may lie beyond it")
+    return order, values, edges
+
+
+def _span(k: Knob, evaluated: list[Evaluation]) -> list[float]:
+    """The smallest and largest values of ``k`` simulated in the paired stage."""
+    values = [e.settings[k.name] for e in evaluated]
+    return [min(values), max(values)]
+
+
+def _monotone(chooser: Chooser, variant: str, knobs: Sequence[Knob], prop: Proposal) -> str:
+    """Where the variant's bound over its curve is monotone in a free knob at every value of
+    the others (and so picks an end of that knob's range), one line saying so and why
+    (:meth:`Chooser.monotone_reason`)."""
+    key = next((k for k in ("bound", "time") if prop.curve and k in prop.curve[0]), None)
+    if key is None:
+        return ""
+    out = []
+    for k in knobs:
+        if k.fixed or k.name not in prop.curve[0] or not {row[k.name] for row in prop.curve} <= set(k.values):
+            continue
+        lines: dict[tuple, list] = {}
+        for row in prop.curve:
+            rest = tuple((x.name, row[x.name]) for x in knobs if x.name != k.name and x.name in row
+                         and {r[x.name] for r in prop.curve} <= set(x.values))
+            lines.setdefault(rest, []).append((row[k.name], row[key]))
+        rising = falling = True
+        for pts in lines.values():
+            vals = [v for _, v in sorted(pts)]
+            if len(vals) < 2 or not all(math.isfinite(v) for v in vals):
+                rising = falling = False
+                break
+            rising &= all(b >= a for a, b in zip(vals, vals[1:], strict=False))
+            falling &= all(b <= a for a, b in zip(vals, vals[1:], strict=False))
+        if rising or falling:
+            end = "smallest" if rising else "largest"
+            why = chooser.monotone_reason(variant, k.name)
+            out.append(f"its bound is non-{'de' if rising else 'in'}creasing in {k.name} over the "
+                       f"values compared, so it picks the {end}" + (f": {why}" if why else ""))
+    return "; ".join(out)
+
+
+def _admitted(chooser: Chooser, settings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [s for s in settings if chooser.admits(s)]
+
+
+def _canonical(chooser: Chooser, settings: dict[str, Any]) -> dict[str, Any]:
+    return dict(chooser.canonical(dict(settings))[0])
+
+
+def _distinct(chooser: Chooser, settings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``settings`` each as its canonical run (:meth:`Chooser.canonical`), once each, in order."""
+    seen, out = set(), []
+    for s in settings:
+        c = _canonical(chooser, s)
+        if _key(c) not in seen:
+            seen.add(_key(c))
+            out.append(c)
+    return out
+
+
+def _finished(chooser: Chooser, report: ChoiceReport) -> ChoiceReport:
+    """The report with its rows that run the same configuration named (``same``), its
+    recommendation and its message."""
+    groups: dict[tuple, list[Answer]] = {}
+    for a in report.answers:
+        if a.settings is not None:
+            groups.setdefault(_key(_canonical(chooser, a.settings)), []).append(a)
+    for answers in groups.values():
+        if len(answers) > 1:
+            distinct = _distinct_settings([a.settings for a in answers])
+            reasons = {chooser.canonical(dict(s))[1] for s in distinct} - {""}
+            report.same.append({"answers": [a.who for a in answers], "settings": distinct,
+                                "reason": "; ".join(sorted(reasons))})
+    report.recommended = recommendation(report)
+    report.message = _message(chooser, report)
+    return report
+
+
+def _distinct_settings(settings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen, out = set(), []
     for s in settings:
         if _key(s) not in seen:
@@ -649,13 +1083,47 @@ def _unique(settings: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def settings_text(settings: dict[str, Any]) -> str:
-    """Knob settings as text: "Q = 5, eta = 0.1"."""
-    return ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
-                     for k, v in settings.items())
+def recommendation(report: ChoiceReport) -> dict[str, Any] | None:
+    """The settings to train with, the answer they come from and why: the simulated answer
+    (the best configuration measured on the paired replicas) where there is one with a
+    finite metric, saying how the calibrated answer compares and whether the pick sits at
+    an unresolved edge of the search; without a simulation (``--method bound``), the
+    calibrated answer (a prediction; the certified bounds' minimisers guarantee a bound on
+    the theorem's left-hand side, not the best metric). None when no answer has settings."""
+    sim, cal = report.simulated, report.calibrated
+    if sim is not None and sim.value is not None and math.isfinite(sim.value):
+        why = [f"the best of {report.search.get('paired', 0)} configurations simulated on "
+               f"{report.search.get('replicas', 0)} paired replicas"]
+        if sim.against and sim.regret is not None and math.isfinite(sim.regret):
+            ahead = "ahead of" if sim.regret <= 0 else "behind"
+            why.append(f"{_percent_text(sim.regret, sim.regret_ci)} {ahead} {sim.against}")
+        if cal is not None and cal.regret is not None:
+            agree = cal.settings == sim.settings or (math.isfinite(cal.regret)
+                                                     and cal.regret - cal.regret_ci <= 0)
+            why.append("the calibrated answer agrees within its interval" if agree else
+                       f"the calibrated answer is {_percent_text(cal.regret, cal.regret_ci)} behind")
+        if sim.edge:
+            why.append("flagged: " + "; ".join(sim.edge))
+        return {"settings": sim.settings, "answer": "simulated", "why": "; ".join(why)}
+    if cal is not None and cal.settings is not None:
+        why = ["the minimiser of the calibrated prediction (a prediction, not a certificate)"]
+        why.append("not simulated: run with --method both to check it" if sim is None else
+                   "no simulated configuration reached a finite metric")
+        if cal.edge:
+            why.append("flagged: " + "; ".join(cal.edge))
+        return {"settings": cal.settings, "answer": "calibrated", "why": "; ".join(why)}
+    if sim is not None and sim.settings is not None:
+        return {"settings": sim.settings, "answer": "simulated",
+                "why": "no simulated configuration reached a finite metric; the closest"}
+    return None
 
 
-def _message(chooser: Chooser, certified, calibrated, simulated) -> str:
+def _percent_text(x: float, hw: float) -> str:
+    return f"{abs(x):.1%} (+- {hw:.1%})" if math.isfinite(hw) else f"{abs(x):.1%}"
+
+
+def _message(chooser: Chooser, report: ChoiceReport) -> str:
+    certified, calibrated, simulated = report.certified, report.calibrated, report.simulated
     if simulated is None:
         parts = [f"{a.variant} chooses {settings_text(a.settings)}" if a.settings is not None
                  else f"{a.variant}: no certificate" for a in certified]
@@ -666,9 +1134,10 @@ def _message(chooser: Chooser, certified, calibrated, simulated) -> str:
         return (f"No simulated configuration reached a finite {chooser.metric}; the closest is "
                 f"{settings_text(simulated.settings)}.")
     ok = [a.variant for a in certified if a.passes]
-    cal = "" if calibrated is None else (
+    cal = "" if calibrated is None or calibrated.regret is None else (
         f"; calibrated {settings_text(calibrated.settings)} "
-        + ("passes" if calibrated.passes else "misses") + f" (regret {calibrated.regret:.1%})")
+        + ("passes" if calibrated.passes else "misses") + f" (regret {calibrated.regret:.1%}"
+        + (f" against {calibrated.against})" if calibrated.against else ")"))
     return (f"Best simulated: {settings_text(simulated.settings)} ({chooser.metric} "
             f"{simulated.value:.4g}){cal}; certified answers that pass (regret <= "
             f"{TOLERANCE:.0%} or indistinguishable at 95%): {', '.join(ok) if ok else 'none'}.")

@@ -177,31 +177,72 @@ def _flat(v) -> str:
     return _cell(v)
 
 
+def settings_text(settings: dict) -> str:
+    """Knob settings as text: "Q = 5, eta = 0.1"."""
+    return ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
+                     for k, v in settings.items())
+
+
 def format_choice(report) -> str:
-    """A :class:`verify.choose.ChoiceReport` as text: the inputs, one row per answer
-    (certified per variant, calibrated, simulated) with what its method predicted there, the
-    simulated metric with its 95% interval, the paired regret against the best with its
-    interval and whether it passes, what the calibrated answer is, and the conclusion."""
-    lines = [f"{report.chooser}: " + ", ".join(f"{k}={_flat(v)}" for k, v in report.inputs.items()
-                                               if not isinstance(v, dict) or _scalars(v))]
-    head = ["answer", *report.knobs, "predicted"]
+    """A :class:`verify.choose.ChoiceReport` as text: the recommendation first (the settings
+    to train with, from which answer, why), then the inputs, one row per distinct run
+    (answers that run the same configuration share it: certified per variant, calibrated,
+    simulated) with the certified bound and the calibrated prediction there, the simulated
+    metric with its 95% interval, the paired regret with its interval and whether it
+    passes; then what each column means, the notes and the conclusion."""
+    rec = report.recommended
+    lines = ([f"Recommended: {settings_text(rec['settings'])} (the {rec['answer']} answer): "
+              f"{rec['why']}.", ""] if rec else ["Recommended: none (no answer has settings).", ""])
+    lines.append(f"{report.chooser}: " + ", ".join(f"{k}={_flat(v)}" for k, v in report.inputs.items()
+                                                   if not isinstance(v, dict) or _scalars(v)))
+    head = ["answer", *report.knobs, "bound", "predicted"]
     simulated = report.simulated is not None
     if simulated:
         head += [f"simulated {report.metric}", "95% +-", "regret", "95% +-", "passes"]
-    body = []
+    merged = {name: group["answers"] for group in report.same for name in group["answers"]}
+    body, shown = [], set()
     for a in report.answers:
-        name = f"certified {a.variant}" if a.kind == "certified" else a.kind
-        row = [name, *(_cell(None if a.settings is None else a.settings[k]) for k in report.knobs),
-               "-" if a.kind == "simulated" else _cell(a.predicted)]
+        if a.who in shown:
+            continue
+        names = merged.get(a.who, [a.who]) if a.settings is not None else [a.who]
+        shown.update(names)
+        row_of = [b for b in report.answers if b.who in names]
+        best = next((b for b in row_of if b.against), a)  # the best's row: its regret vs the rival
+        bound = next((b.predicted for b in row_of if b.kind == "certified"), None)
+        predicted = next((b.predicted for b in row_of if b.kind == "calibrated"), None)
+        row = [_names(names), *(_cell(None if a.settings is None else a.settings[k])
+                                    for k in report.knobs), _cell(bound), _cell(predicted)]
         if simulated:
-            row += [_cell(a.value), _cell(a.ci), _percent(a.regret), _percent(a.regret_ci),
-                    "-" if a.passes is None else "yes" if a.passes else "no"]
+            row += [_cell(best.value), _cell(best.ci), _percent(best.regret), _percent(best.regret_ci),
+                    "-" if best.passes is None else "yes" if best.passes else "no"]
         body.append(row)
-    lines += ["", _table(head, body), "",
-              *(f"certified {a.variant}: {a.note}" for a in report.certified if a.settings is None),
-              "predicted: the bound's value for a certified answer (a guarantee); for the "
-              f"calibrated answer, {report.calibration}.", "", report.message]
+    lines += ["", _table(head, body), ""]
+    bounded = f", a bound on {report.bounded}" if report.bounded else ""
+    lines.append(f"bound: the certified variant's bound at its settings{bounded} (a guarantee; "
+                 f"not the {report.metric} simulated); predicted: {report.calibration}.")
+    if simulated:
+        rivals = sorted({a.against for a in report.answers if a.against})
+        lines.append("regret: paired, against the best configuration simulated" + (
+            f"; the best's own row against {', '.join(rivals)} (how far ahead it is)" if rivals else ""))
+    for group in report.same:
+        if len(group["settings"]) > 1:
+            lines.append(f"{' and '.join(settings_text(x) for x in group['settings'])} run the same "
+                         f"configuration" + (f" ({group['reason']})" if group["reason"] else "")
+                         + f": shown once ({', '.join(group['answers'])})")
+    for a in report.answers:
+        if a.note and (a.kind == "certified" or a.settings is None):
+            lines.append(f"{a.who}: {a.note}")
+        for e in a.edge:
+            lines.append(f"{a.who}: flagged: {e}")
+    lines += ["", report.message]
     return "\n".join(lines)
+
+
+def _names(whos: Sequence[str]) -> str:
+    """Answers that share a row: "certified proof, tight = calibrated = simulated"."""
+    variants = [w.removeprefix("certified ") for w in whos if w.startswith("certified ")]
+    rest = [w for w in whos if not w.startswith("certified ")]
+    return " = ".join(([f"certified {', '.join(variants)}"] if variants else []) + rest)
 
 
 def _percent(x) -> str:

@@ -1,12 +1,11 @@
-"""``fedbound choose NAME``: a registered chooser (``verify.choose``) with the options it
-declares; a chooser's aliases (``fedbound ALIAS ...``) run it too."""
+"""``fedbound choose NAME``: a registered chooser (``verify.choose``) with the options its
+declaration generates (``verify.declare``); a chooser's aliases (``fedbound ALIAS ...``) run
+it too."""
 
 from __future__ import annotations
 
 import argparse
-import re
 import textwrap
-from contextlib import contextmanager
 
 from .common import (
     Command,
@@ -17,7 +16,6 @@ from .common import (
     limit_options,
     names,
     progress_bar,
-    read_scenario,
     scenario_from,
     scenario_json,
 )
@@ -27,9 +25,12 @@ EXITS = {0: "the choices were made and printed (or the choosers listed)"}
 
 
 def chooser_parser(cls, command: str) -> Parser:
-    """The argument parser of ``fedbound choose COMMAND``, which runs the chooser ``cls``."""
+    """The argument parser of ``fedbound choose COMMAND``, which runs the chooser ``cls``: the
+    options every chooser has, then one per input it declares (``Chooser.declared``)."""
     from ..choose import METHODS
+    from ..declare import add_options, file_fields
 
+    fields = scenario_fields(cls)
     p = Parser(prog=f"fedbound choose {command}", description=textwrap.fill(cls.summary or cls.__doc__, 79),
                formatter_class=argparse.RawDescriptionHelpFormatter,
                epilog=(f"example:\n  {cls.example}\n\n" if cls.example else "")
@@ -44,9 +45,29 @@ def chooser_parser(cls, command: str) -> Parser:
                    help="both (default): the certified, calibrated and simulated answers, each "
                         "simulated; bound: the certified and calibrated predictions only, "
                         "nothing simulated; simulate: the simulated search only")
+    if fields is not None:
+        own = file_fields(cls.declared, fields)
+        p.add_argument("--scenario", metavar="FILE",
+                       help=f"a {cls.key} scenario JSON file (- for standard input): its fields, "
+                            + (f"and the fields {', '.join(own)} of the options below" if own else "")
+                            + " (options given override the file)")
     limit_options(p, None, shown=("memory", "steps"))
-    cls.add_arguments(p)
+    add_options(p, cls.declared)
     return p
+
+
+def scenario_fields(cls) -> list[str] | None:
+    """The fields of the scenario of the chooser's result (None: the result has no adapter,
+    the chooser reads no scenario file)."""
+    import dataclasses
+
+    from ..adapter import adapter_for
+
+    try:
+        scenario = adapter_for(cls.key).default_scenario()
+    except (KeyError, ValueError):
+        return None
+    return [f.name for f in dataclasses.fields(scenario)]
 
 
 def _listing() -> str:
@@ -72,8 +93,8 @@ def run(args):
     if sub.curves and not (args.json or sub.json):
         raise UsageError("--curves adds the per-time curves to the JSON: give it with --json")
     with limits.configured(memory=sub.max_memory, steps=sub.max_steps,
-                           scenarios=sub.max_scenarios, input=sub.max_input), as_options(parser):
-        chooser = cls.from_arguments(sub, scenario_reader(parser, sub))
+                           scenarios=sub.max_scenarios, input=sub.max_input):
+        chooser = built(cls, sub)
         with progress_bar(unit="runs", leave=False) as bar:
             rep = choose(chooser, variants=names(sub.variant, "--variant"), method=sub.method,
                          progress=bar)
@@ -83,52 +104,35 @@ def run(args):
     return None
 
 
-def scenario_reader(parser: argparse.ArgumentParser, sub):
-    """What a chooser's ``from_arguments`` reads its ``--scenario`` file with. The file is read
-    once, here: the fields of a scenario (not a witness) that name the problem
-    (``verify.named_problem.FIELDS``, those the chooser has options for) stand for their
-    options where the command line gave none (``named_problem.take_file_fields``); the rest
-    is the scenario, a bad field named as the file writes it (``--scenario s.json: T=-1``)."""
-    from ..named_problem import FIELDS, take_file_fields
+def built(cls, sub):
+    """The chooser ``cls`` of the parsed command line ``sub``: the declared inputs its
+    options give, and those its ``--scenario`` file gives as fields (the fields its paper's
+    scenario has not; an option given overrides the file's), each checked by the declaration
+    and named as the user wrote it; the rest of the file is the paper's scenario, a bad field
+    named as the file writes it (``--scenario s.json: T=-1``). A stored witness is read as
+    its scenario."""
+    from ..declare import fields_given, inputs_of, options_given
     from ..scenario import FieldError
     from ..witnesses import as_witness
 
-    if getattr(sub, "scenario", None) is None:
-        return lambda key, source: read_scenario(key, source)[0]
-    data, what = scenario_json(sub.scenario)
-    if as_witness(data) is None:
-        choices = {a.dest: a.choices for a in parser._actions if a.dest in FIELDS}
-        take_file_fields(data, sub, choices, what)
-
-    def read(key: str, source: str):
+    written = {i.name: i.flag for i in inputs_of(cls.declared)}
+    written["scenario"] = "--scenario"
+    values, scenario = {}, None
+    if getattr(sub, "scenario", None) is not None:
+        data, what = scenario_json(sub.scenario)
+        if as_witness(data) is None:
+            values, from_file = fields_given(cls.declared, data, what, scenario_fields(cls))
+            written.update(from_file)
         try:
-            return scenario_from(key, data, what)[0]
-        except FieldError:
+            scenario = scenario_from(cls.key, data, what)[0]
+        except (FieldError, UsageError):
             raise
         except ValueError as e:
             raise FieldError(f"{what}: {e}") from None
-    return read
-
-
-@contextmanager
-def as_options(parser: argparse.ArgumentParser):
-    """A ValueError raised inside the block names the chooser's fields as the user wrote
-    them: a field the chooser validates under the name of its option (``alpha=1e-320``,
-    ``delays[0..3]``) is written as that option (``--alpha=1e-320``, ``--delays[0..3]``); a
-    ``FieldError`` (already named, e.g. after a scenario file's field) is left as it is."""
-    options = {a.dest: a.option_strings[-1] for a in parser._actions
-               if a.option_strings and a.option_strings[-1].startswith("--")}
-    from ..scenario import FieldError
-
-    try:
-        yield
-    except FieldError:
-        raise
-    except ValueError as e:
-        text = str(e)
-        for dest, option in options.items():
-            text = re.sub(rf"(?<![\w.\-\[]){re.escape(dest)}(?=[=\[])", option, text)
-        raise ValueError(text) from None
+    given, by_option = options_given(cls.declared, sub)
+    values.update(given)
+    written.update(by_option)
+    return cls.from_inputs(values, scenario=scenario, written=written)
 
 
 def alias_command(name: str) -> str | None:

@@ -8,8 +8,9 @@ Calibrated: the exact second moments of SGD on the scenario's quadratic
 Simulated: ``verify.choose`` searches the knob's grid with SGD on the scenario's quadratic,
 every step on the same seeds (common random numbers), measuring the average squared
 gradient norm. A plugin adds a chooser this way: a :class:`~verify.api.Chooser` subclass
-registered with :func:`~verify.api.register_chooser`, with the options it takes on the
-command line.
+registered with :func:`~verify.api.register_chooser`, its inputs declared once
+(:class:`~verify.api.Input`): ``fedbound choose sgd`` generates its options (``--K``,
+``--sigma``, ``--eta``) and the fields a ``--scenario`` file may give from them.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from fedbound import bounds
 from fedbound.verify.api import (
     Chooser,
     Evaluation,
+    Input,
     Knob,
     Proposal,
-    comma_separated,
     register_chooser,
     require_int,
 )
@@ -44,24 +45,21 @@ class Step(Chooser):
     summary = "SGD: the step eta for K iterations, certified, calibrated and simulated"
     example = "fedbound --plugin fedbound_sgd choose sgd --K 100 --sigma 1"
 
-    def __init__(self, scenario: SGDScenario | None = None, *, etas=None, points: int = 9):
-        self.scenario = scenario or SGDScenario()
+    declared = (
+        Input("K", int, "iterations (default: the scenario's, 100)", low=1),
+        Input("sigma", float, "gradient noise (default: the scenario's, 1)", low=0),
+        Input("eta", float, "the steps to compare (default: a log grid up to 1/L)", low=0,
+              low_open=True, knob=True),
+    )
+
+    def __init__(self, scenario: SGDScenario | None = None, *, K=None, sigma=None, eta=None,
+                 points: int = 9):
+        changes = {"K": self.value("K", K), "sigma": self.value("sigma", sigma)}
+        self.scenario = self.replaced(scenario or SGDScenario(), changes)
         self.scenario.validate()
         self.points = require_int("points", points, minimum=2)
-        self.etas = None if etas is None else [float(e) for e in etas]
+        self.etas = self.value("eta", eta)
         self.replicas = self.scenario.replicas
-
-    @classmethod
-    def add_arguments(cls, p) -> None:
-        p.add_argument("--K", type=int, help="iterations (default: the scenario's, 100)")
-        p.add_argument("--sigma", type=float, help="gradient noise (default 1)")
-        p.add_argument("--eta", help="comma-separated steps to compare (default: a log grid "
-                                     "up to 1/L)")
-
-    @classmethod
-    def from_arguments(cls, args, read_scenario) -> Step:
-        fields = {k: v for k, v in (("K", args.K), ("sigma", args.sigma)) if v is not None}
-        return cls(SGDScenario(**fields), etas=comma_separated(args.eta, "--eta"))
 
     def _params(self) -> dict[str, Any]:
         problem, x0, _ = build(self.scenario)
@@ -75,7 +73,7 @@ class Step(Chooser):
         """The steps given, else a log grid from 1/(100 L) to 1/L."""
         top = 1.0 / self.scenario.L
         etas = self.etas or np.geomspace(top / 100, top, self.points).tolist()
-        return [Knob("eta", tuple(etas), "log", option="--eta")]
+        return [Knob("eta", tuple(etas), "log", option=self.named("eta"))]
 
     def certified(self, variant: str) -> Proposal:
         thm, params = bounds.get(self.key, variant), self._params()

@@ -22,24 +22,25 @@ import numpy as np
 
 from fedbound import bounds
 from fedbound.verify.api import (
+    DEVICE,
     GRAD2,
     LOOP_OVERHEAD,
     LOSS,
+    SMALLEST_STEP,
     TIME,
     Chooser,
     Evaluation,
+    FieldError,
     Footprint,
+    Input,
     Knob,
-    NamedProblem,
     NoCertificate,
     Proposal,
-    add_problem_arguments,
-    comma_separated,
     fitting_batches,
     label,
+    predicted_over_steps,
+    problem_inputs,
     register_chooser,
-    require_float,
-    require_int,
     require_runs,
     settings_text,
 )
@@ -89,18 +90,8 @@ def loss_at_times(loss: np.ndarray, end_time: np.ndarray, U: np.ndarray, times) 
     return np.take_along_axis(loss, ended, axis=1)
 
 
-def knob_values(name: str, value, option: str, *, low: float, low_open: bool) -> list[float] | None:
-    """A knob given as None (the default grid), a number (fixed) or a list (a grid), each
-    value validated (ValueError naming ``option`` and the entry)."""
-    if value is None:
-        return None
-    values = value if isinstance(value, (list, tuple)) else [value]
-    if not values:
-        raise ValueError(f"{option}: give at least one value")
-    return [require_float(f"{option}[{i}]" if len(values) > 1 else option, v, low=low,
-                          low_open=low_open) for i, v in enumerate(values)]
-
-
+#: the variants of Theorem 2 that follow the paper's proof (tight: its sharper constants; not refined, iid)
+PAPER_PROOF = ("printed", "arxiv", "proof", "tight")
 #: the delay paths ``bounds.choose_sync_time`` draws per S for the round statistics
 BOUND_DRAWS = 2000
 
@@ -129,138 +120,100 @@ class SyncTime(Chooser):
     #: the loss at a deadline is noisy (one delay path per replica): the paired stage may
     #: grow to 4 x replicas while a close configuration is unresolved (``Chooser.resolve``)
     resolve = 4
+    bounded = "Theorem 2's left-hand side, the mean of ||grad f(x^u)||^2 over the rounds u <= U"
     calibration = ("the exact second moments of Algorithm 1 on the problem's local quadratic "
                    "model (sim.estimate.quadratic_model: the Hessian's spectrum, the start, the "
                    "groups' gradient offsets and the gradient noise at a reference minimiser), "
                    "rounds drawn from the delay model; a prediction, not a certificate")
 
-    @classmethod
-    def add_arguments(cls, p) -> None:
-        p.add_argument("--sizes", help="clients per group, e.g. 15,15 (default: the scenario's)")
-        p.add_argument("--delays", help=DELAYS_HELP + " (default: the scenario's)")
-        p.add_argument("--T", type=float, help="system time, the deadline of training, in time "
-                                               "units (default: the scenario's)")
-        for name, help_ in (("L", "smoothness (the quadratic's largest eigenvalue)"),
-                            ("G", "bound on E||g||^2, Assumption 3 (certified bounds only)"),
-                            ("sigma", "gradient noise, E||g - grad f||^2 <= sigma^2"),
-                            ("Delta", "initial gap f(x^1) - f_inf")):
-            p.add_argument(f"--{name}", type=float, help=help_ + " (the synthetic quadratic; "
-                                                               "with --data, a certified constant "
-                                                               "you vouch for)")
-        p.add_argument("--S", help="sync time in time units: one value (fixed) or comma-"
-                                   "separated values to compare (default: 0 and 6 values up to "
-                                   "about 20 local iterations per round)")
-        p.add_argument("--alpha", help="step size: one value (fixed) or comma-separated values "
-                                       "(default: 7 factors of 2 up to 1/L, the largest step "
-                                       "Theorem 2 admits)")
-        p.add_argument("--metric", choices=(*METRICS, "final_loss"), default="loss",
-                       help="what the simulation ranks by: loss (the default: the loss gap at "
-                            "the deadline T, f(x^(U+1)) - f_inf), lhs (Theorem 2's left-hand "
-                            "side) or time (to reach f - f_inf <= --epsilon)")
-        p.add_argument("--epsilon", type=float, help="the target of --metric time")
-        p.add_argument("--replicas", type=int, default=32,
-                       help="delay paths in the paired comparison (default 32)")
-        p.add_argument("--seed", type=int, default=0, help="seed of the problem (the synthetic "
-                                                           "quadratic, or the split and the "
-                                                           "network's start of --data) and of "
-                                                           "the paths")
-        p.add_argument("--scenario", help="HFL scenario JSON file: its problem, sizes, delays "
-                                          "and T, or instead of its problem the fields data, "
-                                          "model, split, batch, hidden and data_dir of the "
-                                          "options below (options given override them)")
-        add_problem_arguments(p, clients="--sizes, group after group")
+    declared = (
+        Input("sizes", int, "clients per group, e.g. 15,15 (default: the scenario's)", low=1,
+              many=True),
+        Input("delays", float, DELAYS_HELP + " (default: the scenario's)", low=0, many=True,
+              length=8, exact=True, metavar="d,b,e,f,d_g,b_g,e_g,f_g"),
+        Input("T", float, "system time, the deadline of training (default: the scenario's)",
+              unit="time units", low=0, low_open=True),
+        *(Input(name, float, what + " (the synthetic quadratic; with --data or --scenario, a "
+                "certified constant you vouch for)", low=0, low_open=name in ("L", "G"))
+          for name, what in (("L", "smoothness (the quadratic's largest eigenvalue)"),
+                             ("G", "bound on E||g||^2, Assumption 3 (certified bounds only)"),
+                             ("sigma", "gradient noise, E||g - grad f||^2 <= sigma^2"),
+                             ("Delta", "initial gap f(x^1) - f_inf"))),
+        Input("S", float, "sync time (default: 0 and 6 values up to about 20 local iterations "
+                          "per round)", unit="time units", low=0, knob=True),
+        Input("alpha", float, "step size (default: factors of 2 around the largest step the "
+                              "problem's curvature admits, beyond any theorem's range until the "
+                              "simulation diverges)", low=SMALLEST_STEP, knob=True),
+        Input("metric", str, "what the simulation ranks by: loss (the loss gap at the deadline T, "
+                             "f(x^(U+1)) - f_inf), lhs (Theorem 2's left-hand side) or time (to "
+                             "reach f - f_inf <= --epsilon); final_loss is loss",
+              default="loss", choices=(*METRICS, "final_loss")),
+        Input("epsilon", float, "the target of --metric time", low=0, low_open=True),
+        Input("replicas", int, "delay paths in the paired comparison", default=32, low=2),
+        Input("seed", int, "seed of the problem (the synthetic quadratic, or the split and the "
+                           "network's start of --data) and of the paths", default=0, low=0),
+        DEVICE,
+        problem_inputs(clients="--sizes, group after group"),
+    )
 
-    @classmethod
-    def from_arguments(cls, args, read_scenario) -> SyncTime:
-        delays = None
-        if args.delays is not None:
-            delays = [x.strip() for x in args.delays.split(",")]  # strings: decimals stay exact
-            if len(delays) != 8:
-                raise ValueError(f"--delays needs the 8 parameters d,b,e,f,d_g,b_g,e_g,f_g of the "
-                                 f"linear delay model, got {len(delays)}")
-        S = comma_separated(args.S, "--S")
-        alpha = comma_separated(args.alpha, "--alpha")
-        given = {"S": S, "alpha": alpha, "metric": args.metric, "epsilon": args.epsilon,
-                 "replicas": args.replicas, "seed": args.seed}
-        named = NamedProblem.from_arguments(args)
-        if args.scenario is not None:
-            s = read_scenario(cls.key, args.scenario)
-            return cls.from_scenario(s, sizes=comma_separated(args.sizes, "--sizes", int),
-                                     delays=delays, T=args.T, named=named, **given)
-        needed = ("sizes", "delays", "T") + (("L", "G", "sigma", "Delta") if named is None else ())
-        missing = [f"--{n}" for n in needed if getattr(args, n) is None]
-        if missing:
-            raise ValueError(f"{', '.join(missing)}: required without --scenario"
-                             + ("" if named is not None else " or --data"))
-        sizes = comma_separated(args.sizes, "--sizes", int)
-        problem = {}
-        if named is not None:
-            from fedbound.bounds.delays import validate_sizes
-
-            problem, x1 = named.build(validate_sizes(sizes), args.seed, "choose hfl")
-            problem = {"problem": problem, "x1": x1, "source": named.as_dict(args.seed)}
-        return cls(sizes=sizes, delays=delays, T=args.T, L=args.L, G=args.G, sigma=args.sigma,
-                   Delta=args.Delta, **problem, **given)
-
-    @classmethod
-    def from_scenario(cls, s, *, sizes=None, delays=None, T=None, named=None, **kw) -> SyncTime:
-        """The chooser on an ``HFLScenario``'s problem, x^1, sizes, delays and T (each of
-        ``sizes``, ``delays``, ``T`` given overrides the scenario's; a ``NamedProblem``
-        ``named`` replaces its problem, built over the sizes from ``kw``'s seed)."""
-        from fedbound.bounds.delays import validate_sizes
-
-        from .adapters import build
-
-        s.validate()
-        sizes = sizes or s.sizes
-        if named is None:
-            st = build(s)
-            problem = {"problem": st.problem, "x1": st.x1}
-        else:
-            seed = kw.get("seed", 0)
-            fed = named.build(validate_sizes(sizes), seed, "choose hfl")
-            problem = {"problem": fed.problem, "x1": fed.x1, "source": named.as_dict(seed)}
-        return cls(sizes=sizes, delays=delays or s.delays, T=T or s.T, **problem, **kw)
-
-    def __init__(self, *, sizes, delays, T, L=None, G=None, sigma=None, Delta=None,
-                 problem=None, x1=None, S=None, alpha=None, metric: str = "loss",
-                 epsilon=None, replicas: int = 32, seed: int = 0, source=None):
+    def __init__(self, *, scenario=None, sizes=None, delays=None, T=None, L=None, G=None,
+                 sigma=None, Delta=None, problem=None, x1=None, named=None, S=None, alpha=None,
+                 metric=None, epsilon=None, replicas=None, seed=None, source=None, device=None):
         from fedbound.bounds import delays as dl
 
-        self.model = dl.DelayModel.linear(delays, sizes)
-        self.sizes = list(dl.validate_sizes(sizes))
-        self.delays = list(delays)
-        self.T = require_float("T", T, low=0, low_open=True)
-        self.replicas = require_int("replicas", replicas, minimum=2)
-        self.seed = require_int("seed", seed, minimum=0)
-        metric = {"final_loss": "loss"}.get(metric, metric)
-        if metric not in METRICS:
-            raise ValueError(f"metric={metric!r} must be one of {METRICS}")
-        self.measured = metric
-        self.epsilon = None if epsilon is None else require_float("epsilon", epsilon, low=0,
-                                                                  low_open=True)
-        if metric == "time" and self.epsilon is None:
-            raise ValueError("metric='time' needs epsilon, the target of f - f_inf")
-        given = {k: v for k, v in (("L", L), ("G", G), ("sigma", sigma), ("Delta", Delta))
-                 if v is not None}
-        for k, v in given.items():
-            require_float(k, v, low=0, low_open=k in ("L", "G"))
+        v = self.value
+        self.device = self.device_of(device)
+        self.replicas = v("replicas", replicas)
+        self.seed = v("seed", seed)
+        sizes, delays, T = v("sizes", sizes), v("delays", delays), v("T", T)
+        if scenario is not None:
+            scenario.validate()
+            sizes, delays, T = sizes or scenario.sizes, delays or scenario.delays, T or scenario.T
+        missing = [self.named(n) for n, x in (("sizes", sizes), ("delays", delays), ("T", T))
+                   if x is None]
+        given = {k: v(k, x) for k, x in (("L", L), ("G", G), ("sigma", sigma), ("Delta", Delta))
+                 if x is not None}
+        if problem is None and named is None and scenario is None:
+            missing += [self.named(k) for k in ("L", "sigma", "Delta") if k not in given]
+        if missing:
+            raise FieldError(f"{', '.join(missing)}: required without {self.named('scenario')}"
+                             + ("" if problem is not None or named is not None else
+                                f" or {self.named('data')}"))
+        try:
+            self.model = dl.DelayModel.linear(delays, sizes)
+        except ValueError as e:
+            raise self.renamed("delays", e) from None
+        self.sizes, self.delays, self.T = list(dl.validate_sizes(sizes)), list(delays), T
+        metric = v("metric", metric)
+        self.measured = {"final_loss": "loss"}.get(metric, metric)
+        self.epsilon = v("epsilon", epsilon)
+        if self.measured == "time" and self.epsilon is None:
+            raise FieldError(f"{self.named('metric')}=time needs {self.named('epsilon')}, the "
+                             "target of f - f_inf")
+        if named is not None:
+            fed = named.build(self.sizes, self.seed, "choose hfl", groups=self.named("sizes"))
+            problem, x1, source = fed.problem, fed.x1, named.as_dict(self.seed)
+        elif problem is None and scenario is not None:
+            from .adapters import build
+
+            st = build(scenario)
+            problem, x1 = st.problem, st.x1
+            source = source or f"scenario's {scenario.problem['kind']}"
         if problem is None:
-            missing = [k for k in ("L", "sigma", "Delta") if k not in given]
-            if missing:
-                raise ValueError(f"{', '.join(missing)}: needed for the synthetic quadratic "
-                                 "(or pass a problem)")
-            problem, x1 = synthetic_quadratic(given["L"], given["sigma"], given["Delta"], seed=seed)
+            problem, x1 = synthetic_quadratic(given["L"], given["sigma"], given["Delta"], seed=self.seed)
             self.source = (f"synthetic quadratic (dim {problem.dim}, L = {given['L']:g}, "
                            f"sigma = {given['sigma']:g}, Delta = {given['Delta']:g})")
         else:
             if x1 is None:
                 raise ValueError("x1: the start of the problem passed in is needed")
             self.source = source or f"{type(problem).__name__} (dim {problem.dim}) passed in"
+        if self.device != problem.device:
+            problem, x1 = problem.to(self.device), x1.to(self.device)
         self.problem, self.x1 = problem, x1
+        self._batch_name = self.named("batch") if named is not None else "batch"
+        self.subsample = None if named is None else named.subsample
         self.constants = self._certified_constants(given)
-        self.S_given = knob_values("S", S, "--S", low=0, low_open=False)
-        self.alpha_given = knob_values("alpha", alpha, "--alpha", low=0, low_open=True)
+        self.S_given, self.alpha_given = v("S", S), v("alpha", alpha)
 
     @property
     def metric(self) -> str:
@@ -278,23 +231,38 @@ class SyncTime(Chooser):
     def inputs(self) -> dict[str, Any]:
         return {"sizes": self.sizes, "delays": self.delays, "T": self.T, "problem": self.source,
                 "constants": self.constants, "metric": self.measured, "epsilon": self.epsilon,
-                "replicas": self.replicas, "seed": self.seed}
+                "replicas": self.replicas, "seed": self.seed, "device": str(self.device)}
 
     # ------------------------------------------------------------------ knobs
 
     def alpha_max(self) -> float:
         """The largest step any valid variant admits (Theorem 2: alpha <= 1/L), with L the
-        certified constant, else the largest curvature at x^1 (estimated once)."""
+        certified constant, else the largest curvature at x^1 (:meth:`curvature`)."""
+        return 1.0 / (self.constants["L"] if "L" in self.constants else self.curvature())
+
+    def trusted_steps(self) -> dict[str, Any]:
+        """The steps the calibrated prediction compares: up to 2 / L with a certified L
+        (beyond, the model, exact or bounded by L, diverges itself); else up to 1 / the
+        curvature at x^1, the model being local (taken at x_ref, where the curvature is lower)
+        and blind to the early iterations' instability, and a pick there flagged."""
         if "L" in self.constants:
-            return 1.0 / self.constants["L"]
+            return {"upper": 2.0 / self.constants["L"]}
+        return {"upper": 1.0 / self.curvature(),
+                "upper_note": "1 / the curvature at x^1, beyond which the local model (taken at "
+                              "x_ref) is not trusted; the simulated search goes further"}
+
+    def curvature(self) -> float:
+        """The largest curvature of the problem at x^1 (``sim.estimate.top_curvature``),
+        estimated once: the calibrated model's reference run starts from it too."""
         if not hasattr(self, "_curvature"):
             import torch
 
-            from fedbound.sim.estimate import lipschitz
+            from fedbound.sim.estimate import top_curvature
 
-            self._curvature = lipschitz(self.problem, self.x1, steps=30, starts=2,
-                                        generator=torch.Generator().manual_seed(self.seed)).upper
-        return 1.0 / self._curvature
+            self._curvature = top_curvature(self.problem, self.x1,
+                                            torch.Generator().manual_seed(self.seed),
+                                            subsample=self.subsample)
+        return self._curvature
 
     def S_default(self) -> list[float]:
         """0 and S_STEPS values spread geometrically up to half the range of
@@ -318,9 +286,31 @@ class SyncTime(Chooser):
                 for S in self.S_given or self.S_default()}
 
     def knobs(self) -> list[Knob]:
-        alphas = self.alpha_given or [self.alpha_max() * 2.0**-k for k in range(ALPHA_STEPS)]
-        return [Knob("S", tuple(self.S_given or self.S_default()), "linear", option="--S"),
-                Knob("alpha", tuple(alphas), "log", option="--alpha")]
+        """S: the grid given, else :meth:`S_default`; alpha: the grid given, else ALPHA_STEPS
+        factors of 2 down from twice :meth:`alpha_max` (beyond Theorem 2's range); a default
+        grid extends where the search's pick sits at its edge (``verify.choose.Knob``)."""
+        alphas = self.alpha_given or [2 * self.alpha_max() * 2.0**-k for k in range(ALPHA_STEPS)]
+        return [Knob("S", tuple(self.S_given or self.S_default()), "linear", option=self.named("S"),
+                     lower=0.0, upper=self.T, extend=self.S_given is None),
+                Knob("alpha", tuple(alphas), "log", option=self.named("alpha"), lower=SMALLEST_STEP,
+                     extend=self.alpha_given is None)]
+
+    def canonical(self, settings: dict[str, Any]) -> tuple[dict[str, Any], str]:
+        """S at most every group's shift c_i runs one local iteration per round, the schedule of
+        S = 0 (Ali & Arafa 2025, Section IV: a local iteration takes c_i + Exp(mean
+        1/lambda_i), at least one per round): those S run as S = 0."""
+        shift = min(float(law.shift) for law in self.model.local)
+        if 0 < settings["S"] <= shift:
+            return {**settings, "S": 0.0}, (f"every c_i is at least {shift:.4g}: one local iteration "
+                                            "per round, the schedule of S = 0")
+        return settings, ""
+
+    def monotone_reason(self, variant: str, knob: str) -> str:
+        if knob == "S" and variant in PAPER_PROOF:
+            return ("its proof bounds the drift of a round's local iterations without the "
+                    "variance reduction of averaging their gradients, so the bound grows with the "
+                    "local iterations per round (Ali & Arafa 2025, proof of Theorem 2)")
+        return ""
 
     # ------------------------------------------------------------------ the answers
 
@@ -338,9 +328,12 @@ class SyncTime(Chooser):
                                 "them: --L, --G, --sigma, --Delta)")
         S_knob, alpha_knob = self.knobs()
         fixed = {"alpha": alpha_knob.values[0]} if alpha_knob.fixed else {"joint_alpha": True}
-        c = bounds.choose_sync_time(self.key, model=self.model, T=self.T, variant=variant,
-                                    S_grid=list(S_knob.values), sizes=self.sizes, **fixed,
-                                    **self.constants)
+        try:
+            c = bounds.choose_sync_time(self.key, model=self.model, T=self.T, variant=variant,
+                                        S_grid=list(S_knob.values), sizes=self.sizes, **fixed,
+                                        **self.constants)
+        except ValueError as e:  # a fixed step the variant does not admit, a bound not finite
+            raise NoCertificate(f"the {variant} variant gives no bound here: {e}") from None
         curve = [{"S": S, "alpha": a, "bound": b, "mean_U": U}
                  for S, a, b, U in zip(c.S, c.alpha, c.bound, c.mean_U, strict=True)]
         return Proposal({"S": c.best_S, "alpha": c.best_alpha}, c.best_bound, curve,
@@ -354,7 +347,8 @@ class SyncTime(Chooser):
             from fedbound.sim.estimate import quadratic_model
 
             self._model = quadratic_model(self.problem, self.x1,
-                                          torch.Generator().manual_seed(self.seed), sizes=self.sizes)
+                                          torch.Generator().manual_seed(self.seed), sizes=self.sizes,
+                                          subsample=self.subsample, curvature=self.curvature())
         return self._model
 
     def schedules(self, S: float, replicas: int):
@@ -371,34 +365,42 @@ class SyncTime(Chooser):
         if self.S_given is None:
             S = sorted({*S, *(0.5 * (a + b) for a, b in zip(S[:-1], S[1:], strict=True))})
         alphas = list(alpha_knob.values)
-        if self.alpha_given is None:
+        if self.alpha_given is None:  # lo 2^(j/4): the knob's own values at whole octaves
             lo, hi = min(alphas), max(alphas)
             n = CALIBRATION_PER_OCTAVE * round(math.log2(hi / lo)) + 1
-            alphas = np.geomspace(lo, hi, n).tolist()
+            alphas = [lo * 2.0 ** (j / CALIBRATION_PER_OCTAVE) for j in range(n)]
         return S, alphas
 
     def calibrated(self) -> Proposal:
         """The minimiser of the predicted metric over :meth:`calibration_grid` (``predict``),
-        on the delay paths the paired simulation runs."""
+        on the delay paths the paired simulation runs; a default step grid extends while the
+        minimiser sits at its edge, until the prediction diverges
+        (``verify.api.predicted_over_steps``), up to the steps it is trusted on
+        (:meth:`trusted_steps`)."""
         from . import predict
 
         qm = self.quadratic_model()
         S_grid, alphas = self.calibration_grid()
-        curve, best = [], None
-        for S in S_grid:
-            sched = self.schedules(S, self.replicas)
-            rows = predict.count_rows(sched.t, sched.U)
-            gaps, grads = predict.curves(qm, self.sizes, alphas, rows, int(sched.U.max()))
-            eps = None if self.epsilon is None else self.epsilon - (qm.f_ref - self.problem.f_inf)
-            values = predict.metric_values(gaps, grads, sched.U, sched.end_time, self.measured, eps)
-            if self.measured == "loss":
-                values = values + (qm.f_ref - self.problem.f_inf)
-            for a, v in zip(alphas, values, strict=True):
-                curve.append({"S": S, "alpha": a, "predicted": float(v)})
-                if best is None or v < best["predicted"]:
-                    best = curve[-1]
+        eps = None if self.epsilon is None else self.epsilon - (qm.f_ref - self.problem.f_inf)
+        paths = [self.schedules(S, self.replicas) for S in S_grid]
+
+        def predicted(steps: list[float]) -> np.ndarray:
+            out = []
+            for sched in paths:
+                rows = predict.count_rows(sched.t, sched.U)
+                gaps, grads = predict.curves(qm, self.sizes, steps, rows, int(sched.U.max()))
+                out.append(predict.metric_values(gaps, grads, sched.U, sched.end_time, self.measured, eps))
+            shift = qm.f_ref - self.problem.f_inf if self.measured == "loss" else 0.0
+            return np.asarray(out) + shift
+
+        alphas, values, edge = predicted_over_steps(
+            predicted, alphas, extend=self.alpha_given is None, per_octave=CALIBRATION_PER_OCTAVE,
+            lower=SMALLEST_STEP, name="alpha", **self.trusted_steps())
+        curve = [{"S": S, "alpha": a, "predicted": float(values[i, j])}
+                 for i, S in enumerate(S_grid) for j, a in enumerate(alphas)]
+        best = min(curve, key=lambda row: (row["predicted"], row["S"]))
         return Proposal({"S": best["S"], "alpha": best["alpha"]}, best["predicted"], curve,
-                        f"model: {qm.method}")
+                        f"model: {qm.method}", edge=tuple(edge))
 
     # ------------------------------------------------------------------ simulation
 
@@ -478,8 +480,9 @@ class SyncTime(Chooser):
         d, n, G = self.problem.dim, max(self.sizes) * len(self.sizes), len(self.sizes)
         batch = getattr(self.problem, "batch", 1) or 1
         C = configurations
-        clients = ((f"configurations={C} x " if C > 1 else "") + f"replicas={_n(replicas)} x "
-                   f"clients={_n(n)} (of --sizes) x dim={_n(d)} x batch={_n(batch)}")
+        clients = ((f"configurations={C} x " if C > 1 else "")
+                   + f"{self.named('replicas')}={_n(replicas)} x clients={_n(n)} (of "
+                   f"{self.named('sizes')}) x dim={_n(d)} x {self._batch_name}={_n(batch)}")
         return Footprint.of(
             {f"{clients} x 4 buffers of 8 B": 32.0 * C * replicas * n * d * batch,
              f"steps={_n(steps)} x configurations={C} x replicas={_n(replicas)} x groups={G} "

@@ -20,21 +20,23 @@ from typing import Any
 import numpy as np
 
 from fedbound import bounds
+from fedbound.bounds.topology import GRAPH_KINDS
 from fedbound.verify.api import (
+    DEVICE,
     LOOP_OVERHEAD,
+    SMALLEST_STEP,
     Chooser,
     Evaluation,
+    FieldError,
     Footprint,
+    Input,
     Knob,
-    NamedProblem,
     NoCertificate,
     Proposal,
-    add_problem_arguments,
-    comma_separated,
     fitting_batches,
+    predicted_over_steps,
+    problem_inputs,
     register_chooser,
-    require_float,
-    require_int,
     require_runs,
 )
 from fedbound.verify.api import count_text as _n
@@ -73,70 +75,62 @@ class TauEta(Chooser):
     key = "mllsgd.theorem1"
     summary = "MLL-SGD: the period tau and the step eta, certified, calibrated and simulated"
     example = "fedbound choose mllsgd --graph complete --hubs 4 --workers-per-hub 4"
+    bounded = "Theorem 1's left-hand side, the mean of ||grad F(u_k)||^2 over k <= K"
     calibration = ("the exact second moments of MLL-SGD on the problem's local quadratic model "
                    "(sim.estimate.quadratic_model: the Hessian's spectrum, the start and the "
                    "gradient noise at a reference minimiser); a prediction, not a certificate")
     screen_replicas = 4
 
-    @classmethod
-    def add_arguments(cls, p) -> None:
-        p.add_argument("--scenario", help="MLL-SGD scenario JSON file (default: mllsgd.theorem1's "
-                                          f"with K = {DEFAULT_K}); instead of its problem it may "
-                                          "name the fields data, model, split, batch, hidden "
-                                          "and data_dir of the options below (options given "
-                                          "override the file)")
-        p.add_argument("--hubs", type=int, help="hubs D")
-        p.add_argument("--workers-per-hub", type=int, help="workers in every hub")
-        p.add_argument("--graph", help="hub graph: path, ring, star, complete, ...")
-        p.add_argument("--p", type=float, help="every worker's step probability")
-        p.add_argument("--K", type=int, help=f"iterations (default {DEFAULT_K})")
-        p.add_argument("--q", type=int, help="sub-network rounds per hub averaging")
-        p.add_argument("--tau", help="local iterations per sub-network average: one value (fixed) "
-                                     "or comma-separated values (default: those of 1, 2, 4, ..., "
-                                     "32 that divide K / q)")
-        p.add_argument("--eta", help="step size: one value (fixed) or comma-separated values "
-                                     "(default: factors of 2 from the bounds' admissible steps up "
-                                     "to 2/L)")
-        p.add_argument("--t-comm", type=float, default=0.0,
-                       help="time of a sub-network average, in units of one local iteration "
-                            "(default 0): with it, every tau runs the whole hub periods that fit "
-                            "in the time of K iterations")
-        p.add_argument("--t-hub", type=float, default=0.0,
-                       help="time a hub averaging adds, in units of one local iteration (default 0)")
-        p.add_argument("--metric", choices=METRICS, default="loss",
-                       help="loss (the default: F(u_K) - F_inf) or lhs (Theorem 1's left-hand "
-                            "side)")
-        p.add_argument("--replicas", type=int, default=32,
-                       help="replicas in the paired comparison (default 32)")
-        p.add_argument("--seed", type=int, help="seed of the hub graph, the problem (with --data: "
-                                                "the split and the network's start) and the "
-                                                "runs (default: the scenario's)")
-        add_problem_arguments(p, clients="--hubs x --workers-per-hub, hub after hub")
+    declared = (
+        Input("hubs", int, "hubs D (default: the scenario's)", low=1),
+        Input("workers_per_hub", int, "workers in every hub (default: the scenario's)", low=1),
+        Input("graph", str, "hub graph (default: the scenario's)", choices=GRAPH_KINDS),
+        Input("p", float, "the workers' step probabilities: one for every worker, or one per "
+                          "worker, hub after hub (default: the scenario's)", low=0, low_open=True,
+              high=1, many=True),
+        Input("K", int, f"iterations (default: the scenario's; without --scenario {DEFAULT_K})",
+              low=1),
+        Input("q", int, "sub-network rounds per hub averaging (default: the scenario's)", low=1),
+        Input("tau", int, "local iterations per sub-network average (default: those of 1, 2, 4, "
+                          "..., 32 that divide K / q)", low=1, knob=True),
+        Input("eta", float, "step size (default: factors of 2 around the largest step the "
+                            "problem's curvature admits, beyond any theorem's range until the "
+                            "simulation diverges)", low=SMALLEST_STEP, knob=True),
+        Input("t_comm", float, "time of a sub-network average: with it, every tau runs the whole "
+                               "hub periods that fit in the time of K iterations",
+              unit="local iterations", default=0.0, low=0),
+        Input("t_hub", float, "time a hub averaging adds", unit="local iterations", default=0.0,
+              low=0),
+        Input("metric", str, "loss (F(u_K) - F_inf) or lhs (Theorem 1's left-hand side)",
+              default="loss", choices=METRICS),
+        Input("replicas", int, "replicas in the paired comparison", default=32, low=2),
+        Input("seed", int, "seed of the hub graph, the problem (with --data: the split and the "
+                           "network's start) and the runs (default: the scenario's)", low=0),
+        DEVICE,
+        problem_inputs(clients="--hubs x --workers-per-hub, hub after hub"),
+    )
 
-    @classmethod
-    def from_arguments(cls, args, read_scenario) -> TauEta:
-        s = read_scenario(cls.key, args.scenario) if args.scenario is not None else \
-            Theorem1.default.replace(K=DEFAULT_K)
-        changes = {name: value for name, value in (
-            ("hubs", args.hubs), ("workers_per_hub", args.workers_per_hub), ("graph", args.graph),
-            ("p", args.p), ("K", args.K), ("q", args.q), ("seed", args.seed)) if value is not None}
-        s = s.replace(**changes)
-        named, problem = NamedProblem.from_arguments(args), {}
+    def __init__(self, *, scenario: MLLSGDScenario | None = None, hubs=None,
+                 workers_per_hub=None, graph=None, p=None, K=None, q=None, seed=None,
+                 problem=None, x1=None, named=None, tau=None, eta=None, metric=None,
+                 t_comm=None, t_hub=None, replicas=None, source=None, device=None):
+        v = self.value
+        self.device = self.device_of(device)
+        p = v("p", p)
+        changes = {"hubs": v("hubs", hubs), "workers_per_hub": v("workers_per_hub", workers_per_hub),
+                   "graph": v("graph", graph), "p": p[0] if p is not None and len(p) == 1 else p,
+                   "K": v("K", K), "q": v("q", q), "seed": v("seed", seed)}
+        base = scenario or Theorem1.default.replace(K=DEFAULT_K)
+        base.validate()
+        self.scenario = self.replaced(base, changes).replace(tau=1)
+        s = self.scenario
         if named is not None:
-            s.validate()
             fed = named.build(s.sizes().tolist(), s.seed, "choose mllsgd",
-                              groups="--hubs x --workers-per-hub")
-            problem = {"problem": fed.problem, "x1": fed.x1, "source": named.as_dict(s.seed)}
-        return cls(scenario=s, tau=comma_separated(args.tau, "--tau", int),
-                   eta=comma_separated(args.eta, "--eta"), metric=args.metric,
-                   t_comm=args.t_comm, t_hub=args.t_hub, replicas=args.replicas, **problem)
-
-    def __init__(self, *, scenario: MLLSGDScenario | None = None, problem=None, x1=None,
-                 tau=None, eta=None, metric: str = "loss", t_comm: float = 0.0,
-                 t_hub: float = 0.0, replicas: int = 32, source=None):
-        self.scenario = (scenario or Theorem1.default.replace(K=DEFAULT_K)).replace(tau=1)
-        self.scenario.validate()
-        st = build(self.scenario)
+                              groups=f"{self.named('hubs')} x {self.named('workers_per_hub')}")
+            problem, x1, source = fed.problem, fed.x1, named.as_dict(s.seed)
+        self._batch_name = self.named("batch") if named is not None else "batch"
+        self.subsample = None if named is None else named.subsample
+        st = build(s)
         self.setup = st
         if problem is not None:
             if x1 is None:
@@ -144,30 +138,26 @@ class TauEta(Chooser):
             st.problem, st.x1 = problem, x1
             self.source = source or f"{type(problem).__name__} (dim {problem.dim}) passed in"
         else:
-            self.source = f"scenario's {self.scenario.problem_spec()['kind']}"
+            self.source = f"scenario's {s.problem_spec()['kind']}"
+        if self.device != st.problem.device:
+            st.problem, st.x1 = st.problem.to(self.device), st.x1.to(self.device)
         self._state = st.generator.get_state()
-        s = self.scenario
-        taus = None if tau is None else (list(tau) if isinstance(tau, (list, tuple)) else [tau])
-        if taus is not None:
-            for i, t in enumerate(taus):
-                require_int(f"tau[{i}]", t)
-                if (s.K // s.q) % t or s.K % s.q:
-                    raise ValueError(f"--tau[{i}]={t}: K={s.K} must be a multiple of q * tau = "
-                                     f"{s.q * t} (the proof of Theorem 1 sums whole hub periods)")
-        self.tau_given = taus or None
-        etas = None if eta is None else (list(eta) if isinstance(eta, (list, tuple)) else [eta])
-        self.eta_given = None if etas is None else [require_float(f"eta[{i}]", e, low=0, low_open=True)
-                                                    for i, e in enumerate(etas)]
-        if metric not in METRICS:
-            raise ValueError(f"metric={metric!r} must be one of {METRICS}")
-        self.measured = metric
-        self.replicas = require_int("replicas", replicas, minimum=2)
-        self.t_comm = require_float("t_comm", t_comm, low=0)
-        self.t_hub = require_float("t_hub", t_hub, low=0)
+        taus = v("tau", tau)
+        for i, t in enumerate(taus or ()):
+            if (s.K // s.q) % t or s.K % s.q:
+                name = self.named("tau" if len(taus) == 1 else f"tau[{i}]")
+                raise FieldError(f"{name}={t}: {self.named('K')}={s.K} must be a multiple of "
+                                 f"{self.named('q')} * tau = {s.q * t} (the proof of Theorem 1 "
+                                 "sums whole hub periods)")
+        self.tau_given = taus
+        self.eta_given = v("eta", eta)
+        self.measured = v("metric", metric)
+        self.replicas = v("replicas", replicas)
+        self.t_comm, self.t_hub = v("t_comm", t_comm), v("t_hub", t_hub)
         pr = st.problem
         own = {"L": getattr(pr, "L", None), "beta": getattr(pr, "beta", None),
                "sigma": getattr(pr, "sigma", None), "Delta": pr.delta(st.x1)}
-        self.constants = {k: float(v) for k, v in own.items() if v is not None}
+        self.constants = {k: float(x) for k, x in own.items() if x is not None}
 
     @property
     def metric(self) -> str:
@@ -176,7 +166,7 @@ class TauEta(Chooser):
     def inputs(self) -> dict[str, Any]:
         return {"problem": self.source, "constants": self.constants, "metric": self.measured,
                 "t_comm": self.t_comm, "t_hub": self.t_hub, "replicas": self.replicas,
-                "scenario": self.scenario.to_dict()}
+                "device": str(self.device), "scenario": self.scenario.to_dict()}
 
     def iterations(self, tau: int) -> int:
         """K_tau: the iterations of the whole hub periods of tau that fit in the time of K
@@ -209,34 +199,69 @@ class TauEta(Chooser):
         if not hasattr(self, "_curvature"):
             import torch
 
-            from fedbound.sim.estimate import lipschitz
+            from fedbound.sim.estimate import top_curvature
 
-            self._curvature = lipschitz(self.setup.problem, self.setup.x1, steps=30, starts=2,
-                                        generator=torch.Generator().manual_seed(self.scenario.seed)).upper
+            self._curvature = top_curvature(self.setup.problem, self.setup.x1,
+                                            torch.Generator().manual_seed(self.scenario.seed),
+                                            subsample=self.subsample)
         return self._curvature
 
     # ------------------------------------------------------------------ knobs
 
+    def refusal(self, variant: str) -> str | None:
+        """Why ``variant`` of Theorem 1 gives no bound on this problem (no certified
+        constants, or no eta > 0 meets its conditions: a worker's p_i at most 2 - sqrt(2)
+        fails (12)), or None."""
+        if self.missing():
+            return f"no certified {', '.join(self.missing())} for this problem"
+        try:
+            self.max_step(variant, 1)
+        except ValueError as e:
+            return f"the {variant} variant's conditions cannot hold here: {e}"
+        return None
+
     def knobs(self) -> list[Knob]:
+        """tau: the grid given, else those of DEFAULT_TAU that divide K / q; eta: the grid
+        given, else factors of 2 from ETA_BELOW x the smallest eta_max(tau) of the variants
+        that give a bound (at most ETA_OCTAVES octaves) up to the largest of their eta_max and
+        2 / L (the problem's curvature), beyond every theorem's range. A default grid extends
+        where the search's pick sits at its edge; no step waits for a theorem (a variant
+        whose conditions cannot hold, :meth:`refusal`, gives none)."""
         s = self.scenario
         taus = self.tau_given or [t for t in DEFAULT_TAU if s.K % (s.q * t) == 0]
         if self.eta_given is not None:
             etas = self.eta_given
         else:
-            tops = [] if self.missing() else [self.max_step(v, t) for v in self.variants() for t in taus]
+            valid = [v for v in self.variants() if self.refusal(v) is None]
+            tops = [self.max_step(v, t) for v in valid for t in taus]
             hi = max([*tops, 2.0 / self.curvature()])
             lo = max(ETA_BELOW * min(tops or [0.0]), hi * 2.0**-ETA_OCTAVES)
             etas = (hi * 2.0 ** -np.arange(int(math.floor(math.log2(hi / lo) + 1e-9)) + 1))[::-1].tolist()
-        return [Knob("tau", tuple(taus), "log", integer=True, option="--tau"),
-                Knob("eta", tuple(etas), "log", option="--eta")]
+        return [Knob("tau", tuple(taus), "log", integer=True, option=self.named("tau"), lower=1,
+                     upper=s.K // s.q, extend=self.tau_given is None),
+                Knob("eta", tuple(etas), "log", option=self.named("eta"), lower=SMALLEST_STEP,
+                     extend=self.eta_given is None)]
+
+    def admits(self, settings: dict[str, Any]) -> bool:
+        """A tau runs when it divides K / q and a hub period fits in the time of K
+        iterations (:meth:`iterations`)."""
+        s, tau = self.scenario, int(settings["tau"])
+        if s.K % (s.q * tau):
+            return False
+        try:
+            self.iterations(tau)
+        except ValueError:
+            return False
+        return True
 
     # ------------------------------------------------------------------ the answers
 
     def certified(self, variant: str) -> Proposal:
         """The variant's bound (13) minimised over tau and the admissible eta (a log grid over
         BOUND_DECADES decades up to eta_max(tau)), or at the fixed eta where it is admissible."""
-        if self.missing():
-            raise NoCertificate(f"no certified {', '.join(self.missing())} for this problem")
+        refusal = self.refusal(variant)
+        if refusal is not None:
+            raise NoCertificate(refusal)
         thm = bounds.get(self.key, variant)
         tau_knob, eta_knob = self.knobs()
         curve = []
@@ -251,38 +276,54 @@ class TauEta(Chooser):
         best = min(curve, key=lambda row: (row["bound"], row["tau"]))
         return Proposal({"tau": best["tau"], "eta": best["eta"]}, best["bound"], curve)
 
+    def quadratic_model(self):
+        """The problem's local quadratic model (``sim.estimate.quadratic_model``), cached."""
+        if not hasattr(self, "_model"):
+            import torch
+
+            from fedbound.sim.estimate import quadratic_model
+
+            self._model = quadratic_model(self.setup.problem, self.setup.x1,
+                                          torch.Generator().manual_seed(self.scenario.seed),
+                                          subsample=self.subsample, curvature=self.curvature())
+        return self._model
+
     def calibrated(self) -> Proposal:
-        """The minimiser of the predicted metric (``predict``) over the knobs' grid, then over
-        the midpoints (on the log scale) around the best."""
-        import torch
-
-        from fedbound.sim.estimate import quadratic_model
-
+        """The minimiser of the predicted metric (``predict``) over the knobs' grid (a default
+        step grid extended while the minimiser sits at its edge, until the prediction
+        diverges, up to 2 / L with a certified L, else 1 / the curvature at x_1, the model
+        being local: ``verify.api.predicted_over_steps``), then over the midpoints (on the
+        log scale) around the best."""
         from . import predict
 
         st, s = self.setup, self.scenario
-        qm = quadratic_model(st.problem, st.x1, torch.Generator().manual_seed(s.seed))
+        qm = self.quadratic_model()
         tau_knob, eta_knob = self.knobs()
-        curve = []
 
-        def run(tau, etas):
+        def predicted(tau: int, etas: list[float]) -> np.ndarray:
             K = self.iterations(tau)
             gaps, grads = predict.curves(qm, st.p, st.matrices.a, st.matrices.V, st.matrices.Z,
                                          etas, K, s.q, tau)
-            values = (gaps[:, K - 1] + qm.f_ref - st.problem.f_inf if self.measured == "loss"
-                      else grads[:, :K].mean(axis=1))
-            curve.extend({"tau": tau, "eta": float(e), "predicted": float(v)}
-                         for e, v in zip(etas, values, strict=True))
+            return (gaps[:, K - 1] + qm.f_ref - st.problem.f_inf if self.measured == "loss"
+                    else grads[:, :K].mean(axis=1))
 
-        for tau in tau_knob.values:
-            run(tau, list(eta_knob.values))
+        etas, values, edge = predicted_over_steps(
+            lambda e: np.array([predicted(t, e) for t in tau_knob.values]), eta_knob.values,
+            extend=eta_knob.extend, lower=SMALLEST_STEP, name="eta",
+            **({"upper": 2.0 / self.curvature()} if "L" in self.constants else
+               {"upper": 1.0 / self.curvature(), "upper_note": (
+                   "1 / the curvature at x_1, beyond which the local model (taken at x_ref) is "
+                   "not trusted; the simulated search goes further")}))
+        curve = [{"tau": t, "eta": float(e), "predicted": float(values[i, j])}
+                 for i, t in enumerate(tau_knob.values) for j, e in enumerate(etas)]
         best = min(curve, key=lambda row: (row["predicted"], row["tau"]))
-        between = eta_knob.neighbours(best["eta"])
+        between = eta_knob.neighbours(best["eta"], etas)
         if between:
-            run(best["tau"], between)
+            curve.extend({"tau": best["tau"], "eta": float(e), "predicted": float(v)}
+                         for e, v in zip(between, predicted(best["tau"], between), strict=True))
             best = min(curve, key=lambda row: (row["predicted"], row["tau"]))
         return Proposal({"tau": best["tau"], "eta": best["eta"]}, best["predicted"], curve,
-                        f"model: {qm.method}")
+                        f"model: {qm.method}", edge=tuple(edge))
 
     # ------------------------------------------------------------------ simulation
 
@@ -333,7 +374,8 @@ class TauEta(Chooser):
         N, d = self.scenario.worker_count(), self.setup.problem.dim
         batch = getattr(self.setup.problem, "batch", 1) or 1
         size = ((f"configurations={configurations} x " if configurations > 1 else "")
-                + f"replicas={_n(replicas)} x workers={_n(N)} x dim={_n(d)} x batch={_n(batch)}")
+                + f"{self.named('replicas')}={_n(replicas)} x workers={_n(N)} x dim={_n(d)} x "
+                f"{self._batch_name}={_n(batch)}")
         work = configurations * replicas * N * d * batch
         return Footprint.of({f"{size} x 4 buffers of 8 B": 32.0 * work},
                             {f"K={_n(K)} x {size}": K * (10.0 * work + LOOP_OVERHEAD)})

@@ -25,23 +25,26 @@ import numpy as np
 from fedbound import bounds
 from fedbound.verify.api import (
     COUNT,
+    DEVICE,
     LOOP_OVERHEAD,
     LOSS,
+    SMALLEST_STEP,
     TIME,
     Chooser,
     Evaluation,
+    FieldError,
     Footprint,
+    Input,
     Knob,
     NoCertificate,
     Proposal,
     adapter_for,
     check,
     choose,
-    comma_separated,
     fitting_batches,
     label,
+    predicted_over_steps,
     register_chooser,
-    require_float,
     require_int,
     require_runs,
 )
@@ -142,95 +145,73 @@ class QEta(Chooser):
     aliases = ("choose-q-eta",)
     summary = "TDCD: the local steps Q and the step eta, certified, calibrated and simulated"
     example = "fedbound choose tdcd --t-comm 100 --t-comp 1"
+    bounded = ("the left side of Theorem 1, (15), the running mean of ||grad L(theta^{rQ})||^2 over "
+               "the rounds: its value is the time at which the bound reaches epsilon")
     calibration = ("the first and second moments of the hub models on the model's local "
                    "quadratic model (each sample's loss slope linearised at anchors from theta^0 "
                    "to a reference minimiser, exact for least squares), the expectations over "
                    "drawn batches; a prediction, not a certificate")
     replicas = SIM_REPLICAS
 
-    @classmethod
-    def add_arguments(cls, p) -> None:
-        p.add_argument("--epsilon", type=float,
-                       help="target of the left side of Theorem 1, eq. (15) (default: 0.25 "
-                            "||grad L(theta^0)||^2, at least twice the simulated noise floor)")
-        p.add_argument("--t-comm", type=float,
-                       help="time of one communication, in time units (default: the scenario's)")
-        p.add_argument("--t-comp", type=float,
-                       help="time of one local step, in time units (default: the scenario's); a "
-                            "round takes 3 t_comm + Q t_comp (Section 5.2)")
-        p.add_argument("--replicas", type=int,
-                       help=f"replicas in the paired comparison (default {SIM_REPLICAS})")
-        p.add_argument("--scenario", help="TDCD scenario JSON file (default: tdcd.theorem1's); it "
-                                          "may name the field data of --data (the option, given, "
-                                          "overrides it)")
-        p.add_argument("--loss", choices=("logistic", "squared"),
-                       help="the scenario's loss: logistic regression or least squares")
-        p.add_argument("--Q", help="local steps: one value (fixed) or comma-separated values "
-                                   "(default 1,2,5,10,20)")
-        p.add_argument("--eta", help="step size: one value (fixed) or comma-separated values "
-                                     "(default: factors of 2 around every valid variant's "
-                                     "admissible range)")
-        p.add_argument("--metric", choices=METRICS, default="time",
-                       help="time (the default: to reach --epsilon), lhs (the left side of (15) "
-                            "at the horizon) or loss (the training loss there)")
-        p.add_argument("--data", choices=DATASETS,
-                       help="your data instead of the scenario's synthetic ones: breast_cancer "
-                            "(569 samples, 30 standardised features, labels -1/+1; fedbound[data]) "
-                            "split by features over the scenario's silos, in a random column order "
-                            "from its seed, with its clients per silo, batch, --loss and start "
-                            "distance")
+    declared = (
+        Input("epsilon", float, "target of the left side of Theorem 1, eq. (15) (default: 0.25 "
+                                "||grad L(theta^0)||^2, at least twice the simulated noise floor)",
+              low=0, low_open=True),
+        Input("t_comm", float, "time of one communication (default: the scenario's)",
+              unit="time units", low=0),
+        Input("t_comp", float, "time of one local step (default: the scenario's); a round takes "
+                               "3 t_comm + Q t_comp (Section 5.2)", unit="time units", low=0),
+        Input("replicas", int, "replicas in the paired comparison", default=SIM_REPLICAS, low=2),
+        Input("loss", str, "the scenario's loss: logistic regression or least squares (default: "
+                           "the scenario's)", choices=("logistic", "squared")),
+        Input("Q", int, "local steps (default 1,2,5,10,20)", low=1, knob=True),
+        Input("eta", float, "step size (default: factors of 2 around every valid variant's "
+                            "admissible range and beyond, until the simulation diverges)",
+              low=SMALLEST_STEP, knob=True),
+        Input("metric", str, "time (to reach --epsilon), lhs (the left side of (15) at the "
+                             "horizon) or loss (the training loss there)", default="time",
+              choices=METRICS),
+        Input("data", str, "your data instead of the scenario's synthetic ones: breast_cancer (569 "
+                           "samples, 30 standardised features, labels -1/+1; fedbound[data]) split "
+                           "by features over the scenario's silos, in a random column order from "
+                           "its seed, with its clients per silo, batch, --loss and start distance",
+              choices=DATASETS),
+        DEVICE,
+    )
 
-    @classmethod
-    def from_arguments(cls, args, read_scenario) -> QEta:
-        scenario = None if args.scenario is None else read_scenario(cls.key, args.scenario)
-        if args.loss is not None:
-            scenario = (scenario or Theorem1.default).replace(loss=args.loss)
-        problem = {}
-        if args.data is not None:
-            scenario = scenario or Theorem1.default
-            scenario.validate()
-            model, theta0, constants, source = data_model(args.data, scenario)
-            problem = {"model": model, "theta0": theta0, "constants": constants, "source": source}
-        return cls(epsilon=args.epsilon, t_comm=args.t_comm, t_comp=args.t_comp,
-                   scenario=scenario, Q=comma_separated(args.Q, "--Q", int), **problem,
-                   eta=comma_separated(args.eta, "--eta"), metric=args.metric,
-                   **({} if args.replicas is None else {"replicas": args.replicas}))
-
-    def __init__(self, *, epsilon=None, t_comm=None, t_comp=None,
-                 scenario: TDCDScenario | None = None, model=None, theta0=None,
-                 constants: dict | None = None, Q=None, eta=None, metric: str = "time",
-                 replicas: int = SIM_REPLICAS, seed: int | None = None, source=None):
-        import fedbound.bounds.tdcd as btdcd
-
-        self.scenario = scenario or Theorem1.default
-        self.scenario.validate()
-        self.seed = require_int("seed", self.scenario.seed if seed is None else seed, minimum=0)
-        self.t_comm = require_float("t_comm", self.scenario.t_comm if t_comm is None else t_comm, low=0)
-        self.t_comp = require_float("t_comp", self.scenario.t_comp if t_comp is None else t_comp, low=0)
-        if self.t_comm + self.t_comp <= 0:
-            raise ValueError(f"t_comm={self.t_comm} and t_comp={self.t_comp}: a round must take "
-                             "time (t_comm + t_comp > 0)")
-        Qs = None if Q is None else (list(Q) if isinstance(Q, (list, tuple)) else [Q])
-        self.Q_given = None if Qs is None else [require_int(f"Q[{i}]", q) for i, q in enumerate(Qs)]
-        if self.Q_given == []:
-            raise ValueError("Q: give at least one value")
-        etas = None if eta is None else (list(eta) if isinstance(eta, (list, tuple)) else [eta])
-        self.eta_given = None if etas is None else [require_float(f"eta[{i}]", e, low=0, low_open=True)
-                                                    for i, e in enumerate(etas)]
-        if self.eta_given == []:
-            raise ValueError("eta: give at least one value")
-        if metric not in METRICS:
-            raise ValueError(f"metric={metric!r} must be one of {METRICS}")
-        self.measured = metric
-        self.replicas = require_int("replicas", replicas, minimum=2)
+    def __init__(self, *, scenario: TDCDScenario | None = None, epsilon=None, t_comm=None,
+                 t_comp=None, loss=None, data=None, model=None, theta0=None,
+                 constants: dict | None = None, Q=None, eta=None, metric=None, replicas=None,
+                 seed: int | None = None, source=None, device=None):
         import torch
 
+        import fedbound.bounds.tdcd as btdcd
+
+        v = self.value
+        self.device = self.device_of(device)
+        epsilon = v("epsilon", epsilon)
+        base = scenario or Theorem1.default
+        base.validate()
+        self.scenario = self.replaced(base, {"loss": v("loss", loss)})
+        data = v("data", data)
+        if data is not None:
+            model, theta0, constants, source = data_model(data, self.scenario)
+        self.seed = require_int("seed", self.scenario.seed if seed is None else seed, minimum=0)
+        self.t_comm = self.scenario.t_comm if t_comm is None else v("t_comm", t_comm)
+        self.t_comp = self.scenario.t_comp if t_comp is None else v("t_comp", t_comp)
+        if self.t_comm + self.t_comp <= 0:
+            raise FieldError(f"{self.named('t_comm')}={self.t_comm} and {self.named('t_comp')}="
+                             f"{self.t_comp}: a round must take time (t_comm + t_comp > 0)")
+        self.Q_given = v("Q", Q)
+        self.eta_given = v("eta", eta)
+        self.measured = v("metric", metric)
+        self.replicas = v("replicas", replicas)
         if model is None:
             st = build(self.scenario)
             self.model, self.theta0 = st.model, st.theta0
             self._state = st.generator.get_state()
             adapter = adapter_for(self.key)
-            self.params = {v: self._bound_params(adapter, v) for v in bounds.variants(self.key)}
+            self.params = {var: self._bound_params(adapter, var) for var in bounds.variants(self.key)}
             self.constants = {}
             self.source = f"tdcd.theorem1 scenario ({self.scenario.loss}, n = {self.scenario.n})"
         else:
@@ -239,11 +220,17 @@ class QEta(Chooser):
             self.model, self.theta0 = model, theta0
             self._state = torch.Generator().manual_seed(self.seed).get_state()
             self.constants = dict(constants or {})
-            self.params = {v: {k: c for k, c in self.constants.items() if k in thm.params}
-                           for v in bounds.variants(self.key)
-                           if set((thm := bounds.get(self.key, v)).params) - set(SET_HERE)
+            self.params = {var: {k: c for k, c in self.constants.items() if k in thm.params}
+                           for var in bounds.variants(self.key)
+                           if set((thm := bounds.get(self.key, var)).params) - set(SET_HERE)
                            <= set(self.constants)}
             self.source = source or f"{type(model).__name__} (dim {model.dim}) passed in"
+        if self.device != self.model.device:
+            from fedbound.sim.tdcd import BlockLinear
+
+            self.model = BlockLinear(self.model.X, self.model.y, self.model.layout,
+                                     loss=self.model.loss_kind, device=self.device)
+            self.theta0 = self.theta0.to(self.device)
         self.grad0 = float((self.model.grad(self.model.split(self.theta0)[None]) ** 2).sum())
         self.horizon = SIM_ROUNDS_Q1 * btdcd.round_time(1, self.t_comm, self.t_comp)
         require_runs("choose tdcd", {f"the noise floor at --Q 1 with --replicas {self.replicas}":
@@ -255,8 +242,7 @@ class QEta(Chooser):
             self.epsilon_source = (f"{EPSILON_FRACTION} ||grad L(theta^0)||^2, at least "
                                    f"{FLOOR_MARGIN} x the noise floor")
         else:
-            self.epsilon = require_float("epsilon", epsilon, low=0, low_open=True)
-            self.epsilon_source = "given"
+            self.epsilon, self.epsilon_source = epsilon, "given"
 
     @property
     def metric(self) -> str:
@@ -300,7 +286,7 @@ class QEta(Chooser):
         return {"epsilon": self.epsilon, "epsilon_source": self.epsilon_source,
                 "grad_sq_norm_0": self.grad0, "noise_floor": self.floor, "t_comm": self.t_comm,
                 "t_comp": self.t_comp, "metric": self.measured, "replicas": self.replicas,
-                "horizon": self.horizon, "problem": self.source,
+                "horizon": self.horizon, "problem": self.source, "device": str(self.device),
                 "scenario": self.scenario.to_dict()}
 
     def _time(self, Q: int, rounds) -> np.ndarray:
@@ -325,8 +311,16 @@ class QEta(Chooser):
                     else [1.0 / (self.model.L * Q) for Q in Qs])
             lo, hi = ETA_BELOW * min(tops), ETA_ABOVE * max(tops)
             etas = (lo * 2.0 ** np.arange(int(math.floor(math.log2(hi / lo) + 1e-9)) + 1)).tolist()
-        return [Knob("Q", tuple(Qs), "log", integer=True, option="--Q"),
-                Knob("eta", tuple(etas), "log", option="--eta")]
+        return [Knob("Q", tuple(Qs), "log", integer=True, option=self.named("Q"), lower=1,
+                     extend=self.Q_given is None),
+                Knob("eta", tuple(etas), "log", option=self.named("eta"), lower=SMALLEST_STEP,
+                     extend=self.eta_given is None)]
+
+    def monotone_reason(self, variant: str, knob: str) -> str:
+        if knob == "Q" and variant != "refined":
+            return ("the bound sees eta and Q only through eta Q (Das et al. 2022, Theorem 1, "
+                    "(15)), so more local steps buy it nothing while a round costs Q t_comp more")
+        return ""
 
     # ------------------------------------------------------------------ the answers
 
@@ -420,25 +414,28 @@ class QEta(Chooser):
                              torch.Generator().manual_seed(self.seed), "cpu").numpy()
         points = predict.anchors(self.model, batches, theta0, predict.reference(self.model))
         Q_knob, eta_knob = self.knobs()
-        curve = []
 
-        def run(Q, etas):
+        def predicted(Q: int, etas: list[float]) -> list[float]:
             curves = predict.grad_sq_curves(self.model, points, theta0, Q, etas, self.rounds(Q),
                                             self.epsilon if self.measured == "time" else None)
-            for eta, c in zip(etas, curves, strict=True):
-                curve.append({"Q": Q, "eta": float(eta), "predicted": self._predicted(Q, c)})
+            return [self._predicted(Q, c) for c in curves]
 
-        for Q in Q_knob.values:
-            run(Q, list(eta_knob.values))
+        etas, values, edge = predicted_over_steps(
+            lambda e: np.array([predicted(Q, e) for Q in Q_knob.values]), eta_knob.values,
+            extend=eta_knob.extend, lower=SMALLEST_STEP, name="eta")
+        curve = [{"Q": Q, "eta": float(e), "predicted": float(values[i, j])}
+                 for i, Q in enumerate(Q_knob.values) for j, e in enumerate(etas)]
         best = min(curve, key=lambda row: (row["predicted"], row["Q"]))
-        between = eta_knob.neighbours(best["eta"])
+        between = eta_knob.neighbours(best["eta"], etas)
         if between:
-            run(best["Q"], between)
+            curve.extend({"Q": best["Q"], "eta": float(e), "predicted": v}
+                         for e, v in zip(between, predicted(best["Q"], between), strict=True))
             best = min(curve, key=lambda row: (row["predicted"], row["Q"]))
         if self.measured == "time":
             self._incumbent = best["predicted"]
         return Proposal({"Q": best["Q"], "eta": best["eta"]}, best["predicted"], curve,
-                        f"{len(points)} linearisation point(s), {predict.BATCHES} batches")
+                        f"{len(points)} linearisation point(s), {predict.BATCHES} batches",
+                        edge=tuple(edge))
 
     def _predicted(self, Q: int, curve: np.ndarray) -> float:
         from . import predict

@@ -39,11 +39,18 @@ BATCHES = 64
 NEWTON_STEPS = 50
 #: linearisation points of logistic regression, evenly spaced from theta^0 to theta_ref
 ANCHORS = 6
+#: with a target, every step stops at this multiple of the rounds the first to reach it took
+SCREEN_FACTOR = 4.0
+#: the ridge (times L) of logistic regression's reference minimiser: on separable data the
+#: loss has no minimiser (theta_ref runs off to infinity, Newton's steps with it); the ridge
+#: bounds it where the loss has fallen by orders of magnitude from theta^0
+RIDGE = 1e-4
 
 
 def reference(model) -> np.ndarray:
-    """theta_ref [D]: the least-squares solution, or logistic regression's minimiser by
-    Newton's method (a ridge of 1e-10 L keeps the step defined on separable data)."""
+    """theta_ref [D]: the least-squares solution, or the minimiser by Newton's method of
+    logistic regression's loss plus a ridge RIDGE L ||theta||^2 / 2 (bounded on separable
+    data, where the loss alone has no minimiser)."""
     X, y = model.X.cpu().numpy(), model.y.cpu().numpy()
     if model.loss_kind == "squared":
         return np.linalg.lstsq(X, y, rcond=None)[0]
@@ -53,7 +60,8 @@ def reference(model) -> np.ndarray:
         with np.errstate(over="ignore"):                                    # exp -> inf: s = 0
             s = 1.0 / (1.0 + np.exp(y * z))                                    # sigmoid(-y z)
         grad = X.T @ (-y * s) / len(y)
-        hess = (X.T * (s * (1 - s))) @ X / len(y) + 1e-10 * model.L * np.eye(X.shape[1])
+        grad = grad + RIDGE * model.L * theta
+        hess = (X.T * (s * (1 - s))) @ X / len(y) + RIDGE * model.L * np.eye(X.shape[1])
         step = np.linalg.solve(hess, grad)
         theta = theta - step
         if np.linalg.norm(step) <= 1e-12 * max(1.0, np.linalg.norm(theta)):
@@ -110,8 +118,9 @@ class RoundMaps:
                 power = rho**Q
                 near = np.abs(eta * a) < 1e-12
                 geo = np.where(near, Q * eta, (1.0 - power) / np.where(near, 1.0, a))
-                MQ = np.einsum("bkij,bkj,bklj->bkil", U, power, U)
-                P = np.einsum("bkij,bkj,bklj->bkil", U, geo, U)
+                Ut = U.swapaxes(-1, -2)
+                MQ = (U * power[..., None, :]) @ Ut
+                P = (U * geo[..., None, :]) @ Ut
                 block = -np.einsum("bkij,bkjl->bkil", P, C).mean(axis=1)         # [B, D_j, D]
                 block[..., cols] += MQ.mean(axis=1)
                 A[:, cols] = block
@@ -138,38 +147,51 @@ def grad_sq_curves(model, points: list[RoundMaps], theta0: np.ndarray, Q: int, e
     """E||grad L(theta^{rQ})||^2 for each step of ``etas`` [C] and r = 0 .. rounds - 1, [C,
     rounds] (inf from a round whose second moment is no longer finite): each round's map
     linearised at the anchor nearest the mean, E||grad L||^2 = ||grad L(m)||^2 + tr(H^2
-    Cov) with H the anchor's Hessian. With ``epsilon``, the rounds stop once every step's
-    running mean is at most epsilon (the rest of the curve is then inf)."""
+    Cov) with H the anchor's Hessian, and E[A S A^T] the mean over the drawn batches of
+    A_B S A_B^T. With ``epsilon``, a step's rounds stop once its running mean is at most
+    epsilon (the rest of its curve is then inf), and every step's once one has been for as
+    many rounds again (SCREEN_FACTOR times the first's time at most: a step not there by then
+    is not the fastest; inf)."""
     etas = np.asarray(etas, dtype=float)
-    C, D = etas.size, theta0.size
+    C = etas.size
     maps = [[a.maps(Q, eta) for eta in etas] for a in points]
     A = np.array([[mp[0] for mp in row] for row in maps])                       # [K, C, B, D, D]
     b = np.array([[mp[1] for mp in row] for row in maps])                       # [K, C, B, D]
-    B = A.shape[2]
     EA, Eb = A.mean(2), b.mean(2)
-    Ebb = np.einsum("kcbi,kcbj->kcij", b, b) / B
-    # E[A S A^T] = AA vec(S), AA[(i, l), (j, k)] = E[A_ij A_lk]; E[A m b^T]_il = AB_ijl m_j
-    AA = np.einsum("kcbij,kcblm->kciljm", A, A).reshape(len(points), C, D * D, D * D) / B
-    AB = np.einsum("kcbij,kcbl->kcijl", A, b) / B
+    Ebb = np.einsum("kcbi,kcbj->kcij", b, b) / b.shape[2]
+    AB = np.einsum("kcbij,kcbl->kcijl", A, b) / b.shape[2]
     H2 = np.array([a.hessian @ a.hessian for a in points])                      # [K, D, D]
     where = np.stack([a.anchor for a in points])                               # [K, D]
     m = np.repeat(theta0[None], C, axis=0)
     S = np.einsum("ci,cj->cij", m, m)
     out = np.full((C, rounds), math.inf)
-    cs = np.arange(C)
     total = np.zeros(C)
+    active = np.ones(C, dtype=bool)
+    last = rounds
     with np.errstate(over="ignore", invalid="ignore"):
         for r in range(rounds):
-            k = np.argmin(((where[None] - np.nan_to_num(m)[:, None]) ** 2).sum(-1), axis=1)
-            cov = S - m[:, :, None] * m[:, None, :]
-            out[:, r] = (gradient(model, m) ** 2).sum(-1) + (H2[k] * cov).sum((-2, -1))
-            total += out[:, r]
-            if epsilon is not None and np.all((total <= epsilon * (r + 1)) | ~np.isfinite(total)):
+            c = np.nonzero(active)[0]
+            if r >= last or c.size == 0:
                 break
-            cross = np.einsum("cijl,cj->cil", AB[k, cs], m)
-            S = ((AA[k, cs] @ S.reshape(C, D * D, 1)).reshape(C, D, D) + cross
-                 + cross.transpose(0, 2, 1) + Ebb[k, cs])
-            m = (EA[k, cs] @ m[..., None])[..., 0] + Eb[k, cs]
+            k = np.argmin(((where[None] - np.nan_to_num(m[c])[:, None]) ** 2).sum(-1), axis=1)
+            cov = S[c] - m[c][:, :, None] * m[c][:, None, :]
+            out[c, r] = (gradient(model, m[c]) ** 2).sum(-1) + (H2[k] * cov).sum((-2, -1))
+            total[c] += out[c, r]
+            done = ~np.isfinite(out[c, r])
+            if epsilon is not None:
+                reached = total[c] <= epsilon * (r + 1)
+                if reached.any():
+                    last = min(last, math.ceil(SCREEN_FACTOR * (r + 1)))
+                done |= reached
+            active[c[done]] = False
+            c, k = c[~done], k[~done]
+            Ak = A[k, c]                                                        # [n, B, D, D]
+            cross = np.einsum("nijl,nj->nil", AB[k, c], m[c])
+            n, B, D = Ak.shape[:3]
+            As = (Ak @ S[c][:, None]).transpose(0, 2, 1, 3).reshape(n, D, B * D)   # [n, D, B D]
+            ASA = As @ Ak.transpose(0, 2, 1, 3).reshape(n, D, B * D).transpose(0, 2, 1)
+            S[c] = ASA / B + cross + cross.transpose(0, 2, 1) + Ebb[k, c]
+            m[c] = np.einsum("nij,nj->ni", EA[k, c], m[c]) + Eb[k, c]
     out[~np.isfinite(out)] = math.inf
     out[np.maximum.accumulate(~np.isfinite(out), axis=1)] = math.inf
     return out
