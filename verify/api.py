@@ -75,6 +75,7 @@ from .claims import (
     register_experiment,
     unregister_paper,
 )
+from .deadline_inputs import GUARANTEE, MU, ZETA, require_mu
 from .decide import (
     ACCURACY,
     RELATIVE_LOSS,
@@ -143,19 +144,20 @@ __all__ = [
     "default_scenario", "DEVICE", "digits_mlp", "Draw", "estimate_constants", "estimate_grid",
     "estimated_keys", "estimated_start", "EstimationSettings", "Evaluation", "Experiment",
     "families", "Family", "FEATURE_NORM_RANGE", "FieldError", "fitting_batches",
-    "fixed_by_setting", "Footprint", "GRAD2", "Group",
+    "fixed_by_setting", "Footprint", "GRAD2", "Group", "GUARANTEE",
     "half_width", "Hook", "HOOKS", "INDEX", "Input", "json_text", "jsonable", "Knob", "label",
     "load_plugins", "load_reproduction", "load_scenario", "LOOP_OVERHEAD", "LOSS",
-    "Measurement", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "PARAM2",
+    "Measurement", "MU", "NamedProblem", "NoCertificate", "Outcome", "paired_regret", "PARAM2",
     "Parts", "passes", "Plan", "predicted_over_steps", "problem_inputs", "problem_spec",
     "Proposal", "RATIO", "Reading",
     "register_adapter", "register_chooser", "register_claim", "register_experiment",
     "register_family", "register_sweep", "register_tightness", "register_witness_dir",
     "RELATIVE_LOSS", "relative_margin", "reproduce", "Reproduction", "reproduction_differences",
-    "reproduction_from_dict", "require_float", "require_floats", "require_int", "require_runs",
+    "reproduction_from_dict", "require_float", "require_floats", "require_int", "require_mu",
+    "require_runs",
     "ResourceError", "RngDraw", "roundoff", "Scenario", "SCENARIO", "settings_text",
     "SMALLEST_STEP", "sooner",
     "STEP", "Sweep", "Tags", "Test", "TIME", "TOLERANCE", "UNITS", "unregister_adapter",
     "unregister_chooser", "unregister_paper", "unregister_sweeps", "unregister_tightness",
-    "unregister_witness_dir", "Verdict", "Witness", "witnesses",
+    "unregister_witness_dir", "Verdict", "Witness", "witnesses", "ZETA",
 ]
