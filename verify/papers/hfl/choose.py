@@ -103,7 +103,7 @@ BOUND_DRAWS = 2000
 #: certified answers: given with --mu
 DEADLINE = {"deadline_quadratic": "hfl.deadline_quadratic", "deadline_pl": "hfl.deadline_pl"}
 #: the delay paths of a deadline bound's Monte-Carlo expectation (``bounds.hfl_deadline.expected``)
-DEADLINE_PATHS = 100
+DEADLINE_PATHS = 32
 
 
 @register_chooser
