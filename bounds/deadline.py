@@ -151,7 +151,7 @@ def unroll(kappa: np.ndarray, parts: dict[str, np.ndarray], real: np.ndarray
 def flat_batch(*arrays: np.ndarray, tail: tuple[int, ...] = ()) -> tuple[tuple, list[np.ndarray]]:
     """The broadcast batch shape of ``arrays`` (the last ``len(tail)`` axes of the last array
     excluded: its per-item axes, e.g. a schedule's [U, G]) and each array broadcast to it and
-    flattened to one batch axis [B] (the last: [B, *tail])."""
+    flattened to one batch axis ``[B]`` (the last: ``[B, *tail]``)."""
     *scalars, last = (np.asarray(a, dtype=float) for a in arrays)
     items = last.shape[last.ndim - len(tail):] if tail else ()
     shape = np.broadcast_shapes(*(a.shape for a in scalars), last.shape[:last.ndim - len(tail)])
