@@ -177,3 +177,12 @@ def test_device_cpu_given_is_the_default_bit_for_bit_and_a_missing_device_is_ref
         assert main(["choose", name, *argv, "--device", bad]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"fedbound: error: --device='{bad}': ") and err.count("\n") == 1, err
+
+
+def test_the_graphs_mllsgd_offers_are_the_topologys():
+    """--graph's choices are written out in the chooser (loading the plugin imports no scipy):
+    they are bounds.topology's."""
+    from fedbound.bounds import topology
+    from fedbound.verify.papers.mllsgd import choose as mllsgd_choose
+
+    assert mllsgd_choose.GRAPH_KINDS == topology.GRAPH_KINDS

@@ -116,7 +116,9 @@ CASES = [
                                   "--replicas", str(10**11)], None, ["--replicas", "--max-memory"]),
     ("choose hfl: the grid", ["choose", "hfl", "--sizes", "15,15", *DELAYS, "--T", "600", *HFL,
                               "--method", "simulate", "--S", ",".join(map(str, range(201))),
-                              "--max-scenarios", "100"], None, ["the grid = 201 runs", "--max-scenarios"]),
+                              "--max-scenarios", "100"], None,
+     # S = 1 runs S = 0's schedule (every c_i = 1: one local iteration per round): 200 distinct
+     ["the grid = 200 runs", "--max-scenarios"]),
     ("choose tdcd: the local steps", ["choose-q-eta", "--Q", str(10**9)], None,
      ["--Q 1000000000", "--max-steps"]),
     ("choose tdcd: the replicas", ["choose", "tdcd", "--replicas", str(10**11)], None,

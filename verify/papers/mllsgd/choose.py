@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from fedbound import bounds
-from fedbound.bounds.topology import GRAPH_KINDS
 from fedbound.verify.api import (
     DEVICE,
     GUARANTEE,
@@ -46,6 +45,9 @@ from fedbound.verify.api import count_text as _n
 
 from .adapters import MLLSGDScenario, Theorem1, build
 
+#: the hub graphs --graph takes: ``bounds.topology.GRAPH_KINDS``, written here so that loading
+#: the plugin (``fedbound list``) imports no scipy
+GRAPH_KINDS = ("complete", "path", "ring", "star", "grid", "random")
 #: the chooser's default scenario: Theorem 1's, over K = DEFAULT_K iterations
 DEFAULT_K = 256
 #: the default periods tau (those that divide K / q)
