@@ -75,7 +75,7 @@ from .claims import (
     register_experiment,
     unregister_paper,
 )
-from .deadline_inputs import GUARANTEE, MU, ZETA, require_mu
+from .deadline_inputs import GUARANTEE, MU, ZETA, DeadlineVariants, require_mu
 from .decide import (
     ACCURACY,
     RELATIVE_LOSS,
@@ -140,7 +140,7 @@ __all__ = [
     "along_trajectory", "Answer", "below", "between", "check",
     "check_estimated", "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure",
     "ClaimResult", "claims", "claims_grid", "comma_separated", "compare", "Comparison",
-    "conservative_bound", "conservative_step", "COUNT", "count_text", "Curve",
+    "conservative_bound", "conservative_step", "COUNT", "count_text", "Curve", "DeadlineVariants",
     "default_scenario", "DEVICE", "digits_mlp", "Draw", "estimate_constants", "estimate_grid",
     "estimated_keys", "estimated_start", "EstimationSettings", "Evaluation", "Experiment",
     "families", "Family", "FEATURE_NORM_RANGE", "FieldError", "fitting_batches",

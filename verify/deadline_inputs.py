@@ -34,3 +34,25 @@ def require_mu(mu: float | None, L: float | None, named: str) -> float | None:
         raise FieldError(f"{named}={mu:g} must be at most L = {L:g}, the certified smoothness "
                          "(mu <= L: the spectrum [mu, L])")
     return mu
+
+
+class DeadlineVariants:
+    """A mix-in for a ``verify.choose.Chooser`` (listed before it) whose certified answers
+    include fedbound's deadline bounds when the PL constant is given: ``deadline`` maps the
+    name of each such answer to its registered result; the chooser sets ``mu`` (None: not
+    given)."""
+
+    deadline: dict[str, str] = {}
+    mu: float | None = None
+
+    def variants(self) -> list[str]:
+        """The chooser's valid variants, and with ``mu`` the deadline bounds' (``deadline``)."""
+        return [*super().variants(), *(self.deadline if self.mu is not None else ())]
+
+    def result(self, variant: str):
+        """The deadline bound of a deadline answer, else the chooser's own."""
+        from fedbound import bounds
+
+        if variant in self.deadline:
+            return bounds.get(self.deadline[variant])
+        return super().result(variant)

@@ -32,6 +32,7 @@ from fedbound.verify.api import (
     TIME,
     ZETA,
     Chooser,
+    DeadlineVariants,
     Evaluation,
     FieldError,
     Footprint,
@@ -107,7 +108,7 @@ DEADLINE_PATHS = 32
 
 
 @register_chooser
-class SyncTime(Chooser):
+class SyncTime(DeadlineVariants, Chooser):
     """(S, alpha) for Algorithm 1 of Ali & Arafa 2025 (module docstring).
 
     The problem: ``problem`` and ``x1`` (any ``sim`` problem: its clients i.i.d. on it, or a
@@ -121,6 +122,7 @@ class SyncTime(Chooser):
     one of METRICS (``epsilon`` for "time"); ``replicas`` delay paths in the paired
     comparison; ``seed``."""
 
+    deadline = DEADLINE
     name = "sync-time"
     key = "hfl.theorem2"
     aliases = ("choose-sync-time",)
@@ -333,14 +335,6 @@ class SyncTime(Chooser):
         return ""
 
     # ------------------------------------------------------------------ the answers
-
-    def variants(self) -> list[str]:
-        """The valid variants of Theorem 2, and with --mu fedbound's deadline bounds
-        (:data:`DEADLINE`)."""
-        return [*super().variants(), *(DEADLINE if self.mu is not None else ())]
-
-    def result(self, variant: str):
-        return bounds.get(DEADLINE[variant]) if variant in DEADLINE else super().result(variant)
 
     def certified(self, variant: str) -> Proposal:
         """The variant's expected bound (over delay paths) minimised over the S grid and, unless

@@ -27,6 +27,7 @@ from fedbound.verify.api import (
     MU,
     SMALLEST_STEP,
     Chooser,
+    DeadlineVariants,
     Evaluation,
     FieldError,
     Footprint,
@@ -68,7 +69,7 @@ METRIC_NAMES = {"loss": "loss at the end, F(u_K) - F_inf",
 
 
 @register_chooser
-class TauEta(Chooser):
+class TauEta(DeadlineVariants, Chooser):
     """(tau, eta) for MLL-SGD (module docstring), on ``scenario`` (default Theorem 1's with
     K = DEFAULT_K): its hub graph, H, workers, p, q, K and problem, or on ``problem`` and
     ``x1`` passed in (the bound's constants then the problem's L, beta, sigma; a problem
@@ -80,6 +81,7 @@ class TauEta(Chooser):
     every tau then runs the whole hub periods (q tau iterations, q tau + q t_comm + t_hub of
     time) that fit in the time of K iterations (:meth:`iterations`)."""
 
+    deadline = DEADLINE
     name = "tau-eta"
     key = "mllsgd.theorem1"
     summary = "MLL-SGD: the period tau and the step eta, certified, calibrated and simulated"
@@ -270,14 +272,6 @@ class TauEta(Chooser):
         return True
 
     # ------------------------------------------------------------------ the answers
-
-    def variants(self) -> list[str]:
-        """The valid variants of Theorem 1, and with --mu fedbound's deadline bound
-        (:data:`DEADLINE`)."""
-        return [*super().variants(), *(DEADLINE if self.mu is not None else ())]
-
-    def result(self, variant: str):
-        return bounds.get(DEADLINE[variant]) if variant in DEADLINE else super().result(variant)
 
     def certified(self, variant: str) -> Proposal:
         """The variant's bound (13) minimised over tau and the admissible eta (a log grid over

@@ -33,6 +33,7 @@ from fedbound.verify.api import (
     SMALLEST_STEP,
     TIME,
     Chooser,
+    DeadlineVariants,
     Evaluation,
     FieldError,
     Footprint,
@@ -131,7 +132,7 @@ def hitting_times(running: np.ndarray, time: np.ndarray, epsilon: float) -> tupl
 
 
 @register_chooser
-class QEta(Chooser):
+class QEta(DeadlineVariants, Chooser):
     """(Q, eta) for TDCD (module docstring), on the TDCD ``scenario`` (default:
     tdcd.theorem1's), or on ``model`` and ``theta0`` (a ``sim.tdcd.BlockLinear``, with its
     certified constants, or any model TDCD runs; the bound's constants then come from
@@ -147,6 +148,7 @@ class QEta(Chooser):
     which the running left side first reaches epsilon, inf when a replica never does or
     diverges), "lhs" (the left side at the horizon) or "loss" (the training loss there)."""
 
+    deadline = DEADLINE
     name = "q-eta"
     key = "tdcd.theorem1"
     aliases = ("choose-q-eta",)
@@ -334,14 +336,6 @@ class QEta(Chooser):
         return ""
 
     # ------------------------------------------------------------------ the answers
-
-    def variants(self) -> list[str]:
-        """The valid variants of Theorem 1, and with --mu fedbound's deadline bound
-        (:data:`DEADLINE`)."""
-        return [*super().variants(), *(DEADLINE if self.mu is not None else ())]
-
-    def result(self, variant: str):
-        return bounds.get(DEADLINE[variant]) if variant in DEADLINE else super().result(variant)
 
     def certified_deadline(self, variant: str) -> Proposal:
         """The (Q, eta) minimising ``tdcd.deadline_pl``, a bound on E L(theta^{RQ}) - L* after
