@@ -7,6 +7,9 @@ synth_claims`` with this folder on the path)."""
 
 from __future__ import annotations
 
+import os
+import time
+
 import numpy as np
 
 from fedbound.verify.api import (
@@ -35,8 +38,20 @@ def _curve(label, rng, seeds, level, bound=None):
     return Curve(label, X, y, None if bound is None else np.full(X.size, bound))
 
 
+def _logged(experiment: str, plan) -> None:
+    """Record a run in :data:`CALLS` and, for a test watching another process, in the file
+    ``SYNTH_LOG`` names; hang for ten minutes where ``SYNTH_HANG`` names the experiment (a
+    run to interrupt)."""
+    CALLS.append((experiment, plan))
+    if os.environ.get("SYNTH_LOG"):
+        with open(os.environ["SYNTH_LOG"], "a") as f:
+            f.write(f"{experiment} {plan.reading}\n")
+    if os.environ.get("SYNTH_HANG") == experiment:
+        time.sleep(600)
+
+
 def base(plan):
-    CALLS.append(("synth.base", plan))
+    _logged("synth.base", plan)
     rng = np.random.default_rng(plan.seed)
     flip = plan.reading == "flipped"
     curves = [_curve("A", rng, plan.seeds, 2.0 if flip else 1.0, bound=3.0),
@@ -49,7 +64,7 @@ def base(plan):
 def extra(plan):
     """B and C as in :func:`base`, B once more (the same run: a setting that fixes it), and
     hitting times of a target loss, inf where it is not reached within the horizon 10."""
-    CALLS.append(("synth.extra", plan))
+    _logged("synth.extra", plan)
     rng = np.random.default_rng(plan.seed + 1)
     b, c = _curve("B", rng, plan.seeds, 1.5), _curve("C", rng, plan.seeds, 1.5)
     again = Curve("B again", X, b.y)

@@ -155,3 +155,25 @@ def test_tdcd_one_local_iteration_is_one_run_under_both_readings(monkeypatch):
     assert (runs[0][1] == direct[k:k + 2]).all() and direct[:, -1].reshape(2, 2).mean(1).argmin() == k // 2
     assert [ex._run_plan(Plan(reading=r), Q).reading for r, Q in
             (("step", 1), ("step", 10), (None, 10), ("round", 1))] == ["round", "step", "round", "round"]
+
+
+def test_every_stored_test_states_its_margin_and_no_contradiction_is_smaller():
+    """The stored quick reproduction of every claim (``make claims-data``): each test of each
+    reading has a margin > 0 in its metric's units and says where it comes from; a
+    contradiction's whole interval lies beyond the margin on the other side; a test the
+    setting fixes says why."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).resolve().parent.parent / "notebooks" / "data" /
+                       "claims_quick.json").read_text())
+    tests = [(c["id"], t) for c in data["claims"]
+             for d in (c["readings"].values() if "readings" in c else [c]) for t in d["tests"]]
+    assert len({cid for cid, _ in tests}) == len(data["claims"])
+    for cid, t in tests:
+        assert t["margin"] > 0 and t["source"], (cid, t["name"])
+        if t["verdict"] == "contradicts" and t["kind"] in ("above", "below"):
+            value, sign = (t["lower"], 1) if t["kind"] == "above" else (t["upper"], -1)
+            assert sign * (max(t["low"], t["high"], key=lambda x: sign * x) - value) < -t["margin"]
+        if t["verdict"] == "fixed-by-setting":
+            assert t["reason"], (cid, t["name"])

@@ -444,7 +444,8 @@ def test_check_estimated_gives_the_library_verdict_and_refuses_what_it_cannot(ca
         assert code == 2 and match in err and len(err.strip().splitlines()) == 1
 
 
-def test_reproduce_without_scikit_learn_is_one_line_naming_the_extra(capsys, monkeypatch):
+def test_reproduce_without_scikit_learn_is_one_line_naming_the_extra(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # its store of runs
     monkeypatch.setitem(sys.modules, "sklearn", None)  # import sklearn raises ImportError
     monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
     code, _, err = run(capsys, "reproduce", "afl", "--quick")

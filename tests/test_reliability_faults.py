@@ -31,6 +31,7 @@ from bounded import CEILING, ceiling
 
 from fedbound import bounds
 from fedbound.verify import output, report, sweep
+from fedbound.verify import store as store_module
 from fedbound.verify.cli import main
 from fedbound.verify.interrupts import uninterrupted_imports
 from fedbound.verify.verdict import OUTCOMES
@@ -232,7 +233,7 @@ def test_a_locked_store_is_waited_on_for_a_stated_time_then_refused_naming_db(tm
     "database is locked"); the lock's holder keeps the store as it was."""
     db, spec = tmp_path / "l.sqlite", write(tmp_path / "spec.json", TINY)
     sweep.Store(db).close()
-    monkeypatch.setattr(sweep, "LOCK_WAIT", 0.5)
+    monkeypatch.setattr(store_module, "LOCK_WAIT", 0.5)
     with contextlib.closing(sqlite3.connect(db, isolation_level=None)) as holder:
         holder.execute("BEGIN EXCLUSIVE")
         assert main(["sweep", str(spec), "--db", str(db), "--json"]) == 2

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from bounded import CEILING
 
 from fedbound.verify import claims as catalogue
 from fedbound.verify.claims import Curve, Plan
@@ -24,7 +25,8 @@ import synth_claims  # noqa: E402  (registers the synthetic paper)
 
 
 @pytest.fixture
-def synth():
+def synth(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the command's store (fedbound-reproduce.sqlite) goes there
     if "synth.base" not in catalogue._EXPERIMENTS:
         synth_claims.register()
     synth_claims.CALLS.clear()
@@ -220,21 +222,177 @@ def test_report_has_a_page_per_paper_with_every_claims_figure(synth, capsys, tmp
     assert "Report:" in out
 
 
+def test_the_text_and_the_report_say_the_same_seconds_counts_and_tests(synth, capsys, tmp_path):
+    """The seconds are labelled the same way in the text and in the report (the wall clock
+    of the command, the seconds of each paper's runs: one number each, not one in one place
+    and another in the other), a paper's counts read as words, never run into the run's
+    description (they once did: "undecided(quick"), and every test's margin and source, and
+    each claim's figure caption, are on its page."""
+    import re
+    from html import unescape
+
+    code, out, _ = _cli(capsys, "reproduce", "synth", "--quick", "--claim", ",".join(ALL),
+                        "--report", str(tmp_path / "r"))
+    page = unescape(re.sub(r"<[^>]+>", "", (tmp_path / "r" / "claims" / "synth.html").read_text()))
+    index = unescape(re.sub(r"<[^>]+>", "", (tmp_path / "r" / "index.html").read_text()))
+    timing = re.search(r"^7 claims in (.+ s wall clock, .+ s of runs)$", out, re.M).group(1)
+    runs = re.search(r"seed 0, ([\d.]+) s of runs\): ", out).group(1)
+    assert timing in " ".join(index.split()) and f"seed 0, {runs} s of runs)" in page
+    counts = re.search(r"s of runs\): (.+)$", out, re.M).group(1)
+    assert f"{counts} (quick run, seed 0, {runs} s of runs)." in " ".join(page.split())
+    assert not re.search(r"(agrees|contradicts|negligible|undecided|setting|error)\(", page)
+    assert "the synthetic paper's stated margin" in page and "fixed by the setting" in page
+    assert "Right: each test's mean paired difference and 95% interval" in page
+    assert "diamonds" not in page.split("synth.fig5.c-below-b")[-1].split("synth.fig6")[0]
+
+
 def test_jobs_give_the_numbers_of_one_process(tmp_path):
     """--jobs 2 runs the experiments in worker processes that load the plugin themselves;
     the JSON is the same as in one process, bit for bit, but for the seconds."""
-    env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "FEDBOUND_PLUGINS": "synth_claims"}
     outs = []
     for jobs in ("1", "2"):
         p = subprocess.run([sys.executable, "-m", "fedbound", "reproduce", "synth", "--quick",
-                            "--claim", ",".join(OK), "--json", "--jobs", jobs],
-                           capture_output=True, text=True, env=env, timeout=300)
+                            "--claim", ",".join(OK), "--json", "--jobs", jobs,
+                            "--db", str(tmp_path / f"jobs{jobs}.sqlite")],
+                           capture_output=True, text=True, env=_env(), timeout=300)
         assert p.returncode == 1, p.stderr
         data = json.loads(p.stdout)
         data.pop("seconds"), data.pop("paper_seconds")
         outs.append(data)
     assert outs[0] == outs[1]
+
+
+def _env(**extra) -> dict:
+    """The environment of a ``fedbound`` process that loads the synthetic paper."""
+    return {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+            "FEDBOUND_PLUGINS": "synth_claims", **extra}
+
+
+def _without_seconds(text: str) -> dict:
+    data = json.loads(text)
+    data.pop("seconds"), data.pop("paper_seconds")
+    for run in data.get("runs", ()):
+        run.pop("seconds")
+    return data
+
+
+ALL = [*OK, *NEW]
+
+
+def test_dask_local_gives_the_verdicts_and_numbers_of_a_local_run(synth, monkeypatch, capsys):
+    """``--dask-local 2``: the runs go to a Dask LocalCluster's worker processes (which load
+    the plugin themselves) and come back with the numbers of one process, bit for bit."""
+    pytest.importorskip("distributed")
+    monkeypatch.setenv("PYTHONPATH", _env()["PYTHONPATH"])  # the cluster's workers import synth_claims
+    outs = [_cli(capsys, "reproduce", "synth", "--quick", "--claim", ",".join(ALL), "--json",
+                 "--curves", "--db", db, *extra)
+            for db, extra in (("local.sqlite", ()), ("dask.sqlite", ("--dask-local", "2")))]
+    assert outs[0][0] == outs[1][0] == 1  # fig1.b-lower contradicts
+    assert _without_seconds(outs[0][1]) == _without_seconds(outs[1][1])
+    assert len(json.loads(outs[1][1])["claims"]) == len(ALL)
+
+
+def _stored_runs(db: Path) -> int:
+    from fedbound.verify.store import Store
+
+    try:
+        store = Store(db, readonly=True)
+    except ValueError:  # not there yet, or being created by the driver
+        return 0
+    try:
+        return store.count()
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("signal_name, jobs", [("SIGKILL", "1"), ("SIGINT", "1"), ("SIGINT", "2")])
+def test_a_killed_reproduction_resumes_from_its_stored_runs_bit_for_bit(tmp_path, signal_name, jobs):
+    """The driver is killed (SIGKILL: nothing in it runs; SIGINT: Ctrl-C) while the third of
+    its three experiment runs hangs, after the first two are stored (in this process, or in
+    worker processes with ``--jobs 2``). The same command again runs only the third and gives
+    the JSON of an unbroken run, every number bit for bit."""
+    import signal
+    import time
+
+    db, log = tmp_path / "runs.sqlite", tmp_path / "runs.log"
+    argv = [sys.executable, "-m", "fedbound", "reproduce", "synth", "--quick", "--claim",
+            ",".join(ALL), "--json", "--curves", "--jobs", jobs, "--db", str(db)]
+    p = subprocess.Popen(argv, env=_env(SYNTH_HANG="synth.extra", SYNTH_LOG=str(log)),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    deadline = time.monotonic() + CEILING
+    while _stored_runs(db) < 2 or "synth.extra" not in (log.read_text() if log.exists() else ""):
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.2)
+    p.send_signal(getattr(signal, signal_name))
+    _, err = p.communicate(timeout=CEILING)
+    if signal_name == "SIGINT":  # one line saying what is kept
+        assert p.returncode == 130, err
+        assert "2 experiment runs run by this driver are stored in" in err, err
+    assert _stored_runs(db) == 2
+    log.write_text("")
+    again = subprocess.run(argv, env=_env(SYNTH_LOG=str(log)), capture_output=True, text=True,
+                           cwd=tmp_path, timeout=CEILING)
+    assert again.returncode == 1, again.stderr  # fig1.b-lower contradicts
+    assert log.read_text() == "synth.extra None\n"  # the stored runs are read back, not run
+    fresh = subprocess.run([*argv[:-1], str(tmp_path / "fresh.sqlite")], env=_env(),
+                           capture_output=True, text=True, cwd=tmp_path, timeout=CEILING)
+    assert _without_seconds(again.stdout) == _without_seconds(fresh.stdout)
+    assert _stored_runs(db) == 3
+
+
+def test_a_failed_run_is_not_stored_and_another_code_runs_again(synth, tmp_path):
+    """A run that fails is an error row, not a stored run: a rerun tries it again. A store
+    holds runs by the code that made them: another fingerprint reads nothing back."""
+    from fedbound.verify import reproduce as engine
+
+    db = tmp_path / "s.sqlite"
+    reproduce("synth", claim_ids=["fig1.a-lower", "fig3.broken"], quick=True, store=db)
+    assert _stored_runs(db) == 2 and [e for e, _ in synth.CALLS].count("synth.fails") == 1
+    synth.CALLS.clear()
+    rep = reproduce("synth", claim_ids=["fig1.a-lower", "fig3.broken"], quick=True, store=db)
+    assert [e for e, _ in synth.CALLS] == ["synth.fails"] and rep.results[1].verdict == "error"
+    assert [r.stored for r in rep.runs] == [True, True, False]
+    synth.CALLS.clear()
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(engine, "code_fingerprint", lambda experiments: "other code")
+        reproduce("synth", claim_ids=["fig1.a-lower"], quick=True, store=db)
+    assert [e for e, _ in synth.CALLS] == ["synth.base", "synth.base"]
+
+
+def test_report_refuses_a_reproductions_store_naming_it(synth, capsys, tmp_path):
+    """``fedbound report --db`` on the store of a reproduction is bad input (one line naming
+    --db, exit 2), written nowhere; the store is left as it was."""
+    db = tmp_path / "r.sqlite"
+    assert _cli(capsys, "reproduce", "synth", "--quick", "--claim", "fig1.a-lower", "--db",
+                str(db))[0] == 0
+    before = db.read_bytes()
+    code, out, err = _cli(capsys, "report", "--db", str(db), "--out", str(tmp_path / "rep"))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"--db {db} holds the runs of fedbound reproduce" in err
+    assert not (tmp_path / "rep").exists() and db.read_bytes() == before
+
+
+def test_the_code_fingerprint_follows_the_source(tmp_path, monkeypatch):
+    """The fingerprint of a plugin's experiments changes with one byte of its source, and not
+    with the directory it lies in."""
+    from fedbound.verify.claims import Experiment
+    from fedbound.verify.reproduce import code_fingerprint
+
+    for where in ("a", "b"):
+        (tmp_path / where).mkdir()
+        (tmp_path / where / "fingerprinted.py").write_text("def run(plan):\n    return 1\n")
+    prints = []
+    for where, text in (("a", None), ("b", None), ("b", "def run(plan):\n    return 2\n")):
+        if text:
+            (tmp_path / where / "fingerprinted.py").write_text(text)
+        monkeypatch.syspath_prepend(str(tmp_path / where))
+        sys.modules.pop("fingerprinted", None)
+        import fingerprinted
+
+        prints.append(code_fingerprint([Experiment("x.y", fingerprinted.run, (2, 2), lambda p: None)]))
+        monkeypatch.undo()
+    sys.modules.pop("fingerprinted", None)
+    assert prints[0] == prints[1] != prints[2]
 
 
 def test_plan_counts_its_experiments_seeds():

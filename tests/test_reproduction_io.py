@@ -131,10 +131,11 @@ def test_a_file_above_the_input_limit_is_refused_before_it_is_read(live, tmp_pat
         load_reproduction(path)
 
 
-def test_cli_json_curves_is_the_loadable_file(live, capsys, tmp_path):
+def test_cli_json_curves_is_the_loadable_file(live, capsys, tmp_path, monkeypatch):
     """``--json --curves`` writes what load_reproduction loads; ``--json`` alone, no runs."""
     from fedbound.verify.cli import main
 
+    monkeypatch.chdir(tmp_path)  # the command's store of runs
     outs = {}
     for extra in ((), ("--curves",)):
         assert main(["--plugin", "synth_claims", "reproduce", "synth", "--quick", "--claim",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .output import ReportDir
-from .reproduce import ClaimResult, Reproduction, effect_text
+from .reproduce import ClaimResult, Reproduction, counts_text, effect_text
 
 #: the pages of a reproduction report, in the header of each
 PAGES = (("index.html", "Claims"), ("references.html", "References"))
@@ -33,13 +33,16 @@ def _slug(text: str) -> str:
 
 
 def _test_row(t) -> dict:
-    return {"name": t.name, "effect": _number(t.effect), "interval": f"[{_number(t.low)}, "
-            f"{_number(t.high)}]", "region": t.region(), "seeds": t.seeds,
-            "verdict": t.verdict, "detectable": _number(t.detectable),
-            "needed": "-" if t.verdict != "undecided" else (t.needed or "none")}
+    return {"name": t.name, "effect": _number(t.effect),
+            "interval": "-" if t.low is None else f"[{_number(t.low)}, {_number(t.high)}]",
+            "region": t.region(), "margin": _number(t.margin), "source": t.source,
+            "seeds": "-" if t.seeds is None else t.seeds, "verdict": t.verdict,
+            "detectable": _number(t.detectable),
+            "needed": t.reason or ("-" if t.verdict != "undecided" else (t.needed or "none"))}
 
 
-def claim_context(r: ClaimResult, rep: Reproduction, figure: str | None) -> dict:
+def claim_context(r: ClaimResult, rep: Reproduction, figure: str | None,
+                  caption: str = "") -> dict:
     from .html import term_prose
 
     c = r.claim
@@ -58,7 +61,7 @@ def claim_context(r: ClaimResult, rep: Reproduction, figure: str | None) -> dict
         "tolerance": c.tolerance, "sensitivity": c.sensitivity,
         "stated_model": term_prose(c.stated_model),
         "prediction": p.prediction if p else "", "bound_agrees": p.bound_agrees if p else None,
-        "notes": list(outcome.notes) if outcome else [], "figure": figure,
+        "notes": list(outcome.notes) if outcome else [], "figure": figure, "caption": caption,
         "command": f"fedbound reproduce {c.paper} --claim {c.id}"
                    + (" --quick" if rep.plan.quick else "")}
 
@@ -72,7 +75,7 @@ def write(rep: Reproduction, outdir: str | Path, *, force: bool = False) -> Path
 
     from fedbound.bounds.references import PAPERS
 
-    from .claimplots import claim_figure
+    from .claimplots import claim_caption, claim_figure
     from .html import render
     from .scenario import json_text
 
@@ -87,19 +90,21 @@ def write(rep: Reproduction, outdir: str | Path, *, force: bool = False) -> Path
         with report.target(f"figures/{name}") as tmp:
             fig.savefig(tmp, dpi=100)
         plt.close(fig)
-        figures[r.claim.id] = name
+        figures[r.claim.id] = (name, claim_caption(r, rep))
     papers = []
+    seconds = rep.paper_seconds()
     for paper in rep.papers:
         mine = [r for r in rep.results if r.claim.paper == paper]
         entry = PAPERS.get(paper)
         papers.append({"key": paper, "short": entry.short if entry else paper,
                        "title": entry.title if entry else paper,
                        "href": f"claims/{_slug(paper)}.html",
-                       "counts": {v: sum(r.verdict == v for r in mine)
-                                  for v in CSS},
-                       "claims": [claim_context(r, rep, figures.get(r.claim.id)) for r in mine]})
+                       "counts": counts_text(r.verdict for r in mine),
+                       "seconds": f"{seconds.get(paper, 0.0):.1f}",
+                       "claims": [claim_context(r, rep, *figures.get(r.claim.id, (None, "")))
+                                  for r in mine]})
     run = {"quick": rep.plan.quick, "seed": rep.plan.seed, "seeds": rep.plan.seeds,
-           "seconds": f"{rep.seconds:.1f}", "status": rep.status()}
+           "timing": rep.timing(), "status": rep.status()}
     for p in papers:
         report.write_text(p["href"], render(
             "claims_paper.html", root="../", pages=PAGES, here="", paper=p, run=run,

@@ -24,14 +24,13 @@ import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-
-import numpy as np
+from dataclasses import asdict, dataclass, field, replace
 
 from .boundary import PluginError
 from .claims import Claim, Experiment, Outcome, Plan, claims, experiment
 from .claims_boundary import checked_outcome, checked_tests
 from .decide import VERDICTS, Test, combine, deciding
+from .outcome_json import outcome_dict
 
 
 @dataclass(frozen=True)
@@ -100,14 +99,16 @@ class ClaimResult:
 
 @dataclass(frozen=True)
 class Run:
-    """One experiment run under one plan: its outcome (None when it failed: ``error``) and
-    its seconds."""
+    """One experiment run under one plan: its outcome (None when it failed: ``error``), its
+    seconds, and whether it was read from the store of an earlier run (``stored``: its
+    seconds are that run's)."""
 
     experiment: str
     plan: Plan
     outcome: Outcome | None
     seconds: float
     error: str = ""
+    stored: bool = field(default=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -130,12 +131,22 @@ class Reproduction:
         return dict(Counter(r.verdict for r in self.results))
 
     def paper_seconds(self) -> dict[str, float]:
-        """The seconds of each paper's runs (summed over runs, whether in parallel or not)."""
+        """The seconds of each paper's runs (summed over runs, whether in parallel or not; a
+        run read back from the store counts the seconds it took when it ran)."""
         out: dict[str, float] = {}
         for r in self.runs:
             paper = r.experiment.split(".")[0]
             out[paper] = out.get(paper, 0.0) + r.seconds
         return out
+
+    def timing(self) -> str:
+        """How long the reproduction took, in words, as its text and its report say it: the
+        wall-clock seconds (:attr:`seconds`) and the seconds of its runs (summed: more than
+        the wall clock when runs went in parallel), and the runs read back from the store."""
+        stored = sum(r.stored for r in self.runs)
+        return (f"{self.seconds:.1f} s wall clock, {sum(self.paper_seconds().values()):.1f} s of "
+                "runs" + (f" ({stored} of {len(self.runs)} runs read back from the store)"
+                          if stored else ""))
 
     def status(self, strict: bool = False) -> int:
         """The exit status: 1 when a claim is contradicted, 4 when one ended in an error, 3
@@ -170,34 +181,14 @@ class Reproduction:
         seconds = self.paper_seconds()
         for paper in self.papers:
             mine = [r for r in self.results if r.claim.paper == paper]
-            counts = Counter(r.verdict for r in mine)
             title = cite(paper) if paper in PAPERS else paper
             lines += [f"{title}: {len(mine)} claims ({'quick' if self.plan.quick else 'full'} "
-                      f"run, seed {self.plan.seed}, {seconds.get(paper, 0.0):.1f} s): "
-                      + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())), ""]
+                      f"run, seed {self.plan.seed}, {seconds.get(paper, 0.0):.1f} s of runs): "
+                      + counts_text(r.verdict for r in mine), ""]
             for r in mine:
                 lines += claim_lines(r) + [""]
+        lines.append(f"{len(self.results)} claims in {self.timing()}")
         return "\n".join(lines).rstrip()
-
-
-def listed(a: np.ndarray) -> list:
-    """The nested list of the array ``a``, a NaN written None (JSON has no NaN)."""
-    a = np.asarray(a)
-    if a.dtype.kind == "f" and np.isnan(a).any():
-        out = a.astype(object)
-        out[np.isnan(a)] = None
-        return out.tolist()
-    return a.tolist()
-
-
-def outcome_dict(o: Outcome) -> dict:
-    """What a run measured as JSON values (the curves in their order: a figure draws them so)."""
-    return {"xlabel": o.xlabel, "ylabel": o.ylabel, "notes": list(o.notes),
-            "prediction": o.prediction,
-            "scalars": [{"name": k, "values": listed(v)} for k, v in o.scalars.items()],
-            "curves": [{"label": c.label, "x": listed(c.x), "y": listed(c.y),
-                        "bound": None if c.bound is None else listed(c.bound), "xlabel": c.xlabel}
-                       for c in o.curves.values()]}
 
 
 def run_dict(r: Run) -> dict:
@@ -207,6 +198,13 @@ def run_dict(r: Run) -> dict:
 
 def _number(x: float) -> str:
     return f"{x:.3g}"
+
+
+def counts_text(verdicts) -> str:
+    """"3 agrees, 1 negligible, ...": how many of ``verdicts`` are each verdict (and an
+    error), those that occur, in the order of ``verify.decide.VERDICTS``."""
+    counts = Counter(verdicts)
+    return ", ".join(f"{counts[v]} {v}" for v in (*VERDICTS, "error") if counts[v]) or "no claims"
 
 
 def effect_text(t: Test) -> str:
@@ -322,15 +320,133 @@ def checked_plan(*, quick: bool, seed, seeds, device, batch, step) -> Plan:
                 step=None if step is None else float(step))
 
 
+#: the kind of the rows a reproduction keeps in a store (the ``variant`` column: a sweep's
+#: rows hold a theorem's variant there)
+STORE_KIND = "reproduce"
+
+
+def code_fingerprint(experiments: Sequence[Experiment]) -> str:
+    """SHA-256 of the code that makes a run's numbers: every ``.py`` file of fedbound's
+    packages and of the top-level package (or module) defining each of ``experiments``' run
+    functions (by their paths inside it: the same code in another directory has the same
+    fingerprint), with the versions of torch and numpy. A stored run is reused only by the
+    code that made it: a changed experiment or simulator runs again."""
+    import hashlib
+    import importlib.util
+    import sys
+    from importlib.metadata import PackageNotFoundError, version
+    from pathlib import Path
+
+    roots = ["fedbound", "fedbound.bounds", "fedbound.sim", "fedbound.verify"]
+    roots += sorted({e.run.__module__.partition(".")[0] for e in experiments} - {"fedbound"})
+    h = hashlib.sha256()
+    for name in roots:
+        try:
+            spec = importlib.util.find_spec(name)
+        except ValueError:  # a module without a spec: a script's __main__
+            spec = None
+        if spec is not None and spec.submodule_search_locations:
+            bases = [Path(p) for p in spec.submodule_search_locations]
+            files = sorted((f.relative_to(b).as_posix(), f) for b in bases for f in b.rglob("*.py"))
+        else:
+            origin = spec.origin if spec is not None else getattr(sys.modules.get(name), "__file__", None)
+            files = [] if origin is None else [(Path(origin).name, Path(origin))]
+        for rel, path in files:
+            h.update(f"{name}/{rel}\0".encode() + path.read_bytes() + b"\0")
+    for package in ("torch", "numpy"):
+        try:
+            h.update(f"{package}=={version(package)}\0".encode())
+        except PackageNotFoundError:  # pragma: no cover - a source tree without them
+            h.update(f"{package} missing\0".encode())
+    return h.hexdigest()
+
+
+def run_digest(exp: Experiment, plan: Plan, code: str) -> str:
+    """The store key of ``exp`` run under ``plan`` by the code ``code``
+    (:func:`code_fingerprint`): the SHA-256 of the experiment, the plan (its seeds counted)
+    and the code."""
+    import hashlib
+    import json
+
+    text = json.dumps({"experiment": exp.id, "plan": asdict(replace(plan, seeds=plan.count(exp))),
+                       "code": code}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def stored_run(experiment_id: str, plan: Plan) -> dict:
+    """Run one experiment (in a worker process, a Dask worker or this one) and return it as
+    a row of the store: ``{"verdict": the run's JSON (run_dict) or None, "error", "seconds"}``
+    (``run_experiment``'s exceptions pass through)."""
+    run = run_experiment(experiment_id, plan)
+    return {"verdict": None if run.outcome is None else run_dict(run), "error": run.error or None,
+            "seconds": run.seconds}
+
+
+def _run_of(exp: Experiment, plan: Plan, row: dict, stored: bool) -> Run:
+    """The :class:`Run` of a stored row (``stored_run``'s, or the store's read back)."""
+    from .outcome_json import outcome_from_dict
+
+    if row["verdict"] is None:
+        return Run(exp.id, plan, None, row["seconds"], row["error"] or "")
+    try:
+        outcome = outcome_from_dict(row["verdict"]["outcome"], f"the stored run of {exp.id}")
+    except (ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"--db holds a run of {exp.id} that does not read back ({e}): remove the "
+                         "store, or give another --db") from None
+    return Run(exp.id, plan, outcome, row["seconds"], "", stored)
+
+
+def _runs_in_store(todo: list[tuple[Experiment, Plan]], path, pool,
+                   progress: Callable[[Run], None] | None) -> list[Run]:
+    """Every run of ``todo``: read from the store at ``path`` where it holds it (a run of the
+    same experiment, plan and code: :func:`run_digest`), else run (through ``pool``) and
+    stored as soon as it finishes; a failed run is not stored (a rerun tries it again). An
+    interruption keeps what is stored (``verify.store.run_stored``)."""
+    from .store import Store, run_stored
+
+    code = code_fingerprint([exp for exp, _ in todo])
+    keyed = {run_digest(exp, p, code): (exp, p) for exp, p in todo}
+    store = Store(path, flag="--db")
+    runs: dict[str, Run] = {}
+
+    def record(digest: str, row: dict) -> None:
+        exp, p = keyed[digest]
+        if row["error"] is None:
+            store.add(digest, exp.id, STORE_KIND, p.quick,
+                      {"plan": asdict(replace(p, seeds=p.count(exp))), "code": code}, row)
+        runs[digest] = _run_of(exp, p, row, False)
+        if progress:
+            progress(runs[digest])
+
+    try:
+        calls = {d: (stored_run, exp.id, p) for d, (exp, p) in keyed.items()}
+        run_stored(calls, store, pool, record, window=1 if pool is None else len(calls),
+                   noun="experiment runs", reraise=(ImportError, MemoryError, PluginError))
+        for digest, row in store.results([d for d in keyed if d not in runs]).items():
+            runs[digest] = _run_of(*keyed[digest], row, True)
+            if progress:
+                progress(runs[digest])
+    finally:
+        store.close()
+    return [runs[d] for d in keyed]
+
+
 def reproduce(papers: str | Sequence[str], *, claim_ids: Sequence[str] | None = None,
               quick: bool = False, seed: int = 0, seeds: int | None = None, device=None,
               batch: int | None = None, step: float | None = None, jobs: int = 1,
+              scheduler: str | None = None, dask_local: int | None = None,
+              connect_timeout: float = 10.0, store=None,
               progress: Callable[[Run], None] | None = None) -> Reproduction:
     """Decide the claims of ``papers`` (a key prefix, or several; ``claim_ids`` selects some
     of their claims) from their experiments, run with ``quick`` or full settings from
     ``seed``, with ``seeds`` seeds (None: each experiment's own), on ``device``, with the
     batch size and step ``batch`` and ``step`` where given (the experiments' own otherwise),
-    in ``jobs`` processes; ``progress(run)`` is called as each run finishes. Every run's
+    in ``jobs`` processes, on the Dask scheduler at ``scheduler`` or on a Dask LocalCluster
+    of ``dask_local`` workers (``verify.pool.executor``, as ``fedbound sweep`` does);
+    ``progress(run)`` is called as each run finishes. With ``store`` (the path of an SQLite
+    store, ``verify.store.Store``), each run is kept as it finishes and a run the store holds
+    already (the same experiment, plan and code) is read back, not run: an interrupted
+    reproduction resumes where it stopped, with the same numbers, bit for bit. Every run's
     footprint is checked first (``verify.limits``: ResourceError before anything runs)."""
     from .limits import require
     from .pool import executor
@@ -346,8 +462,11 @@ def reproduce(papers: str | Sequence[str], *, claim_ids: Sequence[str] | None = 
                 exp.footprint(replace(p, seeds=p.count(exp))))
     t0 = time.perf_counter()
     runs: list[Run] = []
-    with executor(jobs=jobs) as pool:
-        if pool is None:
+    with executor(jobs=jobs, scheduler=scheduler, dask_local=dask_local,
+                  connect_timeout=connect_timeout) as pool:
+        if store is not None:
+            runs = _runs_in_store(todo, store, pool, progress)
+        elif pool is None:
             for exp, p in todo:
                 runs.append(run_experiment(exp.id, p))
                 if progress:

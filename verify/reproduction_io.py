@@ -21,10 +21,9 @@ import math
 import os
 from dataclasses import replace
 
-import numpy as np
-
-from .claims import Curve, Outcome, Plan, claims
+from .claims import Plan, claims
 from .decide import VERDICTS, Test
+from .outcome_json import field, items, number, outcome_from_dict, path_at, text, typed
 from .reproduce import ClaimResult, Decision, Reproduction, Run
 from .scenario import _short, jsonable, parse_json
 
@@ -36,74 +35,6 @@ TEST_FIELDS = ("name", "kind", "effect", "low", "high", "sd", "seeds", "lower", 
 TEST_KINDS = ("above", "below", "between", "fixed")
 
 
-def _field(data, key: str, where: str):
-    if not isinstance(data, dict):
-        raise ValueError(f"{where or 'the file'} must be a JSON object, not {type(data).__name__}")
-    if key not in data:
-        raise ValueError(f"{_at(where, key)} is missing")
-    return data[key]
-
-
-def _at(where: str, key) -> str:
-    return f"{where}[{key}]" if isinstance(key, int) else f"{where}.{key}" if where else key
-
-
-def _typed(value, kinds, where: str, noun: str, optional: bool = False):
-    if value is None and optional:
-        return value
-    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
-    if isinstance(value, kinds) and (bool in kinds or not isinstance(value, bool)):
-        return value
-    raise ValueError(f"{where} = {_short(value)} must be {noun}" + (" or null" if optional else ""))
-
-
-def _number(value, where: str, optional: bool = False) -> float | int | None:
-    """A number field: a JSON number as it was written (an integer stays one, as a test's
-    ``at`` given as a round), or "inf"/"-inf" (``json_text`` writes infinities so)."""
-    if isinstance(value, str) and value in ("inf", "-inf"):
-        return float(value)
-    return _typed(value, (int, float), where, "a number", optional)
-
-
-def _text(data, key: str, where: str, optional: bool = False) -> str | None:
-    return _typed(_field(data, key, where), str, _at(where, key), "a string", optional)
-
-
-def _list(data, key: str, where: str) -> list:
-    return _typed(_field(data, key, where), list, _at(where, key), "a list")
-
-
-def _array(value, where: str, ndim: int) -> np.ndarray:
-    """A float array of ``ndim`` dimensions from nested lists (null: NaN)."""
-    def entry(v):
-        if v is None:
-            return math.nan
-        return _number(v, where)
-
-    def nested(v, depth):
-        if depth == 0:
-            return entry(v)
-        return [nested(x, depth - 1) for x in _typed(v, list, where, f"a list of {ndim} dimension(s)")]
-
-    try:
-        a = np.array(nested(value, ndim), dtype=float)
-    except ValueError as e:
-        if str(e).startswith(where):
-            raise
-        raise ValueError(f"{where} is not a rectangular list of {ndim} dimensions") from None
-    if a.ndim != ndim:
-        raise ValueError(f"{where} is not a rectangular list of {ndim} dimensions")
-    return a
-
-
-def _scalars(value, where: str) -> np.ndarray:
-    """A run's per-seed scalar: integers stay integers (rounds run), floats floats."""
-    items = _typed(value, list, where, "a list")
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in items):
-        return np.array(items, dtype=np.int64)
-    return _array(items, where, 1)
-
-
 def _verdict(value, where: str) -> str:
     if value not in VERDICTS:
         raise ValueError(f"{where} = {_short(value)} must be one of {', '.join(VERDICTS)}")
@@ -111,100 +42,72 @@ def _verdict(value, where: str) -> str:
 
 
 def _test(data, where: str) -> Test:
-    kw = {k: _field(data, k, where) for k in TEST_FIELDS}
+    kw = {k: field(data, k, where) for k in TEST_FIELDS}
     if kw["kind"] not in TEST_KINDS:
-        raise ValueError(f"{_at(where, 'kind')} = {_short(kw['kind'])} must be one of "
+        raise ValueError(f"{path_at(where, 'kind')} = {_short(kw['kind'])} must be one of "
                          f"{', '.join(TEST_KINDS)}")
     fixed = kw["kind"] == "fixed"  # no run of its own: no effect, interval or seeds
     for k in ("effect", "low", "high", "sd", "detectable"):
-        kw[k] = _number(kw[k], _at(where, k), optional=fixed)
+        kw[k] = number(kw[k], path_at(where, k), optional=fixed)
     for k in ("lower", "upper", "at", "margin"):
-        kw[k] = _number(kw[k], _at(where, k), optional=True)
+        kw[k] = number(kw[k], path_at(where, k), optional=True)
     for k in ("seeds", "needed", "censored"):
-        kw[k] = _typed(kw[k], int, _at(where, k), "an integer", optional=k == "needed" or
+        kw[k] = typed(kw[k], int, path_at(where, k), "an integer", optional=k == "needed" or
                        (fixed and k == "seeds"))
     for k in ("name", "source", "reason"):
-        _typed(kw[k], str, _at(where, k), "a string")
+        typed(kw[k], str, path_at(where, k), "a string")
     if not fixed and not (kw["margin"] is not None and kw["margin"] > 0):
-        raise ValueError(f"{_at(where, 'margin')} = {_short(kw['margin'])} must be a number > 0")
-    _verdict(kw["verdict"], _at(where, "verdict"))
+        raise ValueError(f"{path_at(where, 'margin')} = {_short(kw['margin'])} must be a number > 0")
+    _verdict(kw["verdict"], path_at(where, "verdict"))
     if kw["compares"] is not None:
-        pair = _typed(kw["compares"], list, _at(where, "compares"), "a list", optional=True)
+        pair = typed(kw["compares"], list, path_at(where, "compares"), "a list", optional=True)
         if len(pair) != 2 or not all(isinstance(x, str) for x in pair):
-            raise ValueError(f"{_at(where, 'compares')} = {_short(pair)} must be two labels")
+            raise ValueError(f"{path_at(where, 'compares')} = {_short(pair)} must be two labels")
         kw["compares"] = tuple(pair)
     return Test(**kw)
 
 
 def _decision(data, reading: str | None, where: str) -> Decision:
-    tests = tuple(_test(t, _at(f"{where}.tests", i))
-                  for i, t in enumerate(_list(data, "tests", where)))
-    effect = _field(data, "effect", where)
-    name, value = _field(effect, "test", f"{where}.effect"), _field(effect, "value", f"{where}.effect")
-    value = _number(value, f"{where}.effect.value", optional=True)
+    tests = tuple(_test(t, path_at(f"{where}.tests", i))
+                  for i, t in enumerate(items(data, "tests", where)))
+    effect = field(data, "effect", where)
+    name, value = field(effect, "test", f"{where}.effect"), field(effect, "value", f"{where}.effect")
+    value = number(value, f"{where}.effect.value", optional=True)
     deciding = next((t for t in tests if t.name == name and t.effect == value), None)
     if deciding is None:
         raise ValueError(f"{where}.effect.test = {_short(name)} names none of its tests")
-    agrees = _typed(_field(data, "bound_agrees", where), bool, f"{where}.bound_agrees",
+    agrees = typed(field(data, "bound_agrees", where), bool, f"{where}.bound_agrees",
                     "true or false", optional=True)
-    return Decision(reading, _verdict(_field(data, "verdict", where), f"{where}.verdict"), tests,
+    return Decision(reading, _verdict(field(data, "verdict", where), f"{where}.verdict"), tests,
                     deciding, agrees,
-                    _text(data, "prediction", where))
-
-
-def _outcome(data, where: str) -> Outcome:
-    curves = {}
-    for i, c in enumerate(_list(data, "curves", where)):
-        at = _at(f"{where}.curves", i)
-        label = _text(c, "label", at)
-        bound = _field(c, "bound", at)
-        x, y = _array(_field(c, "x", at), f"{at}.x", 1), _array(_field(c, "y", at), f"{at}.y", 2)
-        bound = None if bound is None else _array(bound, f"{at}.bound", 1)
-        if y.shape[1] != x.size or (bound is not None and bound.size != x.size):
-            raise ValueError(f"{at}: x has {x.size} points, y {y.shape[1]}"
-                             + ("" if bound is None else f", bound {bound.size}"))
-        try:
-            curves[label] = Curve(label, x, y, bound, _text(c, "xlabel", at))
-        except ValueError as e:  # Curve's own rules: x non-decreasing, not empty
-            raise ValueError(f"{at}: {e}") from None
-    if not curves:
-        raise ValueError(f"{where}.curves is empty")
-    scalars = {}
-    for i, s in enumerate(_list(data, "scalars", where)):
-        at = _at(f"{where}.scalars", i)
-        scalars[_text(s, "name", at)] = _scalars(_field(s, "values", at), f"{at}.values")
-    notes = _list(data, "notes", where)
-    for i, n in enumerate(notes):
-        _typed(n, str, _at(f"{where}.notes", i), "a string")
-    return Outcome(curves, _text(data, "xlabel", where), _text(data, "ylabel", where), scalars,
-                   tuple(notes), _text(data, "prediction", where))
+                    text(data, "prediction", where))
 
 
 def _plan(data) -> Plan:
-    seeds = _typed(_field(data, "seeds", ""), int, "seeds", "an integer", optional=True)
-    batch = _typed(_field(data, "batch", ""), int, "batch", "an integer", optional=True)
-    return Plan(quick=_typed(_field(data, "quick", ""), bool, "quick", "true or false"),
-                seed=_typed(_field(data, "seed", ""), int, "seed", "an integer"), seeds=seeds,
-                device=_text(data, "device", "", optional=True), batch=batch,
-                step=_number(_field(data, "step", ""), "step", optional=True))
+    seeds = typed(field(data, "seeds", ""), int, "seeds", "an integer", optional=True)
+    batch = typed(field(data, "batch", ""), int, "batch", "an integer", optional=True)
+    return Plan(quick=typed(field(data, "quick", ""), bool, "quick", "true or false"),
+                seed=typed(field(data, "seed", ""), int, "seed", "an integer"), seeds=seeds,
+                device=text(data, "device", "", optional=True), batch=batch,
+                step=number(field(data, "step", ""), "step", optional=True))
 
 
 def _run(data, plan: Plan, where: str) -> Run:
-    outcome = _field(data, "outcome", where)
-    return Run(_text(data, "experiment", where),
-               replace(plan, reading=_text(data, "reading", where, optional=True)),
-               None if outcome is None else _outcome(outcome, f"{where}.outcome"),
-               _number(_field(data, "seconds", where), f"{where}.seconds"),
-               _text(data, "error", where))
+    outcome = field(data, "outcome", where)
+    return Run(text(data, "experiment", where),
+               replace(plan, reading=text(data, "reading", where, optional=True)),
+               None if outcome is None else outcome_from_dict(outcome, f"{where}.outcome"),
+               number(field(data, "seconds", where), f"{where}.seconds"),
+               text(data, "error", where))
 
 
 def _result(data, runs: list[Run], registered: dict, where: str) -> ClaimResult:
-    cid = _text(data, "id", where)
+    cid = text(data, "id", where)
     claim = registered.get(cid)
     if claim is None:
         raise ValueError(f"{where}.id = {cid!r} is not a registered claim (a claim of another "
                          "version of its paper? write the file again)")
-    error = _text(data, "error", where)
+    error = text(data, "error", where)
     if error:
         return ClaimResult(claim, (), error)
     # the decisions in the order of the claim's runs (the order reproduce decides them in)
@@ -213,7 +116,7 @@ def _result(data, runs: list[Run], registered: dict, where: str) -> ClaimResult:
         raise ValueError(f"{where}: runs lacks an outcome of its experiment {claim.experiment} "
                          "(a decided claim needs every reading's)")
     if "readings" in data:
-        stored = _typed(data["readings"], dict, f"{where}.readings", "an object")
+        stored = typed(data["readings"], dict, f"{where}.readings", "an object")
         missing = [r for r in readings if r not in stored]
         if missing or len(stored) != len(readings):
             raise ValueError(f"{where}.readings holds {', '.join(map(str, stored))}; runs holds "
@@ -228,19 +131,19 @@ def _result(data, runs: list[Run], registered: dict, where: str) -> ClaimResult:
 def reproduction_from_dict(data) -> Reproduction:
     """The reproduction of ``data`` (``Reproduction.to_dict(curves=True)``'s JSON values):
     module docstring. ValueError, one line naming the field, when ``data`` is not one."""
-    papers = _list(data, "papers", "")
+    papers = items(data, "papers", "")
     for i, p in enumerate(papers):
-        _typed(p, str, f"papers[{i}]", "a string")
+        typed(p, str, f"papers[{i}]", "a string")
     if "runs" not in data:
         raise ValueError("runs is missing: the reproduction was written without its curves "
                          "(write it with --json --curves, or to_dict(curves=True))")
     plan = _plan(data)
-    runs = [_run(r, plan, f"runs[{i}]") for i, r in enumerate(_list(data, "runs", ""))]
+    runs = [_run(r, plan, f"runs[{i}]") for i, r in enumerate(items(data, "runs", ""))]
     registered = {c.id: c for c in claims()}
     results = tuple(_result(c, runs, registered, f"claims[{i}]")
-                    for i, c in enumerate(_list(data, "claims", "")))
+                    for i, c in enumerate(items(data, "claims", "")))
     return Reproduction(tuple(papers), plan, results, tuple(runs),
-                        _number(_field(data, "seconds", ""), "seconds"))
+                        number(field(data, "seconds", ""), "seconds"))
 
 
 def load_reproduction(path: str | os.PathLike) -> Reproduction:
@@ -262,10 +165,10 @@ def _changes(stored, live, path: str, rel: float):
     floats: by more than ``rel`` relatively; 0: to the last bit)."""
     if isinstance(stored, dict) and isinstance(live, dict):
         for k in dict.fromkeys([*stored, *live]):
-            yield from _changes(stored.get(k, "(absent)"), live.get(k, "(absent)"), _at(path, k), rel)
+            yield from _changes(stored.get(k, "(absent)"), live.get(k, "(absent)"), path_at(path, k), rel)
     elif isinstance(stored, list) and isinstance(live, list) and len(stored) == len(live):
         for i, (a, b) in enumerate(zip(stored, live, strict=True)):
-            yield from _changes(a, b, _at(path, i), rel)
+            yield from _changes(a, b, path_at(path, i), rel)
     elif type(stored) is float is type(live) and rel > 0 and math.isclose(stored, live, rel_tol=rel):
         return
     elif type(stored) is not type(live) or repr(stored) != repr(live):

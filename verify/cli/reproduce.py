@@ -3,7 +3,11 @@ over seeds (``verify.reproduce``), with a report of every claim's figure."""
 
 from __future__ import annotations
 
+from .cluster import checked_store, cluster_arguments
 from .common import Command, Exit, UsageError, count, names, progress_bar, seed
+
+#: the store ``fedbound reproduce`` keeps its runs in (``--db``)
+DEFAULT_STORE = "fedbound-reproduce.sqlite"
 
 
 def _positive(text: str) -> float:
@@ -60,19 +64,22 @@ def run(args):
         from .. import output
 
         output.check_dir(args.report, "--report", force=args.force)
+    checked_store(args.db)
     from ..claims import Plan
     from ..reproduce import planned_runs
 
     todo = len(planned_runs(selected, Plan()))
     with progress_bar(desc="fedbound reproduce", unit="run", total=todo) as bar:
         def progress(r):
-            bar.set_postfix_str(r.experiment + (f" ({r.plan.reading})" if r.plan.reading else ""),
-                                refresh=False)
+            bar.set_postfix_str(r.experiment + (f" ({r.plan.reading})" if r.plan.reading else "")
+                                + (" (stored)" if r.stored else ""), refresh=False)
             bar.update()
         try:
             rep = reproduce(args.paper, claim_ids=wanted, quick=args.quick, seed=args.seed,
                             seeds=args.seeds, device=args.device, batch=args.batch,
-                            step=args.step, jobs=args.jobs, progress=progress)
+                            step=args.step, jobs=args.jobs, scheduler=args.scheduler,
+                            dask_local=args.dask_local, connect_timeout=args.connect_timeout,
+                            store=args.db, progress=progress)
         except ImportError as e:  # a package the experiments need (the data extra: digits)
             raise UsageError(f"fedbound reproduce: {e}") from None
     status = rep.status(args.strict)
@@ -115,6 +122,13 @@ def arguments(p) -> None:
     p.add_argument("--device", default=None, help="torch device, e.g. cuda (default: cpu)")
     p.add_argument("--jobs", type=_at_least(1), default=1,
                    help="worker processes running experiments in parallel (default 1)")
+    cluster_arguments(p, "the experiments' runs")
+    p.add_argument("--db", default=DEFAULT_STORE,
+                   help=f"SQLite store of the runs (default {DEFAULT_STORE}): each experiment "
+                        "run is kept as soon as it finishes (a failed run is not kept), and a "
+                        "run it holds already (the same experiment, plan and code) is read back, "
+                        "not run: a reproduction interrupted (Ctrl-C) or killed resumes from "
+                        "the runs that finished, with the same numbers")
     p.add_argument("--curves", action="store_true",
                    help="with --json, also every run's curves (what each claim's figure draws): "
                         "a file that fedbound.verify.api.load_reproduction loads without loss")

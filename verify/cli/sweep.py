@@ -4,19 +4,17 @@ store, and the plots and tables of a store."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from .common import Command, Exit, count, progress_bar, seconds
+from .cluster import checked_store, cluster_arguments
+from .common import Command, Exit, count, progress_bar
 
 
 def run_sweep(args):
-    from .. import output, pool, sweep
+    from .. import pool, sweep
 
     spec = sweep.SweepSpec.load(args.spec)
     entries = spec.entries()  # every scenario validated before any file is created
-    output.check_file(args.db, "--db")
-    if Path(args.db).exists():
-        sweep.inspect_store(args.db)
+    checked_store(args.db)
     jobs = (os.cpu_count() or 1) if args.jobs is None else args.jobs
     with pool.executor(jobs=jobs, scheduler=args.scheduler, dask_local=args.dask_local,
                         connect_timeout=args.connect_timeout) as ex:
@@ -42,6 +40,7 @@ def run_sweep(args):
 
 def run_report(args):
     from .. import limits, output, report, sweep
+    from ..reproduce import STORE_KIND
 
     output.check_dir(args.out, "--out", force=args.force)
     store = sweep.Store(args.db, readonly=True)
@@ -50,6 +49,9 @@ def run_report(args):
         rows = store.rows()
     finally:
         store.close()
+    if any(r["variant"] == STORE_KIND for r in rows):
+        raise ValueError(f"--db {args.db} holds the runs of fedbound reproduce, not a sweep's "
+                         "results: rerun fedbound reproduce with --db to read them")
     out = report.write_sweep(rows, args.out, force=args.force)
     if args.json:
         return {"rows": len(rows), "report": str(out / "index.html")}
@@ -61,13 +63,7 @@ def sweep_arguments(p) -> None:
     p.add_argument("spec", help="sweep spec JSON file")
     p.add_argument("--db", default="fedbound.sqlite", help="SQLite store (default fedbound.sqlite)")
     p.add_argument("--jobs", type=count, help="local worker processes (default: every core)")
-    p.add_argument("--scheduler", help="address of a running Dask distributed scheduler "
-                   "(tcp://host:port; tls://host:port with the TLS settings of Dask's "
-                   "configuration, distributed.comm.tls)")
-    p.add_argument("--connect-timeout", type=seconds, default=10.0, metavar="SECONDS",
-                   help="give up on an unreachable --scheduler after this long (default 10)")
-    p.add_argument("--dask-local", type=count, metavar="N",
-                   help="start a Dask LocalCluster of N workers for this sweep")
+    cluster_arguments(p, "this sweep")
 
 
 def report_arguments(p) -> None:

@@ -115,7 +115,8 @@ def _fewer_rounds(fewer, more):
             f"rounds({more}) - rounds({fewer}) by the horizon",
             f"the delay schedule sets the rounds, whatever training does (eq. (7)): a round of "
             f"{fewer} lasts {d_few:.3g} time units on average, one of {more} {d_more:.3g}, so "
-            f"{fewer} runs {u_few:.4g} rounds by the horizon against {u_more:.4g}")]
+            f"{fewer} runs {u_few:.4g} rounds by the horizon against {u_more:.4g}", margin=1.0,
+            source="one global round, the smallest difference of a count of rounds")]
     return decide
 
 
