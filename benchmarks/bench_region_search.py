@@ -17,7 +17,12 @@ construction. Here each search is kept in the region where those terms are at wo
   tightest search settles on T ~ 5, one round with t = 1, where every drift term is zero);
 * TDCD Theorem 1, variant ``refined``: Q >= 2 (the drift reach rho > 0) with gradient
   noise: n >= 20 base samples and batch <= 12, so that every client samples fewer than all
-  of them (sigma_j > 0: the drift's noise term rho S is non-zero).
+  of them (sigma_j > 0: the drift's noise term rho S is non-zero);
+* the deadline bounds (bounds/derivations/*_deadline.md): ``hfl.deadline_quadratic`` and
+  ``hfl.deadline_pl`` in S >= 2, T >= 150 with gradient noise (sigma >= 0.5), where local
+  iterations change both the contraction per round and the noise, at alpha >= 0.05 and
+  L >= 0.5; ``mllsgd.deadline_quadratic`` in tau >= 2, K >= 16 with noise, eta >= 0.05 and
+  L >= 0.5; ``tdcd.deadline_pl`` in TDCD's region above.
 
 Each runs both objectives, "violate" (no violation expected: every variant here is
 recorded as holding) and "tightest" (the largest ratio measured/bound in the region), at
@@ -45,6 +50,14 @@ HFL_REGION = ("S >= 2",)
 #: settles on T ~ 5 (one round, t = 1: every drift term zero again)
 HFL_THEOREM2_REGION = ("S >= 4", "T >= 40")
 TDCD_REGION = ("Q >= 2", "n >= 20", "batch <= 12")
+#: the deadline bounds (derived by fedbound, not published), where their new terms work:
+#: several local iterations per round, a long deadline, gradient noise on, and a step and a
+#: curvature of at least 0.05 and 0.5 (as alpha L goes to 0 nothing moves, and every bound is
+#: trivially tight: the searches without them settle there)
+HFL_DEADLINE_REGION = ("S >= 2", "T >= 150", "problem.sigma >= 0.5", "alpha >= 0.05",
+                       "problem.L >= 0.5")
+MLLSGD_DEADLINE_REGION = ("tau >= 2", "K >= 16", "problem.sigma >= 0.5", "eta >= 0.05",
+                          "problem.L >= 0.5")
 #: name: (key, variant, region)
 SEARCHES = {
     "hfl.theorem2.refined": ("hfl.theorem2", "refined", HFL_THEOREM2_REGION),
@@ -52,6 +65,10 @@ SEARCHES = {
     "hfl.corollary1.refined": ("hfl.corollary1", "refined", HFL_REGION),
     "hfl.corollary1.iid": ("hfl.corollary1", "iid", HFL_REGION),
     "tdcd.theorem1.refined": ("tdcd.theorem1", "refined", TDCD_REGION),
+    "hfl.deadline_quadratic": ("hfl.deadline_quadratic", "derived", HFL_DEADLINE_REGION),
+    "hfl.deadline_pl": ("hfl.deadline_pl", "derived", HFL_DEADLINE_REGION),
+    "mllsgd.deadline_quadratic": ("mllsgd.deadline_quadratic", "derived", MLLSGD_DEADLINE_REGION),
+    "tdcd.deadline_pl": ("tdcd.deadline_pl", "derived", TDCD_REGION),
 }
 OBJECTIVES = ("tightest", "violate")
 CPU_ONLY = "the searches run the simulators on the CPU, one scenario at a time"

@@ -27,8 +27,11 @@ from .registry import list_results as list  # noqa: A001  (bounds.list(), as the
 _LAZY = {
     "Condition": "core", "Erratum": "core", "Param": "core", "Rate": "core", "Theorem": "core",
     "choose_step": "tuning", "choose_sync_time": "hfl_sync",
+    "choose_deadline_sync_time": "hfl_sync", "choose_deadline_period": "mllsgd_deadline",
+    "choose_deadline_local_steps": "tdcd",
 }
-_SUBMODULES = ("afl", "core", "delays", "hfl", "hfl_sync", "mllsgd", "tdcd", "topology", "tuning")
+_SUBMODULES = ("afl", "core", "deadline", "delays", "hfl", "hfl_deadline", "hfl_sync", "mllsgd",
+               "mllsgd_deadline", "tdcd", "topology", "tuning")
 
 
 def __getattr__(name: str):
@@ -45,10 +48,12 @@ def __dir__():
 
 #: the modules of the papers' mathematics, delay models and topologies: public as
 #: ``bounds.hfl``, ``bounds.delays``, ... (``core`` is public through its names above)
-_PUBLIC_SUBMODULES = ("afl", "delays", "hfl", "mllsgd", "tdcd", "topology", "tuning")
+_PUBLIC_SUBMODULES = ("afl", "deadline", "delays", "hfl", "hfl_deadline", "mllsgd",
+                      "mllsgd_deadline", "tdcd", "topology", "tuning")
 
 __all__ = [
     "PAPERS", "REFUTED", "Condition", "Erratum", "Paper", "Param", "Rate", "Theorem",
+    "choose_deadline_local_steps", "choose_deadline_period", "choose_deadline_sync_time",
     "choose_step", "choose_sync_time", "cite", "get", "keys", "list", "register", "statuses",
     "unregister", "variants", *_PUBLIC_SUBMODULES,
 ]

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import sympy as sp
@@ -722,3 +723,149 @@ def _lambdified(e: sp.Expr):
     if e not in _LAMBDIFIED:
         _LAMBDIFIED[e] = sp.lambdify(sorted(e.free_symbols, key=str), e, "numpy")
     return _LAMBDIFIED[e]
+
+
+
+# ---------------------------------------------------------------------- the loss at the deadline
+# fedbound's own results (derived by fedbound, not published; bounds/derivations/
+# hfl_deadline.md): E f(x^{U+1}) - f*, conditional on the delay path; registered by the
+# paper's plugin (verify/papers/hfl/deadline.py). The recursions are bounds.hfl_deadline's.
+
+DEADLINE_DERIVATION = "bounds/derivations/hfl_deadline.md"
+DEADLINE_OWN = f"derived by fedbound, not published ({DEADLINE_DERIVATION})"
+mu, zeta, G1 = sp.symbols("mu zeta G_1", nonnegative=True)
+DEADLINE_SYMBOLS = {**SYMBOLS, "mu": mu, "zeta": zeta, "G1": G1}
+P_hat, N_sup = sp.symbols("P_hat N_sup", nonnegative=True)
+K_u, D_noise, D_drift, D_coupling, D_het = sp.symbols("K_U D_noise D_drift D_coupling D_zeta",
+                                                     nonnegative=True)
+DEADLINE_PARAMS = {
+    **{k: v for k, v in BASE_PARAMS.items() if k != "G"},
+    "mu": Param("mu", "PL constant: ||grad f||^2 >= 2 mu (f - f*) (a quadratic: its smallest "
+                "eigenvalue)", "positive"),
+    "sigma": Param("sigma", "noise: E||g~ - grad F||^2 <= sigma^2, Assumption 4, (17)",
+                   "nonnegative"),
+    "Delta": Param("Delta", "initial gap f(x^1) - f*", "nonnegative"),
+    "G1": Param("G1", "a lower bound on ||grad f(x^1)||^2, the squared gradient at the start "
+                "(0: none; at most 2 L Delta)", "nonnegative"),
+    "zeta": Param("zeta", "group heterogeneity ||grad f_i - grad f|| <= zeta (0: data i.i.d. "
+                  "among clients, Section II)", "nonnegative"),
+}
+CONDITION_DEADLINE_STEP = Condition(
+    "alpha <= 1/L", sp.LessThan(alpha, 1 / L),
+    f"{PAPER}, Theorem 2 (its proof, (36)); for the quadratic bound, where every eigenvalue's "
+    f"contraction 1 - alpha lam is >= 0 ({DEADLINE_DERIVATION})")
+CONDITION_DEADLINE_MU = Condition("mu <= L", sp.LessThan(mu, L),
+                                  f"{DEADLINE_OWN}: the PL constant of an L-smooth f is at most L")
+CONDITION_DEADLINE_G1 = Condition(
+    "G1 <= 2 L Delta", sp.LessThan(G1, 2 * L * Delta),
+    f"{DEADLINE_OWN}: on a quadratic with spectrum in [mu, L], ||grad f(x^1)||^2 <= 2 L (f(x^1) - f*)")
+ERRATUM_DEADLINE = Erratum(
+    "the left-hand side and the hypotheses of Theorem 2, (20) (the deadline bounds, derived by "
+    "fedbound, not published)",
+    r"$\frac{1}{\mathcal{U}} \sum_u \mathbb{E}\|\nabla f(x^u)\|^2$ for any $L$-smooth $f$: "
+    r"non-decreasing in $S$, which Remark 7 cannot choose from",
+    r"$\mathbb{E}\, f(x^{\mathcal{U}+1}) - f^*$, the loss at the deadline the experiments "
+    r"report, on quadratics with spectrum in $[\mu, L]$ or for a $\mu$-PL $f$: the "
+    r"contraction within the deadline and the noise per round both depend on $S$ "
+    f"({DEADLINE_DERIVATION}, section 7)",
+    f"{PAPER}, Theorem 2, eq. (20), and Remark 7; Section IV")
+_DEADLINE_ROUNDS = r"\prod_{u=1}^{\mathcal{U}}"
+_DEADLINE_QUAD_USES = ("alpha", "L", "mu", "G1", "Delta", "sizes", "t")
+_DEADLINE_QUAD_AGGS = [
+    Aggregate(P_hat, sp.Symbol(r"\hat{P}_{\mathcal{U}}(\bar\lambda)"), rd.hfl_deadline_start,
+              _DEADLINE_QUAD_USES),
+    Aggregate(N_sup, sp.Symbol(r"\sup_{\lambda \in [\mu, L]} \lambda N_{\mathcal{U}}(\lambda)"),
+              rd.hfl_deadline_noise, ("alpha", "L", "mu", "sizes", "t")),
+]
+_DEADLINE_PL_USES = ("alpha", "L", "mu", "zeta", "sizes", "t")
+_DEADLINE_PL_AGGS = [
+    Aggregate(sym, sp.Symbol(display), partial(rd.hfl_deadline_pl, part=name), _DEADLINE_PL_USES)
+    for sym, display, name in (
+        (K_u, _DEADLINE_ROUNDS + r" \kappa_u", "contraction"),
+        (D_noise, r"\sum_u y_u \prod_{u' > u} \kappa_{u'}", "noise"),
+        (D_drift, r"\sum_u (1 + \theta_u) \Gamma_u z_u \prod_{u' > u} \kappa_{u'}", "local drift"),
+        (D_coupling, r"\sum_u \Gamma_u^{1/2} c_u \prod_{u' > u} \kappa_{u'}",
+         "noise-drift coupling"),
+        (D_het, r"\sum_u \Gamma_u \left(\frac{\theta_u + 1}{\theta_u}\right)(\alpha L s_u)^2 "
+                r"\prod_{u' > u} \kappa_{u'}", "heterogeneity"))]
+DEADLINE_QUADRATIC_NOTE = (
+    f"Derived by fedbound, not published; see {DEADLINE_DERIVATION}. Algorithm 1 on "
+    r"$f(x) = \frac12 (x - x^*)^\top A (x - x^*) + f^*$ with the spectrum of $A$ in "
+    r"$[\mu, L]$, every client's stochastic gradient $\nabla f(x) + \xi$ (data i.i.d. among "
+    r"clients, Section II), the noises independent across clients, local iterations and rounds, "
+    r"zero-mean with a covariance of trace at most $\sigma^2$ that does not depend on $x$. "
+    r"Conditional on the delay path $(t, U)$. In an eigen-direction of eigenvalue $\lambda$ one "
+    r"round maps the second moment $s$ to $a_u^2 s + v_u c$ exactly ($c$ the noise variance "
+    r"there, $\rho = 1 - \alpha\lambda$, $a_u = 1 - \sum_i w_i (1 - \rho^{t_i^u})/t_i^u$, "
+    r"$v_u = \alpha^2 \sum_i w_i^2 \sum_{l < t_i^u} \rho^{2l} / (|N_i| (t_i^u)^2)$); the bound "
+    r"$\Delta \hat{P}(\bar\lambda) + \frac{\sigma^2}{2} \sup_\lambda \lambda N$ is the "
+    r"supremum over the class of starts with gap $\Delta$ and $\|\nabla f(x^1)\|^2 \ge G_1$ "
+    r"(attained by a problem of dimension 3): $\hat{P}$ is the upper concave envelope of "
+    r"$P = \prod_u a_u^2$ on $[\mu, L]$ at $\bar\lambda = \max(\mu, G_1/(2\Delta))$, which is "
+    r"$P(\mu)$ without $G_1$. $P$ and $N$ are non-increasing in $\lambda$ for "
+    r"$\alpha \le 1/L$: the envelope and the supremum of $\lambda N$ are bounded above on "
+    r"grids (the latter refined to 0.1%), the upper ends reported.")
+DEADLINE_PL_NOTE = (
+    f"Derived by fedbound, not published; see {DEADLINE_DERIVATION}. Algorithm 1, "
+    r"Assumptions 1 ($L$-Lipschitz gradients of $f$ and every $f_i$), 2 and 4 with the "
+    r"independence of (26); $f$ is $\mu$-PL ($\|\nabla f\|^2 \ge 2\mu (f - f^*)$) and "
+    r"$\|\nabla f_i - \nabla f\| \le \zeta$ ($\zeta = 0$: every client's stochastic gradient "
+    r"unbiased for $\nabla f$, Section II). Conditional on the delay path. Each round contracts "
+    r"the gap by $\kappa_u = 1 - \alpha\mu(1 - \rho_u)$ (or $1 + \alpha L (\rho_u - 1)$ where "
+    r"$\rho_u > 1$) and adds the remainder of fedbound's iid Theorem 2 "
+    f"({IID_DERIVATION}, step 10) "
+    r"with the round's own $\tau_u = \max_i t_i^u - 1$: "
+    r"$\theta_u = \alpha L \tau_u$, $\Gamma_u = (1 + \alpha L)^{2(\tau_u - 1)}$, "
+    r"$s_u = \sum_i w_i (t_i^u - 1)/2$, $\rho_u = (1 + [\zeta > 0]) \Gamma_u "
+    r"(1 + 1/\theta_u)(\alpha L s_u)^2$, $y_u = \sum_i |N_i|/t_i^u / N^2$, "
+    r"$z_u = \sum_i (t_i^u - 1)/(2N)$, $c_u = \sum_i |N_i| (1 - 1/t_i^u)/N^2$. $G$ is not used.")
+_DEADLINE_LHS = r"\mathbb{E}\, f(x^{\mathcal{U}+1}) - f^*"
+
+
+def _deadline_variant(key: str, variant: str) -> None:
+    if variant != "derived":
+        raise ValueError(f"{key}: unknown variant {variant!r}; its one variant is 'derived'")
+
+
+def deadline_quadratic(variant: str = "derived") -> Theorem:
+    """``hfl.deadline_quadratic`` (derived by fedbound, not published;
+    bounds/derivations/hfl_deadline.md, sections 2-4): Delta P^(lam_bar)
+    + (sigma^2/2) sup_{lam in [mu, L]} lam N(lam), the exact worst case of E f(x^{U+1}) - f*
+    over the quadratics with spectrum in [mu, L] and additive noise of covariance trace
+    sigma^2, conditional on the delay path."""
+    _deadline_variant("hfl.deadline_quadratic", variant)
+    names = ("alpha", "L", "mu", "sigma", "Delta", "G1", "sizes", "t")
+    return Theorem(
+        key="hfl.deadline_quadratic", variant="derived",
+        title=r"HFL loss at the deadline, quadratics with spectrum in $[\mu, L]$" + REFINED_LABEL,
+        citation=f"{PAPER}, Algorithm 1, (3)-(13), and Section II; the bound derived by fedbound, "
+                 "not published",
+        lhs=_DEADLINE_LHS, params={k: DEADLINE_PARAMS[k] for k in names},
+        term_exprs={"transient": Delta * P_hat, "noise": sigma**2 / 2 * N_sup},
+        symbols={k: DEADLINE_SYMBOLS[k] for k in names if k not in ("sizes", "t")},
+        conditions=[CONDITION_DEADLINE_STEP, CONDITION_DEADLINE_MU, CONDITION_DEADLINE_G1],
+        errata=[ERRATUM_DEADLINE], aggregates=_DEADLINE_QUAD_AGGS, step="alpha",
+        status="holds", notes=DEADLINE_QUADRATIC_NOTE)
+
+
+def deadline_pl(variant: str = "derived") -> Theorem:
+    """``hfl.deadline_pl`` (derived by fedbound, not published;
+    bounds/derivations/hfl_deadline.md, section 5): Delta prod_u kappa_u
+    + sum_u (alpha/2) R_u prod_{u' > u} kappa_{u'} for a mu-PL f, conditional on the delay
+    path."""
+    _deadline_variant("hfl.deadline_pl", variant)
+    names = ("alpha", "L", "mu", "sigma", "Delta", "zeta", "sizes", "t")
+    terms = {"transient": Delta * K_u,
+             "noise": alpha**2 * L * sigma**2 / 2 * D_noise,
+             "local drift": alpha**3 * L**2 * sigma**2 / 2 * D_drift,
+             "noise-drift coupling": alpha**3 * L**2 * sigma**2 / 2 * D_coupling,
+             "heterogeneity": alpha * zeta**2 * D_het}
+    return Theorem(
+        key="hfl.deadline_pl", variant="derived",
+        title=r"HFL loss at the deadline, $\mu$-PL" + REFINED_LABEL,
+        citation=f"{PAPER}, Algorithm 1, (3)-(13), Assumptions 1, 2 and 4 and the proof of "
+                 "Theorem 2 (App. D); the bound derived by fedbound, not published",
+        lhs=_DEADLINE_LHS, params={k: DEADLINE_PARAMS[k] for k in names}, term_exprs=terms,
+        symbols={k: DEADLINE_SYMBOLS[k] for k in names if k not in ("sizes", "t")},
+        conditions=[CONDITION_DEADLINE_STEP, CONDITION_DEADLINE_MU], errata=[ERRATUM_DEADLINE],
+        aggregates=_DEADLINE_PL_AGGS, step="alpha", status="holds", notes=DEADLINE_PL_NOTE)

@@ -13,10 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .deadline import COARSE, deadline_steps, deadline_theorem
 from .registry import get, variants
 
 #: the results whose expected bound :func:`choose_sync_time` minimises (global bounds)
 KEYS = ("hfl.theorem2", "hfl.corollary1")
+#: fedbound's deadline bounds of Ali & Arafa 2025 (derived by fedbound, not published), which
+#: :func:`choose_deadline_sync_time` minimises (and :func:`choose_sync_time` through it)
+DEADLINE_KEYS = ("hfl.deadline_quadratic", "hfl.deadline_pl")
 
 SYNC_ESTIMATES = ("plug-in", "monte-carlo")
 
@@ -75,15 +79,26 @@ def choose_sync_time(key: str = "hfl.theorem2", *, model, T, variant: str | None
     paper's Section II model (data i.i.d. among clients) and needs no G: its drift grows like
     alpha^2 L^2 sigma^2 t; an S where its condition alpha L tau <= 1/2 fails on the a.s.
     envelope of the delay paths (t_i <= t_i^max of (22)) is left out of the minimisation and
-    listed in ``inadmissible``."""
+    listed in ``inadmissible``.
+
+    ``key="hfl.deadline_quadratic"`` or ``"hfl.deadline_pl"`` (derived by fedbound, not
+    published; bounds/derivations/hfl_deadline.md) minimises a bound on the expected loss at
+    the deadline, E f(x^{U+1}) - f*, instead: parameters ``L, mu, sigma, Delta, sizes`` (and
+    ``zeta`` for the PL bound, ``G1`` for the quadratic bound, both default 0) and ``alpha``
+    or ``joint_alpha``; the expectation over the delay paths is Monte Carlo over ``paths``
+    paths from ``seed`` whatever ``estimate`` says (:func:`choose_deadline_sync_time`)."""
     from . import delays as dl
     from . import hfl
 
+    if key in DEADLINE_KEYS:
+        return _choose_deadline(key, model=model, T=T, variant=variant, S_grid=S_grid,
+                                joint_alpha=joint_alpha, estimate=estimate, paths=paths, seed=seed,
+                                params=params)
     if estimate not in SYNC_ESTIMATES:
         raise ValueError(f"estimate={estimate!r} must be one of {SYNC_ESTIMATES}")
     if key not in KEYS:
         raise ValueError(f"key={key!r}: choose_sync_time minimises a global bound, "
-                         f"{' or '.join(KEYS)}")
+                         f"{' or '.join(KEYS)}, or a deadline bound, {' or '.join(DEADLINE_KEYS)}")
     thm = get(key, variant)
     params = _own_params(key, thm, params)
     grid = default_sync_grid(model, T) if S_grid is None else np.asarray(S_grid, dtype=float)
@@ -132,6 +147,64 @@ def choose_sync_time(key: str = "hfl.theorem2", *, model, T, variant: str | None
         bound=[r[2] for r in rows], alpha=[r[1] for r in rows],
         mean_U=[r[3].mean_U for r in rows], mean_t=[r[3].mean_t.tolist() for r in rows],
         estimate=estimate, inadmissible=skipped)
+
+
+def choose_deadline_sync_time(key: str = "hfl.deadline_quadratic", *, model, T, S_grid=None,
+                              alpha=None, joint_alpha: bool = False, paths: int = 100,
+                              seed: int = 0, **params) -> SyncTimeChoice:
+    """The (S, alpha) minimising the expected deadline bound ``key`` (one of
+    :data:`DEADLINE_KEYS`; derived by fedbound, not published, bounds/derivations/
+    hfl_deadline.md) at system time T under the delay model ``model``: for every S of
+    ``S_grid`` (default :func:`default_sync_grid`) the Monte-Carlo mean over ``paths`` delay
+    paths from ``seed`` (the same paths for every step; :func:`bounds.hfl_deadline.expected`)
+    at ``alpha`` (a number or a list), or, with ``joint_alpha``, at every step of
+    :func:`deadline_steps`. ``params``: L, mu, sigma, Delta, sizes (and zeta for the PL
+    bound, default 0; G1, a lower bound on ||grad f(x^1)||^2, for the quadratic bound, default
+    0). The quadratic bound is compared at the coarse precision ``bounds.deadline.COARSE``
+    (an upper bound within about 2% of its full value). ``best_bound`` is a bound on
+    E f(x^{U+1}) - f* at the pick, at the full precision (its expectation over the delays
+    estimated by Monte Carlo, by the tower property); ``terms`` its terms there."""
+    from . import hfl_deadline as hd
+
+    thm = deadline_theorem(key, DEADLINE_KEYS, "choose_deadline_sync_time", ("alpha", "t"), params)
+    if key == "hfl.deadline_pl":
+        params.setdefault("zeta", 0.0)
+    L = float(params["L"])
+    if joint_alpha == (alpha is not None):
+        raise ValueError("give alpha (a step or a list of steps) or joint_alpha=True, not both")
+    alphas = deadline_steps(L) if joint_alpha else np.atleast_1d(np.asarray(alpha, dtype=float))
+    grid = default_sync_grid(model, T) if S_grid is None else np.asarray(S_grid, dtype=float)
+    if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid)) or (grid < 0).any():
+        raise ValueError(f"S_grid={S_grid!r} must be a non-empty list of finite S >= 0")
+    coarse = COARSE if key == "hfl.deadline_quadratic" else {}
+    rows = []
+    for S in grid:
+        e = hd.expected(key, model, float(S), T, alpha=alphas, paths=paths, seed=seed,
+                        **coarse, **params)
+        j = int(np.argmin(e.mean))
+        rows.append((float(S), float(alphas[j]), float(e.mean[j]), e))
+    S_b, a_b, _, _ = min(rows, key=lambda r: r[2])
+    # the pick's bound at the full precision (every value above is an upper bound too)
+    e_b = hd.expected(key, model, S_b, T, alpha=a_b, paths=paths, seed=seed, **params)
+    terms = {k: float(np.asarray(v)[0]) for k, v in e_b.terms.items()}
+    return SyncTimeChoice(
+        key=key, variant=thm.variant, best_S=S_b, best_alpha=a_b, best_bound=float(e_b.mean[0]),
+        dominant_term=max(terms, key=terms.get), terms=terms, S=[r[0] for r in rows],
+        bound=[r[2] for r in rows], alpha=[r[1] for r in rows], mean_U=[r[3].mean_U for r in rows],
+        mean_t=[r[3].mean_t for r in rows], estimate="monte-carlo")
+
+
+def _choose_deadline(key, *, model, T, variant, S_grid, joint_alpha, estimate, paths, seed,
+                     params) -> SyncTimeChoice:
+    """:func:`choose_sync_time` for a deadline key: :func:`choose_deadline_sync_time`."""
+    if estimate not in SYNC_ESTIMATES:
+        raise ValueError(f"estimate={estimate!r} must be one of {SYNC_ESTIMATES}")
+    if variant not in (None, get(key).variant):
+        raise ValueError(f"{key}: unknown variant {variant!r}; its variant is {get(key).variant!r}")
+    params = dict(params)
+    alpha = params.pop("alpha", None)
+    return choose_deadline_sync_time(key, model=model, T=T, S_grid=S_grid, alpha=alpha,
+                                     joint_alpha=joint_alpha, paths=paths, seed=seed, **params)
 
 
 def _own_params(key: str, thm, params: dict) -> dict:

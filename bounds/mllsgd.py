@@ -320,3 +320,91 @@ def special_case(name: str, variant: str = "proof") -> dict[str, sp.Expr]:
         "bound": sp.simplify(thm.expr.subs(subs)),
         "condition": sp.simplify(condition12(variant).margin.subs(subs)),
     }
+
+
+
+# ---------------------------------------------------------------------- the loss at the end
+# fedbound's own result (derived by fedbound, not published; bounds/derivations/
+# mllsgd_deadline.md): E F(u_K) - F* on quadratics; registered by the paper's plugin
+# (verify/papers/mllsgd/deadline.py). The recursion is bounds.mllsgd_deadline's.
+
+DEADLINE_DERIVATION = "bounds/derivations/mllsgd_deadline.md"
+DEADLINE_OWN = f"derived by fedbound, not published ({DEADLINE_DERIVATION})"
+mu_d, G1_d = sp.symbols("mu G_1", nonnegative=True)
+P_hat, N_sup = sp.symbols("P_hat N_sup", nonnegative=True)
+DEADLINE_PARAMS = {
+    "eta": Param("eta", "step size, (2)", "positive"),
+    "L": Param("L", "smoothness, Assumption 1a (the quadratic's largest eigenvalue)", "positive"),
+    "mu": Param("mu", "the quadratic's smallest eigenvalue", "positive"),
+    "sigma": Param("sigma", "E||g(x) - grad F(x)||^2 <= sigma^2, Assumption 1d with beta = 0",
+                   "nonnegative"),
+    "Delta": Param("Delta", "initial gap F(x_1) - F*", "nonnegative"),
+    "G1": Param("G1", "a lower bound on ||grad F(x_1)||^2 (0: none; at most 2 L Delta)",
+                "nonnegative"),
+    "K": Param("K", "iterations: the bound is on u_K, after iterations 1..K-1 ((13))",
+               "positive_integer"),
+    "q": Param("q", "sub-network averagings per hub averaging, (6)", "positive_integer"),
+    "tau": Param("tau", "local iterations per sub-network averaging, (6)", "positive_integer"),
+    "a": PARAMS["a"],
+    "p": PARAMS["p"],
+    "V": Param("V", "[N, N] sub-network averaging V = diag(v) E E^T, (6)", "nonnegative",
+               vector=True),
+    "Z": Param("Z", "[N, N] sub-network and hub averaging Z = diag(v) E H E^T, (7)",
+               "nonnegative", vector=True),
+}
+_DEADLINE_USES = ("eta", "L", "mu", "G1", "Delta", "K", "q", "tau", "a", "p", "V", "Z")
+DEADLINE_CONDITIONS = [
+    Condition("eta <= 1/L", sp.LessThan(eta, 1 / L),
+              f"{DEADLINE_OWN}: every entry of C is >= 0 and non-increasing in the eigenvalue "
+              f"(the maximisations over [mu, L]); {PAPER}, Theorem 1's (12) implies it"),
+    Condition("mu <= L", sp.LessThan(mu_d, L), f"{DEADLINE_OWN}: the spectrum lies in [mu, L]"),
+    Condition("G1 <= 2 L Delta", sp.LessThan(G1_d, 2 * L * Delta),
+              f"{DEADLINE_OWN}: ||grad F(x_1)||^2 <= 2 L (F(x_1) - F*) on the class"),
+]
+ERRATUM_DEADLINE = Erratum(
+    "the left-hand side and the hypotheses of Theorem 1, (13) (the deadline bound, derived by "
+    "fedbound, not published)",
+    r"$\frac{1}{K} \sum_k \mathbb{E}\|\nabla F(u_k)\|^2$ for any $L$-smooth $F$ under (12)",
+    r"$\mathbb{E}\, F(u_K) - F^*$, the loss at the end the experiments plot (Section 6), on "
+    r"quadratics with spectrum in $[\mu, L]$ and additive noise: the worker second moments "
+    r"per eigenvalue, exact, their worst case over the class "
+    f"({DEADLINE_DERIVATION}, sections 2-3)",
+    f"{PAPER}, Theorem 1, (12)-(13); Section 6")
+DEADLINE_NOTE = (
+    f"Derived by fedbound, not published; see {DEADLINE_DERIVATION}. MLL-SGD (Algorithm 1, "
+    r"(3)-(8), all workers starting at $x_1$) on $F(x) = \frac12 (x - x^*)^\top A (x - x^*) + "
+    r"F^*$ with the spectrum of $A$ in $[\mu, L]$, every worker's stochastic gradient "
+    r"$\nabla F(x) + \xi$ with $\xi$ independent across workers and iterations, zero-mean, of a "
+    r"covariance of trace at most $\sigma^2$ that does not depend on $x$ (Assumption 1d with "
+    r"$\beta = 0$, data i.i.d. among workers). The left-hand side is $\mathbb{E} F(u_K) - F^*$, "
+    r"$u_K = X_K a$ after iterations $1..K-1$ (the last iterate of (13)). Per eigenvalue the "
+    r"worker second moments follow $M' = T_k^\top (M \circ C + \eta^2 c\, \mathrm{diag}(p)) T_k$ "
+    r"exactly; $\hat{P}$ is the upper concave envelope of $P = a^\top M_K a$ (from "
+    r"$M_1 = 1 1^\top$) at $\bar\lambda = \max(\mu, G_1/(2\Delta))$, $N$ the same from $0$ with "
+    r"unit noise; both are bounded above on grids, the supremum of $\lambda N$ to 0.1%.")
+
+
+def deadline_quadratic(variant: str = "derived") -> Theorem:
+    """``mllsgd.deadline_quadratic`` (derived by fedbound, not published;
+    bounds/derivations/mllsgd_deadline.md): Delta P^(lam_bar) + (sigma^2/2) sup lam N(lam),
+    the exact worst case of E F(u_K) - F* over the quadratics with spectrum in [mu, L]."""
+    if variant != "derived":
+        raise ValueError(f"mllsgd.deadline_quadratic: unknown variant {variant!r}; its one "
+                         "variant is 'derived'")
+    return Theorem(
+        key="mllsgd.deadline_quadratic", variant="derived",
+        title=r"MLL-SGD loss at the end, quadratics with spectrum in $[\mu, L]$ [derived by "
+              "fedbound, not published]",
+        citation=f"{PAPER}, Algorithm 1, (3)-(8), Assumption 1; the bound derived by fedbound, "
+                 "not published",
+        lhs=r"\mathbb{E}\, F(u_K) - F^*", params=DEADLINE_PARAMS,
+        term_exprs={"transient": Delta * P_hat, "noise": sigma**2 / 2 * N_sup},
+        symbols={"eta": eta, "L": L, "mu": mu_d, "sigma": sigma, "Delta": Delta, "G1": G1_d,
+                 "K": K, "q": q, "tau": tau},
+        conditions=DEADLINE_CONDITIONS, errata=[ERRATUM_DEADLINE],
+        aggregates=[
+            Aggregate(P_hat, sp.Symbol(r"\hat{P}_K(\bar\lambda)"), reduce.mllsgd_deadline_start,
+                      _DEADLINE_USES),
+            Aggregate(N_sup, sp.Symbol(r"\sup_{\lambda \in [\mu, L]} \lambda N_K(\lambda)"),
+                      reduce.mllsgd_deadline_noise, _DEADLINE_USES)],
+        step="eta", status="holds", notes=DEADLINE_NOTE)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from . import hfl_deadline, mllsgd_deadline
 from .numeric import integral
 from .references import cite
 
@@ -364,3 +365,39 @@ def afl_counts(params: Mapping, given: Mapping[str, object], vals: Values) -> Va
         raise ValueError(f"tau={vals['tau']} must be an integer number of rounds >= 0 "
                          f"({AFL}, Theorem 2)")
     return vals
+
+
+# ---------------------------------------------------------------------------- deadline bounds
+# fedbound's bounds on the loss at the deadline (derived by fedbound, not published;
+# bounds/derivations/*_deadline.md): the recursions live in bounds.hfl_deadline and
+# bounds.mllsgd_deadline; these name them for the theorems (and their manifests).
+
+
+def hfl_deadline_start(v: Values) -> np.ndarray:
+    """The worst share of the start's gap at the deadline of hfl.deadline_quadratic, [...]
+    (:func:`bounds.hfl_deadline.start_share`), on the validated schedule."""
+    return hfl_deadline.start_share({**v, "t": schedule(v["t"])[0]})
+
+
+def hfl_deadline_noise(v: Values) -> np.ndarray:
+    """sup_lam lam N(lam) of hfl.deadline_quadratic, certified, [...]
+    (:func:`bounds.hfl_deadline.noise_share`), on the validated schedule."""
+    return hfl_deadline.noise_share({**v, "t": schedule(v["t"])[0]})
+
+
+def hfl_deadline_pl(v: Values, *, part: str) -> np.ndarray:
+    """One aggregate of hfl.deadline_pl (``part``: "contraction" or a part of the per-round
+    remainder, :data:`bounds.hfl_deadline.PL_PARTS`), [...] (:func:`bounds.hfl_deadline.pl_rounds`)."""
+    return hfl_deadline.pl_rounds({**v, "t": schedule(v["t"])[0]})[1][part]
+
+
+def mllsgd_deadline_start(v: Values) -> np.ndarray:
+    """The worst share of the start's gap at u_K of mllsgd.deadline_quadratic, [...]
+    (:func:`bounds.mllsgd_deadline.start_share`)."""
+    return mllsgd_deadline.start_share(v)
+
+
+def mllsgd_deadline_noise(v: Values) -> np.ndarray:
+    """sup_lam lam N(lam) of mllsgd.deadline_quadratic, certified, [...]
+    (:func:`bounds.mllsgd_deadline.noise_share`)."""
+    return mllsgd_deadline.noise_share(v)

@@ -42,9 +42,11 @@ import math
 
 import numpy as np
 import sympy as sp
+from sympy.codegen.cfunctions import expm1, log1p
 
 from . import reduce
 from .core import Aggregate, Condition, Erratum, Param, Rate, Theorem, get
+from .deadline import DeadlineChoice, deadline_theorem, horizons, steps
 from .references import cite
 
 PAPER = cite("tdcd")
@@ -653,3 +655,119 @@ def refined_choice(epsilon: float, *, L: float, L_max: float, sigma, K, Delta: f
         row = refined_rounds_needed(epsilon, Q=Q_, L=L, L_max=L_max, sigma=sigma, K=K, Delta=Delta)
         table.append({**row, "time": row["R"] * round_time(Q_, t_comm, t_comp)})
     return {"table": table, "best": min(table, key=lambda row: (row["time"], row["Q"]))}
+
+
+
+# ---------------------------------------------------------------------- the loss after R rounds
+# fedbound's own result (derived by fedbound, not published; bounds/derivations/
+# tdcd_deadline.md): E L(theta^{RQ}) - L* for a mu-PL loss, the refined variant's per-round
+# descent (B4) turned into a contraction; registered by the paper's plugin
+# (verify/papers/tdcd/deadline.py). A closed form: with eps = rho/A in Young's inequality and
+# the PL inequality, kappa = 1 - 2 mu c a/A and m = n + rho A S/(4 c) per round, and
+# E L(theta^{RQ}) - L* <= kappa^R Delta + m (1 - kappa^R)/(1 - kappa).
+
+DEADLINE_DERIVATION = "bounds/derivations/tdcd_deadline.md"
+mu = sp.Symbol("mu", positive=True)
+#: the share of the descent kept against the cross term: 1 - eps with eps = rho/A
+_KEPT = eta * Q / REACH
+#: 1 - kappa: the certified contraction of the gap per round
+DEADLINE_CONTRACTION = 2 * mu * GAIN * _KEPT
+#: sum_{r < R} kappa^r = (1 - kappa^R)/(1 - kappa), stable where kappa is near 1
+_GEOMETRIC = -expm1(R * log1p(-DEADLINE_CONTRACTION)) / DEADLINE_CONTRACTION
+_SURVIVING = sp.exp(R * log1p(-DEADLINE_CONTRACTION))
+DEADLINE_VALID = sp.And(REFINED_VALID, DEADLINE_CONTRACTION <= 1)
+
+
+def deadline_terms() -> dict[str, sp.Expr]:
+    """The named terms of ``tdcd.deadline_pl``; +inf outside c > 0, y < 3 (outside the proof)."""
+    a_ = eta * Q
+    exprs = {
+        "transient": Delta * _SURVIVING,
+        "noise: mini-batch": L / 2 * REACH * a_ * S_bar * _GEOMETRIC,
+        "noise: drift": L / 2 * REACH * RHO * S * _GEOMETRIC,
+        "drift x gradient": RHO * REACH * S / (4 * GAIN) * _GEOMETRIC,
+    }
+    return {name: sp.Piecewise((e, DEADLINE_VALID), (sp.oo, True)) for name, e in exprs.items()}
+
+
+DEADLINE_PARAMS = {
+    **{k: v for k, v in PARAMS_REFINED.items() if k not in ("c", "G0")},
+    "mu": Param("mu", "PL constant of L: ||grad L||^2 >= 2 mu (L - L*) (least squares: the "
+                "smallest eigenvalue of X^T X / n)", "positive"),
+    "Delta": Param("Delta", "L(theta^0) - L*", "nonnegative"),
+    "R": Param("R", "communication rounds before the deadline", "positive_integer"),
+}
+CONDITION_DEADLINE_MU = Condition(
+    "mu <= L", sp.LessThan(mu, L),
+    f"derived by fedbound, not published ({DEADLINE_DERIVATION}): the PL constant of an "
+    "L-smooth loss is at most L")
+ERRATUM_DEADLINE = Erratum(
+    "the left-hand side and the hypotheses of Theorem 1, (15) (the deadline bound, derived by "
+    "fedbound, not published)",
+    r"$\frac{1}{R} \sum_r \mathbb{E}\|\nabla \mathcal{L}(\theta^{rQ})\|^2$ for any smooth "
+    r"$\mathcal{L}$ under (14)",
+    r"$\mathbb{E}\, \mathcal{L}(\theta^{RQ}) - \mathcal{L}^*$ for a $\mu$-PL $\mathcal{L}$: "
+    r"the refined variant's per-round descent (B4) contracts the gap by "
+    r"$\kappa = 1 - 2\mu c a/A$ per round "
+    f"({DEADLINE_DERIVATION}, section 2)",
+    f"{PAPER}, Theorem 1, (14)-(15); Section 5.2")
+DEADLINE_NOTE = (
+    f"Derived by fedbound, not published; see {DEADLINE_DERIVATION}. Algorithm 1 under the "
+    "assumptions of fedbound's refined Theorem 1 (bounds/derivations/tdcd_refined.md, section "
+    r"2: Assumptions 1-3 with $L_{\max}$ the own-block constant, independent client batches) "
+    r"and $\mu$-PL $\mathcal{L}$. Each round's descent (B4) "
+    r"$\mathbb{E}\,\mathcal{L}' \le \mathcal{L} - cX + \rho\sqrt{S}\sqrt{X} + n$ with Young's "
+    r"inequality at the weight $\epsilon = \rho/A$ and the PL inequality "
+    r"$X \ge 2\mu(\mathcal{L} - \mathcal{L}^*)$ gives the contraction "
+    r"$\kappa = 1 - 2\mu c a/A$ and the remainder $m = n + \rho A S/(4c)$ per round. "
+    r"At $Q = 1$ it is SGD's: $\kappa = 1 - 2\mu\eta(1 - L\eta/2)$, $m = (L/2)\eta^2\bar{S}$.")
+
+
+def deadline_pl(variant: str = "derived") -> Theorem:
+    """``tdcd.deadline_pl`` (derived by fedbound, not published;
+    bounds/derivations/tdcd_deadline.md): kappa^R Delta + m (1 - kappa^R)/(1 - kappa), a
+    bound on E L(theta^{RQ}) - L* for a mu-PL loss."""
+    if variant != "derived":
+        raise ValueError(f"tdcd.deadline_pl: unknown variant {variant!r}; its one variant is "
+                         "'derived'")
+    return Theorem(
+        key="tdcd.deadline_pl", variant="derived",
+        title=r"TDCD loss after $R$ rounds, $\mu$-PL [derived by fedbound, not published]",
+        citation=f"{PAPER}, Algorithm 1, Assumptions 1-3 and the proof of Theorem 1 (App. A); "
+                 "the bound derived by fedbound, not published",
+        lhs=r"\mathbb{E}\,\mathcal{L}(\tilde\theta^{RQ}) - \mathcal{L}^*", params=DEADLINE_PARAMS,
+        term_exprs=deadline_terms(),
+        symbols={**{k: v for k, v in SYMBOLS.items() if k not in ("c", "G0")}, "mu": mu},
+        conditions=[CONDITION_R1, CONDITION_R2, CONDITION_DEADLINE_MU], errata=[ERRATUM_DEADLINE],
+        aggregates=AGGREGATES_REFINED, step="eta", status="holds", notes=DEADLINE_NOTE)
+
+
+def choose_deadline_local_steps(key: str = "tdcd.deadline_pl", *, Qs, R, eta=None,  # noqa: N803
+                                **params) -> DeadlineChoice:
+    """The (Q, eta) minimising ``tdcd.deadline_pl`` (derived by fedbound, not published;
+    bounds/derivations/tdcd_deadline.md), a bound on E L(theta^{RQ}) - L* for TDCD: for every
+    Q of ``Qs`` its rounds ``R`` before the deadline (one number, a {Q: R_Q} mapping or a
+    callable, e.g. horizon // (3 t_comm + Q t_comp), Section 5.2) and every step of ``eta``
+    (a number or a list; default :func:`deadline_steps` below the largest step that (R1)-(R2)
+    admit at that Q). ``params``: L, L_max, mu, sigma, K, Delta of the theorem."""
+    thm = deadline_theorem(key, ("tdcd.deadline_pl",), "choose_deadline_local_steps",
+                           ("eta", "Q", "R"), params)
+    horizon = horizons(list(Qs), R, "R", "Q")
+    curve = []
+    for Q_, R_Q in horizon.items():
+        top = thm.max_step(**params, Q=Q_, R=R_Q)
+        etas = steps(eta, top)
+        ok = np.asarray(thm.admissible(**params, Q=Q_, R=R_Q, eta=etas), dtype=bool)
+        if not ok.any():
+            continue
+        values = np.where(ok, np.asarray(thm.evaluate(**params, Q=Q_, R=R_Q, eta=etas), dtype=float),
+                          np.inf)
+        j = int(np.argmin(values))
+        curve.append({"Q": Q_, "eta": float(etas[j]), "bound": float(values[j]), "horizon": R_Q})
+    if not curve:
+        raise ValueError(f"{key}: no step of {eta!r} is admissible at any Q of {list(Qs)}")
+    best = min(curve, key=lambda r: (r["bound"], r["Q"]))
+    terms = {k: float(v) for k, v in thm.terms(**params, Q=best["Q"], R=best["horizon"],
+                                               eta=best["eta"]).items()}
+    return DeadlineChoice(key, thm.variant, "Q", {"Q": best["Q"], "eta": best["eta"]},
+                          best["bound"], terms, max(terms, key=terms.get), curve)

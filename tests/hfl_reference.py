@@ -54,3 +54,29 @@ def iid_reference(p, t):
            + (1 + theta) * a**2 * L**2 * s**2 * growth * drift / (N * U)
            + a**2 * L**2 * s**2 * math.sqrt(growth) * coupling / (N**2 * U))
     return raw / (1 - rho) if rho < 1 else math.inf
+
+
+def exact_final_gap(lam, e1, sizes, t, alpha, noise):
+    """E f(x^{U+1}) - f* for f = 1/2 sum_j lam_j (x_j - x*_j)^2, the start's error ``e1`` in
+    the eigen-coordinates and ``noise`` [d] the variance of a client's gradient noise per
+    coordinate (additive, independent), on the schedule t [U, G] (zero rows pad): Algorithm 1's
+    local steps and upload (3)-(12) transcribed with plain loops over rounds, groups and local
+    steps, the mean and variance of each coordinate propagated exactly."""
+    lam, noise = np.asarray(lam, dtype=float), np.asarray(noise, dtype=float)
+    n = np.asarray(sizes, dtype=float)
+    w = n / n.sum()
+    mean, var = np.asarray(e1, dtype=float).copy(), np.zeros(lam.size)
+    for row in np.asarray(t):
+        if row[0] == 0:
+            break
+        factor, added = np.zeros(lam.size), np.zeros(lam.size)
+        for i, ti in enumerate(row):
+            ti = int(ti)
+            local, local_noise = np.ones(lam.size), np.zeros(lam.size)
+            for _ in range(ti):             # y <- (1 - alpha lam) y - alpha xi, xi of variance noise/n_i
+                local = (1 - alpha * lam) * local
+                local_noise = (1 - alpha * lam) ** 2 * local_noise + alpha**2 * noise / n[i]
+            factor += w[i] * (1 + (local - 1) / ti)
+            added += (w[i] / ti) ** 2 * local_noise
+        mean, var = factor * mean, factor**2 * var + added
+    return 0.5 * float((lam * (mean**2 + var)).sum())

@@ -90,8 +90,9 @@ def test_results_merge_by_name_and_state_goals(tmp_path):
 BENCHMARKS = sorted(p.stem for p in
                     (Path(__file__).resolve().parent.parent / "benchmarks").glob("bench_*.py"))
 CPU_ONLY = {"bench_bounds", "bench_choosers_hfl", "bench_choosers_mllsgd", "bench_choosers_tdcd",
-            "bench_fused", "bench_hfl_iid", "bench_inflate", "bench_interrupts", "bench_region_search",
-            "bench_report", "bench_startup", "bench_teardown", "bench_throughput"}
+            "bench_fused", "bench_hfl_deadline", "bench_hfl_iid", "bench_inflate", "bench_interrupts",
+            "bench_region_search", "bench_report", "bench_startup", "bench_teardown",
+            "bench_throughput"}
 
 
 def _refused(name: str, device: str, capsys) -> str:

@@ -28,8 +28,9 @@ def _whole(f, args):
 
 def _drawable(key):
     """Results whose parameters are scalars or vectors over workers (not the schedules
-    [U, G] of the hfl results, which the blocked broadcast test below covers in shape)."""
-    return not {"t", "t_max"} & set(bounds.get(key).params)
+    [U, G] of the hfl results, which the blocked broadcast test below covers in shape, nor
+    the mixing matrices [N, N] of mllsgd.deadline_quadratic)."""
+    return not {"t", "t_max", "V", "Z"} & set(bounds.get(key).params)
 
 
 KEYS = [row["key"] for row in bounds.list() if _drawable(row["key"])]

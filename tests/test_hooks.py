@@ -110,7 +110,8 @@ def test_a_registration_belongs_to_the_plugin_whose_code_made_it():
     is listed apart (``fedbound plugins``: "outside any plugin")."""
     regs = hooks.registrations()
     assert regs["fedbound.verify.papers.hfl"]["theorems"] == [
-        "hfl.corollary1", "hfl.lemma1", "hfl.theorem1", "hfl.theorem2"]
+        "hfl.corollary1", "hfl.deadline_pl", "hfl.deadline_quadratic", "hfl.lemma1", "hfl.theorem1",
+        "hfl.theorem2"]
     assert regs["fedbound.verify.papers.afl"]["families"] and not regs[
         "fedbound.verify.papers.hfl"]["families"]
     theorem = bounds.get("afl.theorem1")

@@ -490,6 +490,13 @@ class Chooser(ABC):
         holds-with-erratum): one certified answer each."""
         return [v for v in bounds.variants(self.key) if bounds.get(self.key, v).status in VALID]
 
+    def result(self, variant: str):
+        """The registered result whose bound gives ``variant``'s certified answer: ``key`` in
+        that variant by default (ValueError naming an unknown one); a chooser whose certified
+        answers come from more than one result (a deadline bound beside the paper's theorem)
+        says which."""
+        return bounds.get(self.key, variant)
+
 
 # ---------------------------------------------------------------------- the registry
 
@@ -733,7 +740,7 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
         raise ValueError(f"method={method!r} must be one of {METHODS}")
     names = chooser.variants() if variants is None else list(variants)
     for v in names:
-        bounds.get(chooser.key, v)  # unknown variant: ValueError naming it
+        chooser.result(v)  # unknown variant: ValueError naming it
     knobs = chooser.knobs()
     candidates = _distinct(chooser, grid(knobs))
     free = [k for k in knobs if not k.fixed]

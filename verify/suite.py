@@ -6,7 +6,10 @@ Three kinds of rows:
 * ``battery``: every result in its default variant, and in its ``refined`` and ``iid`` variants
   (fedbound's own results, derived by fedbound, not published: :data:`STRESSED`), on a
   seeded battery of random admissible scenarios drawn by its adapter
-  (``Adapter.random_scenario``);
+  (``Adapter.random_scenario``), each checked exactly where the adapter has an exact mode
+  for it (as the search does: a bound attained on some scenarios, such as fedbound's
+  deadline bounds on quadratics, cannot be decided by a Monte-Carlo interval there), by
+  Monte Carlo elsewhere;
 * ``witness``: every stored witness (``verify.witnesses``) replayed in its variant and
   mode; it must still produce the outcome it records (``expect``, "violated" for a
   refutation) and, where it records a ratio measured/bound (a tightness witness, or a
@@ -135,9 +138,10 @@ def key_tasks(key: str, *, battery: int, seed: int, replay: bool, figures: bool)
            for v in bounds.variants(key)]
     rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
     ad = adapter_for(key)
-    battery_scenarios = [ad.random_scenario(rng).to_dict() for _ in range(battery)]
-    out += [Task(key, v, "battery", f"random {j + 1}", s)
-            for j, s in enumerate(battery_scenarios) for v in _stressed(key, thm.variant)]
+    drawn_scenarios = [ad.random_scenario(rng) for _ in range(battery)]
+    out += [Task(key, v, "battery", f"random {j + 1}", s.to_dict(),
+                 exact=ad.tags.exact and ad.supports_exact(s))
+            for j, s in enumerate(drawn_scenarios) for v in _stressed(key, thm.variant)]
     out += [Task(key, w.variant, "witness", w.label, w.scenario, w.exact, w.expect, w.ratio,
                  figure=Figure(f"{w.label} (a refutation)") if w in drawn else None)
             for w in stored]

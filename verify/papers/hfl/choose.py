@@ -24,11 +24,15 @@ from fedbound import bounds
 from fedbound.verify.api import (
     DEVICE,
     GRAD2,
+    GUARANTEE,
     LOOP_OVERHEAD,
     LOSS,
+    MU,
     SMALLEST_STEP,
     TIME,
+    ZETA,
     Chooser,
+    DeadlineVariants,
     Evaluation,
     FieldError,
     Footprint,
@@ -41,6 +45,7 @@ from fedbound.verify.api import (
     predicted_over_steps,
     problem_inputs,
     register_chooser,
+    require_mu,
     require_runs,
     settings_text,
 )
@@ -94,10 +99,16 @@ def loss_at_times(loss: np.ndarray, end_time: np.ndarray, U: np.ndarray, times) 
 PAPER_PROOF = ("printed", "arxiv", "proof", "tight")
 #: the delay paths ``bounds.choose_sync_time`` draws per S for the round statistics
 BOUND_DRAWS = 2000
+#: fedbound's deadline bounds on E f(x^(U+1)) - f*, the loss at the deadline T (derived by
+#: fedbound, not published; bounds/derivations/hfl_deadline.md), by the name of their
+#: certified answers: given with --mu
+DEADLINE = {"deadline_quadratic": "hfl.deadline_quadratic", "deadline_pl": "hfl.deadline_pl"}
+#: the delay paths of a deadline bound's Monte-Carlo expectation (``bounds.hfl_deadline.expected``)
+DEADLINE_PATHS = 32
 
 
 @register_chooser
-class SyncTime(Chooser):
+class SyncTime(DeadlineVariants, Chooser):
     """(S, alpha) for Algorithm 1 of Ali & Arafa 2025 (module docstring).
 
     The problem: ``problem`` and ``x1`` (any ``sim`` problem: its clients i.i.d. on it, or a
@@ -111,6 +122,7 @@ class SyncTime(Chooser):
     one of METRICS (``epsilon`` for "time"); ``replicas`` delay paths in the paired
     comparison; ``seed``."""
 
+    deadline = DEADLINE
     name = "sync-time"
     key = "hfl.theorem2"
     aliases = ("choose-sync-time",)
@@ -139,6 +151,8 @@ class SyncTime(Chooser):
                              ("G", "bound on E||g||^2, Assumption 3 (certified bounds only)"),
                              ("sigma", "gradient noise, E||g - grad f||^2 <= sigma^2"),
                              ("Delta", "initial gap f(x^1) - f_inf"))),
+        MU,
+        ZETA,
         Input("S", float, "sync time (default: 0 and 6 values up to about 20 local iterations "
                           "per round)", unit="time units", low=0, knob=True),
         Input("alpha", float, "step size (default: factors of 2 around the largest step the "
@@ -158,7 +172,8 @@ class SyncTime(Chooser):
 
     def __init__(self, *, scenario=None, sizes=None, delays=None, T=None, L=None, G=None,
                  sigma=None, Delta=None, problem=None, x1=None, named=None, S=None, alpha=None,
-                 metric=None, epsilon=None, replicas=None, seed=None, source=None, device=None):
+                 metric=None, epsilon=None, replicas=None, seed=None, source=None, device=None,
+                 mu=None, zeta=None):
         from fedbound.bounds import delays as dl
 
         v = self.value
@@ -213,6 +228,11 @@ class SyncTime(Chooser):
         self._batch_name = self.named("batch") if named is not None else "batch"
         self.subsample = None if named is None else named.subsample
         self.constants = self._certified_constants(given)
+        self.mu = require_mu(v("mu", mu), self.constants.get("L"), self.named("mu"))
+        self.zeta = v("zeta", zeta)
+        if self.mu is not None:
+            self.bounded = (f"{self.bounded} for the paper's variants, and on the expected loss "
+                            "at the deadline, E f(x^(U+1)) - f_inf, for the deadline variants")
         self.S_given, self.alpha_given = v("S", S), v("alpha", alpha)
 
     @property
@@ -229,8 +249,10 @@ class SyncTime(Chooser):
         return {k: float(v) for k, v in out.items() if v is not None}
 
     def inputs(self) -> dict[str, Any]:
+        deadline = {k: x for k, x in (("mu", self.mu), ("zeta", self.zeta)) if x is not None}
         return {"sizes": self.sizes, "delays": self.delays, "T": self.T, "problem": self.source,
-                "constants": self.constants, "metric": self.measured, "epsilon": self.epsilon,
+                "constants": {**self.constants, **deadline}, "metric": self.measured,
+                "epsilon": self.epsilon,
                 "replicas": self.replicas, "seed": self.seed, "device": str(self.device)}
 
     # ------------------------------------------------------------------ knobs
@@ -318,7 +340,10 @@ class SyncTime(Chooser):
         """The variant's expected bound (over delay paths) minimised over the S grid and, unless
         alpha is fixed, alpha in (0, 1/L] jointly (``bounds.choose_sync_time``). None
         (``NoCertificate``) for a constant the problem has no certified value of, or for the
-        ``iid`` variant on a problem whose clients hold their own data."""
+        ``iid`` variant on a problem whose clients hold their own data. A deadline variant:
+        :meth:`certified_deadline`."""
+        if variant in DEADLINE:
+            return self.certified_deadline(variant)
         if variant == "iid" and hasattr(self.problem, "M"):
             raise NoCertificate("the iid variant assumes every client samples the same data (Ali "
                                 "& Arafa 2025, Section II); this problem's clients hold their own")
@@ -338,6 +363,55 @@ class SyncTime(Chooser):
                  for S, a, b, U in zip(c.S, c.alpha, c.bound, c.mean_U, strict=True)]
         return Proposal({"S": c.best_S, "alpha": c.best_alpha}, c.best_bound, curve,
                         f"dominant term: {c.dominant_term}")
+
+    def certified_deadline(self, variant: str) -> Proposal:
+        """The (S, alpha) minimising the deadline bound ``DEADLINE[variant]``, a bound on
+        E f(x^(U+1)) - f* at the deadline T in expectation over the delay paths (Monte Carlo over
+        DEADLINE_PATHS paths; ``bounds.choose_deadline_sync_time``), over the S grid and, unless
+        alpha is fixed, jointly over the steps below 1/L; its value at the pick is a guarantee
+        on the expected loss at T. Constants: L, sigma, Delta and --mu; --zeta for
+        ``deadline_pl`` (0 for clients i.i.d. on one problem); ``deadline_quadratic`` holds on
+        a quadratic (``sim.problems.Quadratic``) with clients i.i.d. on it, its start's
+        ||grad f(x^1)||^2 exact (G1, the problem's own like Delta)."""
+        key = DEADLINE[variant]
+        if self.mu is None:
+            raise NoCertificate(f"the {variant} variant needs the PL constant: give "
+                                f"{self.named('mu')}")
+        missing = [k for k in ("L", "sigma", "Delta") if k not in self.constants]
+        if missing:
+            raise NoCertificate(f"no certified {', '.join(missing)} for this problem (give "
+                                f"them: {', '.join(self.named(k) for k in missing)})")
+        own_data = hasattr(self.problem, "M")
+        if variant == "deadline_quadratic":
+            from fedbound.sim.problems import Quadratic
+
+            if not isinstance(self.problem, Quadratic) or own_data:
+                raise NoCertificate("the deadline_quadratic variant holds on quadratics with "
+                                    "spectrum in [mu, L]; this problem is a "
+                                    f"{type(self.problem).__name__} (deadline_pl holds under mu-PL)")
+            extra = {"G1": float(self.problem.grad(self.x1).square().sum())}
+        else:
+            if self.zeta is None and own_data:
+                raise NoCertificate(f"the {variant} variant needs the clients' heterogeneity on a "
+                                    f"problem whose clients hold their own data: give "
+                                    f"{self.named('zeta')}")
+            extra = {"zeta": self.zeta or 0.0}
+        S_knob, alpha_knob = self.knobs()
+        step = {"alpha": alpha_knob.values[0]} if alpha_knob.fixed else {"joint_alpha": True}
+        c = self.constants
+        try:
+            pick = bounds.choose_deadline_sync_time(
+                key, model=self.model, T=self.T, S_grid=list(S_knob.values), paths=DEADLINE_PATHS,
+                seed=self.seed, L=c["L"], mu=self.mu, sigma=c["sigma"], Delta=c["Delta"],
+                sizes=self.sizes, **step, **extra)
+        except ValueError as e:  # a fixed step the bound does not admit, a bound not finite
+            raise NoCertificate(f"the {variant} variant gives no bound here: {e}") from None
+        curve = [{"S": S, "alpha": a, "bound": b, "mean_U": U}
+                 for S, a, b, U in zip(pick.S, pick.alpha, pick.bound, pick.mean_U, strict=True)]
+        return Proposal({"S": pick.best_S, "alpha": pick.best_alpha}, pick.best_bound, curve,
+                        f"{GUARANTEE}: E f(x^(U+1)) - f_inf <= {pick.best_bound:.4g} at T = "
+                        f"{self.T:g} ({key}, derived by fedbound); dominant term: "
+                        f"{pick.dominant_term}")
 
     def quadratic_model(self):
         """The problem's local quadratic model (``sim.estimate.quadratic_model``), cached."""

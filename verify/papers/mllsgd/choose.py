@@ -22,9 +22,12 @@ import numpy as np
 from fedbound import bounds
 from fedbound.verify.api import (
     DEVICE,
+    GUARANTEE,
     LOOP_OVERHEAD,
+    MU,
     SMALLEST_STEP,
     Chooser,
+    DeadlineVariants,
     Evaluation,
     FieldError,
     Footprint,
@@ -36,6 +39,7 @@ from fedbound.verify.api import (
     predicted_over_steps,
     problem_inputs,
     register_chooser,
+    require_mu,
     require_runs,
 )
 from fedbound.verify.api import count_text as _n
@@ -56,12 +60,16 @@ ETA_BELOW, ETA_OCTAVES = 0.25, 8
 #: steps per tau on the bound side (a log grid over BOUND_DECADES decades up to eta_max)
 BOUND_ETAS, BOUND_DECADES = 200, 4
 METRICS = ("loss", "lhs")
+#: fedbound's deadline bound on E F(u_K) - F*, the loss at the end (derived by fedbound, not
+#: published; bounds/derivations/mllsgd_deadline.md), by the name of its certified answer:
+#: given with --mu
+DEADLINE = {"deadline_quadratic": "mllsgd.deadline_quadratic"}
 METRIC_NAMES = {"loss": "loss at the end, F(u_K) - F_inf",
                 "lhs": "Theorem 1's left-hand side, the mean of ||grad F(u_k)||^2 over k <= K"}
 
 
 @register_chooser
-class TauEta(Chooser):
+class TauEta(DeadlineVariants, Chooser):
     """(tau, eta) for MLL-SGD (module docstring), on ``scenario`` (default Theorem 1's with
     K = DEFAULT_K): its hub graph, H, workers, p, q, K and problem, or on ``problem`` and
     ``x1`` passed in (the bound's constants then the problem's L, beta, sigma; a problem
@@ -73,6 +81,7 @@ class TauEta(Chooser):
     every tau then runs the whole hub periods (q tau iterations, q tau + q t_comm + t_hub of
     time) that fit in the time of K iterations (:meth:`iterations`)."""
 
+    deadline = DEADLINE
     name = "tau-eta"
     key = "mllsgd.theorem1"
     summary = "MLL-SGD: the period tau and the step eta, certified, calibrated and simulated"
@@ -105,6 +114,7 @@ class TauEta(Chooser):
               low=0),
         Input("metric", str, "loss (F(u_K) - F_inf) or lhs (Theorem 1's left-hand side)",
               default="loss", choices=METRICS),
+        MU,
         Input("replicas", int, "replicas in the paired comparison", default=32, low=2),
         Input("seed", int, "seed of the hub graph, the problem (with --data: the split and the "
                            "network's start) and the runs (default: the scenario's)", low=0),
@@ -115,7 +125,7 @@ class TauEta(Chooser):
     def __init__(self, *, scenario: MLLSGDScenario | None = None, hubs=None,
                  workers_per_hub=None, graph=None, p=None, K=None, q=None, seed=None,
                  problem=None, x1=None, named=None, tau=None, eta=None, metric=None,
-                 t_comm=None, t_hub=None, replicas=None, source=None, device=None):
+                 t_comm=None, t_hub=None, replicas=None, source=None, device=None, mu=None):
         v = self.value
         self.device = self.device_of(device)
         p = v("p", p)
@@ -160,13 +170,18 @@ class TauEta(Chooser):
         own = {"L": getattr(pr, "L", None), "beta": getattr(pr, "beta", None),
                "sigma": getattr(pr, "sigma", None), "Delta": pr.delta(st.x1)}
         self.constants = {k: float(x) for k, x in own.items() if x is not None}
+        self.mu = require_mu(v("mu", mu), self.constants.get("L"), self.named("mu"))
+        if self.mu is not None:
+            self.bounded = (f"{self.bounded} for the paper's variants, and on the expected loss "
+                            "at the end, E F(u_K) - F_inf, for the deadline variant")
 
     @property
     def metric(self) -> str:
         return METRIC_NAMES[self.measured]
 
     def inputs(self) -> dict[str, Any]:
-        return {"problem": self.source, "constants": self.constants, "metric": self.measured,
+        constants = {**self.constants, **({} if self.mu is None else {"mu": self.mu})}
+        return {"problem": self.source, "constants": constants, "metric": self.measured,
                 "t_comm": self.t_comm, "t_hub": self.t_hub, "replicas": self.replicas,
                 "device": str(self.device), "scenario": self.scenario.to_dict()}
 
@@ -260,7 +275,10 @@ class TauEta(Chooser):
 
     def certified(self, variant: str) -> Proposal:
         """The variant's bound (13) minimised over tau and the admissible eta (a log grid over
-        BOUND_DECADES decades up to eta_max(tau)), or at the fixed eta where it is admissible."""
+        BOUND_DECADES decades up to eta_max(tau)), or at the fixed eta where it is admissible.
+        The deadline variant: :meth:`certified_deadline`."""
+        if variant in DEADLINE:
+            return self.certified_deadline(variant)
         refusal = self.refusal(variant)
         if refusal is not None:
             raise NoCertificate(refusal)
@@ -277,6 +295,40 @@ class TauEta(Chooser):
             curve.append({"tau": tau, "eta": float(etas[j]), "bound": float(values[j])})
         best = min(curve, key=lambda row: (row["bound"], row["tau"]))
         return Proposal({"tau": best["tau"], "eta": best["eta"]}, best["bound"], curve)
+
+    def certified_deadline(self, variant: str) -> Proposal:
+        """The (tau, eta) minimising ``mllsgd.deadline_quadratic``, a bound on E F(u_K) - F*
+        after the K_tau iterations of each tau (:meth:`iterations`), over the tau grid and,
+        unless eta is fixed, the steps below 1/L (``bounds.choose_deadline_period``): its
+        value at the pick is a guarantee on the expected loss at the end. It holds on a
+        quadratic (``sim.problems.Quadratic``) with spectrum in [--mu, L] that every worker
+        samples; L, sigma, Delta and ||grad F(x_1)||^2 (G1) are the problem's own."""
+        from fedbound.sim.problems import Quadratic
+
+        key = DEADLINE[variant]
+        if self.mu is None:
+            raise NoCertificate(f"the {variant} variant needs the PL constant: give "
+                                f"{self.named('mu')}")
+        st = self.setup
+        pr = st.problem
+        if not isinstance(pr, Quadratic) or hasattr(pr, "M"):
+            raise NoCertificate(f"the {variant} variant holds on quadratics with spectrum in "
+                                f"[mu, L]; this problem is a {type(pr).__name__}")
+        tau_knob, eta_knob = self.knobs()
+        c, m = self.constants, st.matrices
+        step = {"eta": eta_knob.values[0]} if eta_knob.fixed else {}
+        try:
+            pick = bounds.choose_deadline_period(
+                key, taus=list(tau_knob.values), K=self.iterations, L=c["L"], mu=self.mu,
+                sigma=c["sigma"], Delta=max(c["Delta"], 0.0),
+                G1=float(pr.grad(st.x1).square().sum()), q=self.scenario.q, a=m.a, p=st.p, V=m.V,
+                Z=m.Z, **step)
+        except ValueError as e:  # a fixed step the bound does not admit
+            raise NoCertificate(f"the {variant} variant gives no bound here: {e}") from None
+        curve = [{"tau": r["tau"], "eta": r["eta"], "bound": r["bound"]} for r in pick.curve]
+        return Proposal(dict(pick.best), pick.best_bound, curve,
+                        f"{GUARANTEE}: E F(u_K) - F_inf <= {pick.best_bound:.4g} ({key}, derived "
+                        f"by fedbound); dominant term: {pick.dominant_term}")
 
     def quadratic_model(self):
         """The problem's local quadratic model (``sim.estimate.quadratic_model``), cached."""

@@ -17,7 +17,7 @@ from importlib import resources
 
 from fedbound.verify.api import register_tightness, register_witness_dir
 
-from . import adapters, choose, claims, theorems  # noqa: F401 - each registers what it holds
+from . import adapters, choose, claims, deadline, theorems  # noqa: F401 - each registers what it holds
 from .adapters import (
     PAPER,
     TDCD,

@@ -26,11 +26,14 @@ from fedbound import bounds
 from fedbound.verify.api import (
     COUNT,
     DEVICE,
+    GUARANTEE,
     LOOP_OVERHEAD,
     LOSS,
+    MU,
     SMALLEST_STEP,
     TIME,
     Chooser,
+    DeadlineVariants,
     Evaluation,
     FieldError,
     Footprint,
@@ -46,6 +49,7 @@ from fedbound.verify.api import (
     predicted_over_steps,
     register_chooser,
     require_int,
+    require_mu,
     require_runs,
 )
 from fedbound.verify.api import count_text as _n
@@ -53,6 +57,10 @@ from fedbound.verify.api import count_text as _n
 from .adapters import TDCDScenario, Theorem1, build
 
 DEFAULT_Q_GRID = (1, 2, 5, 10, 20)
+#: fedbound's deadline bound on E L(theta^{RQ}) - L*, the loss after the rounds that fit in
+#: the horizon (derived by fedbound, not published; bounds/derivations/tdcd_deadline.md), by
+#: the name of its certified answer: given with --mu
+DEADLINE = {"deadline_pl": "tdcd.deadline_pl"}
 SIM_REPLICAS = 16
 SIM_ROUNDS_Q1 = 150
 #: the default target: this fraction of ||grad L(theta^0)||^2 ...
@@ -124,7 +132,7 @@ def hitting_times(running: np.ndarray, time: np.ndarray, epsilon: float) -> tupl
 
 
 @register_chooser
-class QEta(Chooser):
+class QEta(DeadlineVariants, Chooser):
     """(Q, eta) for TDCD (module docstring), on the TDCD ``scenario`` (default:
     tdcd.theorem1's), or on ``model`` and ``theta0`` (a ``sim.tdcd.BlockLinear``, with its
     certified constants, or any model TDCD runs; the bound's constants then come from
@@ -140,6 +148,7 @@ class QEta(Chooser):
     which the running left side first reaches epsilon, inf when a replica never does or
     diverges), "lhs" (the left side at the horizon) or "loss" (the training loss there)."""
 
+    deadline = DEADLINE
     name = "q-eta"
     key = "tdcd.theorem1"
     aliases = ("choose-q-eta",)
@@ -176,13 +185,14 @@ class QEta(Chooser):
                            "by features over the scenario's silos, in a random column order from "
                            "its seed, with its clients per silo, batch, --loss and start distance",
               choices=DATASETS),
+        MU,
         DEVICE,
     )
 
     def __init__(self, *, scenario: TDCDScenario | None = None, epsilon=None, t_comm=None,
                  t_comp=None, loss=None, data=None, model=None, theta0=None,
                  constants: dict | None = None, Q=None, eta=None, metric=None, replicas=None,
-                 seed: int | None = None, source=None, device=None):
+                 seed: int | None = None, source=None, device=None, mu=None):
         import torch
 
         import fedbound.bounds.tdcd as btdcd
@@ -231,6 +241,8 @@ class QEta(Chooser):
             self.model = BlockLinear(self.model.X, self.model.y, self.model.layout,
                                      loss=self.model.loss_kind, device=self.device)
             self.theta0 = self.theta0.to(self.device)
+        L = next((p["L"] for p in self.params.values() if "L" in p), self.constants.get("L"))
+        self.mu = require_mu(v("mu", mu), L, self.named("mu"))
         self.grad0 = float((self.model.grad(self.model.split(self.theta0)[None]) ** 2).sum())
         self.horizon = SIM_ROUNDS_Q1 * btdcd.round_time(1, self.t_comm, self.t_comp)
         require_runs("choose tdcd", {f"the noise floor at --Q 1 with --replicas {self.replicas}":
@@ -287,6 +299,7 @@ class QEta(Chooser):
                 "grad_sq_norm_0": self.grad0, "noise_floor": self.floor, "t_comm": self.t_comm,
                 "t_comp": self.t_comp, "metric": self.measured, "replicas": self.replicas,
                 "horizon": self.horizon, "problem": self.source, "device": str(self.device),
+                **({} if self.mu is None else {"mu": self.mu}),
                 "scenario": self.scenario.to_dict()}
 
     def _time(self, Q: int, rounds) -> np.ndarray:
@@ -317,12 +330,41 @@ class QEta(Chooser):
                      extend=self.eta_given is None)]
 
     def monotone_reason(self, variant: str, knob: str) -> str:
-        if knob == "Q" and variant != "refined":
+        if knob == "Q" and variant != "refined" and variant not in DEADLINE:
             return ("the bound sees eta and Q only through eta Q (Das et al. 2022, Theorem 1, "
                     "(15)), so more local steps buy it nothing while a round costs Q t_comp more")
         return ""
 
     # ------------------------------------------------------------------ the answers
+
+    def certified_deadline(self, variant: str) -> Proposal:
+        """The (Q, eta) minimising ``tdcd.deadline_pl``, a bound on E L(theta^{RQ}) - L* after
+        the R_Q rounds of each Q within the horizon (:meth:`rounds`), over the Q grid and,
+        unless eta is fixed, the steps its conditions admit
+        (``bounds.choose_deadline_local_steps``): its value at the pick is a guarantee on the
+        expected loss at the horizon, whatever the metric. Constants: those of the refined
+        variant of Theorem 1 (L, L_max, sigma, Delta, K) and --mu (a mu-PL loss)."""
+        key = DEADLINE[variant]
+        if self.mu is None:
+            raise NoCertificate(f"the {variant} variant needs the PL constant: give "
+                                f"{self.named('mu')}")
+        if "refined" not in self.params:
+            raise NoCertificate(f"the {variant} variant needs certified L, L_max, sigma, Delta and "
+                                "K" + (" (least squares has no uniform gradient-noise bound)"
+                                       if self.model.loss_kind == "squared" else ""))
+        Q_knob, eta_knob = self.knobs()
+        step = {"eta": eta_knob.values[0]} if eta_knob.fixed else {}
+        try:
+            pick = bounds.choose_deadline_local_steps(
+                key, Qs=list(Q_knob.values), R=self.rounds, mu=self.mu, **self.params["refined"],
+                **step)
+        except ValueError as e:  # no step admissible at any Q
+            raise NoCertificate(f"the {variant} variant gives no bound here: {e}") from None
+        curve = [{"Q": r["Q"], "eta": r["eta"], "bound": r["bound"]} for r in pick.curve]
+        return Proposal(dict(pick.best), pick.best_bound, curve,
+                        f"{GUARANTEE}: E L(theta^(RQ)) - L_inf <= {pick.best_bound:.4g} after the "
+                        f"rounds within the horizon {self.horizon:g} ({key}, derived by fedbound; "
+                        f"a loss, whatever the metric); dominant term: {pick.dominant_term}")
 
     def certified(self, variant: str) -> Proposal:
         """For each Q, the admissible eta with the fewest rounds R at which the variant's bound
@@ -333,6 +375,8 @@ class QEta(Chooser):
         (epsilon - C)), minimised over a log grid of eta and then by a bounded scalar search."""
         import fedbound.bounds.tdcd as btdcd
 
+        if variant in DEADLINE:
+            return self.certified_deadline(variant)
         if variant not in self.params:
             need = sorted(set(bounds.get(self.key, variant).params) - set(SET_HERE)
                           - set(self.constants))
