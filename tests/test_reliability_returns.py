@@ -184,7 +184,12 @@ def _lower(o):
 
 
 @pytest.fixture
-def probe_paper():
+def probe_paper(monkeypatch, tmp_path):
+    """The probe paper, unregistered afterwards; the working directory a fresh one, so that
+    ``fedbound reproduce``'s default store (``fedbound-reproduce.sqlite`` there) holds no run
+    of another test's probe: every probe's run function lives in this module, so their code
+    fingerprints, and their runs' keys in the store, are the same."""
+    monkeypatch.chdir(tmp_path)
     yield
     unregister_paper("probe")
 

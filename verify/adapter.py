@@ -319,7 +319,7 @@ class Adapter:
         from .figures import integer_ticks, legend_below
 
         how = "exact" if m.exact is not None else "Monte Carlo mean"
-        label = f"bound {self.key} [{thm.variant}]"
+        label = f"bound [{thm.variant}]"  # the title names the result: a legend below holds two
         bound = np.asarray(thm.evaluate(**params), dtype=float)
         if m.paired:
             bound = bound.mean(axis=0)
