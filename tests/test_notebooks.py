@@ -221,6 +221,16 @@ CHECKS["theorem2 holds in expectation"] = (
     verify.check("hfl.theorem2", HFLScenario(mode="expected", alpha=1.0)).verdict == "holds")
 CHECKS["Lemma 1 pathwise"] = lemma1_pathwise(HFLScenario(mode="expected", replicas=16))["holds"]
 '''),
+        ('report_d = choose(deadline, variants=["proof", "refined", "deadline_quadratic", "deadline_pl"])', '''\
+_dq = by_who["certified deadline_quadratic"]
+CHECKS["deadline_quadratic picks S > 0 within 2x of the simulated best"] = (
+    _dq.settings["S"] > 0 and _dq.value <= 2 * min(a.value for a in report_d.answers))
+CHECKS["the deadline bounds hold at their picks (within the interval)"] = all(
+    a.value - a.ci <= a.predicted for a in report_d.certified if a.variant.startswith("deadline"))
+CHECKS["deadline_quadratic is tight at its pick (simulated / bound above 0.8)"] = _dq.value / _dq.predicted > 0.8
+CHECKS["Theorem 2's proof variant picks S = 0 and trails deadline_quadratic"] = (
+    by_who["certified proof"].settings["S"] == 0 and by_who["certified proof"].value > _dq.value)
+'''),
     ],
     '03_tdcd.ipynb': [
         ('in_a = bt.bound_in_a()', '''\
@@ -429,7 +439,7 @@ CHECKS["the live rerun of the cheap papers' cheapest claims gives the stored num
 #: choice under a second in 02: performance is measured in benchmarks/, never asserted in a
 #: test): none may be lost (a loop over a notebook's results may add more)
 CHECK_COUNTS = {
-    "00_quickstart.ipynb": 7, "01_mllsgd.ipynb": 17, "02_hfl_sync_time.ipynb": 27,
+    "00_quickstart.ipynb": 7, "01_mllsgd.ipynb": 17, "02_hfl_sync_time.ipynb": 31,
     "03_tdcd.ipynb": 25, "04_afl.ipynb": 20, "05_tightness.ipynb": 9,
     "06_your_own_theorem.ipynb": 14, "07_paper_claims.ipynb": 78,
 }

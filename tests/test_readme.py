@@ -203,11 +203,12 @@ def test_the_counts_in_numbers_are_the_registries():
     from fedbound import bounds
     from fedbound.verify import claims
 
-    keys = bounds.keys()
+    # the four papers' (a test may have registered a plugin of its own in this process)
+    keys = [k for k in bounds.keys() if k.split(".")[0] in PAPER_NAMES.values()]
     assert counted("encoded results") == (len(keys), Counter(k.split(".")[0] for k in keys))
     variants = sum(len(bounds.variants(k)) for k in keys)
     assert f"{variants} variants" in README[README.index("## In numbers"):]
-    found = claims.claims()
+    found = [c for c in claims.claims() if c.paper in PAPER_NAMES.values()]
     assert counted("the papers' experimental claims") == (len(found),
                                                           Counter(c.paper for c in found))
 
