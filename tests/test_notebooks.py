@@ -221,13 +221,14 @@ CHECKS["theorem2 holds in expectation"] = (
     verify.check("hfl.theorem2", HFLScenario(mode="expected", alpha=1.0)).verdict == "holds")
 CHECKS["Lemma 1 pathwise"] = lemma1_pathwise(HFLScenario(mode="expected", replicas=16))["holds"]
 '''),
-        ('report_d = choose(deadline, variants=["proof", "refined", "deadline_quadratic", "deadline_pl"])', '''\
+        ('by_who = {a.who: a for a in report_d.answers}', '''\
 _dq = by_who["certified deadline_quadratic"]
 CHECKS["deadline_quadratic picks S > 0 within 2x of the simulated best"] = (
     _dq.settings["S"] > 0 and _dq.value <= 2 * min(a.value for a in report_d.answers))
 CHECKS["the deadline bounds hold at their picks (within the interval)"] = all(
     a.value - a.ci <= a.predicted for a in report_d.certified if a.variant.startswith("deadline"))
-CHECKS["deadline_quadratic is tight at its pick (simulated / bound above 0.8)"] = _dq.value / _dq.predicted > 0.8
+CHECKS["deadline_quadratic is tight at its pick (simulated / bound above 0.8)"] = (
+    _dq.value / _dq.predicted > 0.8)
 CHECKS["Theorem 2's proof variant picks S = 0 and trails deadline_quadratic"] = (
     by_who["certified proof"].settings["S"] == 0 and by_who["certified proof"].value > _dq.value)
 '''),
