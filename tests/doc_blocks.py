@@ -146,9 +146,11 @@ def run_commands(body: str, cwd: Path, env: dict, where: str, *, skip=frozenset(
 def make_dry_run(arguments: list[str], venv: Path, root: Path, timeout: float = 600) -> list[str]:
     """The commands ``make -n ARGUMENTS`` would run in ``root`` (continuation lines joined),
     its virtual environment at ``venv``: nothing is installed or run."""
-    out = subprocess.run(["make", "-n", f"VENV={venv}", *arguments], cwd=root,
-                         capture_output=True, text=True, timeout=timeout,
-                         env={**os.environ, "MAKEFLAGS": ""})
+    # as from a shell: under `make test` (CI) the suite inherits MAKELEVEL, MAKEFLAGS and
+    # MFLAGS, and a make started with MAKELEVEL > 0 prints "make[1]: Entering directory"
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    out = subprocess.run(["make", "-n", "--no-print-directory", f"VENV={venv}", *arguments],
+                         cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
     assert out.returncode == 0, f"make -n {shlex.join(arguments)}: {out.stderr}"
     return out.stdout.replace("\\\n", " ").splitlines()
 
