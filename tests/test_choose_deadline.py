@@ -60,8 +60,8 @@ def test_deadline_pl_needs_zeta_where_the_clients_hold_their_own_data():
 
 
 @pytest.mark.parametrize("value, message", [
-    ("0", "--mu=0 must lie in (0, inf]"),
-    ("-1", "--mu=-1 must lie in (0, inf]"),
+    ("0", "--mu=0 must lie in (0, inf)"),
+    ("-1", "--mu=-1 must lie in (0, inf)"),
     ("2", "--mu=2 must be at most L = 1"),
     ("nan", "--mu=NaN must be finite"),
     ("inf", "--mu=Infinity must be finite"),

@@ -105,7 +105,7 @@ def test_a_scenario_file_naming_the_problem_is_the_options_bit_for_bit(tmp_path,
      "--scenario s.json: data and --scenario s.json: problem both name the problem: give one"),
     ("hfl", {"data": "digits", "model": "cnn"}, ["--data", "breast_cancer"],  # the option overrides
      "--scenario s.json: model=cnn needs image data: --data=breast_cancer"),
-    ("hfl", {"T": -1}, [], "--scenario s.json: T=-1 must lie in (0, inf]"),
+    ("hfl", {"T": -1}, [], "--scenario s.json: T=-1 must lie in (0, inf)"),
     ("mllsgd", {"data": "digits", "split": "group_labels", "hubs": 11, "workers_per_hub": 1}, [],
      "--scenario s.json: split=group_labels needs a class per group"),
     ("tdcd", {"data": "digits"}, [], "--scenario s.json: data='digits' must be one of breast_cancer"),

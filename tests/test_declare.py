@@ -134,7 +134,7 @@ def test_the_parse_of_a_list_names_the_option_and_keeps_exact_decimals():
     assert delays.parse("0.1,2", "--delays") == ["0.1", "2"]
     for text, message in (("0.1,,2", "--delays must be comma-separated numbers, got '0.1,,2'"),
                           ("0.1", "--delays has 1 entries, needs 2"),
-                          ("0.1,-2", "--delays[1]=-2 must lie in [0, inf]"),
+                          ("0.1,-2", "--delays[1]=-2 must lie in [0, inf)"),
                           ("0.1,nan", "--delays[1]=NaN must be finite")):
         with pytest.raises(FieldError) as e:
             delays.parse(text, "--delays")

@@ -501,5 +501,5 @@ def test_a_bad_scenario_names_the_field(plugin):
 
     with pytest.raises(ValueError, match=r"mu=2 must be <= L=1"):
         load_scenario(KEY, {"mu": 2.0})
-    with pytest.raises(ValueError, match=r"eta=-1 must lie in \(0, inf\]"):
+    with pytest.raises(ValueError, match=r"eta=-1 must lie in \(0, inf\)"):
         load_scenario(KEY, {"eta": -1.0})

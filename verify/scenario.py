@@ -227,8 +227,8 @@ def require_float(name: str, value, *, low: float = -math.inf, high: float = mat
     bad_low = v <= low if low_open else v < low
     bad_high = v >= high if high_open else v > high
     if bad_low or bad_high:
-        lo = "(" if low_open else "["
-        hi = ")" if high_open else "]"
+        lo = "(" if low_open or math.isinf(low) else "["  # an infinite end is never in range
+        hi = ")" if high_open or math.isinf(high) else "]"
         raise ValueError(f"{name}={v:g} must lie in {lo}{low:g}, {high:g}{hi}")
     return v
 
