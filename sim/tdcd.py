@@ -55,6 +55,8 @@ from fedbound.sim.problems import DTYPE, rand, randn, softplus
 from fedbound.sim.trace import Acceptance, Rounds
 
 LOSSES = ("squared", "logistic")
+#: the named losses of :class:`ModuleModel` (a callable loss is also taken)
+MODULE_LOSSES = (*LOSSES, "cross_entropy")
 
 # ---------------------------------------------------------------------- layout
 
@@ -479,28 +481,119 @@ class BlockLinear:
         return V.clamp(min=0) * self._factor
 
 
+class DenseSilo:
+    """h_j(theta_j; x) of a ``torch.nn.Linear``, or a ``torch.nn.Sequential`` of ``Linear``
+    and ``Tanh`` layers (``sim.neural.mlp``), at flat parameters theta_j [..., d_j] (every
+    leading dimension a batch of models), with its backward pass written out: the numbers of
+    ``functional_call`` and ``torch.func.grad`` up to round-off, without their per-call cost
+    (about 7 ms a call on CPU, most of a small network's simulation).
+
+    :meth:`of` returns None for any other module (:class:`ModuleModel` then vmaps autograd)."""
+
+    def __init__(self, plan: list[tuple]):
+        self.plan = plan
+
+    @classmethod
+    def of(cls, module: torch.nn.Module) -> DenseSilo | None:
+        """The closed form of ``module``, or None unless it is a plain ``Linear`` or a
+        ``Sequential`` of plain ``Linear`` and ``Tanh`` layers (those exact types, no hooks
+        or buffers)."""
+        layers = list(module) if type(module) is torch.nn.Sequential else [module]
+        if not layers or any(type(m) not in (torch.nn.Linear, torch.nn.Tanh) for m in layers):
+            return None
+        if any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
+               or m._backward_pre_hooks or list(m.buffers()) for m in (module, *layers)):
+            return None
+        where, start = {}, 0
+        for p in module.parameters():
+            where[id(p)] = slice(start, start + p.numel())
+            start += p.numel()
+        return cls([("tanh",) if type(m) is torch.nn.Tanh else
+                    ("linear", where[id(m.weight)], m.out_features, m.in_features,
+                     None if m.bias is None else where[id(m.bias)]) for m in layers])
+
+    def forward(self, theta: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, list]:
+        """(h(theta; x) [..., n, E], the layers' saved inputs) for theta [..., d_j] and x
+        [..., n, D_j] (leading dimensions broadcast)."""
+        h, saved = x, []
+        for step in self.plan:
+            if step[0] == "tanh":
+                h = torch.tanh(h)
+                saved.append(h)                                   # tanh: its output
+                continue
+            saved.append(h)
+            _, w, fan_out, fan_in, b = step
+            h = torch.matmul(h, theta[..., w].unflatten(-1, (fan_out, fan_in)).mT)
+            if b is not None:
+                h = h + theta[..., None, b]
+        return h, saved
+
+    def backward(self, theta: torch.Tensor, saved: list, delta: torch.Tensor,
+                 out: torch.Tensor | None = None) -> torch.Tensor:
+        """sum over the n samples of delta [..., n, E] (dl/dh per sample) times dh/dtheta at
+        the forward pass ``saved``: the gradient [..., d_j], written into ``out`` where given
+        (every entry is written)."""
+        grad = out if out is not None else theta.new_empty(
+            torch.broadcast_shapes(theta.shape[:-1], delta.shape[:-2]) + theta.shape[-1:])
+        for k in range(len(self.plan) - 1, -1, -1):
+            step, below = self.plan[k], saved[k]
+            if step[0] == "tanh":
+                delta = delta * (1 - below.square())
+                continue
+            _, w, fan_out, fan_in, b = step
+            grad[..., w] = torch.matmul(delta.mT, below).flatten(-2)
+            if b is not None:
+                grad[..., b] = delta.sum(-2)
+            if k:
+                delta = torch.matmul(delta, theta[..., w].unflatten(-1, (fan_out, fan_in)))
+        return grad
+
+
+def _named_loss(kind: str, z: torch.Tensor, y: torch.Tensor, *, slope: bool = False):
+    """l(z; y) [...] of a named loss at the summed embeddings z [..., E] (``"squared"`` and
+    ``"logistic"``: E = 1; ``"cross_entropy"``: logsumexp(z) - z_y, y the class as a float),
+    or with ``slope`` dl/dz [..., E] (cross-entropy: softmax(z) minus the one-hot label)."""
+    if kind != "cross_entropy":
+        return (loss_slope(kind, z[..., 0], y)[..., None] if slope
+                else loss_value(kind, z[..., 0], y))
+    labels = y.long().expand(z.shape[:-1])[..., None]
+    lse = torch.logsumexp(z, dim=-1, keepdim=True)
+    if not slope:
+        return (lse - z.gather(-1, labels)).squeeze(-1)
+    return torch.exp(z - lse).scatter_add_(-1, labels, torch.full_like(lse, -1.0))
+
+
 class ModuleModel:
     """One ``torch.nn.Module`` h_j per silo (input: the D_j features of a sample, output: an
     embedding of size E, the same for all silos), embeddings summed, (3), and a loss
-    l(z [..., E], y [...]) -> [...] ("squared" or "logistic" for E = 1, or a callable).
+    l(z [..., E], y [...]) -> [...] ("squared" or "logistic" for E = 1, "cross_entropy" of
+    the E classes with y the class as a float, or a callable).
 
     Parameters are the modules' (float64 copies), flattened per silo in ``named_parameters``
-    order and padded to the largest silo. Client gradients use ``torch.func.grad`` of the
-    client's mean loss through ``functional_call``, vmapped over replicas and clients; the
-    architectures may differ between silos, so they loop over the N silos. No constants
-    (L, L_max, sigma) are known for a general network."""
+    order and padded to the largest silo. With a named loss and every module a
+    :class:`DenseSilo` (linear layers and tanh), embeddings, losses and gradients are its
+    closed form, batched over replicas and clients; otherwise client gradients use
+    ``torch.func.grad`` of the client's mean loss through ``functional_call``, vmapped over
+    replicas and clients. The architectures may differ between silos, so both loop over
+    the N silos. No constants (L, L_max, sigma) are known for a general network."""
 
     def __init__(self, modules: Sequence[torch.nn.Module], X, y, layout: Layout, *,
                  loss: str | Callable = "squared", device=None):
         if len(modules) != layout.N:
             raise ValueError(f"{len(modules)} modules for {layout.N} silos: one module per silo")
         self.layout = layout
-        kind = loss if callable(loss) else _check_loss(loss)
-        self.X, self.y = _validated_data(X, y, layout, "squared" if callable(kind) else kind,
+        if not callable(loss) and loss not in MODULE_LOSSES:
+            raise ValueError(f"loss={loss!r} must be one of {MODULE_LOSSES} or a callable")
+        named = not callable(loss)
+        self.X, self.y = _validated_data(X, y, layout, loss if loss in LOSSES else "squared",
                                          device)
-        self.loss_fn = kind if callable(kind) else (
-            lambda z, y, _k=kind: loss_value(_k, z[..., 0], y))
+        if loss == "cross_entropy" and not ((self.y >= 0) & (self.y == self.y.round())).all():
+            raise ValueError("cross_entropy loss needs labels y that are classes 0, 1, ...")
+        self.loss_fn = (lambda z, y, _k=loss: _named_loss(_k, z, y)) if named else loss
         self.modules = [copy.deepcopy(m).to(device=self.X.device, dtype=DTYPE) for m in modules]
+        dense = [DenseSilo.of(m) for m in self.modules]
+        #: (the named loss, a DenseSilo per silo) where the closed form applies, else None
+        self.dense = (loss, dense) if named and None not in dense else None
         self.shapes = [[(name, p.shape) for name, p in m.named_parameters()] for m in self.modules]
         self.dims = tuple(sum(math.prod(s) for _, s in shp) for shp in self.shapes)
         self.d = max(self.dims)
@@ -545,6 +638,9 @@ class ModuleModel:
 
     def embed(self, theta: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         """[R, N, d], rows [R, B] -> [R, N, B, E]."""
+        if self.dense is not None:
+            return torch.stack([silo.forward(theta[:, j, :self.dims[j]], self.features[j][rows])[0]
+                                for j, silo in enumerate(self.dense[1])], dim=1)
         per_silo = [vmap(lambda th, r, _j=j: self._h(_j, th, self.features[_j][r]))(theta[:, j], rows)
                     for j in range(self.layout.N)]
         return torch.stack(per_silo, dim=1)
@@ -554,6 +650,20 @@ class ModuleModel:
         client's mean loss over its b_j contiguous slots (``owner``/``weights`` are implied
         by that layout)."""
         R, N, K, d = theta.shape
+        if self.dense is not None:
+            kind, silos = self.dense
+            out = theta.new_empty(R, N, K, d)
+            for j, (Kj, bj) in enumerate(zip(self.layout.clients, self.layout.client_batch,
+                                             strict=True)):
+                mine, dj = rows.reshape(R, Kj, bj), self.dims[j]
+                th = theta[:, j, :Kj, :dj]
+                h, saved = silos[j].forward(th, self.features[j][mine])         # [R, K_j, b_j, E]
+                slope = _named_loss(kind, h + other[:, j].reshape(R, Kj, bj, -1), self.y[mine],
+                                    slope=True)
+                silos[j].backward(th, saved, slope / bj, out[:, j, :Kj, :dj])
+                out[:, j, Kj:] = 0.0                                            # the padding
+                out[:, j, :Kj, dj:] = 0.0
+            return out
         out = theta.new_zeros(R, N, K, d)
         for j, (Kj, bj) in enumerate(zip(self.layout.clients, self.layout.client_batch, strict=True)):
             def client_loss(th, r, oth, _j=j):
@@ -586,11 +696,29 @@ class ModuleModel:
         z = sum(self._h(j, theta[j], self.features[j]) for j in range(self.layout.N))
         return self.loss_fn(z, self.y).mean()
 
+    def _dense_forward(self, theta: torch.Tensor) -> tuple[torch.Tensor, list]:
+        """(z [R, n, E] the summed embeddings of all n samples, each silo's saved forward
+        pass) at theta [R, N, d], by the closed form."""
+        passes = [silo.forward(theta[:, j, :self.dims[j]], self.features[j])
+                  for j, silo in enumerate(self.dense[1])]
+        return sum(h for h, _ in passes), [saved for _, saved in passes]
+
     def loss(self, theta: torch.Tensor) -> torch.Tensor:
-        return vmap(self._total_loss)(theta)
+        """L(theta) [R] at theta [R, N, d]."""
+        if self.dense is None:
+            return vmap(self._total_loss)(theta)
+        return _named_loss(self.dense[0], self._dense_forward(theta)[0], self.y).mean(-1)
 
     def grad(self, theta: torch.Tensor) -> torch.Tensor:
-        return vmap(grad(self._total_loss))(theta)
+        """grad L(theta) by blocks, [R, N, d] -> [R, N, d]."""
+        if self.dense is None:
+            return vmap(grad(self._total_loss))(theta)
+        z, saved = self._dense_forward(theta)
+        delta = _named_loss(self.dense[0], z, self.y, slope=True) / self.layout.n
+        out = torch.zeros_like(theta)
+        for j, silo in enumerate(self.dense[1]):
+            silo.backward(theta[:, j, :self.dims[j]], saved[j], delta, out[:, j, :self.dims[j]])
+        return out
 
 
 # ---------------------------------------------------------------------- trace

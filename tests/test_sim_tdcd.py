@@ -350,6 +350,64 @@ def test_module_model_runs_and_is_deterministic():
     assert torch.allclose(model.join(model.grad(model.split(theta0)[None]))[0], auto, atol=1e-14)
 
 
+def _named_as_callable(kind):
+    """The named loss ``kind`` as a callable: ModuleModel then takes its vmapped autograd path."""
+    from fedbound.sim.neural import cross_entropy
+    from fedbound.sim.tdcd import loss_value
+
+    if kind == "cross_entropy":
+        return lambda z, y: cross_entropy(z, y.long())
+    return lambda z, y: loss_value(kind, z[..., 0], y)
+
+
+@pytest.mark.parametrize("loss", ["cross_entropy", "squared", "logistic"])
+def test_dense_closed_form_agrees_with_vmapped_autograd(loss):
+    """ModuleModel's closed form (DenseSilo: linear layers and tanh, a named loss) against
+    torch.func.grad through functional_call (the same loss as a callable): embeddings,
+    L, grad L, every client's g_kj, and a whole run, on silos of different architectures."""
+    from fedbound.sim.neural import mlp
+
+    E = 3 if loss == "cross_entropy" else 1
+    lay = Layout((3, 2, 4), (2, 3, 1), 18, 12)
+    X, y = synthetic_data(18, 9, loss="logistic", generator=torch.Generator().manual_seed(2))
+    if loss == "cross_entropy":
+        y = torch.arange(18, dtype=torch.float64) % 3
+    torch.manual_seed(5)
+    modules = [mlp(3, (4, 5), E), torch.nn.Linear(2, E, bias=False), mlp(4, (6,), E)]
+    fast = ModuleModel(modules, X, y, lay, loss=loss)
+    slow = ModuleModel(modules, X, y, lay, loss=_named_as_callable(loss))
+    assert fast.dense is not None and slow.dense is None
+    g = torch.Generator().manual_seed(7)
+    R, K = 4, max(lay.clients)
+    theta = fast.split(fast.initial()) + torch.randn(R, lay.N, fast.d, generator=g, dtype=torch.float64)
+    rows = draw_batch(lay, R, g, None)
+    clients = theta[:, :, None] + 0.5 * torch.randn(R, lay.N, K, fast.d, generator=g, dtype=torch.float64)
+
+    def close(a, b):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+
+    close(fast.embed(theta, rows), slow.embed(theta, rows))
+    close(fast.loss(theta), slow.loss(theta))
+    close(fast.grad(theta), slow.grad(theta))
+    (other, grads), (other_slow, grads_slow) = fast.round_problem(theta, rows), slow.round_problem(theta, rows)
+    close(grads(clients, other), grads_slow(clients, other_slow))
+    a, b = (run(m, 3, 0.2, m.initial(), 4, rounds=4, batch="step") for m in (fast, slow))
+    close(a.loss, b.loss)
+    close(a.grad_sq_norm, b.grad_sq_norm)
+
+
+def test_other_modules_take_the_vmapped_path_and_cross_entropy_labels_are_checked():
+    lay = Layout((2, 3), (2, 1), 16, 4)
+    X, y = synthetic_data(16, 5, loss="logistic", generator=torch.Generator().manual_seed(0))
+    relu = torch.nn.Sequential(torch.nn.Linear(2, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    assert ModuleModel([relu, _mlp(3, 1)], X, y, lay, loss="logistic").dense is None
+    assert ModuleModel([_mlp(2, 0), _mlp(3, 1)], X, y, lay, loss=_named_as_callable("logistic")).dense is None
+    with pytest.raises(ValueError, match="cross_entropy loss needs labels"):
+        ModuleModel([_mlp(2, 0), _mlp(3, 1)], X, y, lay, loss="cross_entropy")
+    with pytest.raises(ValueError, match="loss='hinge' must be one of"):
+        ModuleModel([_mlp(2, 0), _mlp(3, 1)], X, y, lay, loss="hinge")
+
+
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_linear_modules_agree_with_the_block_linear_model(loss):
     lay = Layout((3, 1, 2), (2, 3, 1), 12, 6)

@@ -143,17 +143,11 @@ def _seeded(seed: int):
         yield
 
 
-def ce_loss(z, y):
-    """The cross-entropy of the summed embeddings z [..., classes] at the labels y [...]
-    (float labels, as ``sim.tdcd.ModuleModel`` holds them)."""
-    from fedbound.sim.neural import cross_entropy
-
-    return cross_entropy(z, y.long())
-
-
+@lru_cache(maxsize=8)
 def _data(data: str, seed: int, device=None):
     """(train, test) of ``data`` ("digits" or "breast_cancer"), a fifth of each class held
-    out, from ``seed``."""
+    out, from ``seed``: loaded once per process for each argument (read-only: every model
+    takes its own columns)."""
     import torch
 
     from fedbound.sim.data import held_out, load_breast_cancer, load_digits
@@ -180,7 +174,7 @@ def _models(data, silos: int, clients: int, batch: int, seed: int, device):
     for part, K, b in ((train, clients, batch), (test, 1, 1)):
         layout = Layout(blocks, (K,) * silos, part.n, b)
         out.append(ModuleModel(nets, part.features[:, columns.to(part.features.device)],
-                               part.labels.to(torch.float64), layout, loss=ce_loss,
+                               part.labels.to(torch.float64), layout, loss="cross_entropy",
                                device=device))
     return out
 
