@@ -389,7 +389,7 @@ def test_dense_closed_form_agrees_with_vmapped_autograd(loss):
     close(fast.embed(theta, rows), slow.embed(theta, rows))
     close(fast.loss(theta), slow.loss(theta))
     close(fast.grad(theta), slow.grad(theta))
-    (other, grads), (other_slow, grads_slow) = fast.round_problem(theta, rows), slow.round_problem(theta, rows)
+    (other, grads), (other_slow, grads_slow) = (m.round_problem(theta, rows) for m in (fast, slow))
     close(grads(clients, other), grads_slow(clients, other_slow))
     a, b = (run(m, 3, 0.2, m.initial(), 4, rounds=4, batch="step") for m in (fast, slow))
     close(a.loss, b.loss)
