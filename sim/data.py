@@ -59,6 +59,7 @@ numpy generator seeded by one draw from it): the same seed gives the same partit
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import os
 import pickle
 import zlib
@@ -82,6 +83,26 @@ def _sklearn_datasets():
     except ImportError:
         raise ImportError(INSTALL_HINT) from None
     return datasets
+
+
+def _bundled(name: str, loader: str) -> tuple[np.ndarray, np.ndarray]:
+    """(data, target) of scikit-learn's bundled set in its file ``name``: read as its loader
+    ``sklearn.datasets.<loader>`` reads it (comma-separated rows, the label last; one header
+    line in ``breast_cancer.csv``), from where scikit-learn installs it, found without
+    importing scikit-learn (about 1 s of a short command's start); the loader itself where
+    the file is not there. ImportError with the install hint without scikit-learn."""
+    try:
+        spec = importlib.util.find_spec("sklearn")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(INSTALL_HINT)
+    path = Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data" / name
+    if not path.is_file():
+        bunch = getattr(_sklearn_datasets(), loader)()
+        return np.asarray(bunch.data), np.asarray(bunch.target)
+    table = np.loadtxt(path, delimiter=",", skiprows=0 if name.endswith(".gz") else 1)
+    return table[:, :-1], table[:, -1].astype(int)
 
 
 @dataclass(frozen=True)
@@ -109,9 +130,9 @@ def standardised(features: torch.Tensor) -> torch.Tensor:
     return centred / torch.where(std > 0, std, 1.0)
 
 
-def _dataset(name: str, bunch, device) -> Dataset:
-    features = torch.as_tensor(np.asarray(bunch.data), dtype=DTYPE)
-    labels = torch.as_tensor(np.asarray(bunch.target), dtype=torch.int64)
+def _dataset(name: str, table: tuple[np.ndarray, np.ndarray], device) -> Dataset:
+    features = torch.as_tensor(table[0], dtype=DTYPE)
+    labels = torch.as_tensor(table[1], dtype=torch.int64)
     classes = int(labels.max()) + 1
     return Dataset(name, standardised(features).to(device), labels.to(device), classes)
 
@@ -119,12 +140,12 @@ def _dataset(name: str, bunch, device) -> Dataset:
 def load_digits(*, device=None) -> Dataset:
     """scikit-learn's handwritten digits: 1797 images of 8x8 pixels flattened row by row
     to 64 features (``sim.neural.small_cnn`` unflattens them), 10 classes."""
-    return _dataset("digits", _sklearn_datasets().load_digits(), device)
+    return _dataset("digits", _bundled("digits.csv.gz", "load_digits"), device)
 
 
 def load_breast_cancer(*, device=None) -> Dataset:
     """scikit-learn's Wisconsin breast cancer data: 569 samples, 30 features, 2 classes."""
-    return _dataset("breast_cancer", _sklearn_datasets().load_breast_cancer(), device)
+    return _dataset("breast_cancer", _bundled("breast_cancer.csv", "load_breast_cancer"), device)
 
 
 # ---------------------------------------------------------------------- MNIST, CIFAR-10

@@ -68,6 +68,32 @@ def test_loaders_standardise_like_sklearns_standard_scaler(loader, name, n, p, c
     np.testing.assert_allclose(data.features.numpy(), expected, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.parametrize("name, loader", [("digits.csv.gz", "load_digits"),
+                                          ("breast_cancer.csv", "load_breast_cancer")])
+def test_bundled_files_are_read_as_scikit_learn_reads_them(name, loader, monkeypatch, tmp_path):
+    """The bundled sets read from scikit-learn's files without importing it: scikit-learn's
+    loader's numbers, bit for bit; where the file is not found, that loader itself."""
+    import importlib.util
+    import subprocess
+
+    from sklearn import datasets
+
+    from fedbound.sim import data as sim_data
+
+    raw = getattr(datasets, loader)()
+    table = sim_data._bundled(name, loader)
+    assert np.array_equal(table[0], raw.data) and np.array_equal(table[1], raw.target)
+    code = ("import sys; from fedbound.sim.data import load_breast_cancer, load_digits; "
+            "load_digits(); load_breast_cancer(); print('sklearn' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "False"
+    elsewhere = importlib.util.spec_from_loader("sklearn", None, is_package=True)
+    elsewhere.submodule_search_locations = [str(tmp_path)]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda _name: elsewhere)
+    fallback = sim_data._bundled(name, loader)
+    assert np.array_equal(fallback[0], raw.data) and np.array_equal(fallback[1], raw.target)
+
+
 def test_missing_scikit_learn_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "sklearn", None)
     with pytest.raises(ImportError, match=r"pip install fedbound\[data\]") as info:
