@@ -210,6 +210,36 @@ def test_calibrated_prediction_on_least_squares_at_q1_is_minibatch_sgd_exactly()
     assert curve[1:] == pytest.approx(exact[1:], rel=0.03)
 
 
+def test_calibrated_moments_are_the_average_over_batches_written_out():
+    """grad_sq_curves' round recursion, vectorised over steps, batches and anchors, against
+    the moments written out batch by batch for one step at a time (logistic regression: the
+    anchor nearest the mean picks the round's maps; Q = 3 local steps)."""
+    from fedbound.verify.papers.tdcd import predict
+
+    s = SCENARIO.replace(loss="logistic", clients=[2, 1], batch=8)
+    st = V.build(s)
+    m = st.model
+    n = m.X.shape[0]
+    batches = np.stack([np.random.default_rng(k).choice(n, 8, replace=False) for k in range(12)])
+    theta0 = st.theta0.numpy()
+    points = predict.anchors(m, batches, theta0, predict.reference(m))
+    etas, Q, rounds = [0.2 / m.L, 1.0 / m.L, 3.0 / m.L], 3, 5
+    curves = predict.grad_sq_curves(m, points, theta0, Q, etas, rounds)
+    where = np.stack([a.anchor for a in points])
+    for eta, curve in zip(etas, curves, strict=True):
+        mean, second = theta0.copy(), np.outer(theta0, theta0)
+        for r in range(rounds):
+            point = points[int(np.argmin(((where - mean) ** 2).sum(-1)))]
+            H = point.hessian
+            expected = (predict.gradient(m, mean) ** 2).sum() + np.trace(
+                H @ H @ (second - np.outer(mean, mean)))
+            assert curve[r] == pytest.approx(expected, rel=1e-10)
+            A, b = point.maps(Q, eta)
+            second = np.mean([a @ second @ a.T + np.outer(a @ mean, c) + np.outer(c, a @ mean)
+                              + np.outer(c, c) for a, c in zip(A, b, strict=True)], axis=0)
+            mean = A.mean(0) @ mean + b.mean(0)
+
+
 def test_a_target_nobody_reaches_is_said_in_one_line(capsys):
     report = choose(QEta(epsilon=1e-12, Q=1, replicas=2), variants=["refined"])
     assert not math.isfinite(report.simulated.value) and "\n" not in report.message

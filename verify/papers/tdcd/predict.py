@@ -121,10 +121,10 @@ class RoundMaps:
                 Ut = U.swapaxes(-1, -2)
                 MQ = (U * power[..., None, :]) @ Ut
                 P = (U * geo[..., None, :]) @ Ut
-                block = -np.einsum("bkij,bkjl->bkil", P, C).mean(axis=1)         # [B, D_j, D]
+                block = -(P @ C).mean(axis=1)                                   # [B, D_j, D]
                 block[..., cols] += MQ.mean(axis=1)
                 A[:, cols] = block
-                b[:, cols] = -np.einsum("bkij,bkj->bki", P, g).mean(axis=1)
+                b[:, cols] = -(P @ g[..., None])[..., 0].mean(axis=1)
         return A, b + self.anchor - A @ self.anchor
 
 
@@ -157,9 +157,14 @@ def grad_sq_curves(model, points: list[RoundMaps], theta0: np.ndarray, Q: int, e
     maps = [[a.maps(Q, eta) for eta in etas] for a in points]
     A = np.array([[mp[0] for mp in row] for row in maps])                       # [K, C, B, D, D]
     b = np.array([[mp[1] for mp in row] for row in maps])                       # [K, C, B, D]
+    K, _, B, D = b.shape
     EA, Eb = A.mean(2), b.mean(2)
-    Ebb = np.einsum("kcbi,kcbj->kcij", b, b) / b.shape[2]
-    AB = np.einsum("kcbij,kcbl->kcijl", A, b) / b.shape[2]
+    Ebb = b.swapaxes(-1, -2) @ b / B
+    AB = (A.reshape(K, C, B, D * D).swapaxes(-1, -2) @ b).reshape(K, C, D, D, D) / B
+    # every batch's map side by side, [K, C, D, B D]: row i holds A_B[i, :] for each batch B,
+    # so that sum_B A_B S A_B^T is one product of [D, B D] matrices
+    wide = np.ascontiguousarray(A.transpose(0, 1, 3, 2, 4)).reshape(K, C, D, B * D)
+    del A
     H2 = np.array([a.hessian @ a.hessian for a in points])                      # [K, D, D]
     where = np.stack([a.anchor for a in points])                               # [K, D]
     m = np.repeat(theta0[None], C, axis=0)
@@ -185,13 +190,12 @@ def grad_sq_curves(model, points: list[RoundMaps], theta0: np.ndarray, Q: int, e
                 done |= reached
             active[c[done]] = False
             c, k = c[~done], k[~done]
-            Ak = A[k, c]                                                        # [n, B, D, D]
-            cross = np.einsum("nijl,nj->nil", AB[k, c], m[c])
-            n, B, D = Ak.shape[:3]
-            As = (Ak @ S[c][:, None]).transpose(0, 2, 1, 3).reshape(n, D, B * D)   # [n, D, B D]
-            ASA = As @ Ak.transpose(0, 2, 1, 3).reshape(n, D, B * D).transpose(0, 2, 1)
-            S[c] = ASA / B + cross + cross.transpose(0, 2, 1) + Ebb[k, c]
-            m[c] = np.einsum("nij,nj->ni", EA[k, c], m[c]) + Eb[k, c]
+            Aw = wide[k, c]                                                     # [n, D, B D]
+            n = Aw.shape[0]
+            cross = (m[c][:, None, None, :] @ AB[k, c])[:, :, 0, :]              # [n, D, D]
+            As = (Aw.reshape(n, D, B, D) @ S[c][:, None]).reshape(n, D, B * D)  # A_B S
+            S[c] = As @ Aw.swapaxes(-1, -2) / B + cross + cross.swapaxes(-1, -2) + Ebb[k, c]
+            m[c] = (EA[k, c] @ m[c][..., None])[..., 0] + Eb[k, c]
     out[~np.isfinite(out)] = math.inf
     out[np.maximum.accumulate(~np.isfinite(out), axis=1)] = math.inf
     return out
