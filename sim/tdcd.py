@@ -28,9 +28,10 @@ per batch (the paper's clients hold contiguous blocks of one random permutation 
 IDs, Section 5.2: ``sim.data.iid_partition`` into the cells).
 
 Models: :class:`BlockLinear` (linear or logistic regression with h_j(theta_j; x_j) =
-x_j^T theta_j, exact constants) and :class:`ModuleModel` (one ``torch.nn.Module`` per silo
-through ``torch.func.functional_call`` + ``vmap``; the per-silo architectures may differ,
-so its client gradients loop over the N silos and vmap over replicas and clients).
+x_j^T theta_j, exact constants) and :class:`ModuleModel` (one ``torch.nn.Module`` per silo:
+linear layers and tanh in closed form, :class:`DenseSilo`, any other module through
+``torch.func.functional_call`` + ``vmap``; the per-silo architectures may differ, so its
+client gradients loop over the N silos and batch replicas and clients).
 
 Random draws: one ``rand((R, C, n))`` per round from the generator (``rand((R, C, max n_c))``
 with ``shards``; one per local step with ``batch="step"``), the smallest keys of each
