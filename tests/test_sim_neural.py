@@ -276,3 +276,26 @@ def test_accuracy_is_the_share_of_samples_whose_largest_logit_is_the_label(digit
         with torch.no_grad():
             expected = (module(X[:100].to(F64)).argmax(-1) == y[:100]).double().mean()
         assert float(got[idx]) == pytest.approx(float(expected), abs=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_clients_pooled_group_mean_is_the_generic_one(kind, digits):
+    """NeuralClients' group mean (each group's model on its clients' pooled mini-batches) draws
+    what ClientProblem.mean_gradient_sampler draws and gives its numbers to round-off, for
+    unequal groups, batched leading dimensions and a CommonDraws batch."""
+    from fedbound.sim.clients import ClientProblem
+    from fedbound.sim.problems import CommonDraws
+
+    X, y = digits
+    partition = label_partition(y, 7, 3, gen(0))
+    module = mlp(64, (6,), 10) if kind == "mlp" else small_cnn(10, channels=2)
+    problem = NeuralClients(module, X, y, partition, batch=2)
+    counts = torch.tensor([4, 1, 2])
+    for lead, draws in (((2, 3), gen), ((2, 3), lambda s: CommonDraws(gen(s), 2))):
+        shape = (*lead, 3, 4, problem.dim)
+        models = problem.initial() + 0.1 * torch.randn(*lead, 3, problem.dim, dtype=F64,
+                                                        generator=gen(1))
+        pooled = problem.mean_gradient_sampler(shape, counts, draws(5))
+        generic = ClientProblem.mean_gradient_sampler(problem, shape, counts, draws(5))
+        for _ in range(2):
+            torch.testing.assert_close(pooled(models), generic(models), rtol=1e-12, atol=1e-14)
