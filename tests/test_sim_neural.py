@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from fedbound.sim import run_afl, run_hfl, run_mllsgd
 from fedbound.sim.data import Partition, label_partition, load_digits
-from fedbound.sim.neural import NeuralClients, NeuralProblem, mlp, small_cnn
+from fedbound.sim.neural import DenseNetwork, NeuralClients, NeuralProblem, mlp, small_cnn
 from fedbound.sim.tdcd import Layout, ModuleModel, run_tdcd
 
 F64 = torch.float64
@@ -299,3 +301,100 @@ def test_clients_pooled_group_mean_is_the_generic_one(kind, digits):
         generic = ClientProblem.mean_gradient_sampler(problem, shape, counts, draws(5))
         for _ in range(2):
             torch.testing.assert_close(pooled(models), generic(models), rtol=1e-12, atol=1e-14)
+
+
+@st.composite
+def dense_networks(draw):
+    """A Linear, or a Sequential of Linear and Tanh layers (biases or not, tanh anywhere,
+    repeated or last), its input width, and a leading shape of models."""
+    widths = draw(st.lists(st.integers(1, 6), min_size=1, max_size=3))
+    features, classes = draw(st.integers(1, 5)), draw(st.integers(2, 4))
+    torch.manual_seed(draw(st.integers(0, 2**16)))
+    if len(widths) == 1 and draw(st.booleans()):
+        return torch.nn.Linear(features, classes, bias=draw(st.booleans())), features, classes
+    layers, into = [], features
+    for out in [*widths[1:], classes]:
+        if draw(st.booleans()):
+            layers.append(torch.nn.Tanh())
+        layers.append(torch.nn.Linear(into, out, bias=draw(st.booleans())))
+        into = out
+        if draw(st.integers(0, 2)) == 0:
+            layers.append(torch.nn.Tanh())
+    return torch.nn.Sequential(*layers), features, classes
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dense_networks(), st.sampled_from([(), (3,), (2, 3)]), st.integers(1, 5), st.integers(0, 2**16),
+       st.booleans())
+def test_the_closed_form_of_linear_and_tanh_networks_is_vmapped_autograd(net, lead, b, seed, shared):
+    """DenseNetwork's loss and gradient against torch.func's vmapped grad_and_value of the
+    weighted loss, to round-off in float64, for random networks, leading shapes of models,
+    weights and data shared by every model or one set per model."""
+    module, features, classes = net
+    g = gen(seed)
+    n = 7
+    X = torch.randn(n, features, dtype=F64, generator=g)
+    labels = torch.randint(classes, (n,), generator=g)
+    problem = NeuralProblem(module, X, labels)
+    assert problem.dense is not None
+    x = problem.initial() + torch.randn(*lead, problem.dim, dtype=F64, generator=g)
+    flat = x.reshape(-1, problem.dim)
+    if shared:
+        data = (X[:b], labels[:b], torch.rand(b, dtype=F64, generator=g))
+        dims = (None, None, None)
+    else:
+        idx = torch.randint(n, (flat.shape[0], b), generator=g)
+        data = (X[idx], labels[idx], torch.rand(flat.shape[0], b, dtype=F64, generator=g))
+        dims = (0, 0, 0)
+    grads, values = problem.evaluated("both", x, data, dims)
+    from torch.func import grad_and_value
+
+    ref_grads, ref_values = problem.batched(grad_and_value(problem.weighted_loss), x, data, dims)
+    torch.testing.assert_close(values, ref_values, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(grads, ref_grads, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(problem.evaluated("loss", x, data, dims), ref_values, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(problem.evaluated("grad", x, data, dims), ref_grads, rtol=1e-12, atol=1e-14)
+
+
+def test_the_closed_form_is_only_for_plain_linear_and_tanh_layers(digits):
+    """Other modules (convolutions, another activation, a subclass, a hook) keep torch.func."""
+    X, y = digits
+    assert NeuralProblem(mlp(64, (5,), 10), X, y).dense is not None
+    assert NeuralProblem(torch.nn.Linear(64, 10), X, y).dense is not None
+    assert NeuralProblem(small_cnn(10, channels=2), X, y).dense is None
+    relu = torch.nn.Sequential(torch.nn.Linear(64, 5), torch.nn.ReLU(), torch.nn.Linear(5, 10))
+    assert NeuralProblem(relu, X, y).dense is None
+
+    class Scaled(torch.nn.Linear):
+        def forward(self, inputs):
+            return 2 * super().forward(inputs)
+
+    assert NeuralProblem(Scaled(64, 10), X, y).dense is None
+    hooked = mlp(64, (5,), 10)
+    hooked[0].register_forward_hook(lambda module, args, out: out * 2)
+    problem = NeuralProblem(hooked, X, y)
+    assert problem.dense is None
+    x = problem.initial()
+    _, ref = reference_loss_and_grad(hooked, x, X, y)
+    torch.testing.assert_close(problem.grad(x), ref, rtol=1e-10, atol=1e-13)
+
+
+def test_the_closed_form_clients_gradients_are_the_vmapped_ones(digits):
+    """NeuralClients with the MLP: worker, group and stochastic worker gradients by the closed
+    form against the same problem with the closed form switched off (torch.func), to
+    round-off; the same seed gives the same bits."""
+    X, y = digits
+    partition = label_partition(y, 5, 3, gen(0))
+    problem = NeuralClients(mlp(64, (7,), 10), X, y, partition, batch=3)
+    vmapped = NeuralClients(mlp(64, (7,), 10), X, y, partition, batch=3)
+    vmapped.dense = None
+    x = problem.initial() + 0.2 * torch.randn(2, 5, problem.dim, dtype=F64, generator=gen(3))
+    close = dict(rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(problem.worker_grads(x), vmapped.worker_grads(x), **close)
+    torch.testing.assert_close(problem.group_grads(x[:, :2], [3, 2]), vmapped.group_grads(x[:, :2], [3, 2]),
+                               **close)
+    first = problem.stochastic_worker_grads(x, gen(4))
+    torch.testing.assert_close(first, vmapped.stochastic_worker_grads(x, gen(4)), **close)
+    assert torch.equal(first, problem.stochastic_worker_grads(x, gen(4)))
+    for name in ("loss", "grad"):
+        torch.testing.assert_close(getattr(problem, name)(x), getattr(vmapped, name)(x), **close)
