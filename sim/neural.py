@@ -151,7 +151,11 @@ class DenseNetwork:
                 delta = delta * (1 - below.square())
                 continue
             _, w, out, into, b = step
-            grad[..., w] = torch.matmul(delta.mT, below).flatten(-2)
+            if delta.shape[-2] == 1:  # one sample: the outer product, written in place
+                torch.mul(delta[..., 0, :, None], below[..., 0, None, :],
+                          out=grad[..., w].unflatten(-1, (out, into)))
+            else:
+                grad[..., w] = torch.matmul(delta.mT, below).flatten(-2)
             if b is not None:
                 grad[..., b] = delta.sum(-2)
             if k:
