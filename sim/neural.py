@@ -83,6 +83,10 @@ def _positive_int(name: str, value) -> int:
     return value
 
 
+#: bytes of activations one closed-form call holds at most, about (``DenseNetwork.models_within``)
+CHUNK_BYTES = 64 * 2**20
+
+
 class DenseNetwork:
     """Closed-form cross-entropy losses and gradients of a network of ``torch.nn.Linear`` and
     ``torch.nn.Tanh`` layers (:func:`mlp`; one ``Linear``: multinomial logistic regression)
@@ -97,6 +101,13 @@ class DenseNetwork:
 
     def __init__(self, plan: list[tuple], dim: int):
         self.plan, self.dim = plan, dim
+        self.widest = max(step[2] for step in plan if step[0] == "linear")
+
+    def models_within(self, budget: float, rows: int, models: int) -> int:
+        """How many of ``models`` (at least 1) one call takes for their activations on
+        ``rows`` samples each to stay near ``budget`` bytes (about four float64 arrays
+        [rows, widest layer] per model)."""
+        return max(1, min(models, int(budget // (32 * max(rows, 1) * self.widest))))
 
     @classmethod
     def of(cls, module: torch.nn.Module, features: torch.Tensor) -> DenseNetwork | None:
@@ -266,8 +277,12 @@ class _FlatModule:
     def dense_chunks(self, want: str, flat: torch.Tensor, data: tuple, data_dims: tuple):
         """:meth:`evaluated` by :class:`DenseNetwork` on ``flat`` [B, ..., dim], at most
         ``chunk_size`` models of its first dimension at a time (the data where ``data_dims``
-        says 0 split with them, the others broadcast)."""
-        size = self.chunk_size or max(flat.shape[0], 1)
+        says 0 split with them, the others broadcast); None: as many as keep the activations
+        of a chunk near :data:`CHUNK_BYTES` (a pass over the whole data set for hundreds of
+        models at once would take gigabytes)."""
+        size = self.chunk_size or self.dense.models_within(
+            CHUNK_BYTES, data[0][..., 0].numel() // (flat.shape[0] if data_dims[0] == 0 else 1),
+            flat.shape[0])
         values, grads = [], []
         for start in range(0, flat.shape[0], size):
             part = slice(start, start + size)

@@ -398,3 +398,19 @@ def test_the_closed_form_clients_gradients_are_the_vmapped_ones(digits):
     assert torch.equal(first, problem.stochastic_worker_grads(x, gen(4)))
     for name in ("loss", "grad"):
         torch.testing.assert_close(getattr(problem, name)(x), getattr(vmapped, name)(x), **close)
+
+
+def test_the_closed_form_in_chunks_of_a_memory_budget_gives_the_same_numbers(digits, monkeypatch):
+    """With a tiny CHUNK_BYTES the closed form takes a model or a few at a time: the same
+    losses and gradients to round-off as all the models at once."""
+    import fedbound.sim.neural as neural
+
+    X, y = digits
+    problem = NeuralProblem(mlp(64, (7,), 10), X, y, batch=3)
+    x = problem.initial() + 0.2 * torch.randn(5, 2, problem.dim, dtype=F64, generator=gen(3))
+    whole = problem.loss_and_grad_sq(x), problem.grad(x), problem.stochastic_grad(x, gen(1))
+    assert problem.dense.models_within(neural.CHUNK_BYTES, X.shape[0], 10) == 10
+    monkeypatch.setattr(neural, "CHUNK_BYTES", 32 * 7 * 10 * 3)
+    assert problem.dense.models_within(neural.CHUNK_BYTES, X.shape[0], 10) == 1
+    chunked = problem.loss_and_grad_sq(x), problem.grad(x), problem.stochastic_grad(x, gen(1))
+    torch.testing.assert_close(chunked, whole, rtol=1e-12, atol=1e-14)
