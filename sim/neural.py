@@ -106,8 +106,10 @@ class DenseNetwork:
     def models_within(self, budget: float, rows: int, models: int) -> int:
         """How many of ``models`` (at least 1) one call takes for their activations on
         ``rows`` samples each to stay near ``budget`` bytes (about four float64 arrays
-        [rows, widest layer] per model)."""
-        return max(1, min(models, int(budget // (32 * max(rows, 1) * self.widest))))
+        [rows, widest layer] per model), a multiple of 16 where it is 16 or more (see
+        :meth:`_FlatModule.pooled_grads`)."""
+        fits = int(budget // (32 * max(rows, 1) * self.widest))
+        return max(1, min(models, fits if fits < 16 else fits - fits % 16))
 
     @classmethod
     def of(cls, module: torch.nn.Module, features: torch.Tensor) -> DenseNetwork | None:
@@ -299,6 +301,26 @@ class _FlatModule:
             return joined(values)
         return joined(grads) if want == "grad" else (joined(grads), joined(values))
 
+    def pooled_grads(self, y: torch.Tensor, idx: torch.Tensor, weights: torch.Tensor,
+                     rows: torch.Tensor | None = None) -> torch.Tensor:
+        """The gradients at the models y [..., dim] (flattened to [Y, dim]) of the loss over
+        their samples ``idx`` [Y, b] weighted by ``weights`` [Y, b]: every model's [..., dim]
+        (``rows`` None), or only those of ``rows`` [A] (int64 indices into the Y models),
+        [A, dim], the others not computed (a run loop whose models do not all step). The
+        rows' models are evaluated in a batch padded (repeating the first) to a multiple of
+        16, so that every element-wise kernel takes all of them in its vectorised path: a
+        model's numbers do not depend on which others are evaluated with it."""
+        if rows is None:
+            return self.evaluated("grad", y, (self.features[idx], self.labels[idx], weights), (0, 0, 0))
+        if not rows.numel():
+            return y.new_empty(0, self.dim)
+        pad = -rows.numel() % 16
+        picked = torch.cat([rows, rows[:1].expand(pad)]) if pad else rows
+        mine = idx[picked]
+        grads = self.evaluated("grad", y.reshape(-1, self.dim)[picked],
+                               (self.features[mine], self.labels[mine], weights[picked]), (0, 0, 0))
+        return grads[:rows.numel()]
+
     def moved(self, device):
         """A shallow copy with the data and the module on ``device``."""
         copied = copy.copy(self)
@@ -353,7 +375,10 @@ class NeuralProblem(_FlatModule, Problem):
         same ``randint(n, [..., n, batch])`` draw as ``Problem.mean_gradient_sampler`` (the
         clients beyond c unused) and the same numbers up to round-off, in one pass over the
         pooled samples per model instead of one per client (Ali & Arafa 2025, Fig. 6's groups
-        of 500 clients). ``grad_y`` is not used."""
+        of 500 clients). ``grad_y`` is not used; ``rows`` (int64 indices into y's models,
+        flattened): the gradients of those models only, [len(rows), d], the draws those of
+        every model (:meth:`pooled_grads`; ``sim.hfl.run_hfl`` passes the groups that step,
+        as the sampler's attribute ``rows = True`` says it may)."""
         shape = tuple(shape)
         lead, n = shape[:-2], shape[-2]
         counts = torch.as_tensor(counts, device=self.device).expand(lead)
@@ -361,10 +386,12 @@ class NeuralProblem(_FlatModule, Problem):
         used = torch.arange(pooled, device=self.device) < (counts * self.batch)[..., None]
         weights = (used.to(DTYPE) / (counts * self.batch).to(DTYPE)[..., None]).reshape(-1, pooled)
 
-        def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None) -> torch.Tensor:
+        def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None,
+                 rows: torch.Tensor | None = None) -> torch.Tensor:
             idx = randint(self.n, (*lead, n, self.batch), generator, self.device).reshape(-1, pooled)
-            return self.evaluated("grad", y, (self.features[idx], self.labels[idx], weights), (0, 0, 0))
+            return self.pooled_grads(y, idx, weights, rows)
 
+        mean.rows = True
         return mean
 
     def to(self, device) -> NeuralProblem:
@@ -471,7 +498,8 @@ class NeuralClients(_FlatModule, ClientProblem):
         draw, pooled (weight 1 / (n_g ``batch``), the clients of smaller groups padded with
         weight 0): the same ``rand([..., M, batch])`` draw and the same numbers up to
         round-off, one gradient per group instead of one per client, and no copy of the
-        group models to their clients. ``grad_y`` is not used."""
+        group models to their clients. ``grad_y`` is not used; ``rows``: the gradients of
+        those groups only, as for :meth:`NeuralProblem.mean_gradient_sampler`."""
         shape = tuple(shape)
         group_of = self.group_of(counts)
         counts = torch.bincount(group_of)                                    # [G] n_g
@@ -482,14 +510,18 @@ class NeuralClients(_FlatModule, ClientProblem):
         pooled = n_max * self.batch
         weights = (used.to(DTYPE) / (counts * self.batch).to(DTYPE)[:, None]).repeat_interleave(
             self.batch, dim=1)                                              # [G, pooled]
-        rows = ShardRows(self.partition, self.device)
+        shard = ShardRows(self.partition, self.device)
 
-        def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None) -> torch.Tensor:
-            idx = rows(rand((*lead, self.M, self.batch), generator, self.device))
+        def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None,
+                 rows: torch.Tensor | None = None) -> torch.Tensor:
+            idx = shard(rand((*lead, self.M, self.batch), generator, self.device))
             idx = idx[..., clients, :].reshape(-1, G, pooled)
-            return self._per_worker(y, self.features[idx], self.labels[idx],
-                                    weights.expand(idx.shape[0], G, pooled))
+            if rows is None:
+                return self._per_worker(y, self.features[idx], self.labels[idx],
+                                        weights.expand(idx.shape[0], G, pooled))
+            return self.pooled_grads(y, idx.view(-1, pooled), weights.repeat(idx.shape[0], 1), rows)
 
+        mean.rows = True
         return mean
 
     def to(self, device) -> NeuralClients:

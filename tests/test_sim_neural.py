@@ -13,7 +13,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from fedbound.sim import run_afl, run_hfl, run_mllsgd
 from fedbound.sim.data import Partition, label_partition, load_digits
-from fedbound.sim.neural import DenseNetwork, NeuralClients, NeuralProblem, mlp, small_cnn
+from fedbound.sim.neural import NeuralClients, NeuralProblem, mlp, small_cnn
 from fedbound.sim.tdcd import Layout, ModuleModel, run_tdcd
 
 F64 = torch.float64
@@ -299,8 +299,14 @@ def test_clients_pooled_group_mean_is_the_generic_one(kind, digits):
                                                         generator=gen(1))
         pooled = problem.mean_gradient_sampler(shape, counts, draws(5))
         generic = ClientProblem.mean_gradient_sampler(problem, shape, counts, draws(5))
+        some = problem.mean_gradient_sampler(shape, counts, draws(5))  # the rows that step only
+        rows = torch.tensor([0, 4, 5, 17])
         for _ in range(2):
-            torch.testing.assert_close(pooled(models), generic(models), rtol=1e-12, atol=1e-14)
+            every = generic(models)
+            torch.testing.assert_close(pooled(models), every, rtol=1e-12, atol=1e-14)
+            torch.testing.assert_close(some(models, None, rows), every.reshape(-1, problem.dim)[rows],
+                                       rtol=1e-12, atol=1e-14)
+        assert some(models, None, rows[:0]).shape == (0, problem.dim)
 
 
 @st.composite
