@@ -83,7 +83,7 @@ def _positive_int(name: str, value) -> int:
     return value
 
 
-#: bytes of activations one closed-form call holds at most, about (``DenseNetwork.models_within``)
+#: bytes of activations one call holds at most, about (``_FlatModule.models_within``)
 CHUNK_BYTES = 64 * 2**20
 
 
@@ -101,15 +101,6 @@ class DenseNetwork:
 
     def __init__(self, plan: list[tuple], dim: int):
         self.plan, self.dim = plan, dim
-        self.widest = max(step[2] for step in plan if step[0] == "linear")
-
-    def models_within(self, budget: float, rows: int, models: int) -> int:
-        """How many of ``models`` (at least 1) one call takes for their activations on
-        ``rows`` samples each to stay near ``budget`` bytes (about four float64 arrays
-        [rows, widest layer] per model), a multiple of 16 where it is 16 or more (see
-        :meth:`_FlatModule.pooled_grads`)."""
-        fits = int(budget // (32 * max(rows, 1) * self.widest))
-        return max(1, min(models, fits if fits < 16 else fits - fits % 16))
 
     @classmethod
     def of(cls, module: torch.nn.Module, features: torch.Tensor) -> DenseNetwork | None:
@@ -202,8 +193,16 @@ class _FlatModule:
         self.shapes = [p.shape for _, p in named]
         self.sizes = [p.numel() for _, p in named]
         self.dim = sum(self.sizes)
-        with torch.no_grad():
-            out = self.module(self.features[:1])
+        widths = []  # every submodule's output per sample: the activations a model holds
+        hooks = [m.register_forward_hook(lambda m, args, out: widths.append(
+            out.numel() if isinstance(out, torch.Tensor) else 0)) for m in self.module.modules()]
+        try:
+            with torch.no_grad():
+                out = self.module(self.features[:1])
+        finally:
+            for hook in hooks:
+                hook.remove()
+        self.widest = max(widths, default=1)
         if out.ndim != 2 or out.shape[0] != 1:
             raise ValueError(f"module must map [batch, ...] inputs to [batch, classes] logits, "
                              f"got output shape {tuple(out.shape)} for one sample")
@@ -246,6 +245,22 @@ class _FlatModule:
 
         return self.batched(one, x, (features, labels), (None, None))
 
+    def models_within(self, flat: torch.Tensor, data: tuple, data_dims: tuple) -> int:
+        """``chunk_size`` if given, else how many of the models of ``flat``'s first dimension
+        one call takes for their activations on their samples (``data``, mapped along
+        dimension 0 where ``data_dims`` says 0) to stay near :data:`CHUNK_BYTES`: about eight
+        float64 arrays of the widest submodule output per sample and model (forward, backward,
+        the vmapped gradients' copies), at least 1, a multiple of 16 where it is 16 or more
+        (see :meth:`pooled_grads`). A pass over the whole data set for hundreds of models at
+        once would otherwise take gigabytes (the CNN: 12 GB)."""
+        if self.chunk_size is not None:
+            return self.chunk_size
+        models = max(flat.shape[0], 1)
+        rows = data[0].shape[:data[0].ndim - self.features.ndim + 1].numel()
+        rows //= models if data_dims[0] == 0 else 1
+        fits = int(CHUNK_BYTES // (64 * max(rows, 1) * self.widest))
+        return max(1, min(models, fits if fits < 16 else fits - fits % 16))
+
     def batched(self, fn: Callable, x: torch.Tensor, data: tuple, data_dims: tuple) -> object:
         """``fn`` vmapped over the leading dimensions of ``x`` [..., dim] (flattened to one),
         with ``data`` mapped along dimension 0 where ``data_dims`` says 0 (already flattened
@@ -254,7 +269,8 @@ class _FlatModule:
             raise ValueError(f"x must have shape [..., {self.dim}], got {tuple(x.shape)}")
         lead = x.shape[:-1]
         flat = x.reshape(-1, self.dim)
-        out = vmap(fn, in_dims=(0, *data_dims), chunk_size=self.chunk_size)(flat, *data)
+        out = vmap(fn, in_dims=(0, *data_dims),
+                   chunk_size=self.models_within(flat, data, data_dims))(flat, *data)
         if isinstance(out, tuple):
             return tuple(o.reshape(lead + o.shape[1:]) for o in out)
         return out.reshape(lead + out.shape[1:])
@@ -278,13 +294,9 @@ class _FlatModule:
 
     def dense_chunks(self, want: str, flat: torch.Tensor, data: tuple, data_dims: tuple):
         """:meth:`evaluated` by :class:`DenseNetwork` on ``flat`` [B, ..., dim], at most
-        ``chunk_size`` models of its first dimension at a time (the data where ``data_dims``
-        says 0 split with them, the others broadcast); None: as many as keep the activations
-        of a chunk near :data:`CHUNK_BYTES` (a pass over the whole data set for hundreds of
-        models at once would take gigabytes)."""
-        size = self.chunk_size or self.dense.models_within(
-            CHUNK_BYTES, data[0][..., 0].numel() // (flat.shape[0] if data_dims[0] == 0 else 1),
-            flat.shape[0])
+        :meth:`models_within` models of its first dimension at a time (the data where
+        ``data_dims`` says 0 split with them, the others broadcast)."""
+        size = self.models_within(flat, data, data_dims)
         values, grads = [], []
         for start in range(0, flat.shape[0], size):
             part = slice(start, start + size)
@@ -467,7 +479,7 @@ class NeuralClients(_FlatModule, ClientProblem):
             return self.dense_chunks("grad", flat, (inputs, targets, weights), dims).reshape(x.shape)
         inner = vmap(grad(self.weighted_loss), in_dims=(0, 0, 0, 0))
         outer = vmap(inner, in_dims=(0, None, None, None) if shared else (0, 0, 0, 0),
-                     chunk_size=self.chunk_size)
+                     chunk_size=self.models_within(flat, (inputs,), (None,) if shared else (0,)))
         return outer(flat, inputs, targets, weights).reshape(x.shape)
 
     def worker_grads(self, x: torch.Tensor) -> torch.Tensor:

@@ -406,17 +406,22 @@ def test_the_closed_form_clients_gradients_are_the_vmapped_ones(digits):
         torch.testing.assert_close(getattr(problem, name)(x), getattr(vmapped, name)(x), **close)
 
 
-def test_the_closed_form_in_chunks_of_a_memory_budget_gives_the_same_numbers(digits, monkeypatch):
-    """With a tiny CHUNK_BYTES the closed form takes a model or a few at a time: the same
-    losses and gradients to round-off as all the models at once."""
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_chunks_of_a_memory_budget_give_the_same_numbers(kind, digits, monkeypatch):
+    """With a tiny CHUNK_BYTES the closed form (MLP) or torch.func (CNN) takes a model or a
+    few at a time: the same losses and gradients to round-off as all the models at once."""
     import fedbound.sim.neural as neural
 
     X, y = digits
-    problem = NeuralProblem(mlp(64, (7,), 10), X, y, batch=3)
+    X, y = X[:60], y[:60]
+    module = mlp(64, (7,), 10) if kind == "mlp" else small_cnn(10, channels=1)  # widest: 64, 8x8
+    problem = NeuralProblem(module, X, y, batch=3)
+    assert problem.widest == {"mlp": 10, "cnn": 64}[kind]
     x = problem.initial() + 0.2 * torch.randn(5, 2, problem.dim, dtype=F64, generator=gen(3))
     whole = problem.loss_and_grad_sq(x), problem.grad(x), problem.stochastic_grad(x, gen(1))
-    assert problem.dense.models_within(neural.CHUNK_BYTES, X.shape[0], 10) == 10
-    monkeypatch.setattr(neural, "CHUNK_BYTES", 32 * 7 * 10 * 3)
-    assert problem.dense.models_within(neural.CHUNK_BYTES, X.shape[0], 10) == 1
+    flat, every_sample = x.reshape(-1, problem.dim), ((X,), (None,))
+    assert problem.models_within(flat, *every_sample) == 10
+    monkeypatch.setattr(neural, "CHUNK_BYTES", 64 * problem.widest * 3 * 7)  # 7 models of 3 samples
+    assert problem.models_within(flat, *every_sample) == 1
     chunked = problem.loss_and_grad_sq(x), problem.grad(x), problem.stochastic_grad(x, gen(1))
     torch.testing.assert_close(chunked, whole, rtol=1e-12, atol=1e-14)
