@@ -124,11 +124,12 @@ class DenseNetwork:
         return cls(plan, start)
 
     def __call__(self, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor,
-                 weights: torch.Tensor, *, gradient: bool = True):
+                 weights: torch.Tensor, *, gradient: bool = True, out: torch.Tensor | None = None):
         """sum_j weights_j CE(h(x; inputs_j), targets_j) for every model of x [..., dim],
         [...], and (``gradient``) its gradient [..., dim]: ``inputs`` [..., n, f], ``targets``
         and ``weights`` [..., n], their leading dimensions broadcast against x's (none: the
-        same samples for every model)."""
+        same samples for every model). ``out``: where to write the gradient (x's shape), if given."""
+        given = out
         h, saved = inputs, []                    # saved[k]: step k's input (tanh: its output)
         for step in self.plan:
             if step[0] == "tanh":
@@ -148,7 +149,7 @@ class DenseNetwork:
             return value
         delta = torch.exp(h - lse[..., None]).mul_(weights[..., None])
         delta.scatter_add_(-1, labels, -weights[..., None])                   # [..., n, classes]
-        grad = x.new_empty(x.shape)
+        grad = x.new_empty(x.shape) if given is None else given
         for k in range(len(self.plan) - 1, -1, -1):
             step, below = self.plan[k], saved[k]
             if step[0] == "tanh":
@@ -292,26 +293,30 @@ class _FlatModule:
             return out[0].reshape(x.shape), out[1].reshape(lead)
         return out.reshape(lead + out.shape[1:])
 
-    def dense_chunks(self, want: str, flat: torch.Tensor, data: tuple, data_dims: tuple):
+    def dense_chunks(self, want: str, flat: torch.Tensor, data: tuple, data_dims: tuple,
+                     out: torch.Tensor | None = None):
         """:meth:`evaluated` by :class:`DenseNetwork` on ``flat`` [B, ..., dim], at most
         :meth:`models_within` models of its first dimension at a time (the data where
-        ``data_dims`` says 0 split with them, the others broadcast)."""
+        ``data_dims`` says 0 split with them, the others broadcast); ``out`` (``flat``'s
+        shape): where the gradients go, if given."""
         size = self.models_within(flat, data, data_dims)
         values, grads = [], []
         for start in range(0, flat.shape[0], size):
             part = slice(start, start + size)
-            out = self.dense(flat[part], *(d[part] if dim == 0 else d
-                                           for d, dim in zip(data, data_dims, strict=True)),
-                             gradient=want != "loss")
-            values.append(out if want == "loss" else out[0])
+            found = self.dense(flat[part], *(d[part] if dim == 0 else d
+                                             for d, dim in zip(data, data_dims, strict=True)),
+                               gradient=want != "loss", out=None if out is None else out[part])
+            values.append(found if want == "loss" else found[0])
             if want != "loss":
-                grads.append(out[1])
+                grads.append(found[1])
+
         def joined(pieces):
             return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
 
         if want == "loss":
             return joined(values)
-        return joined(grads) if want == "grad" else (joined(grads), joined(values))
+        grads = out if out is not None else joined(grads)
+        return grads if want == "grad" else (grads, joined(values))
 
     def pooled_grads(self, y: torch.Tensor, idx: torch.Tensor, weights: torch.Tensor,
                      rows: torch.Tensor | None = None) -> torch.Tensor:
@@ -465,10 +470,11 @@ class NeuralClients(_FlatModule, ClientProblem):
         """Each row's gradient on its own samples (``rows.table``, ``rows.weights``)."""
         return self._per_worker(x, self.features[rows.table], self.labels[rows.table], rows.weights)
 
-    def _per_worker(self, x: torch.Tensor, inputs, targets, weights) -> torch.Tensor:
+    def _per_worker(self, x: torch.Tensor, inputs, targets, weights,
+                    out: torch.Tensor | None = None) -> torch.Tensor:
         """grad f_i-type gradients at x [..., K, dim] with per-row data [K, b, ...]
         (shared over the other leading dimensions) or [P, K, b, ...] (one per model); K = M
-        for the workers."""
+        for the workers. ``out`` (x's shape, contiguous): where the closed form writes them."""
         K = weights.shape[-2]
         if x.ndim < 2 or x.shape[-2:] != (K, self.dim):
             raise ValueError(f"x must have shape [..., {K}, {self.dim}], got {tuple(x.shape)}")
@@ -476,7 +482,8 @@ class NeuralClients(_FlatModule, ClientProblem):
         shared = inputs.ndim == self.features.ndim + 1
         if self.dense is not None:
             dims = (None,) * 3 if shared else (0,) * 3
-            return self.dense_chunks("grad", flat, (inputs, targets, weights), dims).reshape(x.shape)
+            return self.dense_chunks("grad", flat, (inputs, targets, weights), dims,
+                                     None if out is None else out.view(flat.shape)).reshape(x.shape)
         inner = vmap(grad(self.weighted_loss), in_dims=(0, 0, 0, 0))
         outer = vmap(inner, in_dims=(0, None, None, None) if shared else (0, 0, 0, 0),
                      chunk_size=self.models_within(flat, (inputs,), (None,) if shared else (0,)))
@@ -488,20 +495,32 @@ class NeuralClients(_FlatModule, ClientProblem):
                                 self.local_weights)
 
     def stochastic_worker_grads(self, x: torch.Tensor, generator: torch.Generator,
-                                rows: ShardRows | None = None) -> torch.Tensor:
+                                rows: ShardRows | None = None,
+                                out: torch.Tensor | None = None) -> torch.Tensor:
         """One mini-batch gradient per worker at x [..., M, dim]: row i's ``batch`` samples
-        drawn from worker i's (``rows``: the partition's ``ShardRows``, made if None)."""
+        drawn from worker i's (``rows``: the partition's ``ShardRows``, made if None; ``out``:
+        see :meth:`_per_worker`)."""
         lead = x.shape[:-2]
         rows = ShardRows(self.partition, self.device) if rows is None else rows
         idx = rows(rand((*lead, self.M, self.batch), generator, self.device)).reshape(-1, self.M, self.batch)
         weights = torch.full((idx.shape[0], self.M, self.batch), 1.0 / self.batch, dtype=DTYPE,
                              device=self.device)
-        return self._per_worker(x, self.features[idx], self.labels[idx], weights)
+        return self._per_worker(x, self.features[idx], self.labels[idx], weights, out)
 
     def worker_gradient_sampler(self, shape, generator: torch.Generator):
-        """``x -> stochastic_worker_grads(x, generator)`` (the interface run_afl uses)."""
+        """``x -> stochastic_worker_grads(x, generator)`` (the interface run_afl and
+        run_mllsgd use); with the closed form, written into one buffer of ``shape`` reused by
+        every call (valid until the next, as ``Problem.gradient_sampler`` allows): no fresh
+        state-sized tensor per iteration."""
         rows = ShardRows(self.partition, self.device)
-        return lambda x: self.stochastic_worker_grads(x, generator, rows)
+        shape = tuple(shape)
+        buffer = None if self.dense is None else torch.empty(shape, dtype=DTYPE, device=self.device)
+
+        def sample(x: torch.Tensor) -> torch.Tensor:
+            fits = buffer is not None and tuple(x.shape) == shape
+            return self.stochastic_worker_grads(x, generator, rows, buffer if fits else None)
+
+        return sample
 
     def mean_gradient_sampler(self, shape, counts, generator):
         """``ClientProblem.mean_gradient_sampler``'s group means (group g's clients each take
