@@ -404,7 +404,8 @@ def test_the_closed_form_clients_gradients_are_the_vmapped_ones(digits):
     assert torch.equal(first, problem.stochastic_worker_grads(x, gen(4)))
     sample = problem.worker_gradient_sampler(x.shape, gen(4))  # into one reused buffer
     drawn, again = sample(x), sample(x)
-    assert drawn.data_ptr() == again.data_ptr() and torch.equal(problem.worker_gradient_sampler(x.shape, gen(4))(x), first)
+    assert drawn.data_ptr() == again.data_ptr()
+    assert torch.equal(problem.worker_gradient_sampler(x.shape, gen(4))(x), first)
     for name in ("loss", "grad"):
         torch.testing.assert_close(getattr(problem, name)(x), getattr(vmapped, name)(x), **close)
 
