@@ -5,7 +5,10 @@ The module's parameters (``named_parameters`` order) are flattened to one vector
 quadratic: a batch of models is a tensor [..., dim]. Losses and gradients of all models
 at once go through ``torch.func.functional_call`` vmapped over the leading dimensions
 (``torch.func.grad`` for gradients): one call for every replica and worker, never a
-Python loop over them.
+Python loop over them. A network of ``Linear`` and ``Tanh`` layers (:func:`mlp`, and one
+``Linear``: multinomial logistic regression) has its forward and backward pass written out
+instead (:class:`DenseNetwork`: the same numbers to round-off, several times faster on
+small networks, where the vmapped autograd's overhead per call dominates).
 
 - :class:`NeuralProblem`: a ``sim.problems.Problem`` (MLL-SGD, HFL): F(x) is the mean
   cross-entropy over a data set held as tensors; the stochastic gradient is the gradient
@@ -23,8 +26,9 @@ No constant is known for a general network: ``L``, ``beta``, ``sigma`` and ``G``
 (they must be estimated); ``f_inf = 0`` is a certified lower bound (cross-entropy >= 0).
 The module runs in eval mode, float64, with its buffers held constant, so the loss is a
 deterministic function of the flat parameters: the same seed gives the same numbers, bit
-for bit. ``chunk_size`` bounds how many models one vmapped call evaluates at a time
-(memory); the numbers do not depend on it.
+for bit. ``chunk_size`` bounds how many models one call evaluates at a time (memory; by
+default as many as keep a call's activations near :data:`CHUNK_BYTES`); the numbers do not
+depend on it beyond round-off.
 """
 
 from __future__ import annotations
