@@ -429,3 +429,22 @@ def test_chunks_of_a_memory_budget_give_the_same_numbers(kind, digits, monkeypat
     assert problem.models_within(flat, *every_sample) == 1
     chunked = problem.loss_and_grad_sq(x), problem.grad(x), problem.stochastic_grad(x, gen(1))
     torch.testing.assert_close(chunked, whole, rtol=1e-12, atol=1e-14)
+
+
+def test_run_hfl_on_a_network_steps_the_stepping_groups_only_to_the_same_numbers(digits):
+    """NeuralProblem's group means with ``rows`` (run_hfl recording the loss only: the groups
+    that step at each local iteration, unequal counts) against every group's (record_grad),
+    to round-off; the same seed, the same bits."""
+    X, y = digits
+    problem = NeuralProblem(network("mlp"), X, y, batch=3)
+    t = torch.tensor([[[2, 3], [1, 2]], [[3, 2], [3, 1]], [[1, 1], [2, 4]]])  # [R, U, G]
+
+    def run(record_grad):
+        return run_hfl(problem, sizes=[2, 3], alpha=0.5, x1=problem.initial(), replicas=3,
+                       generator=gen(12), t=t, record_grad=record_grad)
+
+    some, every = run(False), run(True)
+    torch.testing.assert_close(some.x_final, every.x_final, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(some.loss, every.loss, rtol=1e-12, atol=0)
+    assert torch.equal(run(False).x_final, some.x_final)
+    assert not torch.equal(some.x_final[0], some.x_final[1])
