@@ -25,6 +25,7 @@ from fedbound.verify.decide import (
     combine,
     deciding,
     fixed_by_setting,
+    measured_equal,
     relative_margin,
     seeds_needed,
     sooner,
@@ -255,3 +256,29 @@ def test_bad_tests_are_refused(call, match):
 def test_a_margin_is_required():
     with pytest.raises(TypeError, match="margin"):
         above("t", [1.0, 2.0], source=SRC)
+
+
+@pytest.mark.parametrize("make, verdict", [
+    (lambda d: above("equal", d, margin=0.01, source=SRC), "negligible"),
+    (lambda d: below("equal", d, margin=0.01, source=SRC), "negligible"),
+    (lambda d: below("equal", d, 0.5, margin=0.01, source=SRC), "agrees"),
+    (lambda d: above("equal", d, 0.5, margin=0.01, source=SRC), "contradicts"),
+    (lambda d: between("equal", d, -0.1, 0.1, source=SRC), "agrees"),
+    (lambda d: between("equal", d, 0.1, 0.3, source=SRC), "contradicts")])
+def test_equal_values_of_different_runs_are_a_measurement(make, verdict):
+    """Equal values on every seed from runs that differ elsewhere (a quantised accuracy) are
+    decided on the interval [0, 0] like any measurement: an ordering about 0 is
+    negligible, never fixed by the setting; the seeds and the margin are kept."""
+    fixed = make(np.zeros(6))
+    t = measured_equal(fixed)
+    assert fixed.verdict == "fixed-by-setting" and t.verdict == verdict
+    assert (t.effect, t.low, t.high, t.sd, t.seeds) == (0.0, 0.0, 0.0, 0.0, 6)
+    assert (t.margin, t.source, t.kind) == (fixed.margin, SRC, fixed.kind)
+    assert "differ elsewhere" in t.reason
+
+
+def test_measured_equal_only_redecides_identical_values():
+    with pytest.raises(ValueError, match="only a test of identical values"):
+        measured_equal(above("x", [0.1, 0.2, 0.3], margin=0.01, source=SRC))
+    with pytest.raises(ValueError, match="only a test of identical values"):
+        measured_equal(fixed_by_setting("S = 0 against S = 12", "c_i exceeds every S"))

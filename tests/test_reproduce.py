@@ -401,3 +401,32 @@ def test_plan_counts_its_experiments_seeds():
     exp = Experiment("x.y", lambda p: None, (3, 8), lambda p: None)
     assert Plan(quick=True).count(exp) == 3 and Plan().count(exp) == 8
     assert Plan(seeds=5).count(exp) == 5
+
+
+@pytest.mark.parametrize("second, verdict", [("same", "fixed-by-setting"), ("differs", "negligible")])
+def test_equal_values_are_fixed_by_the_setting_only_for_identical_curves(second, verdict):
+    """The engine's identical-runs rule reads the whole curves: values equal on every seed
+    at the decision point are fixed by the setting when the two configurations' curves are
+    the same everywhere, and a measurement (negligible, within the margin) when the curves
+    differ before it, as a quantised accuracy does."""
+    from fedbound.verify.claims import Claim, Outcome
+    from fedbound.verify.decide import above
+    from fedbound.verify.reproduce import decision
+
+    rng = np.random.default_rng(0)
+    y = np.round(rng.uniform(0, 1, (5, X_EQUAL.size)), 1)
+    z = y.copy()
+    if second == "differs":
+        z[:, 0] += 0.1  # an earlier point differs; the last (the decision point) is equal
+    outcome = Outcome({"a": Curve("a", X_EQUAL, y), "b": Curve("b", X_EQUAL, z)}, "t", "accuracy")
+
+    def decide(o):
+        return [above("a - b", o.at("a", 3.0) - o.at("b", 3.0), margin=0.01, source="default",
+                      compares=("a", "b"), at=3.0)]
+
+    claim = Claim("t.fig1.equal", "a figure", "a beats b", {}, "", "t.fig1", decide)
+    d = decision(claim, outcome, None)
+    assert d.verdict == verdict and d.tests[0].seeds == 5 and d.tests[0].effect == 0.0
+
+
+X_EQUAL = np.arange(4.0)

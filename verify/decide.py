@@ -23,6 +23,11 @@ difference mu (``verify.verdict.LEVEL``), a test is decided equivalence-test sty
   run, and the test says why in one line (:func:`fixed_by_setting`). The engine applies
   it itself to compared runs that are identical on every seed: every paired difference
   exactly 0 (a configuration whose stated parameters make it the same run as the other).
+  Equal values are not always identical runs: a quantised metric (a held-out accuracy, a
+  count of rounds) can take the same value on every seed though the runs differ. Where the
+  compared configurations' whole curves show that they differ, the engine decides the test
+  as a measurement instead (:func:`measured_equal`: the interval [0, 0], negligible for an
+  ordering claim).
 
 A test reports its *detectable effect*: the smallest distance of mu from a decision
 boundary that a run of this many seeds detects with probability :data:`POWER` at the
@@ -235,13 +240,15 @@ def _identical(name: str, d: np.ndarray, kind: str, lower, upper, margin: float,
 
 
 def _decided(name: str, differences, kind: str, lower: float | None, upper: float | None,
-             margin: float, source: str, compares, at, censored: int = 0) -> Test:
-    """The :class:`Test` of ``differences`` (module docstring)."""
+             margin: float, source: str, compares, at, censored: int = 0,
+             identical: bool = True) -> Test:
+    """The :class:`Test` of ``differences`` (module docstring); all of them 0 make it
+    fixed-by-setting unless ``identical`` is False (the runs are known to differ)."""
     d = np.asarray(differences, dtype=float)
     if d.ndim != 1 or d.size < 2 or not np.isfinite(d).all():
         raise ValueError(f"{name}: need at least two finite paired differences, got {differences!r}"
                          " (a value not reached within the horizon: compare it with sooner)")
-    if not (d != 0).any():
+    if identical and not (d != 0).any():
         return _identical(name, d, kind, lower, upper, margin, source, compares, at)
     n, mean, sd = d.size, float(d.mean()), float(d.std(ddof=1))
     half = t_multiplier(n) * sd / math.sqrt(n)
@@ -261,6 +268,31 @@ def _decided(name: str, differences, kind: str, lower: float | None, upper: floa
         nearest = min(abs(mean - b) for b in t.boundaries())
         t = replace(t, needed=seeds_needed(sd, nearest))
     return t
+
+
+def measured_equal(test: Test) -> Test:
+    """``test``, found fixed-by-setting because every paired difference is exactly 0,
+    decided as a measurement instead, for compared runs that differ elsewhere (their curves
+    differ at some point or seed): equal values are then an outcome of training on a
+    quantised metric, not of the setting. The differences are ``test.seeds`` zeros, so the
+    interval is [0, 0]: **negligible** for an ordering claim about 0, **agrees** for a
+    "similar" claim whose tolerance holds 0; the reason says so.
+
+    >>> t = above("accuracy(a) - accuracy(b)", [0.0, 0.0, 0.0], margin=0.01, source="default")
+    >>> t.verdict
+    'fixed-by-setting'
+    >>> measured_equal(t).verdict
+    'negligible'
+    """
+    if test.verdict != "fixed-by-setting" or test.kind == "fixed" or test.effect != 0:
+        raise ValueError(f"{test.name}: only a test of identical values is re-decided, got "
+                         f"verdict {test.verdict!r} with effect {test.effect!r}")
+    redecided = _decided(test.name, np.zeros(test.seeds), test.kind, test.lower, test.upper,
+                         test.margin, test.source, test.compares, test.at, test.censored,
+                         identical=False)
+    return replace(redecided, reason=f"equal on every one of the {test.seeds} seeds here, though "
+                                     "the compared runs differ elsewhere on their curves (a "
+                                     "quantised metric): decided on the interval [0, 0]")
 
 
 def above(name: str, differences, value: float = 0.0, *, margin: float, source: str,

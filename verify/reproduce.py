@@ -5,8 +5,11 @@ need once per reading of an ambiguous step (``verify.claims``), in this process 
 ``jobs`` worker processes (``verify.pool.executor``), after checking every run's footprint
 against ``verify.limits``, and decides each claim from its experiment's outcome on paired
 differences over seeds (``verify.decide``): a :class:`ClaimResult` per claim, with one
-:class:`Decision` per reading. The claim's verdict is its primary reading's (the algorithm
-as printed); every reading's verdict is beside it.
+:class:`Decision` per reading. A test whose values are equal on every seed is fixed by
+the setting only when the compared configurations' whole curves are identical too;
+otherwise the equal values are a measured outcome (``verify.decide.measured_equal``).
+The claim's verdict is its primary reading's (the algorithm as printed); every reading's
+verdict is beside it.
 
 Beside the measurement, an experiment may give the bound's prediction (constants
 estimated on the same problem, ``sim.estimate``): its curves' ``bound`` and a sentence. A
@@ -26,10 +29,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 
+import numpy as np
+
 from .boundary import PluginError
 from .claims import Claim, Experiment, Outcome, Plan, claims, experiment
 from .claims_boundary import checked_outcome, checked_tests
-from .decide import VERDICTS, Test, combine, deciding
+from .decide import VERDICTS, Test, combine, deciding, measured_equal
 from .outcome_json import outcome_dict
 
 
@@ -262,9 +267,22 @@ def bound_agrees(tests: Sequence[Test], outcome: Outcome) -> bool | None:
     return all(said) if said else None
 
 
+def _equal_not_identical(t: Test, outcome: Outcome) -> bool:
+    """Whether ``t`` is fixed-by-setting only because its values are equal on every seed
+    (the engine's identical-runs rule) while the whole curves of the two configurations it
+    compares differ: equal outcomes of different runs, decided as a measurement
+    (``verify.decide.measured_equal``)."""
+    if t.verdict != "fixed-by-setting" or t.kind == "fixed" or t.compares is None \
+            or not all(label in outcome.curves for label in t.compares):
+        return False
+    first, second = (outcome.curves[label] for label in t.compares)
+    return not (np.array_equal(first.x, second.x) and np.array_equal(first.y, second.y))
+
+
 def decision(claim: Claim, outcome: Outcome, reading: str | None) -> Decision:
     """``claim`` decided on ``outcome`` (module docstring)."""
-    tests = checked_tests(claim, claim.decide(outcome), VERDICTS)
+    tests = tuple(measured_equal(t) if _equal_not_identical(t, outcome) else t
+                  for t in checked_tests(claim, claim.decide(outcome), VERDICTS))
     return Decision(reading, combine(tests, claim.rule), tests, deciding(tests, claim.rule),
                     bound_agrees(tests, outcome), outcome.prediction)
 
