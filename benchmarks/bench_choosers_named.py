@@ -5,6 +5,7 @@ how long does ``fedbound choose`` take with its defaults?
     python benchmarks/bench_choosers_named.py [--only NAME,...] [--replicas 32] [--skip-recorded]
     python benchmarks/bench_choosers_named.py --summary
     python benchmarks/bench_choosers_named.py --calibration
+    python benchmarks/bench_choosers_named.py --time-only [--only NAME,...]
 
 Scenarios (``SCENARIOS``): HFL on the digits with logistic regression, the 64-32-10 MLP and
 the small CNN, samples spread over 4 + 4 clients by Dirichlet class proportions, at the delays
@@ -30,7 +31,9 @@ benchmarks/results.json as ``choosers.named.NAME.*``: the recommended answer wit
 answer's regret, the seconds and memory; ``--summary`` records the rates (goal: within 10% in
 at least 90% of the scenarios, no unflagged edge). ``--device cuda``: the choosers' simulations
 on a GPU (figures named ``choosers.named.cuda.*``). ``--calibration``: the calibrated model's
-fast estimate against the slow reference it replaced (:func:`calibration`).
+fast estimate against the slow reference it replaced (:func:`calibration`). ``--time-only``:
+the chooser's run only, no reference: re-records each scenario's ``seconds``, ``cpu_seconds``,
+``peak_memory`` and ``load`` (the regrets recorded before stay), to re-time on an idle machine.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
-from benchmarks.regret import evaluate, figures, stored, summary, table  # noqa: E402
+from benchmarks.regret import evaluate, figures, stored, summary, table, timing_figures  # noqa: E402
 from benchmarks.results import RESULTS, record  # noqa: E402
 
 FIG7A = "0.01,0.85,0.001,0.085,4,2,0.4,0.2"
@@ -198,6 +201,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--summary", action="store_true", help="the rates of the recorded scenarios only")
     ap.add_argument("--calibration", action="store_true",
                     help="the fast calibrated model against the slow one only (CALIBRATION)")
+    ap.add_argument("--time-only", action="store_true",
+                    help="time the chooser runs only (no reference): seconds, CPU, memory, load")
     ap.add_argument("--skip-recorded", action="store_true",
                     help="skip the scenarios benchmarks/results.json already holds")
     add_device_argument(ap)
@@ -227,6 +232,9 @@ def main(argv: list[str] | None = None) -> None:
         options = [*options, "--device", args.device]
         load = os.getloadavg()[0]
         report, seconds, cpu, rss = run_cli_measured(command, options)
+        if args.time_only:
+            record(timing_figures(f"{prefix}.{name}", seconds, cpu, rss, load, goal))
+            continue
         t0 = time.perf_counter()
         result = evaluate(chooser(command, options), name, args.replicas or replicas, report,
                           midpoints=midpoints)
@@ -236,7 +244,8 @@ def main(argv: list[str] | None = None) -> None:
         print(table([result]).split("\n", 2)[2], f"  (choose: {seconds:.1f} s wall, {cpu:.1f} s CPU, "
               f"{rss:.0f} MB, load {load:.1f}; reference {time.perf_counter() - t0:.0f} s over "
               f"{result['configurations']} configurations, best {result['best']})", flush=True)
-    print(table(results))
+    if results:
+        print(table(results))
 
 
 if __name__ == "__main__":

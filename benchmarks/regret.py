@@ -128,19 +128,28 @@ def _unflagged_edge(chooser, report: dict) -> bool:
     return False
 
 
+def timing_figures(prefix: str, seconds: float, cpu: float, rss_mb: float | None = None,
+                   load: float | None = None, seconds_goal: float = 10) -> list[dict]:
+    """The time of a chooser run with its defaults: wall-clock seconds (goal ``seconds_goal``),
+    CPU seconds, peak memory (goal < 1 GB) and the machine's 1-minute load, where measured."""
+    out = [figure(f"{prefix}.seconds", seconds, "s", at_most=seconds_goal),
+           figure(f"{prefix}.cpu_seconds", cpu, "s")]
+    if rss_mb is not None:
+        out.append(figure(f"{prefix}.peak_memory", rss_mb, "MB", at_most=1024))
+    if load is not None:
+        out.append(figure(f"{prefix}.load", load, "1-min load, 2 cores"))
+    return out
+
+
 def figures(prefix: str, result: dict[str, Any], seconds_goal: float = 10) -> list[dict]:
     """The scenario's figures: per answer its regret and half-width (where finite) and
     whether it passes; the recommended answer's: within 10% (issue 38's criterion, goal 1)
     and whether it sits on an unflagged edge of the search (goal 0); the seconds of the
     chooser with its defaults (goal ``seconds_goal``, wall clock) and its CPU seconds, its
     peak memory (goal < 1 GB) and the machine's load where the scenario measured them."""
-    out = [figure(f"{prefix}.seconds", result["seconds"], "s", at_most=seconds_goal),
-           figure(f"{prefix}.cpu_seconds", result["cpu"], "s"),
+    out = [*timing_figures(prefix, result["seconds"], result["cpu"], result.get("rss_mb"),
+                           result.get("load"), seconds_goal),
            figure(f"{prefix}.calibrated_seconds", result["calibrated_seconds"], "s")]
-    if result.get("rss_mb") is not None:
-        out.append(figure(f"{prefix}.peak_memory", result["rss_mb"], "MB", at_most=1024))
-    if result.get("load") is not None:
-        out.append(figure(f"{prefix}.load", result["load"], "1-min load, 2 cores"))
     out.append(figure(f"{prefix}.unflagged_edge", float(result["unflagged_edge"]), "0/1", at_most=0))
     for row in result["rows"]:
         name = f"{prefix}.{row['who']}"

@@ -441,6 +441,11 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
     divisor = upload_divisors(t, sizes, upload)             # t_i^u of the upload (10)
     draws = CommonDraws(generator, C) if batched else generator
     group_gradient = problem.mean_gradient_sampler((*lead, G, n_max, d), sizes, draws)
+    # a sampler that computes the stepping groups' gradients only (sim.neural's): y's rows
+    # [C R G] that step, updated in place; otherwise every group's, and torch.where
+    by_rows = getattr(group_gradient, "rows", False) and not record_grad
+    steps = (alpha if isinstance(alpha, float) else
+             alpha.expand(C, R, G, 1).reshape(C * R * G, 1))         # alpha of each row of y
     x = x1.expand(C, R, d).clone()
     y = torch.empty(C, R, G, d, dtype=DTYPE, device=device)
     accept = Acceptance(C * R, device)
@@ -498,7 +503,15 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
         grad = problem.group_grads(here, sizes) if record_grad else None
         if record_grad:
             group_sum += torch.where(now, grad.view(C, R, G, d).square().sum(-1), zero)
-        y = torch.where(now_d, y - alpha * group_gradient(here, grad).view(C, R, G, d), y)
+        if by_rows:
+            rows = now.view(-1).nonzero().view(-1)
+            g = group_gradient(here, None, rows)  # every step: the draws of every group
+            if rows.numel():
+                flat = y.view(-1, d)
+                step = steps if isinstance(steps, float) else steps[rows]
+                flat.index_copy_(0, rows, flat[rows] - step * g)
+        else:
+            y = torch.where(now_d, y - alpha * group_gradient(here, grad).view(C, R, G, d), y)
         if k in line.ends:
             end(line.ends[k])
     zeros = torch.zeros

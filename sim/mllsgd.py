@@ -352,7 +352,9 @@ class _Operators:
     sub-network average ("V") and the hub mixing ("Z") applied to the configurations whose
     T_k it is, rows c R .. (c + 1) R - 1 gathered, averaged in buffers of their size and
     put back. The rows and buffers of each pattern of T_k over the values of tau are made
-    once (the patterns repeat every lcm q tau iterations)."""
+    once (the patterns repeat every lcm q tau iterations); the gathered rows and the
+    averagings' products go in two state-sized scratch buffers shared by every pattern (one
+    pattern runs at a time), not in buffers of their own."""
 
     def __init__(self, taus: list[int], q: int, C: int, R: int, average: _Averaging,
                  hub_of: torch.Tensor, v: torch.Tensor, H: torch.Tensor):
@@ -361,6 +363,7 @@ class _Operators:
         self.rows = torch.arange(C * R, device=H.device).view(C, R)
         self.hub_of, self.v, self.H = hub_of, v, H
         self.plans: dict[tuple[str, ...], list] = {}
+        self.parts = self.scaled = None  # the scratch buffers, made with the first plan
 
     def __call__(self, k: int, moved: torch.Tensor) -> None:
         if len(self.distinct) == 1:
@@ -373,13 +376,15 @@ class _Operators:
             if rows is None:
                 averaging(moved, kind)
             else:
-                part = moved.index_select(0, rows)
+                part = torch.index_select(moved, 0, rows, out=self.parts[:rows.numel()])
                 averaging(part, kind)
                 moved.index_copy_(0, rows, part)
 
     def _plan(self, kind_of: dict[int, str], moved: torch.Tensor) -> list:
         """[(kind, rows or None for every row, its averaging)] for "V" and "Z"."""
         plan = []
+        if self.parts is None:
+            self.parts, self.scaled = torch.empty_like(moved), torch.empty_like(moved)
         for kind in ("V", "Z"):
             picked = [c for c, tau in enumerate(self.taus) if kind_of[tau] == kind]
             if len(picked) == len(self.taus):
@@ -387,7 +392,8 @@ class _Operators:
             elif picked:
                 rows = self.rows[picked].view(-1)
                 shape = (rows.numel(), *moved.shape[1:])
-                plan.append((kind, rows, _Averaging(self.hub_of, self.v, self.H, shape)))
+                plan.append((kind, rows, _Averaging(self.hub_of, self.v, self.H, shape,
+                                                    self.scaled[:rows.numel()])))
         return plan
 
 
@@ -409,14 +415,16 @@ class _WeightedAverage:
 
 class _Averaging:
     """X T_k in place for T_k in {"I", "V", "Z"} (Castiglia et al. 2021, (5)-(7)), with its
-    intermediate tensors allocated once per run: the sub-network averages
+    intermediate tensors allocated once per run (``scaled``: a buffer of ``shape`` to use for
+    the products v_i x^(i), if given): the sub-network averages
     z^(d) = sum_{i in M(d)} v_i x^(i) (Algorithm 1, line 10), mixed across hubs by
     :func:`hub_mix` for "Z", broadcast back to the workers of each hub."""
 
-    def __init__(self, hub_of: torch.Tensor, v: torch.Tensor, H: torch.Tensor, shape):
+    def __init__(self, hub_of: torch.Tensor, v: torch.Tensor, H: torch.Tensor, shape,
+                 scaled: torch.Tensor | None = None):
         R, N, d = shape
         self.hub_of, self.v, self.H = hub_of, v[:, None], H
-        self.scaled = torch.empty(R, N, d, dtype=DTYPE, device=H.device)
+        self.scaled = torch.empty(R, N, d, dtype=DTYPE, device=H.device) if scaled is None else scaled
         self.z = torch.empty(R, H.shape[0], d, dtype=DTYPE, device=H.device)
 
     def __call__(self, X: torch.Tensor, kind: str) -> None:

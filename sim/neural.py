@@ -5,7 +5,10 @@ The module's parameters (``named_parameters`` order) are flattened to one vector
 quadratic: a batch of models is a tensor [..., dim]. Losses and gradients of all models
 at once go through ``torch.func.functional_call`` vmapped over the leading dimensions
 (``torch.func.grad`` for gradients): one call for every replica and worker, never a
-Python loop over them.
+Python loop over them. A network of ``Linear`` and ``Tanh`` layers (:func:`mlp`, and one
+``Linear``: multinomial logistic regression) has its forward and backward pass written out
+instead (:class:`DenseNetwork`: the same numbers to round-off, several times faster on
+small networks, where the vmapped autograd's overhead per call dominates).
 
 - :class:`NeuralProblem`: a ``sim.problems.Problem`` (MLL-SGD, HFL): F(x) is the mean
   cross-entropy over a data set held as tensors; the stochastic gradient is the gradient
@@ -23,8 +26,9 @@ No constant is known for a general network: ``L``, ``beta``, ``sigma`` and ``G``
 (they must be estimated); ``f_inf = 0`` is a certified lower bound (cross-entropy >= 0).
 The module runs in eval mode, float64, with its buffers held constant, so the loss is a
 deterministic function of the flat parameters: the same seed gives the same numbers, bit
-for bit. ``chunk_size`` bounds how many models one vmapped call evaluates at a time
-(memory); the numbers do not depend on it.
+for bit. ``chunk_size`` bounds how many models one call evaluates at a time (memory; by
+default as many as keep a call's activations near :data:`CHUNK_BYTES`); the numbers do not
+depend on it beyond round-off.
 """
 
 from __future__ import annotations
@@ -83,6 +87,91 @@ def _positive_int(name: str, value) -> int:
     return value
 
 
+#: bytes of activations one call holds at most, about (``_FlatModule.models_within``)
+CHUNK_BYTES = 64 * 2**20
+
+
+class DenseNetwork:
+    """Closed-form cross-entropy losses and gradients of a network of ``torch.nn.Linear`` and
+    ``torch.nn.Tanh`` layers (:func:`mlp`; one ``Linear``: multinomial logistic regression)
+    at flat parameters, with every leading dimension a batch of models: the forward pass by
+    batched matrix products, the backward pass written out (softmax minus the one-hot label,
+    times the sample's weight, back through each layer), the gradient packed in
+    ``named_parameters`` order. The numbers of ``torch.func.grad`` of
+    :meth:`_FlatModule.weighted_loss` up to round-off, without its per-call overhead (about
+    7 ms a call on CPU, most of a simulation's time on small networks).
+
+    :meth:`of` returns None for any other module (the vmapped autograd path is used)."""
+
+    def __init__(self, plan: list[tuple], dim: int):
+        self.plan, self.dim = plan, dim
+
+    @classmethod
+    def of(cls, module: torch.nn.Module, features: torch.Tensor) -> DenseNetwork | None:
+        """The closed form of ``module`` for inputs like ``features`` [n, f], or None unless
+        the module is a plain ``Linear`` or a ``Sequential`` of plain ``Linear`` and ``Tanh``
+        layers (their exact types, no hooks) and the inputs are rows of features."""
+        layers = list(module) if type(module) is torch.nn.Sequential else [module]
+        modules = [module, *layers]
+        if (features.ndim != 2 or not layers
+                or any(type(m) not in (torch.nn.Linear, torch.nn.Tanh) for m in layers)
+                or any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
+                       or m._backward_pre_hooks or list(m.buffers()) for m in modules)):
+            return None
+        where, start = {}, 0
+        for p in module.parameters():
+            where[id(p)] = slice(start, start + p.numel())
+            start += p.numel()
+        plan = [("tanh",) if isinstance(m, torch.nn.Tanh) else
+                ("linear", where[id(m.weight)], m.out_features, m.in_features,
+                 None if m.bias is None else where[id(m.bias)]) for m in layers]
+        return cls(plan, start)
+
+    def __call__(self, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor,
+                 weights: torch.Tensor, *, gradient: bool = True, out: torch.Tensor | None = None):
+        """sum_j weights_j CE(h(x; inputs_j), targets_j) for every model of x [..., dim],
+        [...], and (``gradient``) its gradient [..., dim]: ``inputs`` [..., n, f], ``targets``
+        and ``weights`` [..., n], their leading dimensions broadcast against x's (none: the
+        same samples for every model). ``out``: where to write the gradient (x's shape), if given."""
+        given = out
+        h, saved = inputs, []                    # saved[k]: step k's input (tanh: its output)
+        for step in self.plan:
+            if step[0] == "tanh":
+                h = torch.tanh(h)
+                saved.append(h)
+                continue
+            saved.append(h)
+            _, w, out, into, b = step
+            h = torch.matmul(h, x[..., w].unflatten(-1, (out, into)).mT)
+            if b is not None:
+                h = h + x[..., None, b]
+        lse = torch.logsumexp(h, dim=-1)
+        labels = targets.expand(h.shape[:-1])[..., None]
+        weights = weights.expand(h.shape[:-1])
+        value = (weights * (lse - h.gather(-1, labels).squeeze(-1))).sum(-1)
+        if not gradient:
+            return value
+        delta = torch.exp(h - lse[..., None]).mul_(weights[..., None])
+        delta.scatter_add_(-1, labels, -weights[..., None])                   # [..., n, classes]
+        grad = x.new_empty(x.shape) if given is None else given
+        for k in range(len(self.plan) - 1, -1, -1):
+            step, below = self.plan[k], saved[k]
+            if step[0] == "tanh":
+                delta = delta * (1 - below.square())
+                continue
+            _, w, out, into, b = step
+            if delta.shape[-2] == 1:  # one sample: the outer product, written in place
+                torch.mul(delta[..., 0, :, None], below[..., 0, None, :],
+                          out=grad[..., w].unflatten(-1, (out, into)))
+            else:
+                grad[..., w] = torch.matmul(delta.mT, below).flatten(-2)
+            if b is not None:
+                grad[..., b] = delta.sum(-2)
+            if k:
+                delta = torch.matmul(delta, x[..., w].unflatten(-1, (out, into)))
+        return value, grad
+
+
 class _FlatModule:
     """A module evaluated at flat parameter vectors: layout, initial vector, weighted loss."""
 
@@ -109,8 +198,16 @@ class _FlatModule:
         self.shapes = [p.shape for _, p in named]
         self.sizes = [p.numel() for _, p in named]
         self.dim = sum(self.sizes)
-        with torch.no_grad():
-            out = self.module(self.features[:1])
+        widths = []  # every submodule's output per sample: the activations a model holds
+        hooks = [m.register_forward_hook(lambda m, args, out: widths.append(
+            out.numel() if isinstance(out, torch.Tensor) else 0)) for m in self.module.modules()]
+        try:
+            with torch.no_grad():
+                out = self.module(self.features[:1])
+        finally:
+            for hook in hooks:
+                hook.remove()
+        self.widest = max(widths, default=1)
         if out.ndim != 2 or out.shape[0] != 1:
             raise ValueError(f"module must map [batch, ...] inputs to [batch, classes] logits, "
                              f"got output shape {tuple(out.shape)} for one sample")
@@ -118,6 +215,7 @@ class _FlatModule:
         if int(self.labels.max()) >= self.classes:
             raise ValueError(f"labels reach {int(self.labels.max())} but the module has "
                              f"{self.classes} outputs")
+        self.dense = DenseNetwork.of(self.module, self.features)
 
     @property
     def device(self) -> torch.device:
@@ -152,6 +250,22 @@ class _FlatModule:
 
         return self.batched(one, x, (features, labels), (None, None))
 
+    def models_within(self, flat: torch.Tensor, data: tuple, data_dims: tuple) -> int:
+        """``chunk_size`` if given, else how many of the models of ``flat``'s first dimension
+        one call takes for their activations on their samples (``data``, mapped along
+        dimension 0 where ``data_dims`` says 0) to stay near :data:`CHUNK_BYTES`: about eight
+        float64 arrays of the widest submodule output per sample and model (forward, backward,
+        the vmapped gradients' copies), at least 1, a multiple of 16 where it is 16 or more
+        (see :meth:`pooled_grads`). A pass over the whole data set for hundreds of models at
+        once would otherwise take gigabytes (the CNN: 12 GB)."""
+        if self.chunk_size is not None:
+            return self.chunk_size
+        models = max(flat.shape[0], 1)
+        rows = data[0].shape[:data[0].ndim - self.features.ndim + 1].numel()
+        rows //= models if data_dims[0] == 0 else 1
+        fits = int(CHUNK_BYTES // (64 * max(rows, 1) * self.widest))
+        return max(1, min(models, fits if fits < 16 else fits - fits % 16))
+
     def batched(self, fn: Callable, x: torch.Tensor, data: tuple, data_dims: tuple) -> object:
         """``fn`` vmapped over the leading dimensions of ``x`` [..., dim] (flattened to one),
         with ``data`` mapped along dimension 0 where ``data_dims`` says 0 (already flattened
@@ -160,10 +274,73 @@ class _FlatModule:
             raise ValueError(f"x must have shape [..., {self.dim}], got {tuple(x.shape)}")
         lead = x.shape[:-1]
         flat = x.reshape(-1, self.dim)
-        out = vmap(fn, in_dims=(0, *data_dims), chunk_size=self.chunk_size)(flat, *data)
+        out = vmap(fn, in_dims=(0, *data_dims),
+                   chunk_size=self.models_within(flat, data, data_dims))(flat, *data)
         if isinstance(out, tuple):
             return tuple(o.reshape(lead + o.shape[1:]) for o in out)
         return out.reshape(lead + out.shape[1:])
+
+    def evaluated(self, want: str, x: torch.Tensor, data: tuple, data_dims: tuple):
+        """The weighted loss (``want="loss"``), its gradient (``"grad"``) or both (``"both"``:
+        (gradient, loss), as ``torch.func.grad_and_value``) of every model of x [..., dim],
+        ``data`` = (inputs, targets, weights) as in :meth:`batched`: by :class:`DenseNetwork`
+        where the module has a closed form, else by ``torch.func`` vmapped."""
+        if self.dense is None:
+            fn = {"loss": self.weighted_loss, "grad": grad(self.weighted_loss),
+                  "both": grad_and_value(self.weighted_loss)}[want]
+            return self.batched(fn, x, data, data_dims)
+        if x.shape[-1] != self.dim:
+            raise ValueError(f"x must have shape [..., {self.dim}], got {tuple(x.shape)}")
+        out = self.dense_chunks(want, x.reshape(-1, self.dim), data, data_dims)
+        lead = x.shape[:-1]
+        if want == "both":
+            return out[0].reshape(x.shape), out[1].reshape(lead)
+        return out.reshape(lead + out.shape[1:])
+
+    def dense_chunks(self, want: str, flat: torch.Tensor, data: tuple, data_dims: tuple,
+                     out: torch.Tensor | None = None):
+        """:meth:`evaluated` by :class:`DenseNetwork` on ``flat`` [B, ..., dim], at most
+        :meth:`models_within` models of its first dimension at a time (the data where
+        ``data_dims`` says 0 split with them, the others broadcast); ``out`` (``flat``'s
+        shape): where the gradients go, if given."""
+        size = self.models_within(flat, data, data_dims)
+        values, grads = [], []
+        for start in range(0, flat.shape[0], size):
+            part = slice(start, start + size)
+            found = self.dense(flat[part], *(d[part] if dim == 0 else d
+                                             for d, dim in zip(data, data_dims, strict=True)),
+                               gradient=want != "loss", out=None if out is None else out[part])
+            values.append(found if want == "loss" else found[0])
+            if want != "loss":
+                grads.append(found[1])
+
+        def joined(pieces):
+            return pieces[0] if len(pieces) == 1 else torch.cat(pieces)
+
+        if want == "loss":
+            return joined(values)
+        grads = out if out is not None else joined(grads)
+        return grads if want == "grad" else (grads, joined(values))
+
+    def pooled_grads(self, y: torch.Tensor, idx: torch.Tensor, weights: torch.Tensor,
+                     rows: torch.Tensor | None = None) -> torch.Tensor:
+        """The gradients at the models y [..., dim] (flattened to [Y, dim]) of the loss over
+        their samples ``idx`` [Y, b] weighted by ``weights`` [Y, b]: every model's [..., dim]
+        (``rows`` None), or only those of ``rows`` [A] (int64 indices into the Y models),
+        [A, dim], the others not computed (a run loop whose models do not all step). The
+        rows' models are evaluated in a batch padded (repeating the first) to a multiple of
+        16, so that every element-wise kernel takes all of them in its vectorised path: a
+        model's numbers do not depend on which others are evaluated with it."""
+        if rows is None:
+            return self.evaluated("grad", y, (self.features[idx], self.labels[idx], weights), (0, 0, 0))
+        if not rows.numel():
+            return y.new_empty(0, self.dim)
+        pad = -rows.numel() % 16
+        picked = torch.cat([rows, rows[:1].expand(pad)]) if pad else rows
+        mine = idx[picked]
+        grads = self.evaluated("grad", y.reshape(-1, self.dim)[picked],
+                               (self.features[mine], self.labels[mine], weights[picked]), (0, 0, 0))
+        return grads[:rows.numel()]
 
     def moved(self, device):
         """A shallow copy with the data and the module on ``device``."""
@@ -191,18 +368,18 @@ class NeuralProblem(_FlatModule, Problem):
         self.L = self.beta = self.sigma = self.G = None
         self.f_inf = 0.0
 
-    def _full(self, fn: Callable, x: torch.Tensor):
-        return self.batched(fn, x, (self.features, self.labels, self.uniform), (None, None, None))
+    def _full(self, want: str, x: torch.Tensor):
+        return self.evaluated(want, x, (self.features, self.labels, self.uniform), (None, None, None))
 
     def loss(self, x: torch.Tensor) -> torch.Tensor:
-        return self._full(self.weighted_loss, x)
+        return self._full("loss", x)
 
     def grad(self, x: torch.Tensor) -> torch.Tensor:
-        return self._full(grad(self.weighted_loss), x)
+        return self._full("grad", x)
 
     def loss_and_grad_sq(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """F(x) and ||grad F(x)||^2 from one forward and backward pass per model."""
-        g, value = self._full(grad_and_value(self.weighted_loss), x)
+        g, value = self._full("both", x)
         return value, g.square().sum(-1)
 
     def stochastic_grad(self, x: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -210,8 +387,7 @@ class NeuralProblem(_FlatModule, Problem):
         ``randint(n, [..., batch])``."""
         idx = randint(self.n, (*x.shape[:-1], self.batch), generator, self.device).reshape(-1, self.batch)
         weights = torch.full((self.batch,), 1.0 / self.batch, dtype=DTYPE, device=self.device)
-        return self.batched(grad(self.weighted_loss), x,
-                            (self.features[idx], self.labels[idx], weights), (0, 0, None))
+        return self.evaluated("grad", x, (self.features[idx], self.labels[idx], weights), (0, 0, None))
 
     def mean_gradient_sampler(self, shape, counts, generator):
         """``(y, grad_y) ->`` the mean over c = ``counts`` clients of one :meth:`stochastic_grad`
@@ -220,7 +396,10 @@ class NeuralProblem(_FlatModule, Problem):
         same ``randint(n, [..., n, batch])`` draw as ``Problem.mean_gradient_sampler`` (the
         clients beyond c unused) and the same numbers up to round-off, in one pass over the
         pooled samples per model instead of one per client (Ali & Arafa 2025, Fig. 6's groups
-        of 500 clients). ``grad_y`` is not used."""
+        of 500 clients). ``grad_y`` is not used; ``rows`` (int64 indices into y's models,
+        flattened): the gradients of those models only, [len(rows), d], the draws those of
+        every model (:meth:`pooled_grads`; ``sim.hfl.run_hfl`` passes the groups that step,
+        as the sampler's attribute ``rows = True`` says it may)."""
         shape = tuple(shape)
         lead, n = shape[:-2], shape[-2]
         counts = torch.as_tensor(counts, device=self.device).expand(lead)
@@ -228,11 +407,12 @@ class NeuralProblem(_FlatModule, Problem):
         used = torch.arange(pooled, device=self.device) < (counts * self.batch)[..., None]
         weights = (used.to(DTYPE) / (counts * self.batch).to(DTYPE)[..., None]).reshape(-1, pooled)
 
-        def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None) -> torch.Tensor:
+        def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None,
+                 rows: torch.Tensor | None = None) -> torch.Tensor:
             idx = randint(self.n, (*lead, n, self.batch), generator, self.device).reshape(-1, pooled)
-            return self.batched(grad(self.weighted_loss), y,
-                                (self.features[idx], self.labels[idx], weights), (0, 0, 0))
+            return self.pooled_grads(y, idx, weights, rows)
 
+        mean.rows = True
         return mean
 
     def to(self, device) -> NeuralProblem:
@@ -273,39 +453,44 @@ class NeuralClients(_FlatModule, ClientProblem):
         self.L = self.beta = self.sigma = self.G = self.sigma_L = self.sigma_G = None
         self.f_inf = self.f_star = 0.0
 
-    def _mean_of_workers(self, fn: Callable, x: torch.Tensor):
+    def _mean_of_workers(self, want: str, x: torch.Tensor):
         """``fn`` at x [..., dim] on every sample, weighted p_i/n_i by its worker i:
         f = sum_i p_i f_i (one pass over the n samples, no padding to the largest shard)."""
-        return self.batched(fn, x, (self.features, self.labels, self.sample_weights),
-                            (None, None, None))
+        return self.evaluated(want, x, (self.features, self.labels, self.sample_weights),
+                              (None, None, None))
 
     def loss(self, x: torch.Tensor) -> torch.Tensor:
-        return self._mean_of_workers(self.weighted_loss, x)
+        return self._mean_of_workers("loss", x)
 
     def grad(self, x: torch.Tensor) -> torch.Tensor:
-        return self._mean_of_workers(grad(self.weighted_loss), x)
+        return self._mean_of_workers("grad", x)
 
     def loss_and_grad_sq(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """f(x) and ||grad f(x)||^2 from one forward and backward pass per model."""
-        g, value = self._mean_of_workers(grad_and_value(self.weighted_loss), x)
+        g, value = self._mean_of_workers("both", x)
         return value, g.square().sum(-1)
 
     def rows_grads(self, x: torch.Tensor, rows) -> torch.Tensor:
         """Each row's gradient on its own samples (``rows.table``, ``rows.weights``)."""
         return self._per_worker(x, self.features[rows.table], self.labels[rows.table], rows.weights)
 
-    def _per_worker(self, x: torch.Tensor, inputs, targets, weights) -> torch.Tensor:
+    def _per_worker(self, x: torch.Tensor, inputs, targets, weights,
+                    out: torch.Tensor | None = None) -> torch.Tensor:
         """grad f_i-type gradients at x [..., K, dim] with per-row data [K, b, ...]
         (shared over the other leading dimensions) or [P, K, b, ...] (one per model); K = M
-        for the workers."""
+        for the workers. ``out`` (x's shape, contiguous): where the closed form writes them."""
         K = weights.shape[-2]
         if x.ndim < 2 or x.shape[-2:] != (K, self.dim):
             raise ValueError(f"x must have shape [..., {K}, {self.dim}], got {tuple(x.shape)}")
         flat = x.reshape(-1, K, self.dim)
         shared = inputs.ndim == self.features.ndim + 1
+        if self.dense is not None:
+            dims = (None,) * 3 if shared else (0,) * 3
+            return self.dense_chunks("grad", flat, (inputs, targets, weights), dims,
+                                     None if out is None else out.view(flat.shape)).reshape(x.shape)
         inner = vmap(grad(self.weighted_loss), in_dims=(0, 0, 0, 0))
         outer = vmap(inner, in_dims=(0, None, None, None) if shared else (0, 0, 0, 0),
-                     chunk_size=self.chunk_size)
+                     chunk_size=self.models_within(flat, (inputs,), (None,) if shared else (0,)))
         return outer(flat, inputs, targets, weights).reshape(x.shape)
 
     def worker_grads(self, x: torch.Tensor) -> torch.Tensor:
@@ -314,20 +499,65 @@ class NeuralClients(_FlatModule, ClientProblem):
                                 self.local_weights)
 
     def stochastic_worker_grads(self, x: torch.Tensor, generator: torch.Generator,
-                                rows: ShardRows | None = None) -> torch.Tensor:
+                                rows: ShardRows | None = None,
+                                out: torch.Tensor | None = None) -> torch.Tensor:
         """One mini-batch gradient per worker at x [..., M, dim]: row i's ``batch`` samples
-        drawn from worker i's (``rows``: the partition's ``ShardRows``, made if None)."""
+        drawn from worker i's (``rows``: the partition's ``ShardRows``, made if None; ``out``:
+        see :meth:`_per_worker`)."""
         lead = x.shape[:-2]
         rows = ShardRows(self.partition, self.device) if rows is None else rows
         idx = rows(rand((*lead, self.M, self.batch), generator, self.device)).reshape(-1, self.M, self.batch)
         weights = torch.full((idx.shape[0], self.M, self.batch), 1.0 / self.batch, dtype=DTYPE,
                              device=self.device)
-        return self._per_worker(x, self.features[idx], self.labels[idx], weights)
+        return self._per_worker(x, self.features[idx], self.labels[idx], weights, out)
 
     def worker_gradient_sampler(self, shape, generator: torch.Generator):
-        """``x -> stochastic_worker_grads(x, generator)`` (the interface run_afl uses)."""
+        """``x -> stochastic_worker_grads(x, generator)`` (the interface run_afl and
+        run_mllsgd use); with the closed form, written into one buffer of ``shape`` reused by
+        every call (valid until the next, as ``Problem.gradient_sampler`` allows): no fresh
+        state-sized tensor per iteration."""
         rows = ShardRows(self.partition, self.device)
-        return lambda x: self.stochastic_worker_grads(x, generator, rows)
+        shape = tuple(shape)
+        buffer = None if self.dense is None else torch.empty(shape, dtype=DTYPE, device=self.device)
+
+        def sample(x: torch.Tensor) -> torch.Tensor:
+            fits = buffer is not None and tuple(x.shape) == shape
+            return self.stochastic_worker_grads(x, generator, rows, buffer if fits else None)
+
+        return sample
+
+    def mean_gradient_sampler(self, shape, counts, generator):
+        """``ClientProblem.mean_gradient_sampler``'s group means (group g's clients each take
+        one :meth:`stochastic_worker_grads` at the group's model y [..., G, d], Ali & Arafa
+        2025, eqs. (5)-(6)) as the gradient of each group's model on the samples its clients
+        draw, pooled (weight 1 / (n_g ``batch``), the clients of smaller groups padded with
+        weight 0): the same ``rand([..., M, batch])`` draw and the same numbers up to
+        round-off, one gradient per group instead of one per client, and no copy of the
+        group models to their clients. ``grad_y`` is not used; ``rows``: the gradients of
+        those groups only, as for :meth:`NeuralProblem.mean_gradient_sampler`."""
+        shape = tuple(shape)
+        group_of = self.group_of(counts)
+        counts = torch.bincount(group_of)                                    # [G] n_g
+        lead, G, n_max = shape[:-3], counts.numel(), int(counts.max())
+        slot = torch.arange(n_max, device=self.device)
+        used = slot < counts[:, None]                                        # [G, n_max]
+        clients = torch.where(used, (counts.cumsum(0) - counts)[:, None] + slot, 0)
+        pooled = n_max * self.batch
+        weights = (used.to(DTYPE) / (counts * self.batch).to(DTYPE)[:, None]).repeat_interleave(
+            self.batch, dim=1)                                              # [G, pooled]
+        shard = ShardRows(self.partition, self.device)
+
+        def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None,
+                 rows: torch.Tensor | None = None) -> torch.Tensor:
+            idx = shard(rand((*lead, self.M, self.batch), generator, self.device))
+            idx = idx[..., clients, :].reshape(-1, G, pooled)
+            if rows is None:
+                return self._per_worker(y, self.features[idx], self.labels[idx],
+                                        weights.expand(idx.shape[0], G, pooled))
+            return self.pooled_grads(y, idx.view(-1, pooled), weights.repeat(idx.shape[0], 1), rows)
+
+        mean.rows = True
+        return mean
 
     def to(self, device) -> NeuralClients:
         moved = self.moved(device)

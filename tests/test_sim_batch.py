@@ -375,3 +375,25 @@ def test_records_of_the_end_alone_are_those_of_the_full_record():
     for a, b in zip(with_var, without, strict=True):
         assert b.sigma2 is None and a.sigma2 is not None
         assert differences(a, b).keys() == {"sigma2"}
+
+
+@pytest.mark.parametrize("R", [3, 5])
+def test_hfl_network_steps_only_its_stepping_groups_and_is_bit_for_bit_at_any_replicas(R):
+    """With the loss recorded only (the choosers' runs), sim.neural's group means compute the
+    gradients of the groups that step only (``rows``), in batches padded to whole vectorised
+    chunks: a configuration in a batch is its run alone bit for bit at any R, and the run is
+    the one computing every group's gradient (record_grad=True's path) to round-off."""
+    fed, x1 = federated_problem("digits", "mlp", ("dirichlet", 0.5), (2, 3), batch=2, hidden=(5,))
+    delays = HFLDelays((1.0, 1.5), (0.5, 0.2), 2.0, 1.0)
+    counts = [draw_schedule(delays, S, 6.0, R, gen(1)).t.numpy() for S in (0.0, 3.0)]
+    t, alpha = padded(counts), torch.tensor([[0.5], [2.0]], dtype=F64)
+    kw = dict(sizes=(2, 3), x1=x1, replicas=R, record_grad=False)
+    batch = run_hfl(fed, alpha=alpha, t=t, generator=gen(4), **kw)
+    for c in range(2):
+        alone = run_hfl(fed, alpha=alpha[c].expand(R), t=t[c], generator=gen(4), **kw)
+        assert differences(alone, batch[c]) == {}
+        every = run_hfl(fed, alpha=alpha[c].expand(R), t=t[c], generator=gen(4),
+                        **{**kw, "record_grad": True})
+        torch.testing.assert_close(every.loss, alone.loss, rtol=1e-12, atol=0)
+        torch.testing.assert_close(every.x_final, alone.x_final, rtol=1e-12, atol=1e-14)
+    assert not torch.equal(batch[0].x_final, batch[1].x_final)

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from fedbound.sim import run_afl, run_hfl, run_mllsgd
@@ -276,3 +278,173 @@ def test_accuracy_is_the_share_of_samples_whose_largest_logit_is_the_label(digit
         with torch.no_grad():
             expected = (module(X[:100].to(F64)).argmax(-1) == y[:100]).double().mean()
         assert float(got[idx]) == pytest.approx(float(expected), abs=1e-15)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_clients_pooled_group_mean_is_the_generic_one(kind, digits):
+    """NeuralClients' group mean (each group's model on its clients' pooled mini-batches) draws
+    what ClientProblem.mean_gradient_sampler draws and gives its numbers to round-off, for
+    unequal groups, batched leading dimensions and a CommonDraws batch."""
+    from fedbound.sim.clients import ClientProblem
+    from fedbound.sim.problems import CommonDraws
+
+    X, y = digits
+    partition = label_partition(y, 7, 3, gen(0))
+    module = mlp(64, (6,), 10) if kind == "mlp" else small_cnn(10, channels=2)
+    problem = NeuralClients(module, X, y, partition, batch=2)
+    counts = torch.tensor([4, 1, 2])
+    for lead, draws in (((2, 3), gen), ((2, 3), lambda s: CommonDraws(gen(s), 2))):
+        shape = (*lead, 3, 4, problem.dim)
+        models = problem.initial() + 0.1 * torch.randn(*lead, 3, problem.dim, dtype=F64,
+                                                        generator=gen(1))
+        pooled = problem.mean_gradient_sampler(shape, counts, draws(5))
+        generic = ClientProblem.mean_gradient_sampler(problem, shape, counts, draws(5))
+        some = problem.mean_gradient_sampler(shape, counts, draws(5))  # the rows that step only
+        rows = torch.tensor([0, 4, 5, 17])
+        for _ in range(2):
+            every = generic(models)
+            torch.testing.assert_close(pooled(models), every, rtol=1e-12, atol=1e-14)
+            torch.testing.assert_close(some(models, None, rows), every.reshape(-1, problem.dim)[rows],
+                                       rtol=1e-12, atol=1e-14)
+        assert some(models, None, rows[:0]).shape == (0, problem.dim)
+
+
+@st.composite
+def dense_networks(draw):
+    """A Linear, or a Sequential of Linear and Tanh layers (biases or not, tanh anywhere,
+    repeated or last), its input width, and a leading shape of models."""
+    widths = draw(st.lists(st.integers(1, 6), min_size=1, max_size=3))
+    features, classes = draw(st.integers(1, 5)), draw(st.integers(2, 4))
+    torch.manual_seed(draw(st.integers(0, 2**16)))
+    if len(widths) == 1 and draw(st.booleans()):
+        return torch.nn.Linear(features, classes, bias=draw(st.booleans())), features, classes
+    layers, into = [], features
+    for out in [*widths[1:], classes]:
+        if draw(st.booleans()):
+            layers.append(torch.nn.Tanh())
+        layers.append(torch.nn.Linear(into, out, bias=draw(st.booleans())))
+        into = out
+        if draw(st.integers(0, 2)) == 0:
+            layers.append(torch.nn.Tanh())
+    return torch.nn.Sequential(*layers), features, classes
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dense_networks(), st.sampled_from([(), (3,), (2, 3)]), st.integers(1, 5), st.integers(0, 2**16),
+       st.booleans())
+def test_the_closed_form_of_linear_and_tanh_networks_is_vmapped_autograd(net, lead, b, seed, shared):
+    """DenseNetwork's loss and gradient against torch.func's vmapped grad_and_value of the
+    weighted loss, to round-off in float64, for random networks, leading shapes of models,
+    weights and data shared by every model or one set per model."""
+    module, features, classes = net
+    g = gen(seed)
+    n = 7
+    X = torch.randn(n, features, dtype=F64, generator=g)
+    labels = torch.randint(classes, (n,), generator=g)
+    problem = NeuralProblem(module, X, labels)
+    assert problem.dense is not None
+    x = problem.initial() + torch.randn(*lead, problem.dim, dtype=F64, generator=g)
+    flat = x.reshape(-1, problem.dim)
+    if shared:
+        data = (X[:b], labels[:b], torch.rand(b, dtype=F64, generator=g))
+        dims = (None, None, None)
+    else:
+        idx = torch.randint(n, (flat.shape[0], b), generator=g)
+        data = (X[idx], labels[idx], torch.rand(flat.shape[0], b, dtype=F64, generator=g))
+        dims = (0, 0, 0)
+    grads, values = problem.evaluated("both", x, data, dims)
+    from torch.func import grad_and_value
+
+    ref_grads, ref_values = problem.batched(grad_and_value(problem.weighted_loss), x, data, dims)
+    torch.testing.assert_close(values, ref_values, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(grads, ref_grads, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(problem.evaluated("loss", x, data, dims), ref_values, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(problem.evaluated("grad", x, data, dims), ref_grads, rtol=1e-12, atol=1e-14)
+
+
+def test_the_closed_form_is_only_for_plain_linear_and_tanh_layers(digits):
+    """Other modules (convolutions, another activation, a subclass, a hook) keep torch.func."""
+    X, y = digits
+    assert NeuralProblem(mlp(64, (5,), 10), X, y).dense is not None
+    assert NeuralProblem(torch.nn.Linear(64, 10), X, y).dense is not None
+    assert NeuralProblem(small_cnn(10, channels=2), X, y).dense is None
+    relu = torch.nn.Sequential(torch.nn.Linear(64, 5), torch.nn.ReLU(), torch.nn.Linear(5, 10))
+    assert NeuralProblem(relu, X, y).dense is None
+
+    class Scaled(torch.nn.Linear):
+        def forward(self, inputs):
+            return 2 * super().forward(inputs)
+
+    assert NeuralProblem(Scaled(64, 10), X, y).dense is None
+    hooked = mlp(64, (5,), 10)
+    hooked[0].register_forward_hook(lambda module, args, out: out * 2)
+    problem = NeuralProblem(hooked, X, y)
+    assert problem.dense is None
+    x = problem.initial()
+    _, ref = reference_loss_and_grad(hooked, x, X, y)
+    torch.testing.assert_close(problem.grad(x), ref, rtol=1e-10, atol=1e-13)
+
+
+def test_the_closed_form_clients_gradients_are_the_vmapped_ones(digits):
+    """NeuralClients with the MLP: worker, group and stochastic worker gradients by the closed
+    form against the same problem with the closed form switched off (torch.func), to
+    round-off; the same seed gives the same bits."""
+    X, y = digits
+    partition = label_partition(y, 5, 3, gen(0))
+    problem = NeuralClients(mlp(64, (7,), 10), X, y, partition, batch=3)
+    vmapped = NeuralClients(mlp(64, (7,), 10), X, y, partition, batch=3)
+    vmapped.dense = None
+    x = problem.initial() + 0.2 * torch.randn(2, 5, problem.dim, dtype=F64, generator=gen(3))
+    close = dict(rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(problem.worker_grads(x), vmapped.worker_grads(x), **close)
+    torch.testing.assert_close(problem.group_grads(x[:, :2], [3, 2]), vmapped.group_grads(x[:, :2], [3, 2]),
+                               **close)
+    first = problem.stochastic_worker_grads(x, gen(4))
+    torch.testing.assert_close(first, vmapped.stochastic_worker_grads(x, gen(4)), **close)
+    assert torch.equal(first, problem.stochastic_worker_grads(x, gen(4)))
+    sample = problem.worker_gradient_sampler(x.shape, gen(4))  # into one reused buffer
+    drawn, again = sample(x), sample(x)
+    assert drawn.data_ptr() == again.data_ptr()
+    assert torch.equal(problem.worker_gradient_sampler(x.shape, gen(4))(x), first)
+    for name in ("loss", "grad"):
+        torch.testing.assert_close(getattr(problem, name)(x), getattr(vmapped, name)(x), **close)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "cnn"])
+def test_chunks_of_a_memory_budget_give_the_same_numbers(kind, digits, monkeypatch):
+    """With a tiny CHUNK_BYTES the closed form (MLP) or torch.func (CNN) takes a model or a
+    few at a time: the same losses and gradients to round-off as all the models at once."""
+    import fedbound.sim.neural as neural
+
+    X, y = digits
+    X, y = X[:60], y[:60]
+    module = mlp(64, (7,), 10) if kind == "mlp" else small_cnn(10, channels=1)  # widest: 64, 8x8
+    problem = NeuralProblem(module, X, y, batch=3)
+    assert problem.widest == {"mlp": 10, "cnn": 64}[kind]
+    x = problem.initial() + 0.2 * torch.randn(5, 2, problem.dim, dtype=F64, generator=gen(3))
+    whole = problem.loss_and_grad_sq(x), problem.grad(x), problem.stochastic_grad(x, gen(1))
+    flat, every_sample = x.reshape(-1, problem.dim), ((X,), (None,))
+    assert problem.models_within(flat, *every_sample) == 10
+    monkeypatch.setattr(neural, "CHUNK_BYTES", 64 * problem.widest * 3 * 7)  # 7 models of 3 samples
+    assert problem.models_within(flat, *every_sample) == 1
+    chunked = problem.loss_and_grad_sq(x), problem.grad(x), problem.stochastic_grad(x, gen(1))
+    torch.testing.assert_close(chunked, whole, rtol=1e-12, atol=1e-14)
+
+
+def test_run_hfl_on_a_network_steps_the_stepping_groups_only_to_the_same_numbers(digits):
+    """NeuralProblem's group means with ``rows`` (run_hfl recording the loss only: the groups
+    that step at each local iteration, unequal counts) against every group's (record_grad),
+    to round-off; the same seed, the same bits."""
+    X, y = digits
+    problem = NeuralProblem(network("mlp"), X, y, batch=3)
+    t = torch.tensor([[[2, 3], [1, 2]], [[3, 2], [3, 1]], [[1, 1], [2, 4]]])  # [R, U, G]
+
+    def run(record_grad):
+        return run_hfl(problem, sizes=[2, 3], alpha=0.5, x1=problem.initial(), replicas=3,
+                       generator=gen(12), t=t, record_grad=record_grad)
+
+    some, every = run(False), run(True)
+    torch.testing.assert_close(some.x_final, every.x_final, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(some.loss, every.loss, rtol=1e-12, atol=0)
+    assert torch.equal(run(False).x_final, some.x_final)
+    assert not torch.equal(some.x_final[0], some.x_final[1])
