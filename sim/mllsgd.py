@@ -271,6 +271,7 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
     uniforms = torch.empty(CR, N, dtype=DTYPE, device=device)
     drawn = uniforms.view(*lead, N)
     coins = torch.ones(CR, N, dtype=torch.bool, device=device)
+    step = torch.empty(CR, N, 1, dtype=DTYPE, device=device)  # -eta theta_k per worker
     every_coin_lands = wait_for_all or bool((p == 1).all())  # U < 1 always: G_k unmasked
     steps_everywhere = 0  # steps every worker of every replica took (coins that all land)
     models, grads = [X.clone()] if record_iterates else [], []
@@ -296,12 +297,17 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
         else:
             torch.lt(rand_(drawn, draws).view(CR, N), p, out=coins)
         G = sample(X.view(*lead, N, d)).view(CR, N, d)
-        if not every_coin_lands:
-            G.mul_(coins[..., None])
-        if isinstance(eta, float):
-            torch.add(X, G, alpha=-eta, out=moved)
-        else:  # -eta per replica
+        if isinstance(eta, float) or record_iterates:  # G_k = theta_k g_k, recorded as applied
+            if not every_coin_lands:
+                G.mul_(coins[..., None])
+            if isinstance(eta, float):
+                torch.add(X, G, alpha=-eta, out=moved)
+            else:
+                torch.addcmul(X, G, eta, out=moved)
+        elif every_coin_lands:  # -eta per replica
             torch.addcmul(X, G, eta, out=moved)
+        else:  # the coins in the step, -eta theta_k [CR, N, 1], not a pass over G: same bits
+            torch.addcmul(X, G, torch.mul(eta, coins[..., None], out=step), out=moved)
         mixes(k, moved)
         X, moved = accept(X, moved), X
         if accept.alive is None and every_coin_lands:

@@ -436,3 +436,21 @@ def test_empty_large_shape_dtype_and_small_sizes():
     assert float(big.sum()) == 2.5 * 3 * (1 << 20)
     small = empty_large((4, 2), torch.int64, "cpu")
     assert small.shape == (4, 2) and small.dtype == torch.int64
+
+
+def test_coins_folded_into_per_replica_steps_change_no_bit():
+    """With a step per replica, a run that records nothing per worker puts the coins in the
+    step, -eta theta_k, instead of masking G_k (the path ``record_iterates`` keeps): the same
+    numbers, bit for bit, coins that miss included."""
+    hub_of = torch.tensor([0, 0, 1, 1, 1])
+    kwargs = dict(H=diffusion_H(torch.tensor([0.4, 0.6], dtype=F64), 0.5), hub_of=hub_of,
+                  w=torch.tensor([1.0, 1.0, 1.0, 2.0, 1.0]), p=torch.tensor([0.3, 1, 0.5, 0.7, 1]),
+                  eta=torch.tensor([0.05, 0.1, 0.2, 0.4], dtype=F64), K=12, q=2, tau=3,
+                  x1=torch.ones(DIM), replicas=4)
+    for problem in [Quadratic.random(DIM, 2.0, 0.3, 1.0, gen(13)),
+                    LogisticRegression.random(20, DIM, 1.0, gen(13))]:
+        folded, masked = (run_mllsgd(problem, generator=gen(17), record_iterates=r, **kwargs)
+                          for r in (False, True))
+        assert (folded.steps_taken < masked.slots.shape[1]).any()  # some coins missed
+        for name in ("grad_sq_norm", "loss", "steps_taken", "diverged"):
+            assert torch.equal(getattr(folded, name), getattr(masked, name)), name
