@@ -244,6 +244,12 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
     batched = C is not None
     Ks, taus = (K, tau) if batched else ([K], [tau])
     C, K = len(Ks), max(Ks)
+    # configurations in the order of their tau (stable): those that average at iteration k
+    # are then one range of rows (for taus that divide one another), averaged in place
+    order = sorted(range(C), key=taus.__getitem__)
+    Ks, taus = [Ks[c] for c in order], [taus[c] for c in order]
+    if isinstance(eta, torch.Tensor) and batched:
+        eta = eta.view(C, R, 1, 1)[order].view(C * R, 1, 1)
     record_every = _positive_int("record_every", record_every)
     for Kc in Ks:
         if Kc % record_every:
@@ -327,7 +333,7 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
     traces = [_trace(c, R, Ks[c] // record_every, final[c], losses, grad_sq_norms, slots,
                      models, grads, a, record_grad, record_iterates, Ks[c], record_first)
               for c in range(C)]
-    return traces if batched else traces[0]
+    return [traces[c] for c in sorted(range(C), key=order.__getitem__)] if batched else traces[0]
 
 
 def _trace(c: int, R: int, records: int, final, losses, grad_sq_norms, slots, models, grads,
@@ -357,10 +363,12 @@ class _Operators:
     configuration the same T_k, in place on the whole state): per iteration k, the
     sub-network average ("V") and the hub mixing ("Z") applied to the configurations whose
     T_k it is, rows c R .. (c + 1) R - 1 gathered, averaged in buffers of their size and
-    put back. The rows and buffers of each pattern of T_k over the values of tau are made
-    once (the patterns repeat every lcm q tau iterations); the gathered rows and the
-    averagings' products go in two state-sized scratch buffers shared by every pattern (one
-    pattern runs at a time), not in buffers of their own."""
+    put back, or averaged in place where they are one range of rows (configurations in the
+    order of their tau, :func:`run_mllsgd`, and taus that divide one another: the rows that
+    average at k are those of the smallest taus). The rows and buffers of each pattern of T_k
+    over the values of tau are made once (the patterns repeat every lcm q tau iterations);
+    the gathered rows and the averagings' products go in two state-sized scratch buffers
+    shared by every pattern (one pattern runs at a time), not in buffers of their own."""
 
     def __init__(self, taus: list[int], q: int, C: int, R: int, average: _Averaging,
                  hub_of: torch.Tensor, v: torch.Tensor, H: torch.Tensor):
@@ -369,7 +377,7 @@ class _Operators:
         self.rows = torch.arange(C * R, device=H.device).view(C, R)
         self.hub_of, self.v, self.H = hub_of, v, H
         self.plans: dict[tuple[str, ...], list] = {}
-        self.parts = self.scaled = None  # the scratch buffers, made with the first plan
+        self.parts = self.scaled = None  # the scratch buffers, made when a plan needs them
 
     def __call__(self, k: int, moved: torch.Tensor) -> None:
         if len(self.distinct) == 1:
@@ -381,6 +389,8 @@ class _Operators:
         for kind, rows, averaging in self.plans[kinds]:
             if rows is None:
                 averaging(moved, kind)
+            elif isinstance(rows, slice):
+                averaging(moved[rows], kind)
             else:
                 part = torch.index_select(moved, 0, rows, out=self.parts[:rows.numel()])
                 averaging(part, kind)
@@ -389,8 +399,8 @@ class _Operators:
     def _plan(self, kind_of: dict[int, str], moved: torch.Tensor) -> list:
         """[(kind, rows or None for every row, its averaging)] for "V" and "Z"."""
         plan = []
-        if self.parts is None:
-            self.parts, self.scaled = torch.empty_like(moved), torch.empty_like(moved)
+        if self.scaled is None:
+            self.scaled = torch.empty_like(moved)
         for kind in ("V", "Z"):
             picked = [c for c, tau in enumerate(self.taus) if kind_of[tau] == kind]
             if len(picked) == len(self.taus):
@@ -398,8 +408,12 @@ class _Operators:
             elif picked:
                 rows = self.rows[picked].view(-1)
                 shape = (rows.numel(), *moved.shape[1:])
+                if picked == list(range(picked[0], picked[-1] + 1)):  # one range: in place
+                    rows = slice(int(rows[0]), int(rows[-1]) + 1)
+                elif self.parts is None:
+                    self.parts = torch.empty_like(moved)
                 plan.append((kind, rows, _Averaging(self.hub_of, self.v, self.H, shape,
-                                                    self.scaled[:rows.numel()])))
+                                                    self.scaled[:shape[0]])))
         return plan
 
 
