@@ -267,6 +267,8 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
     moved = torch.empty_like(X)  # X_k - eta G_k, then X_k T_k: becomes X_{k+1}
     average = _Averaging(hub_of, v, H, X.shape)
     sample = problem.gradient_sampler((*lead, N, d), draws)
+    # X_k - eta G_k written at once by a sampler that can (sim.neural's closed form)
+    fused = None if record_iterates or isinstance(eta, float) else getattr(sample, "step", None)
     weighted = _WeightedAverage(a, X, moved)
     record = problem.recorder((CR, d), grad=record_grad)
     accept = Acceptance(CR, device)
@@ -302,18 +304,21 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
             rand_(drawn, draws)  # drawn all the same: the stream stays the documented one
         else:
             torch.lt(rand_(drawn, draws).view(CR, N), p, out=coins)
-        G = sample(X.view(*lead, N, d)).view(CR, N, d)
         if isinstance(eta, float) or record_iterates:  # G_k = theta_k g_k, recorded as applied
+            G = sample(X.view(*lead, N, d)).view(CR, N, d)
             if not every_coin_lands:
                 G.mul_(coins[..., None])
             if isinstance(eta, float):
                 torch.add(X, G, alpha=-eta, out=moved)
             else:
                 torch.addcmul(X, G, eta, out=moved)
-        elif every_coin_lands:  # -eta per replica
-            torch.addcmul(X, G, eta, out=moved)
-        else:  # the coins in the step, -eta theta_k [CR, N, 1], not a pass over G: same bits
-            torch.addcmul(X, G, torch.mul(eta, coins[..., None], out=step), out=moved)
+        else:  # -eta per replica, times the coins [CR, N, 1] (not a pass over G: same bits)
+            scale = eta if every_coin_lands else torch.mul(eta, coins[..., None], out=step)
+            if fused is None:
+                torch.addcmul(X, sample(X.view(*lead, N, d)).view(CR, N, d), scale, out=moved)
+            else:
+                fused(X.view(*lead, N, d), scale.expand(CR, N, 1).view(*lead, N, 1),
+                      moved.view(*lead, N, d))
         mixes(k, moved)
         X, moved = accept(X, moved), X
         if accept.alive is None and every_coin_lands:

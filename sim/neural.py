@@ -128,11 +128,17 @@ class DenseNetwork:
         return cls(plan, start)
 
     def __call__(self, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor,
-                 weights: torch.Tensor, *, gradient: bool = True, out: torch.Tensor | None = None):
+                 weights: torch.Tensor, *, gradient: bool = True, out: torch.Tensor | None = None,
+                 scale: torch.Tensor | None = None):
         """sum_j weights_j CE(h(x; inputs_j), targets_j) for every model of x [..., dim],
         [...], and (``gradient``) its gradient [..., dim]: ``inputs`` [..., n, f], ``targets``
         and ``weights`` [..., n], their leading dimensions broadcast against x's (none: the
-        same samples for every model). ``out``: where to write the gradient (x's shape), if given."""
+        same samples for every model). ``out``: where to write the gradient (x's shape), if given.
+        ``scale`` [..., 1] (with ``out``): write the step x + scale * gradient into ``out``
+        instead, layer by layer, the gradient never stored (an SGD step without a pass over a
+        gradient buffer; the numbers of ``torch.addcmul(x, gradient, scale)`` bit for bit,
+        but for the weights of a one-sample layer, (delta scale) below instead of
+        (delta below) scale: round-off)."""
         given = out
         h, saved = inputs, []                    # saved[k]: step k's input (tanh: its output)
         for step in self.plan:
@@ -160,12 +166,21 @@ class DenseNetwork:
                 delta = delta * (1 - below.square())
                 continue
             _, w, out, into, b = step
-            if delta.shape[-2] == 1:  # one sample: the outer product, written in place
+            if delta.shape[-2] == 1 and scale is not None:  # x + (delta scale) below, in place
+                torch.addcmul(x[..., w].unflatten(-1, (out, into)),
+                              delta[..., 0, :, None] * scale[..., None],
+                              below[..., 0, None, :], out=grad[..., w].unflatten(-1, (out, into)))
+            elif delta.shape[-2] == 1:  # one sample: the outer product, written in place
                 torch.mul(delta[..., 0, :, None], below[..., 0, None, :],
                           out=grad[..., w].unflatten(-1, (out, into)))
+            elif scale is not None:
+                torch.addcmul(x[..., w], torch.matmul(delta.mT, below).flatten(-2), scale,
+                              out=grad[..., w])
             else:
                 grad[..., w] = torch.matmul(delta.mT, below).flatten(-2)
-            if b is not None:
+            if b is not None and scale is not None:
+                torch.addcmul(x[..., b], delta.sum(-2), scale, out=grad[..., b])
+            elif b is not None:
                 grad[..., b] = delta.sum(-2)
             if k:
                 delta = torch.matmul(delta, x[..., w].unflatten(-1, (out, into)))
@@ -298,18 +313,20 @@ class _FlatModule:
         return out.reshape(lead + out.shape[1:])
 
     def dense_chunks(self, want: str, flat: torch.Tensor, data: tuple, data_dims: tuple,
-                     out: torch.Tensor | None = None):
+                     out: torch.Tensor | None = None, scale: torch.Tensor | None = None):
         """:meth:`evaluated` by :class:`DenseNetwork` on ``flat`` [B, ..., dim], at most
         :meth:`models_within` models of its first dimension at a time (the data where
         ``data_dims`` says 0 split with them, the others broadcast); ``out`` (``flat``'s
-        shape): where the gradients go, if given."""
+        shape): where the gradients go, if given (with ``scale`` [B, ..., 1]: the steps
+        flat + scale * gradient, :class:`DenseNetwork`)."""
         size = self.models_within(flat, data, data_dims)
         values, grads = [], []
         for start in range(0, flat.shape[0], size):
             part = slice(start, start + size)
             found = self.dense(flat[part], *(d[part] if dim == 0 else d
                                              for d, dim in zip(data, data_dims, strict=True)),
-                               gradient=want != "loss", out=None if out is None else out[part])
+                               gradient=want != "loss", out=None if out is None else out[part],
+                               scale=None if scale is None else scale[part])
             values.append(found if want == "loss" else found[0])
             if want != "loss":
                 grads.append(found[1])
@@ -475,10 +492,12 @@ class NeuralClients(_FlatModule, ClientProblem):
         return self._per_worker(x, self.features[rows.table], self.labels[rows.table], rows.weights)
 
     def _per_worker(self, x: torch.Tensor, inputs, targets, weights,
-                    out: torch.Tensor | None = None) -> torch.Tensor:
+                    out: torch.Tensor | None = None,
+                    scale: torch.Tensor | None = None) -> torch.Tensor:
         """grad f_i-type gradients at x [..., K, dim] with per-row data [K, b, ...]
         (shared over the other leading dimensions) or [P, K, b, ...] (one per model); K = M
-        for the workers. ``out`` (x's shape, contiguous): where the closed form writes them."""
+        for the workers. ``out`` (x's shape, contiguous): where the closed form writes them
+        (with ``scale`` [..., K, 1]: the steps x + scale * gradient, ``DenseNetwork``)."""
         K = weights.shape[-2]
         if x.ndim < 2 or x.shape[-2:] != (K, self.dim):
             raise ValueError(f"x must have shape [..., {K}, {self.dim}], got {tuple(x.shape)}")
@@ -487,7 +506,9 @@ class NeuralClients(_FlatModule, ClientProblem):
         if self.dense is not None:
             dims = (None,) * 3 if shared else (0,) * 3
             return self.dense_chunks("grad", flat, (inputs, targets, weights), dims,
-                                     None if out is None else out.view(flat.shape)).reshape(x.shape)
+                                     None if out is None else out.view(flat.shape),
+                                     None if scale is None else scale.reshape(*flat.shape[:2], 1)
+                                     ).reshape(x.shape)
         inner = vmap(grad(self.weighted_loss), in_dims=(0, 0, 0, 0))
         outer = vmap(inner, in_dims=(0, None, None, None) if shared else (0, 0, 0, 0),
                      chunk_size=self.models_within(flat, (inputs,), (None,) if shared else (0,)))
@@ -499,23 +520,26 @@ class NeuralClients(_FlatModule, ClientProblem):
                                 self.local_weights)
 
     def stochastic_worker_grads(self, x: torch.Tensor, generator: torch.Generator,
-                                rows: ShardRows | None = None,
-                                out: torch.Tensor | None = None) -> torch.Tensor:
+                                rows: ShardRows | None = None, out: torch.Tensor | None = None,
+                                scale: torch.Tensor | None = None) -> torch.Tensor:
         """One mini-batch gradient per worker at x [..., M, dim]: row i's ``batch`` samples
-        drawn from worker i's (``rows``: the partition's ``ShardRows``, made if None; ``out``:
-        see :meth:`_per_worker`)."""
+        drawn from worker i's (``rows``: the partition's ``ShardRows``, made if None; ``out``
+        and ``scale``: see :meth:`_per_worker`)."""
         lead = x.shape[:-2]
         rows = ShardRows(self.partition, self.device) if rows is None else rows
         idx = rows(rand((*lead, self.M, self.batch), generator, self.device)).reshape(-1, self.M, self.batch)
         weights = torch.full((idx.shape[0], self.M, self.batch), 1.0 / self.batch, dtype=DTYPE,
                              device=self.device)
-        return self._per_worker(x, self.features[idx], self.labels[idx], weights, out)
+        return self._per_worker(x, self.features[idx], self.labels[idx], weights, out, scale)
 
     def worker_gradient_sampler(self, shape, generator: torch.Generator):
         """``x -> stochastic_worker_grads(x, generator)`` (the interface run_afl and
         run_mllsgd use); with the closed form, written into one buffer of ``shape`` reused by
         every call (valid until the next, as ``Problem.gradient_sampler`` allows): no fresh
-        state-sized tensor per iteration."""
+        state-sized tensor per iteration. With the closed form the sampler also has
+        ``step(x, scale, out)``: the same draws, and x + scale * g(x) written into ``out``
+        (x's shape; ``scale`` [..., M, 1], -eta theta_k for ``sim.mllsgd.run_mllsgd``) without
+        storing g(x) (``DenseNetwork``)."""
         rows = ShardRows(self.partition, self.device)
         shape = tuple(shape)
         buffer = None if self.dense is None else torch.empty(shape, dtype=DTYPE, device=self.device)
@@ -524,6 +548,11 @@ class NeuralClients(_FlatModule, ClientProblem):
             fits = buffer is not None and tuple(x.shape) == shape
             return self.stochastic_worker_grads(x, generator, rows, buffer if fits else None)
 
+        def step(x: torch.Tensor, scale: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+            return self.stochastic_worker_grads(x, generator, rows, out, scale)
+
+        if self.dense is not None:
+            sample.step = step
         return sample
 
     def mean_gradient_sampler(self, shape, counts, generator):

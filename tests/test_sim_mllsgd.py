@@ -454,3 +454,30 @@ def test_coins_folded_into_per_replica_steps_change_no_bit():
         assert (folded.steps_taken < masked.slots.shape[1]).any()  # some coins missed
         for name in ("grad_sq_norm", "loss", "steps_taken", "diverged"):
             assert torch.equal(getattr(folded, name), getattr(masked, name)), name
+
+
+@pytest.mark.parametrize("model,batch", [("logistic", 1), ("mlp", 1), ("mlp", 2)])
+def test_closed_form_step_into_the_state_is_the_step_with_a_gradient_buffer(model, batch):
+    """sim.neural's closed form writes X_k - eta theta_k g_k directly (the sampler's ``step``,
+    taken with a step per replica when nothing records G_k): against the path through a
+    gradient buffer (``record_iterates``), the same coins and draws, the same numbers: bit
+    for bit where a layer sees several samples (the same products), to round-off on a
+    one-sample layer ((delta scale) below against (delta below) scale)."""
+    from fedbound.sim.federated import federated_problem
+
+    fed, x1 = federated_problem("digits", model, ("dirichlet", 0.5), (4,), batch=batch,
+                                hidden=(5,))
+    kw = dict(H=torch.full((2, 2), 0.5, dtype=F64), hub_of=torch.arange(4) // 2,
+              w=torch.ones(4), p=torch.tensor([0.3, 1.0, 0.6, 0.9], dtype=F64),
+              eta=torch.tensor([[0.5], [2.0]], dtype=F64).expand(2, 3), K=[12, 12], q=2,
+              tau=[3, 1], x1=x1, replicas=3)
+    fused, buffered = (run_mllsgd(fed, generator=gen(5), record_iterates=r, **kw) for r in (False, True))
+    for one, other in zip(fused, buffered, strict=True):
+        assert torch.equal(one.steps_taken, other.steps_taken)
+        assert (one.steps_taken < 12).any()  # some coins missed
+        if batch > 1:
+            assert torch.equal(one.loss, other.loss) and torch.equal(one.grad_sq_norm, other.grad_sq_norm)
+        else:
+            torch.testing.assert_close(one.loss, other.loss, rtol=1e-12, atol=0)
+            torch.testing.assert_close(one.grad_sq_norm, other.grad_sq_norm, rtol=1e-12, atol=0)
+            assert not torch.equal(one.loss, other.loss)  # round-off: two paths, not one
