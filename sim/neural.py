@@ -6,9 +6,11 @@ quadratic: a batch of models is a tensor [..., dim]. Losses and gradients of all
 at once go through ``torch.func.functional_call`` vmapped over the leading dimensions
 (``torch.func.grad`` for gradients): one call for every replica and worker, never a
 Python loop over them. A network of ``Linear`` and ``Tanh`` layers (:func:`mlp`, and one
-``Linear``: multinomial logistic regression) has its forward and backward pass written out
-instead (:class:`DenseNetwork`: the same numbers to round-off, several times faster on
-small networks, where the vmapped autograd's overhead per call dominates).
+``Linear``: multinomial logistic regression), or of the layers of :func:`small_cnn`, has its
+forward and backward pass written out instead (:class:`DenseNetwork`: the same numbers to
+round-off, several times faster on small networks, where the vmapped autograd's overhead
+per call dominates, and on CPU than the vmapped convolutions, which torch runs group by
+group).
 
 - :class:`NeuralProblem`: a ``sim.problems.Problem`` (MLL-SGD, HFL): F(x) is the mean
   cross-entropy over a data set held as tensors; the stochastic gradient is the gradient
@@ -61,9 +63,9 @@ def small_cnn(classes: int = 10, channels: int = 8,
     channel: the digits; (1, 28, 28): MNIST; (3, 32, 32): CIFAR-10): conv 3x3
     (``channels``), tanh, 2x2 average pooling, conv 3x3 (2 ``channels``), tanh, 2x2 average
     pooling, linear.
-    (Vmapped over models, a convolution becomes one grouped convolution; on CPU in float64
-    torch runs it group by group, so the vectorised CNN is no faster than a loop there:
-    see benchmarks/bench_neural.py.)"""
+    (Its gradients are written out, :class:`DenseNetwork`. Vmapped over models, a
+    convolution becomes one grouped convolution; on CPU in float64 torch runs it group by
+    group, so the vmapped CNN is no faster than a loop there: see benchmarks/bench_neural.py.)"""
     c, (colours, height, width) = channels, image
     return torch.nn.Sequential(
         torch.nn.Unflatten(1, tuple(image)),
@@ -93,8 +95,10 @@ CHUNK_BYTES = 64 * 2**20
 
 class DenseNetwork:
     """Closed-form cross-entropy losses and gradients of a network of ``torch.nn.Linear`` and
-    ``torch.nn.Tanh`` layers (:func:`mlp`; one ``Linear``: multinomial logistic regression)
-    at flat parameters, with every leading dimension a batch of models: the forward pass by
+    ``torch.nn.Tanh`` layers (:func:`mlp`; one ``Linear``: multinomial logistic regression),
+    or with the convolutions, 2 x 2 average pooling and reshapes of :func:`small_cnn`
+    (:meth:`of`; a convolution as ``unfold``, a product per model and ``fold`` back), at flat
+    parameters, with every leading dimension a batch of models: the forward pass by
     batched matrix products, the backward pass written out (softmax minus the one-hot label,
     times the sample's weight, back through each layer), the gradient packed in
     ``named_parameters`` order. The numbers of ``torch.func.grad`` of
@@ -109,12 +113,14 @@ class DenseNetwork:
     @classmethod
     def of(cls, module: torch.nn.Module, features: torch.Tensor) -> DenseNetwork | None:
         """The closed form of ``module`` for inputs like ``features`` [n, f], or None unless
-        the module is a plain ``Linear`` or a ``Sequential`` of plain ``Linear`` and ``Tanh``
-        layers (their exact types, no hooks) and the inputs are rows of features."""
+        the module is a plain ``Linear`` or a ``Sequential`` of plain layers (their exact
+        types, no hooks): ``Linear`` and ``Tanh``, and for images (:func:`small_cnn`)
+        ``Unflatten`` of the features to [C, H, W], ``Conv2d`` (stride 1, no dilation or
+        groups, zero padding), ``AvgPool2d`` (2 x 2, stride 2) and ``Flatten``; the inputs
+        rows of features."""
         layers = list(module) if type(module) is torch.nn.Sequential else [module]
         modules = [module, *layers]
         if (features.ndim != 2 or not layers
-                or any(type(m) not in (torch.nn.Linear, torch.nn.Tanh) for m in layers)
                 or any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
                        or m._backward_pre_hooks or list(m.buffers()) for m in modules)):
             return None
@@ -122,9 +128,39 @@ class DenseNetwork:
         for p in module.parameters():
             where[id(p)] = slice(start, start + p.numel())
             start += p.numel()
-        plan = [("tanh",) if isinstance(m, torch.nn.Tanh) else
-                ("linear", where[id(m.weight)], m.out_features, m.in_features,
-                 None if m.bias is None else where[id(m.bias)]) for m in layers]
+        plan, image = [], None  # image: (C, H, W) of the activations, None while flat
+        for m in layers:
+            kind = type(m)
+            if kind is torch.nn.Tanh:
+                plan.append(("tanh",))
+            elif kind is torch.nn.Linear and image is None:
+                plan.append(("linear", where[id(m.weight)], m.out_features, m.in_features,
+                             None if m.bias is None else where[id(m.bias)]))
+            elif (kind is torch.nn.Unflatten and image is None and m.dim in (1, -1)
+                  and len(m.unflattened_size) == 3):
+                image = tuple(int(v) for v in m.unflattened_size)
+                plan.append(("image", image))
+            elif kind is torch.nn.Flatten and image is not None and (m.start_dim, m.end_dim) == (1, -1):
+                plan.append(("flatten", image))
+                image = None
+            elif (kind is torch.nn.Conv2d and image is not None and m.stride == (1, 1)
+                  and m.dilation == (1, 1) and m.groups == 1 and m.padding_mode == "zeros"
+                  and isinstance(m.padding, tuple) and image[0] == m.in_channels):
+                (kh, kw), (ph, pw) = m.kernel_size, m.padding
+                after = (m.out_channels, image[1] + 2 * ph - kh + 1, image[2] + 2 * pw - kw + 1)
+                plan.append(("conv", where[id(m.weight)], m.out_channels, m.in_channels * kh * kw,
+                             None if m.bias is None else where[id(m.bias)], image, (kh, kw),
+                             (ph, pw), after))
+                image = after
+            elif (kind is torch.nn.AvgPool2d and image is not None and m.kernel_size in (2, (2, 2))
+                  and m.stride in (2, (2, 2)) and m.padding in (0, (0, 0)) and not m.ceil_mode
+                  and m.divisor_override is None):
+                plan.append(("pool", image))
+                image = (image[0], image[1] // 2, image[2] // 2)
+            else:
+                return None
+        if image is not None:
+            return None
         return cls(plan, start)
 
     def __call__(self, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor,
@@ -146,6 +182,10 @@ class DenseNetwork:
                 h = torch.tanh(h)
                 saved.append(h)
                 continue
+            if step[0] in ("image", "flatten", "pool", "conv"):
+                h, kept = _image_forward(step, h, x)
+                saved.append(kept)
+                continue
             saved.append(h)
             _, w, out, into, b = step
             h = torch.matmul(h, x[..., w].unflatten(-1, (out, into)).mT)
@@ -164,6 +204,15 @@ class DenseNetwork:
             step, below = self.plan[k], saved[k]
             if step[0] == "tanh":
                 delta = delta * (1 - below.square())
+                continue
+            if step[0] in ("image", "flatten", "pool"):
+                delta = _image_backward(step, delta)
+                continue
+            if step[0] == "conv":
+                delta = _conv_backward(step, delta, below, x, grad, scale, any(
+                    s[0] in ("linear", "conv") for s in self.plan[:k]))
+                if delta is None:  # no parameters below
+                    break
                 continue
             _, w, out, into, b = step
             if delta.shape[-2] == 1 and scale is not None:  # x + (delta scale) below, in place
@@ -185,6 +234,68 @@ class DenseNetwork:
             if k:
                 delta = torch.matmul(delta, x[..., w].unflatten(-1, (out, into)))
         return value, grad
+
+
+def _image_forward(step: tuple, h: torch.Tensor, x: torch.Tensor):
+    """The forward pass of an image step of :class:`DenseNetwork` on h [..., n, features] or
+    [..., n, C, H, W], and what its backward pass needs (a convolution: its patches)."""
+    if step[0] == "image":
+        return h.unflatten(-1, step[1]), None
+    if step[0] == "flatten":
+        return h.flatten(-3), None
+    if step[0] == "pool":
+        lead = h.shape[:-3]
+        pooled = torch.nn.functional.avg_pool2d(h.reshape(-1, *h.shape[-3:]), 2)
+        return pooled.reshape(*lead, *pooled.shape[-3:]), None
+    _, w, out, into, b, (C, H, W), kernel, padding, after = step
+    lead = h.shape[:-3]
+    patches = torch.nn.functional.unfold(h.reshape(-1, C, H, W), kernel, padding=padding)
+    patches = patches.reshape(*lead, into, patches.shape[-1])               # [..., n, C k k, L]
+    h = torch.matmul(x[..., None, w].unflatten(-1, (out, into)), patches)   # [..., n, out, L]
+    if b is not None:
+        h = h + x[..., None, b, None]
+    return h.unflatten(-1, after[1:]), patches
+
+
+def _image_backward(step: tuple, delta: torch.Tensor) -> torch.Tensor:
+    """delta through an "image", "flatten" or "pool" step of :class:`DenseNetwork`: the
+    transpose of the forward pass (2 x 2 average pooling: each value spread over its 4
+    inputs, / 4; rows and columns the pooling dropped get 0)."""
+    if step[0] == "image":
+        return delta.flatten(-3)
+    if step[0] == "flatten":
+        return delta.unflatten(-1, step[1])
+    H, W = step[1][1:]
+    up = delta.repeat_interleave(2, -2).repeat_interleave(2, -1) / 4
+    return torch.nn.functional.pad(up, (0, W - up.shape[-1], 0, H - up.shape[-2]))
+
+
+def _conv_backward(step: tuple, delta: torch.Tensor, patches: torch.Tensor, x: torch.Tensor,
+                   grad: torch.Tensor, scale: torch.Tensor | None, below: bool) -> torch.Tensor | None:
+    """A convolution of :class:`DenseNetwork` backwards: its weights' and bias's gradient
+    (the sum over samples of delta patches^T, of delta) written into ``grad`` (with
+    ``scale``: x + scale * gradient), and the delta of its input (``below``: there is a
+    layer below), folded back from W^T delta."""
+    _, w, out, into, b, (C, H, W), kernel, padding, _ = step
+    delta = delta.flatten(-2)                                                # [..., n, out, L]
+    g = torch.matmul(delta, patches.mT).sum(-3).flatten(-2)                  # [..., out C k k]
+    if scale is None:
+        grad[..., w] = g
+    else:
+        torch.addcmul(x[..., w], g, scale, out=grad[..., w])
+    if b is not None:
+        gb = delta.sum((-3, -1))
+        if scale is None:
+            grad[..., b] = gb
+        else:
+            torch.addcmul(x[..., b], gb, scale, out=grad[..., b])
+    if not below:
+        return None
+    cols = torch.matmul(x[..., None, w].unflatten(-1, (out, into)).mT, delta)  # [..., n, C k k, L]
+    lead = cols.shape[:-2]
+    folded = torch.nn.functional.fold(cols.reshape(-1, into, cols.shape[-1]), (H, W), kernel,
+                                      padding=padding)
+    return folded.reshape(*lead, C, H, W)
 
 
 class _FlatModule:

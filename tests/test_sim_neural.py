@@ -362,12 +362,18 @@ def test_the_closed_form_of_linear_and_tanh_networks_is_vmapped_autograd(net, le
     torch.testing.assert_close(problem.evaluated("grad", x, data, dims), ref_grads, rtol=1e-12, atol=1e-14)
 
 
-def test_the_closed_form_is_only_for_plain_linear_and_tanh_layers(digits):
-    """Other modules (convolutions, another activation, a subclass, a hook) keep torch.func."""
+def test_the_closed_form_is_only_for_plain_linear_tanh_and_small_cnn_layers(digits):
+    """Other modules (strided convolutions, max pooling, another activation, a subclass, a
+    hook) keep torch.func."""
     X, y = digits
     assert NeuralProblem(mlp(64, (5,), 10), X, y).dense is not None
     assert NeuralProblem(torch.nn.Linear(64, 10), X, y).dense is not None
-    assert NeuralProblem(small_cnn(10, channels=2), X, y).dense is None
+    assert NeuralProblem(small_cnn(10, channels=2), X, y).dense is not None
+    for layer in (torch.nn.Conv2d(1, 2, 3, stride=2), torch.nn.MaxPool2d(2)):
+        other = torch.nn.Sequential(torch.nn.Unflatten(1, (1, 8, 8)), layer, torch.nn.Flatten(),
+                                    torch.nn.LazyLinear(10))
+        other(X[:1].float())  # the lazy layer takes its size
+        assert NeuralProblem(other, X, y).dense is None
     relu = torch.nn.Sequential(torch.nn.Linear(64, 5), torch.nn.ReLU(), torch.nn.Linear(5, 10))
     assert NeuralProblem(relu, X, y).dense is None
 
@@ -383,6 +389,30 @@ def test_the_closed_form_is_only_for_plain_linear_and_tanh_layers(digits):
     x = problem.initial()
     _, ref = reference_loss_and_grad(hooked, x, X, y)
     torch.testing.assert_close(problem.grad(x), ref, rtol=1e-10, atol=1e-13)
+
+
+@pytest.mark.parametrize("channels,shared,b", [(2, True, 1), (3, True, 4), (2, False, 1), (3, False, 3)])
+def test_the_closed_form_of_the_small_cnn_is_vmapped_autograd(channels, shared, b, digits):
+    """DenseNetwork's convolutions (unfold, a product per model, fold back) and 2 x 2 average
+    pooling against torch.func's vmapped grad_and_value of the weighted loss, to round-off
+    in float64: data shared by every model or one set per model, one sample or several."""
+    X, y = digits
+    problem = NeuralProblem(small_cnn(10, channels=channels), X, y)
+    g = gen(channels + b)
+    x = problem.initial() + 0.3 * torch.randn(2, 3, problem.dim, dtype=F64, generator=g)
+    if shared:
+        data = (problem.features[:b], problem.labels[:b], torch.rand(b, dtype=F64, generator=g))
+        dims = (None,) * 3
+    else:
+        idx = torch.randint(problem.n, (6, b), generator=g)
+        data = (problem.features[idx], problem.labels[idx], torch.rand(6, b, dtype=F64, generator=g))
+        dims = (0,) * 3
+    grads, values = problem.evaluated("both", x, data, dims)
+    from torch.func import grad_and_value
+
+    ref_grads, ref_values = problem.batched(grad_and_value(problem.weighted_loss), x, data, dims)
+    torch.testing.assert_close(values, ref_values, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(grads, ref_grads, rtol=1e-12, atol=1e-14)
 
 
 def test_the_closed_form_clients_gradients_are_the_vmapped_ones(digits):
