@@ -92,14 +92,15 @@ CHUNK_BYTES = 64 * 2**20
 
 
 class DenseNetwork:
-    """Closed-form cross-entropy losses and gradients of a network of ``torch.nn.Linear`` and
-    ``torch.nn.Tanh`` layers (:func:`mlp`; one ``Linear``: multinomial logistic regression)
-    at flat parameters, with every leading dimension a batch of models: the forward pass by
-    batched matrix products, the backward pass written out (softmax minus the one-hot label,
-    times the sample's weight, back through each layer), the gradient packed in
+    """Closed-form outputs, cross-entropy losses and gradients of a network of
+    ``torch.nn.Linear`` and ``torch.nn.Tanh`` layers (:func:`mlp`; one ``Linear``:
+    multinomial logistic regression) at flat parameters, with every leading dimension a
+    batch of models: the forward pass by batched matrix products (:meth:`forward`), the
+    backward pass written out (:meth:`backward`), the gradient packed in
     ``named_parameters`` order. The numbers of ``torch.func.grad`` of
     :meth:`_FlatModule.weighted_loss` up to round-off, without its per-call overhead (about
-    7 ms a call on CPU, most of a simulation's time on small networks).
+    7 ms a call on CPU, most of a simulation's time on small networks). ``sim.tdcd``'s
+    ``ModuleModel`` uses it for each silo's network.
 
     :meth:`of` returns None for any other module (the vmapped autograd path is used)."""
 
@@ -107,16 +108,14 @@ class DenseNetwork:
         self.plan, self.dim = plan, dim
 
     @classmethod
-    def of(cls, module: torch.nn.Module, features: torch.Tensor) -> DenseNetwork | None:
-        """The closed form of ``module`` for inputs like ``features`` [n, f], or None unless
-        the module is a plain ``Linear`` or a ``Sequential`` of plain ``Linear`` and ``Tanh``
-        layers (their exact types, no hooks) and the inputs are rows of features."""
+    def of(cls, module: torch.nn.Module) -> DenseNetwork | None:
+        """The closed form of ``module``, or None unless it is a plain ``Linear`` or a
+        ``Sequential`` of plain ``Linear`` and ``Tanh`` layers (their exact types, no hooks
+        or buffers)."""
         layers = list(module) if type(module) is torch.nn.Sequential else [module]
-        modules = [module, *layers]
-        if (features.ndim != 2 or not layers
-                or any(type(m) not in (torch.nn.Linear, torch.nn.Tanh) for m in layers)
+        if (not layers or any(type(m) not in (torch.nn.Linear, torch.nn.Tanh) for m in layers)
                 or any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
-                       or m._backward_pre_hooks or list(m.buffers()) for m in modules)):
+                       or m._backward_pre_hooks or list(m.buffers()) for m in (module, *layers))):
             return None
         where, start = {}, 0
         for p in module.parameters():
@@ -127,13 +126,9 @@ class DenseNetwork:
                  None if m.bias is None else where[id(m.bias)]) for m in layers]
         return cls(plan, start)
 
-    def __call__(self, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor,
-                 weights: torch.Tensor, *, gradient: bool = True, out: torch.Tensor | None = None):
-        """sum_j weights_j CE(h(x; inputs_j), targets_j) for every model of x [..., dim],
-        [...], and (``gradient``) its gradient [..., dim]: ``inputs`` [..., n, f], ``targets``
-        and ``weights`` [..., n], their leading dimensions broadcast against x's (none: the
-        same samples for every model). ``out``: where to write the gradient (x's shape), if given."""
-        given = out
+    def forward(self, x: torch.Tensor, inputs: torch.Tensor) -> tuple[torch.Tensor, list]:
+        """(h(x; inputs) [..., n, out], the layers' saved inputs for :meth:`backward`) for
+        x [..., dim] and ``inputs`` [..., n, f] (leading dimensions broadcast)."""
         h, saved = inputs, []                    # saved[k]: step k's input (tanh: its output)
         for step in self.plan:
             if step[0] == "tanh":
@@ -145,6 +140,39 @@ class DenseNetwork:
             h = torch.matmul(h, x[..., w].unflatten(-1, (out, into)).mT)
             if b is not None:
                 h = h + x[..., None, b]
+        return h, saved
+
+    def backward(self, x: torch.Tensor, saved: list, delta: torch.Tensor,
+                 out: torch.Tensor | None = None) -> torch.Tensor:
+        """The sum over the n samples of ``delta`` [..., n, out] (dl/dh per sample) times
+        dh/dx at the forward pass ``saved``: the gradient [..., dim], written into ``out``
+        where given (every entry is written)."""
+        grad = out if out is not None else x.new_empty(
+            torch.broadcast_shapes(x.shape[:-1], delta.shape[:-2]) + x.shape[-1:])
+        for k in range(len(self.plan) - 1, -1, -1):
+            step, below = self.plan[k], saved[k]
+            if step[0] == "tanh":
+                delta = delta * (1 - below.square())
+                continue
+            _, w, fan_out, fan_in, b = step
+            if delta.shape[-2] == 1:  # one sample: the outer product, written in place
+                torch.mul(delta[..., 0, :, None], below[..., 0, None, :],
+                          out=grad[..., w].unflatten(-1, (fan_out, fan_in)))
+            else:
+                grad[..., w] = torch.matmul(delta.mT, below).flatten(-2)
+            if b is not None:
+                grad[..., b] = delta.sum(-2)
+            if k:
+                delta = torch.matmul(delta, x[..., w].unflatten(-1, (fan_out, fan_in)))
+        return grad
+
+    def __call__(self, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor,
+                 weights: torch.Tensor, *, gradient: bool = True, out: torch.Tensor | None = None):
+        """sum_j weights_j CE(h(x; inputs_j), targets_j) for every model of x [..., dim],
+        [...], and (``gradient``) its gradient [..., dim]: ``inputs`` [..., n, f], ``targets``
+        and ``weights`` [..., n], their leading dimensions broadcast against x's (none: the
+        same samples for every model). ``out``: where to write the gradient (x's shape), if given."""
+        h, saved = self.forward(x, inputs)
         lse = torch.logsumexp(h, dim=-1)
         labels = targets.expand(h.shape[:-1])[..., None]
         weights = weights.expand(h.shape[:-1])
@@ -153,23 +181,7 @@ class DenseNetwork:
             return value
         delta = torch.exp(h - lse[..., None]).mul_(weights[..., None])
         delta.scatter_add_(-1, labels, -weights[..., None])                   # [..., n, classes]
-        grad = x.new_empty(x.shape) if given is None else given
-        for k in range(len(self.plan) - 1, -1, -1):
-            step, below = self.plan[k], saved[k]
-            if step[0] == "tanh":
-                delta = delta * (1 - below.square())
-                continue
-            _, w, out, into, b = step
-            if delta.shape[-2] == 1:  # one sample: the outer product, written in place
-                torch.mul(delta[..., 0, :, None], below[..., 0, None, :],
-                          out=grad[..., w].unflatten(-1, (out, into)))
-            else:
-                grad[..., w] = torch.matmul(delta.mT, below).flatten(-2)
-            if b is not None:
-                grad[..., b] = delta.sum(-2)
-            if k:
-                delta = torch.matmul(delta, x[..., w].unflatten(-1, (out, into)))
-        return value, grad
+        return value, self.backward(x, saved, delta, x.new_empty(x.shape) if out is None else out)
 
 
 class _FlatModule:
@@ -215,7 +227,7 @@ class _FlatModule:
         if int(self.labels.max()) >= self.classes:
             raise ValueError(f"labels reach {int(self.labels.max())} but the module has "
                              f"{self.classes} outputs")
-        self.dense = DenseNetwork.of(self.module, self.features)
+        self.dense = DenseNetwork.of(self.module) if self.features.ndim == 2 else None
 
     @property
     def device(self) -> torch.device:

@@ -364,7 +364,7 @@ def _named_as_callable(kind):
 
 @pytest.mark.parametrize("loss", ["cross_entropy", "squared", "logistic"])
 def test_dense_closed_form_agrees_with_vmapped_autograd(loss):
-    """ModuleModel's closed form (DenseSilo: linear layers and tanh, a named loss) against
+    """ModuleModel's closed form (sim.neural.DenseNetwork: linear layers and tanh, a named loss) against
     torch.func.grad through functional_call (the same loss as a callable): embeddings,
     L, grad L, every client's g_kj, and a whole run, on silos of different architectures."""
     from fedbound.sim.neural import mlp
