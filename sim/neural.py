@@ -94,16 +94,17 @@ CHUNK_BYTES = 64 * 2**20
 
 
 class DenseNetwork:
-    """Closed-form cross-entropy losses and gradients of a network of ``torch.nn.Linear`` and
-    ``torch.nn.Tanh`` layers (:func:`mlp`; one ``Linear``: multinomial logistic regression),
-    or with the convolutions, 2 x 2 average pooling and reshapes of :func:`small_cnn`
-    (:meth:`of`; a convolution as ``unfold``, a product per model and ``fold`` back), at flat
-    parameters, with every leading dimension a batch of models: the forward pass by
-    batched matrix products, the backward pass written out (softmax minus the one-hot label,
-    times the sample's weight, back through each layer), the gradient packed in
+    """Closed-form outputs, cross-entropy losses and gradients of a network of
+    ``torch.nn.Linear`` and ``torch.nn.Tanh`` layers (:func:`mlp`; one ``Linear``:
+    multinomial logistic regression), or with the convolutions, 2 x 2 average pooling and
+    reshapes of :func:`small_cnn` (:meth:`of`; a convolution as ``unfold``, a product per
+    model and ``fold`` back), at flat parameters, with every leading dimension a
+    batch of models: the forward pass by batched matrix products (:meth:`forward`), the
+    backward pass written out (:meth:`backward`), the gradient packed in
     ``named_parameters`` order. The numbers of ``torch.func.grad`` of
     :meth:`_FlatModule.weighted_loss` up to round-off, without its per-call overhead (about
-    7 ms a call on CPU, most of a simulation's time on small networks).
+    7 ms a call on CPU, most of a simulation's time on small networks). ``sim.tdcd``'s
+    ``ModuleModel`` uses it for each silo's network.
 
     :meth:`of` returns None for any other module (the vmapped autograd path is used)."""
 
@@ -111,16 +112,16 @@ class DenseNetwork:
         self.plan, self.dim = plan, dim
 
     @classmethod
-    def of(cls, module: torch.nn.Module, features: torch.Tensor) -> DenseNetwork | None:
-        """The closed form of ``module`` for inputs like ``features`` [n, f], or None unless
+    def of(cls, module: torch.nn.Module) -> DenseNetwork | None:
+        """The closed form of ``module`` for inputs that are rows of features, or None unless
         the module is a plain ``Linear`` or a ``Sequential`` of plain layers (their exact
-        types, no hooks): ``Linear`` and ``Tanh``, and for images (:func:`small_cnn`)
-        ``Unflatten`` of the features to [C, H, W], ``Conv2d`` (stride 1, no dilation or
-        groups, zero padding), ``AvgPool2d`` (2 x 2, stride 2) and ``Flatten``; the inputs
-        rows of features."""
+        types, no hooks or buffers): ``Linear`` and ``Tanh``, and for images
+        (:func:`small_cnn`) ``Unflatten`` of the features to [C, H, W], ``Conv2d`` (stride 1,
+        no dilation or groups, zero padding), ``AvgPool2d`` (2 x 2, stride 2) and
+        ``Flatten``."""
         layers = list(module) if type(module) is torch.nn.Sequential else [module]
         modules = [module, *layers]
-        if (features.ndim != 2 or not layers
+        if (not layers
                 or any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
                        or m._backward_pre_hooks or list(m.buffers()) for m in modules)):
             return None
@@ -163,19 +164,9 @@ class DenseNetwork:
             return None
         return cls(plan, start)
 
-    def __call__(self, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor,
-                 weights: torch.Tensor, *, gradient: bool = True, out: torch.Tensor | None = None,
-                 scale: torch.Tensor | None = None):
-        """sum_j weights_j CE(h(x; inputs_j), targets_j) for every model of x [..., dim],
-        [...], and (``gradient``) its gradient [..., dim]: ``inputs`` [..., n, f], ``targets``
-        and ``weights`` [..., n], their leading dimensions broadcast against x's (none: the
-        same samples for every model). ``out``: where to write the gradient (x's shape), if given.
-        ``scale`` [..., 1] (with ``out``): write the step x + scale * gradient into ``out``
-        instead, layer by layer, the gradient never stored (an SGD step without a pass over a
-        gradient buffer; the numbers of ``torch.addcmul(x, gradient, scale)`` bit for bit,
-        but for the weights of a one-sample layer, (delta scale) below instead of
-        (delta below) scale: round-off)."""
-        given = out
+    def forward(self, x: torch.Tensor, inputs: torch.Tensor) -> tuple[torch.Tensor, list]:
+        """(h(x; inputs) [..., n, out], the layers' saved inputs for :meth:`backward`) for
+        x [..., dim] and ``inputs`` [..., n, f] (leading dimensions broadcast)."""
         h, saved = inputs, []                    # saved[k]: step k's input (tanh: its output)
         for step in self.plan:
             if step[0] == "tanh":
@@ -191,15 +182,20 @@ class DenseNetwork:
             h = torch.matmul(h, x[..., w].unflatten(-1, (out, into)).mT)
             if b is not None:
                 h = h + x[..., None, b]
-        lse = torch.logsumexp(h, dim=-1)
-        labels = targets.expand(h.shape[:-1])[..., None]
-        weights = weights.expand(h.shape[:-1])
-        value = (weights * (lse - h.gather(-1, labels).squeeze(-1))).sum(-1)
-        if not gradient:
-            return value
-        delta = torch.exp(h - lse[..., None]).mul_(weights[..., None])
-        delta.scatter_add_(-1, labels, -weights[..., None])                   # [..., n, classes]
-        grad = x.new_empty(x.shape) if given is None else given
+        return h, saved
+
+    def backward(self, x: torch.Tensor, saved: list, delta: torch.Tensor,
+                 out: torch.Tensor | None = None, scale: torch.Tensor | None = None) -> torch.Tensor:
+        """The sum over the n samples of ``delta`` [..., n, out] (dl/dh per sample) times
+        dh/dx at the forward pass ``saved``: the gradient [..., dim], written into ``out``
+        where given (every entry is written). ``scale`` [..., 1] (with ``out``): write the
+        step x + scale * gradient into ``out`` instead, layer by layer, the gradient never
+        stored (an SGD step without a pass over a gradient buffer; the numbers of
+        ``torch.addcmul(x, gradient, scale)`` bit for bit, but for the weights of a
+        one-sample linear layer, (delta scale) below instead of (delta below) scale:
+        round-off)."""
+        grad = out if out is not None else x.new_empty(
+            torch.broadcast_shapes(x.shape[:-1], delta.shape[:-2]) + x.shape[-1:])
         for k in range(len(self.plan) - 1, -1, -1):
             step, below = self.plan[k], saved[k]
             if step[0] == "tanh":
@@ -214,14 +210,14 @@ class DenseNetwork:
                 if delta is None:  # no parameters below
                     break
                 continue
-            _, w, out, into, b = step
+            _, w, fan_out, fan_in, b = step
             if delta.shape[-2] == 1 and scale is not None:  # x + (delta scale) below, in place
-                torch.addcmul(x[..., w].unflatten(-1, (out, into)),
-                              delta[..., 0, :, None] * scale[..., None],
-                              below[..., 0, None, :], out=grad[..., w].unflatten(-1, (out, into)))
+                torch.addcmul(x[..., w].unflatten(-1, (fan_out, fan_in)),
+                              delta[..., 0, :, None] * scale[..., None], below[..., 0, None, :],
+                              out=grad[..., w].unflatten(-1, (fan_out, fan_in)))
             elif delta.shape[-2] == 1:  # one sample: the outer product, written in place
                 torch.mul(delta[..., 0, :, None], below[..., 0, None, :],
-                          out=grad[..., w].unflatten(-1, (out, into)))
+                          out=grad[..., w].unflatten(-1, (fan_out, fan_in)))
             elif scale is not None:
                 torch.addcmul(x[..., w], torch.matmul(delta.mT, below).flatten(-2), scale,
                               out=grad[..., w])
@@ -232,8 +228,29 @@ class DenseNetwork:
             elif b is not None:
                 grad[..., b] = delta.sum(-2)
             if k:
-                delta = torch.matmul(delta, x[..., w].unflatten(-1, (out, into)))
-        return value, grad
+                delta = torch.matmul(delta, x[..., w].unflatten(-1, (fan_out, fan_in)))
+        return grad
+
+    def __call__(self, x: torch.Tensor, inputs: torch.Tensor, targets: torch.Tensor,
+                 weights: torch.Tensor, *, gradient: bool = True, out: torch.Tensor | None = None,
+                 scale: torch.Tensor | None = None):
+        """sum_j weights_j CE(h(x; inputs_j), targets_j) for every model of x [..., dim],
+        [...], and (``gradient``) its gradient [..., dim]: ``inputs`` [..., n, f], ``targets``
+        and ``weights`` [..., n], their leading dimensions broadcast against x's (none: the
+        same samples for every model). ``out``: where to write the gradient (x's shape), if
+        given; ``scale`` [..., 1] (with ``out``): the step x + scale * gradient instead
+        (:meth:`backward`)."""
+        h, saved = self.forward(x, inputs)
+        lse = torch.logsumexp(h, dim=-1)
+        labels = targets.expand(h.shape[:-1])[..., None]
+        weights = weights.expand(h.shape[:-1])
+        value = (weights * (lse - h.gather(-1, labels).squeeze(-1))).sum(-1)
+        if not gradient:
+            return value
+        delta = torch.exp(h - lse[..., None]).mul_(weights[..., None])
+        delta.scatter_add_(-1, labels, -weights[..., None])                   # [..., n, classes]
+        return value, self.backward(x, saved, delta, x.new_empty(x.shape) if out is None else out,
+                                    scale)
 
 
 def _image_forward(step: tuple, h: torch.Tensor, x: torch.Tensor):
@@ -341,7 +358,7 @@ class _FlatModule:
         if int(self.labels.max()) >= self.classes:
             raise ValueError(f"labels reach {int(self.labels.max())} but the module has "
                              f"{self.classes} outputs")
-        self.dense = DenseNetwork.of(self.module, self.features)
+        self.dense = DenseNetwork.of(self.module) if self.features.ndim == 2 else None
 
     @property
     def device(self) -> torch.device:

@@ -29,7 +29,7 @@ IDs, Section 5.2: ``sim.data.iid_partition`` into the cells).
 
 Models: :class:`BlockLinear` (linear or logistic regression with h_j(theta_j; x_j) =
 x_j^T theta_j, exact constants) and :class:`ModuleModel` (one ``torch.nn.Module`` per silo:
-linear layers and tanh in closed form, :class:`DenseSilo`, any other module through
+linear layers and tanh in closed form, ``sim.neural.DenseNetwork``, any other module through
 ``torch.func.functional_call`` + ``vmap``; the per-silo architectures may differ, so its
 client gradients loop over the N silos and batch replicas and clients).
 
@@ -52,6 +52,7 @@ from functools import cached_property
 import torch
 from torch.func import functional_call, grad, vmap
 
+from fedbound.sim.neural import DenseNetwork
 from fedbound.sim.problems import DTYPE, rand, randn, softplus
 from fedbound.sim.trace import Acceptance, Rounds
 
@@ -482,74 +483,6 @@ class BlockLinear:
         return V.clamp(min=0) * self._factor
 
 
-class DenseSilo:
-    """h_j(theta_j; x) of a ``torch.nn.Linear``, or a ``torch.nn.Sequential`` of ``Linear``
-    and ``Tanh`` layers (``sim.neural.mlp``), at flat parameters theta_j [..., d_j] (every
-    leading dimension a batch of models), with its backward pass written out: the numbers of
-    ``functional_call`` and ``torch.func.grad`` up to round-off, without their per-call cost
-    (about 7 ms a call on CPU, most of a small network's simulation).
-
-    :meth:`of` returns None for any other module (:class:`ModuleModel` then vmaps autograd)."""
-
-    def __init__(self, plan: list[tuple]):
-        self.plan = plan
-
-    @classmethod
-    def of(cls, module: torch.nn.Module) -> DenseSilo | None:
-        """The closed form of ``module``, or None unless it is a plain ``Linear`` or a
-        ``Sequential`` of plain ``Linear`` and ``Tanh`` layers (those exact types, no hooks
-        or buffers)."""
-        layers = list(module) if type(module) is torch.nn.Sequential else [module]
-        if not layers or any(type(m) not in (torch.nn.Linear, torch.nn.Tanh) for m in layers):
-            return None
-        if any(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
-               or m._backward_pre_hooks or list(m.buffers()) for m in (module, *layers)):
-            return None
-        where, start = {}, 0
-        for p in module.parameters():
-            where[id(p)] = slice(start, start + p.numel())
-            start += p.numel()
-        return cls([("tanh",) if type(m) is torch.nn.Tanh else
-                    ("linear", where[id(m.weight)], m.out_features, m.in_features,
-                     None if m.bias is None else where[id(m.bias)]) for m in layers])
-
-    def forward(self, theta: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, list]:
-        """(h(theta; x) [..., n, E], the layers' saved inputs) for theta [..., d_j] and x
-        [..., n, D_j] (leading dimensions broadcast)."""
-        h, saved = x, []
-        for step in self.plan:
-            if step[0] == "tanh":
-                h = torch.tanh(h)
-                saved.append(h)                                   # tanh: its output
-                continue
-            saved.append(h)
-            _, w, fan_out, fan_in, b = step
-            h = torch.matmul(h, theta[..., w].unflatten(-1, (fan_out, fan_in)).mT)
-            if b is not None:
-                h = h + theta[..., None, b]
-        return h, saved
-
-    def backward(self, theta: torch.Tensor, saved: list, delta: torch.Tensor,
-                 out: torch.Tensor | None = None) -> torch.Tensor:
-        """sum over the n samples of delta [..., n, E] (dl/dh per sample) times dh/dtheta at
-        the forward pass ``saved``: the gradient [..., d_j], written into ``out`` where given
-        (every entry is written)."""
-        grad = out if out is not None else theta.new_empty(
-            torch.broadcast_shapes(theta.shape[:-1], delta.shape[:-2]) + theta.shape[-1:])
-        for k in range(len(self.plan) - 1, -1, -1):
-            step, below = self.plan[k], saved[k]
-            if step[0] == "tanh":
-                delta = delta * (1 - below.square())
-                continue
-            _, w, fan_out, fan_in, b = step
-            grad[..., w] = torch.matmul(delta.mT, below).flatten(-2)
-            if b is not None:
-                grad[..., b] = delta.sum(-2)
-            if k:
-                delta = torch.matmul(delta, theta[..., w].unflatten(-1, (fan_out, fan_in)))
-        return grad
-
-
 def _named_loss(kind: str, z: torch.Tensor, y: torch.Tensor, *, slope: bool = False):
     """l(z; y) [...] of a named loss at the summed embeddings z [..., E] (``"squared"`` and
     ``"logistic"``: E = 1; ``"cross_entropy"``: logsumexp(z) - z_y, y the class as a float),
@@ -572,7 +505,7 @@ class ModuleModel:
 
     Parameters are the modules' (float64 copies), flattened per silo in ``named_parameters``
     order and padded to the largest silo. With a named loss and every module a
-    :class:`DenseSilo` (linear layers and tanh), embeddings, losses and gradients are its
+    ``sim.neural.DenseNetwork`` (linear layers and tanh), embeddings, losses and gradients are its
     closed form, batched over replicas and clients; otherwise client gradients use
     ``torch.func.grad`` of the client's mean loss through ``functional_call``, vmapped over
     replicas and clients. The architectures may differ between silos, so both loop over
@@ -592,8 +525,8 @@ class ModuleModel:
             raise ValueError("cross_entropy loss needs labels y that are classes 0, 1, ...")
         self.loss_fn = (lambda z, y, _k=loss: _named_loss(_k, z, y)) if named else loss
         self.modules = [copy.deepcopy(m).to(device=self.X.device, dtype=DTYPE) for m in modules]
-        dense = [DenseSilo.of(m) for m in self.modules]
-        #: (the named loss, a DenseSilo per silo) where the closed form applies, else None
+        dense = [DenseNetwork.of(m) for m in self.modules]
+        #: (the named loss, a DenseNetwork per silo) where the closed form applies, else None
         self.dense = (loss, dense) if named and None not in dense else None
         self.shapes = [[(name, p.shape) for name, p in m.named_parameters()] for m in self.modules]
         self.dims = tuple(sum(math.prod(s) for _, s in shp) for shp in self.shapes)
