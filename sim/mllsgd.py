@@ -319,8 +319,7 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
             else:
                 fused(X.view(*lead, N, d), scale.expand(CR, N, 1).view(*lead, N, 1),
                       moved.view(*lead, N, d))
-        mixes(k, moved)
-        X, moved = accept(X, moved), X
+        X, moved = accept(X, moved, bound=mixes(k, moved, bound=accept.alive is None)), X
         if accept.alive is None and every_coin_lands:
             steps_everywhere += 1  # added to every worker at once, below
         else:
@@ -367,13 +366,19 @@ class _Operators:
     """T_k of (6) for a batch of C configurations with their own tau (one: every
     configuration the same T_k, in place on the whole state): per iteration k, the
     sub-network average ("V") and the hub mixing ("Z") applied to the configurations whose
-    T_k it is, rows c R .. (c + 1) R - 1 gathered, averaged in buffers of their size and
+    T_k it is, rows c R .. (c + 1) R - 1 gathered, averaged in a buffer of their size and
     put back, or averaged in place where they are one range of rows (configurations in the
     order of their tau, :func:`run_mllsgd`, and taus that divide one another: the rows that
     average at k are those of the smallest taus). The rows and buffers of each pattern of T_k
     over the values of tau are made once (the patterns repeat every lcm q tau iterations);
-    the gathered rows and the averagings' products go in two state-sized scratch buffers
-    shared by every pattern (one pattern runs at a time), not in buffers of their own."""
+    the gathered rows go in one state-sized scratch buffer shared by every pattern (one
+    pattern runs at a time), not in buffers of their own.
+
+    A call returns a bound on the largest magnitude of the state's entries after T_k, for
+    ``sim.trace.Acceptance`` (a 0-dimensional tensor), or None where it would cost a pass
+    over the whole state: the Euclidean norm of the hub models of the rows averaged
+    (every entry of theirs is one of the hub models', :class:`_Averaging`) and of the rows
+    not averaged, where these are one range."""
 
     def __init__(self, taus: list[int], q: int, C: int, R: int, average: _Averaging,
                  hub_of: torch.Tensor, v: torch.Tensor, H: torch.Tensor):
@@ -381,33 +386,42 @@ class _Operators:
         self.distinct = sorted(set(taus))
         self.rows = torch.arange(C * R, device=H.device).view(C, R)
         self.hub_of, self.v, self.H = hub_of, v, H
-        self.plans: dict[tuple[str, ...], list] = {}
-        self.parts = self.scaled = None  # the scratch buffers, made when a plan needs them
+        self.plans: dict[tuple[str, ...], tuple[list, slice | None]] = {}
+        self.parts = None  # the scratch buffer, made when a plan needs it
 
-    def __call__(self, k: int, moved: torch.Tensor) -> None:
+    def __call__(self, k: int, moved: torch.Tensor, bound: bool = True) -> torch.Tensor | None:
+        """T_k applied to ``moved`` in place; the bound (None where not ``bound``)."""
         if len(self.distinct) == 1:
-            self.average(moved, operator_at(k, self.q, self.taus[0]))
-            return
+            z = self.average(moved, operator_at(k, self.q, self.taus[0]))
+            return None if z is None or not bound else torch.linalg.vector_norm(z)
         kinds = tuple(operator_at(k, self.q, tau) for tau in self.distinct)
         if kinds not in self.plans:
             self.plans[kinds] = self._plan(dict(zip(self.distinct, kinds, strict=True)), moved)
-        for kind, rows, averaging in self.plans[kinds]:
+        plan, rest = self.plans[kinds]
+        hubs = []
+        for kind, rows, averaging in plan:
             if rows is None:
-                averaging(moved, kind)
+                hubs.append(averaging(moved, kind))
             elif isinstance(rows, slice):
-                averaging(moved[rows], kind)
+                hubs.append(averaging(moved[rows], kind))
             else:
                 part = torch.index_select(moved, 0, rows, out=self.parts[:rows.numel()])
-                averaging(part, kind)
+                hubs.append(averaging(part, kind))
                 moved.index_copy_(0, rows, part)
+        if rest is None or not bound:
+            return None
+        norms = [torch.linalg.vector_norm(z) for z in hubs]
+        if rest.stop > rest.start:
+            norms.append(torch.linalg.vector_norm(moved[rest]))
+        return torch.linalg.vector_norm(torch.stack(norms))
 
-    def _plan(self, kind_of: dict[int, str], moved: torch.Tensor) -> list:
-        """[(kind, rows or None for every row, its averaging)] for "V" and "Z"."""
-        plan = []
-        if self.scaled is None:
-            self.scaled = torch.empty_like(moved)
+    def _plan(self, kind_of: dict[int, str], moved: torch.Tensor) -> tuple[list, slice | None]:
+        """[(kind, rows or None for every row, its averaging)] for "V" and "Z", and the rows
+        averaged by neither as one range (None where they are not one)."""
+        plan, averaged = [], set()
         for kind in ("V", "Z"):
             picked = [c for c, tau in enumerate(self.taus) if kind_of[tau] == kind]
+            averaged.update(picked)
             if len(picked) == len(self.taus):
                 plan.append((kind, None, self.average))
             elif picked:
@@ -417,9 +431,14 @@ class _Operators:
                     rows = slice(int(rows[0]), int(rows[-1]) + 1)
                 elif self.parts is None:
                     self.parts = torch.empty_like(moved)
-                plan.append((kind, rows, _Averaging(self.hub_of, self.v, self.H, shape,
-                                                    self.scaled[:shape[0]])))
-        return plan
+                plan.append((kind, rows, _Averaging(self.hub_of, self.v, self.H, shape)))
+        others = [c for c in range(len(self.taus)) if c not in averaged]
+        R = self.rows.shape[1]
+        if not others:
+            return plan, slice(0, 0)
+        if others == list(range(others[0], others[-1] + 1)):
+            return plan, slice(others[0] * R, (others[-1] + 1) * R)
+        return plan, None
 
 
 class _WeightedAverage:
@@ -440,23 +459,28 @@ class _WeightedAverage:
 
 class _Averaging:
     """X T_k in place for T_k in {"I", "V", "Z"} (Castiglia et al. 2021, (5)-(7)), with its
-    intermediate tensors allocated once per run (``scaled``: a buffer of ``shape`` to use for
-    the products v_i x^(i), if given): the sub-network averages
-    z^(d) = sum_{i in M(d)} v_i x^(i) (Algorithm 1, line 10), mixed across hubs by
-    :func:`hub_mix` for "Z", broadcast back to the workers of each hub."""
+    intermediate tensors allocated once per run: the sub-network averages
+    z^(d) = sum_{i in M(d)} v_i x^(i) (Algorithm 1, line 10) as one batched product of the
+    [D, N] matrix of the weights v_i (row d(i)) with X (a pass over X, not three: the
+    products v_i x^(i), their sum by hub and its buffer), mixed across hubs by
+    :func:`hub_mix` for "Z", broadcast back to the workers of each hub. Returns the hub
+    models broadcast ([R, D, d]: every entry of X after the call is one of theirs), None
+    for "I"."""
 
-    def __init__(self, hub_of: torch.Tensor, v: torch.Tensor, H: torch.Tensor, shape,
-                 scaled: torch.Tensor | None = None):
+    def __init__(self, hub_of: torch.Tensor, v: torch.Tensor, H: torch.Tensor, shape):
         R, N, d = shape
-        self.hub_of, self.v, self.H = hub_of, v[:, None], H
-        self.scaled = torch.empty(R, N, d, dtype=DTYPE, device=H.device) if scaled is None else scaled
-        self.z = torch.empty(R, H.shape[0], d, dtype=DTYPE, device=H.device)
+        D = H.shape[0]
+        weights = torch.zeros(D, N, dtype=DTYPE, device=H.device)
+        weights[hub_of, torch.arange(N, device=H.device)] = v
+        self.weights = weights.expand(R, D, N)
+        self.hub_of, self.H = hub_of, H
+        self.z = torch.empty(R, D, d, dtype=DTYPE, device=H.device)
 
-    def __call__(self, X: torch.Tensor, kind: str) -> None:
+    def __call__(self, X: torch.Tensor, kind: str) -> torch.Tensor | None:
         if kind == "I":
-            return
-        torch.mul(self.v, X, out=self.scaled)
-        z = self.z.zero_().index_add_(1, self.hub_of, self.scaled)
+            return None
+        z = torch.bmm(self.weights, X, out=self.z)
         if kind == "Z":
             z = hub_mix(z, self.H)
         torch.index_select(z, 1, self.hub_of, out=X)
+        return z

@@ -36,22 +36,26 @@ def freeze_diverged(state: torch.Tensor, candidate: torch.Tensor,
 
 class Acceptance:
     """:func:`freeze_diverged` for a run loop, with the same decisions: while no replica has
-    diverged, one Euclidean norm of the whole candidate (a fast reduction) at most half the
-    threshold proves every entry below it, and every replica is accepted; otherwise (or
-    once some replica has diverged) freeze_diverged decides replica by replica."""
+    diverged, one Euclidean norm of the whole candidate (a fast reduction; or a ``bound`` on
+    its largest magnitude that the caller has at hand) at most half the threshold proves
+    every entry below it, and every replica is accepted; otherwise (or once some replica has
+    diverged) freeze_diverged decides replica by replica."""
 
     def __init__(self, replicas: int, device):
         self.diverged = torch.zeros(replicas, dtype=torch.bool, device=device)
         self.alive = None  # ~diverged once some replica has diverged
 
     def __call__(self, state: torch.Tensor, candidate: torch.Tensor,
-                 rows: torch.Tensor | None = None) -> torch.Tensor:
+                 rows: torch.Tensor | None = None,
+                 bound: torch.Tensor | None = None) -> torch.Tensor:
         """The next state: ``candidate`` (in place) with diverged replicas kept at ``state``.
         ``rows``: the replicas (indices into ``diverged``) that the leading dimension of
         ``state`` and ``candidate`` holds, in order (the configurations of a batched run that
-        end a round); None: every replica."""
+        end a round); None: every replica. ``bound``: a number >= the largest magnitude of
+        ``candidate``'s entries (NaN where one is not finite), in place of its norm."""
         if self.alive is None and (  # NaN in, NaN out: the comparison fails
-                float(torch.linalg.vector_norm(candidate)) <= 0.5 * DIVERGENCE_THRESHOLD):
+                float(torch.linalg.vector_norm(candidate) if bound is None else bound)
+                <= 0.5 * DIVERGENCE_THRESHOLD):
             return candidate
         if rows is None:
             frozen, self.diverged = freeze_diverged(state, candidate, self.diverged)
