@@ -199,7 +199,8 @@ class HFLTrace:
       numerator of Theorem 1's left-hand side (19), f_i group i's objective
       (``problem.group_grads``; clients i.i.d.: f_i = f).
       Both None with ``record_grad=False``.
-    - ``deviation`` [R, U_max, G]: ||x^{u+1} - x_i^{u,t_i^u}||^2, Lemma 1 (18).
+    - ``deviation`` [R, U_max, G]: ||x^{u+1} - x_i^{u,t_i^u}||^2, Lemma 1 (18); None with
+      ``record_loss=False``.
     - ``t`` [R, U_max, G], ``U`` [R], ``end_time`` [R, U_max]: the realised schedule.
     - ``diverged`` [R] (see sim.trace). ``x_final`` [R, d]: x^{U+1}, the final global model.
     """
@@ -207,7 +208,7 @@ class HFLTrace:
     grad_sq_norm: torch.Tensor | None
     loss: torch.Tensor
     group_grad_sq_sum: torch.Tensor | None
-    deviation: torch.Tensor
+    deviation: torch.Tensor | None
     t: torch.Tensor
     U: torch.Tensor
     end_time: torch.Tensor
@@ -284,8 +285,9 @@ def run_hfl(problem: Problem, *, sizes: Sequence[int], alpha: float | torch.Tens
     ``record_grad=False`` records the loss only (``grad_sq_norm`` and ``group_grad_sq_sum``
     None): no full gradient per round and local iteration, for a run whose training curve
     is all that is read; the dynamics and the draws are the same. ``record_loss=False`` (with
-    ``record_grad=False``) records f at the final model x^{U+1} only (``loss`` [R, 1]): no
-    pass over the problem's data per round, for a run whose final loss is all that is read.
+    ``record_grad=False``) records f at the final model x^{U+1} only (``loss`` [R, 1]) and no
+    deviation: no pass over the problem's data per round, for a run whose final loss is all
+    that is read.
 
     A batch of C configurations in one run, with common random numbers: ``t`` (or
     ``schedule.t``) [C, R, U_max, G] with ``end_time`` [C, R, U_max] (configuration c's
@@ -441,11 +443,11 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
     divisor = upload_divisors(t, sizes, upload)             # t_i^u of the upload (10)
     draws = CommonDraws(generator, C) if batched else generator
     group_gradient = problem.mean_gradient_sampler((*lead, G, n_max, d), sizes, draws)
-    # a sampler that computes the stepping groups' gradients only (sim.neural's): y's rows
-    # [C R G] that step, updated in place; otherwise every group's, and torch.where
+    # a sampler that computes the stepping groups' steps only (sim.neural's): y's rows
+    # [C R G] that step, updated in place; otherwise every group's gradient, and torch.where
     by_rows = getattr(group_gradient, "rows", False) and not record_grad
-    steps = (alpha if isinstance(alpha, float) else
-             alpha.expand(C, R, G, 1).reshape(C * R * G, 1))         # alpha of each row of y
+    descent = -torch.as_tensor(alpha, dtype=DTYPE, device=device).expand(C, R, G, 1).reshape(
+        C * R * G, 1) if by_rows else None                            # -alpha of each row of y
     x = x1.expand(C, R, d).clone()
     y = torch.empty(C, R, G, d, dtype=DTYPE, device=device)
     accept = Acceptance(C * R, device)
@@ -480,10 +482,11 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
         active_round = event.at(real)
         candidate = torch.where(active_round[..., None], candidate, xs)
         x_next = accept(xs.view(n * R, d), candidate.view(n * R, d), event.rows).view(n, R, d)
-        kept = active_round if accept.alive is None else \
-            active_round & event.state(accept.alive.view(C, R))
-        deviations.put(event.configs, event.rounds, torch.where(
-            kept[..., None], (x_next[:, :, None, :] - ys).square().sum(-1), zero))
+        if record_loss:
+            kept = active_round if accept.alive is None else \
+                active_round & event.state(accept.alive.view(C, R))
+            deviations.put(event.configs, event.rounds, torch.where(
+                kept[..., None], (x_next[:, :, None, :] - ys).square().sum(-1), zero))
         if event.whole:
             x = x_next
         elif n == 1:
@@ -503,20 +506,19 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
         grad = problem.group_grads(here, sizes) if record_grad else None
         if record_grad:
             group_sum += torch.where(now, grad.view(C, R, G, d).square().sum(-1), zero)
-        if by_rows:
+        if by_rows:  # y - alpha g on the rows that step (every step: every group's draws)
             rows = now.view(-1).nonzero().view(-1)
-            g = group_gradient(here, None, rows)  # every step: the draws of every group
+            moved = group_gradient(here, None, rows, descent[rows])
             if rows.numel():
-                flat = y.view(-1, d)
-                step = steps if isinstance(steps, float) else steps[rows]
-                flat.index_copy_(0, rows, flat[rows] - step * g)
+                y.view(-1, d).index_copy_(0, rows, moved)
         else:
             y = torch.where(now_d, y - alpha * group_gradient(here, grad).view(C, R, G, d), y)
         if k in line.ends:
             end(line.ends[k])
     zeros = torch.zeros
     loss = losses.into(zeros(C, R, U_max + 1 if record_loss else 1, dtype=DTYPE, device=device))
-    deviation = deviations.into(zeros(C, R, U_max, G, dtype=DTYPE, device=device))
+    deviation = deviations.into(zeros(C, R, U_max, G, dtype=DTYPE, device=device)).cpu() \
+        if record_loss else None
     flat = x.view(-1, d)
     done = ~real.any(dim=1)                                 # [C, U_max]: rounds after every U
     if record_loss and done.any():  # rounds no replica runs: f at the final model, as recorded
@@ -524,7 +526,7 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
         loss[:, :, :U_max] = torch.where(done[:, None, :], value.view(C, R, 1),
                                          loss[:, :, :U_max])
     loss[:, :, -1] = problem.loss(flat).view(C, R)
-    loss, deviation, x = loss.cpu(), deviation.cpu(), x.cpu()
+    loss, x = loss.cpu(), x.cpu()
     diverged = accept.diverged.cpu().view(C, R)
     grad_sq = None
     if record_grad:
@@ -534,5 +536,6 @@ def _run(problem: Problem, sizes: torch.Tensor, alpha: float | torch.Tensor, x1:
     return [HFLTrace(
         grad_sq_norm=grad_sq[c] if record_grad else None, loss=loss[c],
         group_grad_sq_sum=group_sum[c] if record_grad else None,
-        deviation=deviation[c], t=t[c].cpu(), U=U[c].cpu(), end_time=end_time[c].cpu(),
+        deviation=None if deviation is None else deviation[c], t=t[c].cpu(), U=U[c].cpu(),
+        end_time=end_time[c].cpu(),
         diverged=diverged[c], x_final=x[c]) for c in range(C)]

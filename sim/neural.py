@@ -468,14 +468,18 @@ class _FlatModule:
         return grads if want == "grad" else (grads, joined(values))
 
     def pooled_grads(self, y: torch.Tensor, idx: torch.Tensor, weights: torch.Tensor,
-                     rows: torch.Tensor | None = None) -> torch.Tensor:
+                     rows: torch.Tensor | None = None,
+                     scale: torch.Tensor | None = None) -> torch.Tensor:
         """The gradients at the models y [..., dim] (flattened to [Y, dim]) of the loss over
         their samples ``idx`` [Y, b] weighted by ``weights`` [Y, b]: every model's [..., dim]
         (``rows`` None), or only those of ``rows`` [A] (int64 indices into the Y models),
         [A, dim], the others not computed (a run loop whose models do not all step). The
         rows' models are evaluated in a batch padded (repeating the first) to a multiple of
         16, so that every element-wise kernel takes all of them in its vectorised path: a
-        model's numbers do not depend on which others are evaluated with it."""
+        model's numbers do not depend on which others are evaluated with it. ``scale`` [A, 1]
+        (with ``rows``): the steps y + scale * gradient of the rows' models instead, [A, dim]
+        (with the closed form, written by its backward pass, :class:`DenseNetwork`; the
+        numbers of ``torch.addcmul``)."""
         if rows is None:
             return self.evaluated("grad", y, (self.features[idx], self.labels[idx], weights), (0, 0, 0))
         if not rows.numel():
@@ -483,9 +487,16 @@ class _FlatModule:
         pad = -rows.numel() % 16
         picked = torch.cat([rows, rows[:1].expand(pad)]) if pad else rows
         mine = idx[picked]
-        grads = self.evaluated("grad", y.reshape(-1, self.dim)[picked],
-                               (self.features[mine], self.labels[mine], weights[picked]), (0, 0, 0))
-        return grads[:rows.numel()]
+        models = y.reshape(-1, self.dim)[picked]
+        data = (self.features[mine], self.labels[mine], weights[picked])
+        if scale is None:
+            return self.evaluated("grad", models, data, (0, 0, 0))[:rows.numel()]
+        scale = torch.cat([scale, scale[:1].expand(pad, 1)]) if pad else scale
+        if self.dense is None:
+            return torch.addcmul(models, self.evaluated("grad", models, data, (0, 0, 0)),
+                                 scale)[:rows.numel()]
+        return self.dense_chunks("grad", models, data, (0, 0, 0), torch.empty_like(models),
+                                 scale)[:rows.numel()]
 
     def moved(self, device):
         """A shallow copy with the data and the module on ``device``."""
@@ -544,7 +555,8 @@ class NeuralProblem(_FlatModule, Problem):
         of 500 clients). ``grad_y`` is not used; ``rows`` (int64 indices into y's models,
         flattened): the gradients of those models only, [len(rows), d], the draws those of
         every model (:meth:`pooled_grads`; ``sim.hfl.run_hfl`` passes the groups that step,
-        as the sampler's attribute ``rows = True`` says it may)."""
+        as the sampler's attribute ``rows = True`` says it may); with ``scale`` [len(rows),
+        1], their steps y + scale * gradient instead."""
         shape = tuple(shape)
         lead, n = shape[:-2], shape[-2]
         counts = torch.as_tensor(counts, device=self.device).expand(lead)
@@ -553,9 +565,9 @@ class NeuralProblem(_FlatModule, Problem):
         weights = (used.to(DTYPE) / (counts * self.batch).to(DTYPE)[..., None]).reshape(-1, pooled)
 
         def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None,
-                 rows: torch.Tensor | None = None) -> torch.Tensor:
+                 rows: torch.Tensor | None = None, scale: torch.Tensor | None = None) -> torch.Tensor:
             idx = randint(self.n, (*lead, n, self.batch), generator, self.device).reshape(-1, pooled)
-            return self.pooled_grads(y, idx, weights, rows)
+            return self.pooled_grads(y, idx, weights, rows, scale)
 
         mean.rows = True
         return mean
@@ -705,13 +717,14 @@ class NeuralClients(_FlatModule, ClientProblem):
         shard = ShardRows(self.partition, self.device)
 
         def mean(y: torch.Tensor, grad_y: torch.Tensor | None = None,
-                 rows: torch.Tensor | None = None) -> torch.Tensor:
+                 rows: torch.Tensor | None = None, scale: torch.Tensor | None = None) -> torch.Tensor:
             idx = shard(rand((*lead, self.M, self.batch), generator, self.device))
             idx = idx[..., clients, :].reshape(-1, G, pooled)
             if rows is None:
                 return self._per_worker(y, self.features[idx], self.labels[idx],
                                         weights.expand(idx.shape[0], G, pooled))
-            return self.pooled_grads(y, idx.view(-1, pooled), weights.repeat(idx.shape[0], 1), rows)
+            return self.pooled_grads(y, idx.view(-1, pooled), weights.repeat(idx.shape[0], 1), rows,
+                                     scale)
 
         mean.rows = True
         return mean

@@ -427,6 +427,29 @@ def test_a_race_is_open_while_a_runner_up_interval_reaches_within_ten_percent(re
     assert _unresolved(evaluations, maximise=False) == open_
 
 
+def test_a_close_race_runs_again_on_the_configurations_in_contention():
+    """A race run again keeps the leader, every configuration not shown more than 10% behind
+    it, the answers and the leader's nearest neighbours; one shown further behind, or
+    diverged, is left out."""
+    from fedbound.verify.choose import _contenders
+
+    r, t = 64, student_t.ppf(0.975, 63) / math.sqrt(64)
+    z = np.random.default_rng(2).normal(size=r)
+    z = (z - z.mean()) / z.std(ddof=1)
+
+    def at(regret, hw):  # values with exactly this paired regret and half-width against 1
+        return 1.0 + regret + hw / t * z
+
+    values = {3: np.full(r, 1.0), 2: at(0.3, 0.01), 4: at(0.3, 0.01), 1: at(0.5, 0.01),
+              0: at(9.0, 0.01), 5: np.full(r, math.inf), 6: at(0.5, 0.6), 7: at(0.05, 0.01),
+              8: at(0.12, 0.01)}
+    evaluations = [Evaluation({"x": float(x)}, v) for x, v in values.items()]
+    kept = _contenders([Knob("x", tuple(range(9)), option="--x")], evaluations, False,
+                       answers={(("x", 1.0),)})
+    # 3 leads; 2 and 4 its neighbours; 1 an answer; 6 and 7 not shown 10% behind
+    assert [s["x"] for s in kept] == [3.0, 2.0, 4.0, 1.0, 6.0, 7.0]
+
+
 def test_mllsgd_answers_with_slow_workers_and_says_why_no_variant_certifies():
     """Workers at p = 0.3 (below 2 - sqrt(2)): no eta meets Theorem 1's condition (12), so
     each certified entry names the condition and its variant; the calibrated and simulated

@@ -345,7 +345,7 @@ def test_tdcd_batch_bad_input_names_the_axis():
 
 
 def test_records_of_the_end_alone_are_those_of_the_full_record():
-    """run_hfl(record_loss=False): f(x^{U+1}) only; run_mllsgd(record_first=False): F(u_k) at
+    """run_hfl(record_loss=False): f(x^{U+1}) only, no deviation; run_mllsgd(record_first=False): F(u_k) at
     k = e, 2e, ..., K (in a batch of unequal K too); run_tdcd(record_variance=False): no
     sigma2. The dynamics and every number recorded are the full record's, bit for bit."""
     pr = quadratic(2)
@@ -353,7 +353,8 @@ def test_records_of_the_end_alone_are_those_of_the_full_record():
     kw = dict(sizes=[2, 3], alpha=0.1, x1=pr.x_star + 1, replicas=3, t=t, record_grad=False)
     full, end = (run_hfl(pr, generator=gen(3), record_loss=flag, **kw) for flag in (True, False))
     assert end.loss.shape == (3, 1) and torch.equal(end.loss[:, 0], full.final_loss)
-    assert differences(full, end).keys() == {"loss"}
+    assert end.deviation is None and full.deviation is not None
+    assert differences(full, end).keys() == {"loss", "deviation"}
     with pytest.raises(ValueError, match="needs record_grad=False"):
         run_hfl(pr, generator=gen(3), record_loss=False, **{**kw, "record_grad": True})
     mk = dict(H=torch.full((2, 2), 0.5, dtype=F64), hub_of=torch.tensor([0, 0, 1, 1]),

@@ -16,7 +16,9 @@ regret against the best configuration found:
   twice the replicas, then a paired comparison of the finalists, the other answers and
   the neighbours of the leader with common random numbers, run again on twice the replicas
   (up to :attr:`Chooser.resolve` times) while a configuration that cannot be told from the
-  best is more than 10% behind it.
+  best is more than 10% behind it: the configurations still in contention (those not
+  shown more than 10% behind the leader), the other answers and the leader's neighbours,
+  each with the same numbers on its replicas as in a run of every configuration.
 
 Every configuration of the last, paired stage runs on the same seeds (the same delay paths
 and draws, :meth:`Chooser.simulate` with ``paired=True``), so that the difference between
@@ -682,6 +684,28 @@ def _unresolved(evaluations: list[Evaluation], maximise: bool, answers: set | No
     return False
 
 
+def _contenders(knobs: Sequence[Knob], evaluations: list[Evaluation], maximise: bool,
+                answers: set) -> list[dict[str, Any]]:
+    """The settings a close race is run again on, in their order: the leader, every
+    configuration not shown more than TOLERANCE behind it (the lower end of its paired
+    regret's interval at most TOLERANCE), the answers (their settings' keys in ``answers``:
+    their regrets are reported) and the leader's nearest neighbours along each knob (its
+    edges, :func:`_edges`). The others are left out: on common random numbers a
+    configuration's values do not depend on which others run with it."""
+    best = _ranked(evaluations, maximise)[0]
+    kept = {_key(best.settings)} | set(answers)
+    for k in knobs:
+        for up in (True, False):
+            near = None if k.fixed else _beyond_simulated(k, evaluations, best, up)
+            if near is not None:
+                kept.add(_key(near.settings))
+    for e in evaluations:
+        regret, hw, _ = paired_regret(e.values, best.values, maximise=maximise)
+        if regret != math.inf and not regret - hw > TOLERANCE:  # an unknown width: kept
+            kept.add(_key(e.settings))
+    return [e.settings for e in evaluations if _key(e.settings) in kept]
+
+
 def _ranked(evaluations: list[Evaluation], maximise: bool) -> list[Evaluation]:
     """Best first (by the mean; a configuration with an inf replica last)."""
     sign = -1.0 if maximise else 1.0
@@ -805,7 +829,7 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
     for _, r in p.resolving:
         if not _unresolved(evaluated, chooser.maximise, answers):
             break
-        stage = [e.settings for e in evaluated]
+        stage = _contenders(knobs, evaluated, chooser.maximise, answers)
         step(f"search: paired, {len(stage)} configurations x {r} replicas (a close race)")
         evaluated, replicas = chooser.simulate(stage, r, paired=True), r
         step("search", len(stage) * r)
