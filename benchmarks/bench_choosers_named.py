@@ -33,7 +33,9 @@ at least 90% of the scenarios, no unflagged edge). ``--device cuda``: the choose
 on a GPU (figures named ``choosers.named.cuda.*``). ``--calibration``: the calibrated model's
 fast estimate against the slow reference it replaced (:func:`calibration`). ``--time-only``:
 the chooser's run only, no reference: re-records each scenario's ``seconds``, ``cpu_seconds``,
-``peak_memory`` and ``load`` (the regrets recorded before stay), to re-time on an idle machine.
+``peak_memory`` and ``load`` (the regrets recorded before stay), to re-time on an idle machine,
+and ``recommended.same_settings``: whether the recommended settings are still those the
+recorded regret was measured at (``recommended.setting.KNOB``, recorded by a full run; goal 1).
 """
 
 from __future__ import annotations
@@ -51,7 +53,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from benchmarks.device import add_device_argument, checked_device, suffix  # noqa: E402
-from benchmarks.regret import evaluate, figures, stored, summary, table, timing_figures  # noqa: E402
+from benchmarks.regret import (  # noqa: E402
+    evaluate,
+    figures,
+    same_settings,
+    stored,
+    summary,
+    table,
+    timing_figures,
+)
 from benchmarks.results import RESULTS, record  # noqa: E402
 
 FIG7A = "0.01,0.85,0.001,0.085,4,2,0.4,0.2"
@@ -233,7 +243,8 @@ def main(argv: list[str] | None = None) -> None:
         load = os.getloadavg()[0]
         report, seconds, cpu, rss = run_cli_measured(command, options)
         if args.time_only:
-            record(timing_figures(f"{prefix}.{name}", seconds, cpu, rss, load, goal))
+            record([*timing_figures(f"{prefix}.{name}", seconds, cpu, rss, load, goal),
+                    *same_settings(f"{prefix}.{name}", report["recommended"]["settings"])])
             continue
         t0 = time.perf_counter()
         result = evaluate(chooser(command, options), name, args.replicas or replicas, report,

@@ -155,6 +155,8 @@ def figures(prefix: str, result: dict[str, Any], seconds_goal: float = 10) -> li
         name = f"{prefix}.{row['who']}"
         if row["kind"] == "recommended":
             out.append(figure(f"{name}.within", float(row["within"]), "0/1", at_least=1))
+            out += [figure(f"{name}.setting.{knob}", float(v), "the setting")  # what was judged
+                    for knob, v in sorted(row["settings"].items())]
         out.append(figure(f"{name}.passes", float(row["passes"]), "0/1",
                           **({"at_least": 1} if row["kind"] in KINDS else {})))
         if math.isfinite(row["regret"]):
@@ -185,6 +187,35 @@ def summary(prefix: str, results: list[dict[str, Any]]) -> list[dict]:
         out.append(figure(f"{prefix}.unflagged_edges", sum(r["unflagged_edge"] for r in results),
                           f"of {len(results)} scenarios", at_most=0))
     return out
+
+
+def judged_settings(prefix: str) -> dict[str, float]:
+    """The recommended settings whose regret is recorded under ``prefix`` (a scenario's) in
+    benchmarks/results.json: {knob: value}, empty where none is recorded."""
+    import json
+
+    from benchmarks.results import RESULTS
+
+    head = f"{prefix}.recommended.setting."
+    return {e["name"].removeprefix(head): e["value"] for e in json.loads(RESULTS.read_text())
+            if e["name"].startswith(head)}
+
+
+def same_settings(prefix: str, settings: dict[str, Any]) -> list[dict]:
+    """For a re-timed scenario: whether the chooser still recommends the settings its
+    recorded regret was measured at (goal 1; the times of other settings say nothing of
+    that regret: run the scenario again in full). None recorded: no figure, and a line
+    saying so."""
+    judged = judged_settings(prefix)
+    if not judged:
+        print(f"{prefix}: no recommended settings recorded with its regret; run it in full to "
+              "record them", flush=True)
+        return []
+    same = {k: float(v) for k, v in settings.items()} == judged
+    if not same:
+        print(f"{prefix}: recommends {settings}, its regret was measured at {judged}: run it "
+              "in full", flush=True)
+    return [figure(f"{prefix}.recommended.same_settings", float(same), "0/1", at_least=1)]
 
 
 def stored(prefix: str) -> list[dict[str, Any]]:

@@ -85,6 +85,28 @@ def test_results_merge_by_name_and_state_goals(tmp_path):
         results.figure("d", float("nan"), "s")
 
 
+def test_a_retimed_chooser_says_whether_its_recorded_regret_is_of_its_settings(tmp_path, monkeypatch,
+                                                                              capsys):
+    """bench_choosers_named --time-only: the recommended settings recorded with the regret
+    (a full run's figures) against those the chooser recommends now."""
+    from benchmarks import regret
+
+    path = tmp_path / "results.json"
+    path.write_text("[]")
+    monkeypatch.setattr(results, "RESULTS", path)
+    assert regret.same_settings("s", {"S": 2.0, "alpha": 0.5}) == []     # none recorded
+    assert "run it in full" in capsys.readouterr().out
+    rows = [{"who": "recommended", "kind": "recommended", "within": True, "passes": True,
+             "regret": 0.01, "regret_ci": 0.02, "settings": {"alpha": 0.5, "S": 2}}]
+    results.record(regret.figures("s", {"seconds": 1.0, "cpu": 1.0, "calibrated_seconds": 0.1,
+                                        "unflagged_edge": False, "rows": rows}), path)
+    assert regret.judged_settings("s") == {"S": 2.0, "alpha": 0.5}
+    assert regret.same_settings("s", {"S": 2, "alpha": 0.5})[0]["met"] is True
+    moved = regret.same_settings("s", {"S": 2.0, "alpha": 0.25})[0]
+    assert moved["value"] == 0.0 and moved["met"] is False
+    assert "its regret was measured at" in capsys.readouterr().out
+
+
 # ------------------------------------------------------------------ --device (issue 18, item 5)
 
 BENCHMARKS = sorted(p.stem for p in
