@@ -164,9 +164,12 @@ class DenseNetwork:
             return None
         return cls(plan, start)
 
-    def forward(self, x: torch.Tensor, inputs: torch.Tensor) -> tuple[torch.Tensor, list]:
+    def forward(self, x: torch.Tensor, inputs: torch.Tensor,
+                backward: bool = True) -> tuple[torch.Tensor, list]:
         """(h(x; inputs) [..., n, out], the layers' saved inputs for :meth:`backward`) for
-        x [..., dim] and ``inputs`` [..., n, f] (leading dimensions broadcast)."""
+        x [..., dim] and ``inputs`` [..., n, f] (leading dimensions broadcast). Without a
+        ``backward`` to follow, a convolution over many samples per model is one product
+        with its dense matrix (:func:`_conv_matrix`), nothing saved for it."""
         h, saved = inputs, []                    # saved[k]: step k's input (tanh: its output)
         for step in self.plan:
             if step[0] == "tanh":
@@ -174,7 +177,8 @@ class DenseNetwork:
                 saved.append(h)
                 continue
             if step[0] in ("image", "flatten", "pool", "conv"):
-                h, kept = _image_forward(step, h, x)
+                dense = step[0] == "conv" and not backward and h.shape[-4] >= step[5][1] * step[5][2]
+                h, kept = (_dense_conv(step, h, x), None) if dense else _image_forward(step, h, x)
                 saved.append(kept)
                 continue
             saved.append(h)
@@ -240,7 +244,7 @@ class DenseNetwork:
         same samples for every model). ``out``: where to write the gradient (x's shape), if
         given; ``scale`` [..., 1] (with ``out``): the step x + scale * gradient instead
         (:meth:`backward`)."""
-        h, saved = self.forward(x, inputs)
+        h, saved = self.forward(x, inputs, gradient)
         lse = torch.logsumexp(h, dim=-1)
         labels = targets.expand(h.shape[:-1])[..., None]
         weights = weights.expand(h.shape[:-1])
@@ -272,6 +276,44 @@ def _image_forward(step: tuple, h: torch.Tensor, x: torch.Tensor):
     if b is not None:
         h = h + x[..., None, b, None]
     return h.unflatten(-1, after[1:]), patches
+
+
+def _dense_conv(step: tuple, h: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """A convolution step of :class:`DenseNetwork` forwards as one product of the samples
+    h [..., n, C, H, W] with each model's convolution written as the dense [out H' W', C H W]
+    matrix it is (:func:`_conv_matrix`): a pass of a few large products where the patches
+    of every sample (``torch.nn.functional.unfold``, C k k times the input) would be copied
+    in many small ones; the same sums (the matrix's other entries are 0)."""
+    _, w, out, into, b, (C, H, W), kernel, padding, after = step
+    weights = x[..., w].unflatten(-1, (out, into))                          # [..., out, C k k]
+    index = _conv_matrix(C, H, W, kernel, padding, x.device)                # [H' W' C H W]
+    padded = torch.cat([weights, weights.new_zeros(weights.shape[:-1] + (1,))], -1)
+    matrix = padded[..., index].unflatten(-1, (after[1] * after[2], C * H * W))
+    y = torch.matmul(h.flatten(-3), matrix.flatten(-3, -2).mT)            # [..., n, out H' W']
+    y = y.unflatten(-1, (out, after[1] * after[2]))
+    if b is not None:
+        y = y + x[..., None, b, None]
+    return y.unflatten(-1, after[1:])
+
+
+_CONV_MATRICES: dict[tuple, torch.Tensor] = {}
+
+
+def _conv_matrix(C: int, H: int, W: int, kernel: tuple, padding: tuple, device) -> torch.Tensor:
+    """For a stride-1 convolution of a [C, H, W] input: for each entry (output position p,
+    input entry q) of its dense matrix, the index of the weight (c, i, j) it holds (in the
+    [C k k] order of ``unfold``'s patches), or C k k where it holds none (a 0 appended to
+    the weights); made once per shape."""
+    key = (C, H, W, tuple(kernel), tuple(padding), str(device))
+    if key not in _CONV_MATRICES:
+        positions = torch.arange(1, C * H * W + 1, dtype=DTYPE).view(1, C, H, W)
+        source = torch.nn.functional.unfold(positions, kernel, padding=padding)[0].long() - 1
+        taps, outputs = source.shape                                   # [C k k, H' W']: q or -1
+        index = torch.full((outputs, C * H * W), taps, dtype=torch.int64)
+        tap, p = torch.nonzero(source >= 0, as_tuple=True)
+        index[p, source[tap, p]] = tap
+        _CONV_MATRICES[key] = index.view(-1).to(device)
+    return _CONV_MATRICES[key]
 
 
 def _image_backward(step: tuple, delta: torch.Tensor) -> torch.Tensor:

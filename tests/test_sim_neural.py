@@ -415,6 +415,31 @@ def test_the_closed_form_of_the_small_cnn_is_vmapped_autograd(channels, shared, 
     torch.testing.assert_close(grads, ref_grads, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("channels,image,samples", [(2, (1, 8, 8), 64), (3, (2, 4, 6), 30),
+                                                     (1, (3, 4, 4), 200)])
+def test_a_convolution_without_backward_is_its_dense_matrix_to_round_off(channels, image, samples,
+                                                                        monkeypatch):
+    """A loss alone over at least H W samples per model takes each convolution as one product
+    with its dense [out H W, C H W] matrix (sim.neural._dense_conv), not unfold's patches:
+    the same losses as the pass that keeps the patches for a gradient, and as the module."""
+    g = gen(channels)
+    X = torch.randn(samples, image[0] * image[1] * image[2], dtype=F64, generator=g)
+    y = torch.randint(10, (samples,), generator=g)
+    net = small_cnn(10, channels=channels, image=image)
+    problem = NeuralProblem(net, X, y)
+    x = problem.initial() + 0.3 * torch.randn(5, problem.dim, dtype=F64, generator=g)
+    import fedbound.sim.neural as neural
+
+    original, calls = neural._dense_conv, []
+    monkeypatch.setattr(neural, "_dense_conv", lambda *a: calls.append(1) or original(*a))
+    alone = problem.loss(x)
+    assert len(calls) == 2                                   # both convolutions, once
+    with_patches, _ = problem.loss_and_grad_sq(x)
+    torch.testing.assert_close(alone, with_patches, rtol=1e-13, atol=0)
+    ref = torch.stack([reference_loss_and_grad(net, x[m], X, y)[0] for m in range(5)])
+    torch.testing.assert_close(alone, ref, rtol=1e-12, atol=1e-14)
+
+
 def test_the_closed_form_clients_gradients_are_the_vmapped_ones(digits):
     """NeuralClients with the MLP: worker, group and stochastic worker gradients by the closed
     form against the same problem with the closed form switched off (torch.func), to
