@@ -325,8 +325,10 @@ def _image_backward(step: tuple, delta: torch.Tensor) -> torch.Tensor:
     if step[0] == "flatten":
         return delta.unflatten(-1, step[1])
     H, W = step[1][1:]
-    up = delta.repeat_interleave(2, -2).repeat_interleave(2, -1) / 4
-    return torch.nn.functional.pad(up, (0, W - up.shape[-1], 0, H - up.shape[-2]))
+    h, w = delta.shape[-2:]
+    lead = delta.shape[:-2]
+    up = (delta * 0.25)[..., :, None, :, None].expand(*lead, h, 2, w, 2).reshape(*lead, 2 * h, 2 * w)
+    return up if (H, W) == (2 * h, 2 * w) else torch.nn.functional.pad(up, (0, W - 2 * w, 0, H - 2 * h))
 
 
 def _conv_backward(step: tuple, delta: torch.Tensor, patches: torch.Tensor, x: torch.Tensor,
@@ -337,7 +339,8 @@ def _conv_backward(step: tuple, delta: torch.Tensor, patches: torch.Tensor, x: t
     layer below), folded back from W^T delta."""
     _, w, out, into, b, (C, H, W), kernel, padding, _ = step
     delta = delta.flatten(-2)                                                # [..., n, out, L]
-    g = torch.matmul(delta, patches.mT).sum(-3).flatten(-2)                  # [..., out C k k]
+    g = torch.matmul(delta, patches.mT)                                      # [..., n, out, C k k]
+    g = (g.squeeze(-3) if g.shape[-3] == 1 else g.sum(-3)).flatten(-2)      # one sample: no pass
     if scale is None:
         grad[..., w] = g
     else:
