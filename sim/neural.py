@@ -98,7 +98,8 @@ class DenseNetwork:
     ``torch.nn.Linear`` and ``torch.nn.Tanh`` layers (:func:`mlp`; one ``Linear``:
     multinomial logistic regression), or with the convolutions, 2 x 2 average pooling and
     reshapes of :func:`small_cnn` (:meth:`of`; a convolution as ``unfold``, a product per
-    model and ``fold`` back), at flat parameters, with every leading dimension a
+    model and ``fold`` back, or, for a loss alone, one product with its dense matrix), at
+    flat parameters, with every leading dimension a
     batch of models: the forward pass by batched matrix products (:meth:`forward`), the
     backward pass written out (:meth:`backward`), the gradient packed in
     ``named_parameters`` order. The numbers of ``torch.func.grad`` of

@@ -486,12 +486,19 @@ def test_chunks_of_a_memory_budget_give_the_same_numbers(kind, digits, monkeypat
     torch.testing.assert_close(chunked, whole, rtol=1e-12, atol=1e-14)
 
 
-def test_run_hfl_on_a_network_steps_the_stepping_groups_only_to_the_same_numbers(digits):
+@pytest.mark.parametrize("closed_form", [True, False])
+def test_run_hfl_on_a_network_steps_the_stepping_groups_only_to_the_same_numbers(closed_form, digits):
     """NeuralProblem's group means with ``rows`` (run_hfl recording the loss only: the groups
-    that step at each local iteration, unequal counts) against every group's (record_grad),
-    to round-off; the same seed, the same bits."""
+    that step at each local iteration, unequal counts, their steps written by the closed
+    form's backward pass, or by torch.addcmul after torch.func's gradients for a module
+    without one) against every group's (record_grad), to round-off; the same seed, the same
+    bits."""
     X, y = digits
-    problem = NeuralProblem(network("mlp"), X, y, batch=3)
+    module = network("mlp")
+    if not closed_form:  # a hook: no closed form (DenseNetwork.of), the same function
+        module[0].register_forward_hook(lambda m, args, out: out)
+    problem = NeuralProblem(module, X, y, batch=3)
+    assert (problem.dense is not None) == closed_form
     t = torch.tensor([[[2, 3], [1, 2]], [[3, 2], [3, 1]], [[1, 1], [2, 4]]])  # [R, U, G]
 
     def run(record_grad):
