@@ -19,6 +19,15 @@ Special cases, all run through :func:`run_mllsgd` (the paper's Sections 5 and 6)
 - HL-SGD: Local SGD with ``q > 1``, several hubs and ``H = b 1^T``.
 - Cooperative SGD (Section 5, after Theorem 1): ``w = 1``, ``p = 1``, ``q = 1``, any H.
 
+Where every iteration averages (tau = 1: T_k is V or Z for every k) and the problem pools a
+hub's workers (``sim.neural.NeuralClients.hub_step_sampler``, the workers of each hub
+consecutive), the run holds the D hub models instead of the N worker models: the workers of
+a hub all start iteration k from its model, so its average of their steps is
+z^(d) - eta sum_{i in M(d)} v_i theta_i g_i(z^(d)), one gradient per hub of the loss over its
+workers' samples (the same draws; the numbers of the workers' form up to round-off, a pass
+over D models where there were several over N). A batch that mixes tau = 1 with other
+taus runs as two batches from the same generator state.
+
 Random draws, in this order, from the one ``generator``: per iteration the coins
 ``rand((R, N)) < p`` (skipped when ``wait_for_all``), then ``problem.stochastic_grad(X)``;
 with ``wait_for_all`` the waiting times of a hub period are drawn at its first iteration.
@@ -76,9 +85,11 @@ def operator_at(k: int, q: int, tau: int) -> str:
     return "I"
 
 
-def hub_mix(z: torch.Tensor, H: torch.Tensor) -> torch.Tensor:
-    """y^(d) = sum_j H[j, d] z^(j), (4): column d of H, [R, D, d]."""
-    return H.T @ z
+def hub_mix(z: torch.Tensor, H: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """y^(d) = sum_j H[j, d] z^(j), (4): column d of H, [R, D, d] (into ``out`` if given).
+    H^T made contiguous first: the product of a transposed matrix with a batch takes a path
+    several times slower, with the same numbers."""
+    return torch.matmul(H.T.contiguous(), z, out=out)
 
 
 def apply_operator(X: torch.Tensor, kind: str, hub_of: torch.Tensor, v: torch.Tensor,
@@ -243,6 +254,12 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
         problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, device)
     batched = C is not None
     Ks, taus = (K, tau) if batched else ([K], [tau])
+    hub_steps = None if wait_for_all or record_iterates else _hub_steps(problem, hub_of, H.shape[0])
+    if hub_steps is not None and 1 in taus and set(taus) != {1}:
+        return _by_form(dict(problem=problem, H=H, hub_of=hub_of, w=w, p=p, q=q, x1=x1, replicas=R,
+                             record_every=record_every, record_first=record_first,
+                             record_grad=record_grad, device=device), eta, Ks, taus, generator)
+    hub_form = hub_steps is not None and set(taus) == {1}
     C, K = len(Ks), max(Ks)
     # configurations in the order of their tau (stable): those that average at iteration k
     # are then one range of rows (for taus that divide one another), averaged in place
@@ -263,13 +280,21 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
     draws = CommonDraws(generator, C) if batched else generator
     CR = C * R
 
-    X = x1.expand(CR, N, d).clone()
+    X = x1.expand(CR, D if hub_form else N, d).clone()  # the hub models z^(d) in hub form
     moved = torch.empty_like(X)  # X_k - eta G_k, then X_k T_k: becomes X_{k+1}
-    average = _Averaging(hub_of, v, H, X.shape)
-    sample = problem.gradient_sampler((*lead, N, d), draws)
-    # X_k - eta G_k written at once by a sampler that can (sim.neural's closed form)
-    fused = None if record_iterates or isinstance(eta, float) else getattr(sample, "step", None)
-    weighted = _WeightedAverage(a, X, moved)
+    if hub_form:  # T_k averages every k: z^(d) - eta sum_{i in M(d)} v_i theta_i g_i(z^(d))
+        mixed = torch.empty_like(X)  # H^T of the averages, (4)
+        hub_step = hub_steps((*lead, D, d), torch.bincount(hub_of, minlength=D), draws)
+        client_weights = v.expand(CR, N).clone()  # v_i theta_i
+        hub_scale = (eta if isinstance(eta, torch.Tensor)
+                     else torch.full((CR, 1, 1), -eta, dtype=DTYPE, device=device)).expand(CR, D, 1)
+        weighted = _WeightedAverage(hub_weights(hub_of, w, D).b, X, moved, mixed)
+    else:
+        average = _Averaging(hub_of, v, H, X.shape)
+        sample = problem.gradient_sampler((*lead, N, d), draws)
+        # X_k - eta G_k written at once by a sampler that can (sim.neural's closed form)
+        fused = None if record_iterates or isinstance(eta, float) else getattr(sample, "step", None)
+        weighted = _WeightedAverage(a, X, moved)
     record = problem.recorder((CR, d), grad=record_grad)
     accept = Acceptance(CR, device)
     losses, grad_sq_norms = [], []
@@ -283,7 +308,7 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
     every_coin_lands = wait_for_all or bool((p == 1).all())  # U < 1 always: G_k unmasked
     steps_everywhere = 0  # steps every worker of every replica took (coins that all land)
     models, grads = [X.clone()] if record_iterates else [], []
-    mixes = _Operators(taus, q, C, R, average, hub_of, v, H)
+    mixes = None if hub_form else _Operators(taus, q, C, R, average, hub_of, v, H)
     ends = {Kc: [c for c in range(C) if Ks[c] == Kc] for Kc in Ks}
     final: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # c: (steps_taken, diverged) at K_c
 
@@ -304,7 +329,15 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
             rand_(drawn, draws)  # drawn all the same: the stream stays the documented one
         else:
             torch.lt(rand_(drawn, draws).view(CR, N), p, out=coins)
-        if isinstance(eta, float) or record_iterates:  # G_k = theta_k g_k, recorded as applied
+        if hub_form:
+            if not every_coin_lands:
+                torch.mul(v, coins, out=client_weights)
+            hub_step(X.view(*lead, D, d), client_weights.view(*lead, N), hub_scale,
+                     moved.view(*lead, D, d))
+            if operator_at(k, q, 1) == "Z":
+                hub_mix(moved, H, out=mixed)
+                moved, mixed = mixed, moved
+        elif isinstance(eta, float) or record_iterates:  # G_k = theta_k g_k, recorded as applied
             G = sample(X.view(*lead, N, d)).view(CR, N, d)
             if not every_coin_lands:
                 G.mul_(coins[..., None])
@@ -319,7 +352,8 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
             else:
                 fused(X.view(*lead, N, d), scale.expand(CR, N, 1).view(*lead, N, 1),
                       moved.view(*lead, N, d))
-        X, moved = accept(X, moved, bound=mixes(k, moved, bound=accept.alive is None)), X
+        bound = None if hub_form else mixes(k, moved, bound=accept.alive is None)
+        X, moved = accept(X, moved, bound=bound), X
         if accept.alive is None and every_coin_lands:
             steps_everywhere += 1  # added to every worker at once, below
         else:
@@ -338,6 +372,34 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
                      models, grads, a, record_grad, record_iterates, Ks[c], record_first)
               for c in range(C)]
     return [traces[c] for c in sorted(range(C), key=order.__getitem__)] if batched else traces[0]
+
+
+def _hub_steps(problem: Problem, hub_of: torch.Tensor, D: int):
+    """The problem's ``hub_step_sampler`` (``sim.neural.NeuralClients``) where the workers of
+    each hub are consecutive (hub 0's first), else None."""
+    maker = getattr(problem, "hub_step_sampler", None)
+    if maker is None or not bool((hub_of[1:] >= hub_of[:-1]).all()):
+        return None
+    return maker
+
+
+def _by_form(common: dict, eta, Ks: list[int], taus: list[int],
+             generator: torch.Generator) -> list[Trace]:
+    """A batch that mixes tau = 1 (run in hub form) with other taus as two batches, each
+    from the generator's state on entry (the draws of iteration k do not depend on the
+    configurations), the generator left where the longer one leaves it; the traces in the
+    order of the configurations."""
+    start, traces, ends = generator.get_state(), {}, []
+    R = common["replicas"]
+    for part in ([c for c, t in enumerate(taus) if t == 1], [c for c, t in enumerate(taus) if t != 1]):
+        generator.set_state(start)
+        steps = eta if isinstance(eta, float) else eta.view(len(taus), R)[part].neg()
+        found = run_mllsgd(**common, eta=steps, K=[Ks[c] for c in part], tau=[taus[c] for c in part],
+                           generator=generator)
+        traces.update(zip(part, found, strict=True))
+        ends.append((max(Ks[c] for c in part), generator.get_state()))
+    generator.set_state(max(ends, key=lambda end: end[0])[1])
+    return [traces[c] for c in range(len(taus))]
 
 
 def _trace(c: int, R: int, records: int, final, losses, grad_sq_norms, slots, models, grads,

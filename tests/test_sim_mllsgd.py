@@ -470,7 +470,7 @@ def test_closed_form_step_into_the_state_is_the_step_with_a_gradient_buffer(mode
     kw = dict(H=torch.full((2, 2), 0.5, dtype=F64), hub_of=torch.arange(4) // 2,
               w=torch.ones(4), p=torch.tensor([0.3, 1.0, 0.6, 0.9], dtype=F64),
               eta=torch.tensor([[0.5], [2.0]], dtype=F64).expand(2, 3), K=[12, 12], q=2,
-              tau=[3, 1], x1=x1, replicas=3)
+              tau=[3, 2], x1=x1, replicas=3)  # tau > 1: the workers' form (tau = 1: the hubs')
     fused, buffered = (run_mllsgd(fed, generator=gen(5), record_iterates=r, **kw) for r in (False, True))
     for one, other in zip(fused, buffered, strict=True):
         assert torch.equal(one.steps_taken, other.steps_taken)
@@ -481,3 +481,72 @@ def test_closed_form_step_into_the_state_is_the_step_with_a_gradient_buffer(mode
             torch.testing.assert_close(one.loss, other.loss, rtol=1e-12, atol=0)
             torch.testing.assert_close(one.grad_sq_norm, other.grad_sq_norm, rtol=1e-12, atol=0)
             assert not torch.equal(one.loss, other.loss)  # round-off: two paths, not one
+
+
+def _digits_hubs(model: str):
+    """A federated digits problem of 6 clients in 3 hubs of 2, and run_mllsgd's arguments."""
+    from fedbound.sim.federated import federated_problem
+
+    fed, x1 = federated_problem("digits", model, ("dirichlet", 0.5), (6,), batch=2, hidden=(5,))
+    kw = dict(H=diffusion_H(torch.tensor([0.2, 0.3, 0.5], dtype=F64), 0.5),
+              hub_of=torch.arange(6) // 2, w=torch.tensor([1.0, 2.0, 1.0, 1.0, 3.0, 1.0]),
+              p=torch.tensor([0.3, 1.0, 0.6, 0.9, 0.5, 1.0], dtype=F64), q=2, x1=x1)
+    return fed, kw
+
+
+@pytest.mark.parametrize("model", ["mlp", "cnn"])
+def test_tau_one_runs_on_the_hub_models_with_the_numbers_of_the_workers(model, monkeypatch):
+    """tau = 1 averages every iteration, so the workers of a hub always start from its model:
+    run_mllsgd steps the hub models by the v_i theta_i-weighted gradients of their workers'
+    samples (``NeuralClients.hub_step_sampler``), the same coins and draws as the workers'
+    form (``record_iterates``, which keeps it). The same numbers to round-off, the same steps
+    taken, the generator left in the same state; and in a batch that mixes taus, each
+    configuration's trace is that of its run alone, bit for bit."""
+    fed, kw = _digits_hubs(model)
+    eta = torch.tensor([[0.3], [1.0], [0.6]], dtype=F64).expand(3, 16)
+    steps = []
+    made = type(fed).hub_step_sampler
+
+    def counted(self, *args):
+        step = made(self, *args)
+        return lambda *a: (steps.append(1), step(*a))[1]
+
+    monkeypatch.setattr(type(fed), "hub_step_sampler", counted)
+    if model == "cnn":  # the loss alone, every 4th iteration: the CNN's gradient over the data is slow
+        kw.update(record_every=4, record_grad=False)
+    g_hub, g_workers = gen(3), gen(3)
+    hubs = run_mllsgd(fed, eta=eta, K=[8, 8, 8], tau=[1, 2, 1], replicas=16, generator=g_hub, **kw)
+    assert len(steps) == 8  # the two configurations of tau = 1: one batch, a step per iteration
+    workers = run_mllsgd(fed, eta=eta, K=[8, 8, 8], tau=[1, 2, 1], replicas=16,
+                         generator=g_workers, record_iterates=True, **kw)
+    assert torch.equal(g_hub.get_state(), g_workers.get_state())
+    for c, (one, other) in enumerate(zip(hubs, workers, strict=True)):
+        assert torch.equal(one.steps_taken, other.steps_taken)
+        assert (one.steps_taken < 8).any()  # some coins missed
+        torch.testing.assert_close(one.loss, other.loss, rtol=1e-12, atol=0)
+        if model == "mlp":
+            torch.testing.assert_close(one.grad_sq_norm, other.grad_sq_norm, rtol=1e-12, atol=0)
+        alone = run_mllsgd(fed, eta=eta[c], K=8, tau=[1, 2, 1][c], replicas=16, generator=gen(3), **kw)
+        for name in ("loss", "steps_taken", "diverged"):
+            assert torch.equal(getattr(one, name), getattr(alone, name)), (c, name)
+        assert one.grad_sq_norm is None or torch.equal(one.grad_sq_norm, alone.grad_sq_norm)
+    assert len(steps) == 8 + 2 * 8  # the runs alone of tau = 1 on the hubs too
+
+
+def test_hub_form_needs_the_workers_of_each_hub_together(monkeypatch):
+    """Hubs whose workers are not consecutive run in the workers' form (the sampler pools
+    consecutive clients): no hub step is made, and with 2 samples a step the numbers of the
+    path through a gradient buffer, bit for bit."""
+    fed, kw = _digits_hubs("mlp")
+    def made(*args):
+        raise LookupError("a hub step sampler was made")
+
+    monkeypatch.setattr(type(fed), "hub_step_sampler", made)
+    kw["hub_of"] = torch.tensor([0, 1, 2, 0, 1, 2])
+    with pytest.raises(LookupError):  # consecutive: made
+        run_mllsgd(fed, eta=0.5, K=8, tau=1, replicas=16, generator=gen(4),
+                   **{**kw, "hub_of": torch.arange(6) // 2})
+    eta = torch.full((16,), 0.5, dtype=F64)
+    fused, buffered = (run_mllsgd(fed, eta=eta, K=8, tau=1, replicas=16, generator=gen(4),
+                                  record_iterates=r, **kw) for r in (False, True))
+    assert torch.equal(fused.loss, buffered.loss)
