@@ -7,8 +7,9 @@ and steps each by its workers' pooled gradient (``NeuralClients.hub_step_sampler
 reference is the workers' form the run takes otherwise: every worker's model stepped, then
 averaged per hub and broadcast back. Both on the digits split over 16 clients by Dirichlet
 (0.3) class proportions, 4 hubs of 4 workers on a path (a doubly stochastic H), the first
-hub's workers stepping with probability 0.3, the others 0.9, one sample a step, 64 replicas, K = 64, q = 2, the loss of u_K recorded only (what the
-chooser runs), the MLP (64-32-10) and the small CNN.
+hub's workers stepping with probability 0.3, the others 0.9, one sample a step, 64
+replicas, K = 64, q = 2, the loss of u_K recorded only (what the chooser runs), the MLP
+(64-32-10) and the small CNN.
 
 The reference is the run with ``record_iterates`` off and hubs whose workers are not
 consecutive (worker i in hub i mod 4: the same sizes, the same work, the workers' form,
