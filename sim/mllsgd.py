@@ -254,7 +254,7 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
         problem, H, hub_of, w, p, eta, K, q, tau, x1, replicas, device)
     batched = C is not None
     Ks, taus = (K, tau) if batched else ([K], [tau])
-    hub_steps = None if wait_for_all or record_iterates else _hub_steps(problem, hub_of, H.shape[0])
+    hub_steps = None if wait_for_all or record_iterates else _hub_steps(problem, hub_of)
     if hub_steps is not None and 1 in taus and set(taus) != {1}:
         return _by_form(dict(problem=problem, H=H, hub_of=hub_of, w=w, p=p, q=q, x1=x1, replicas=R,
                              record_every=record_every, record_first=record_first,
@@ -374,7 +374,7 @@ def run_mllsgd(problem: Problem, *, H, hub_of, w, p, eta: float | torch.Tensor,
     return [traces[c] for c in sorted(range(C), key=order.__getitem__)] if batched else traces[0]
 
 
-def _hub_steps(problem: Problem, hub_of: torch.Tensor, D: int):
+def _hub_steps(problem: Problem, hub_of: torch.Tensor):
     """The problem's ``hub_step_sampler`` (``sim.neural.NeuralClients``) where the workers of
     each hub are consecutive (hub 0's first), else None."""
     maker = getattr(problem, "hub_step_sampler", None)

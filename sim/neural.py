@@ -752,14 +752,9 @@ class NeuralClients(_FlatModule, ClientProblem):
         round-off, one gradient per group instead of one per client, and no copy of the
         group models to their clients. ``grad_y`` is not used; ``rows``: the gradients of
         those groups only, as for :meth:`NeuralProblem.mean_gradient_sampler`."""
-        shape = tuple(shape)
-        group_of = self.group_of(counts)
-        counts = torch.bincount(group_of)                                    # [G] n_g
-        lead, G, n_max = shape[:-3], counts.numel(), int(counts.max())
-        slot = torch.arange(n_max, device=self.device)
-        used = slot < counts[:, None]                                        # [G, n_max]
-        clients = torch.where(used, (counts.cumsum(0) - counts)[:, None] + slot, 0)
-        pooled = n_max * self.batch
+        lead = tuple(shape)[:-3]
+        counts, used, clients = self._groups(counts)
+        G, pooled = clients.shape[0], clients.shape[1] * self.batch
         weights = (used.to(DTYPE) / (counts * self.batch).to(DTYPE)[:, None]).repeat_interleave(
             self.batch, dim=1)                                              # [G, pooled]
         shard = ShardRows(self.partition, self.device)
@@ -777,6 +772,15 @@ class NeuralClients(_FlatModule, ClientProblem):
         mean.rows = True
         return mean
 
+    def _groups(self, counts) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Groups of ``counts`` [G] consecutive clients (:meth:`group_of`) as slots: their
+        sizes [G], which of the n_max slots of each are used [G, n_max], and the client in
+        each slot (0 in the unused ones) [G, n_max]."""
+        counts = torch.bincount(self.group_of(counts))                        # [G] n_g
+        slot = torch.arange(int(counts.max()), device=self.device)
+        used = slot < counts[:, None]                                         # [G, n_max]
+        return counts, used, torch.where(used, (counts.cumsum(0) - counts)[:, None] + slot, 0)
+
     def hub_step_sampler(self, shape, counts, generator):
         """``(y, client_weights, scale, out) ->`` the steps y_g + scale_g sum_{i in g}
         client_weights_i g_i(y_g) of every group's model y [..., G, d] (``shape``; groups of
@@ -789,13 +793,9 @@ class NeuralClients(_FlatModule, ClientProblem):
         ``sim.mllsgd.run_mllsgd`` steps the sub-network models with it where every iteration
         averages (tau = 1): client_weights_i = v_i theta_i, scale = -eta, the sub-network
         average of the workers' steps from its model (Castiglia et al. 2021, (5)-(6))."""
-        shape = tuple(shape)
-        counts = torch.bincount(self.group_of(counts))                        # [G] n_g
-        lead, G, n_max = shape[:-2], counts.numel(), int(counts.max())
-        slot = torch.arange(n_max, device=self.device)
-        used = slot < counts[:, None]                                         # [G, n_max]
-        clients = torch.where(used, (counts.cumsum(0) - counts)[:, None] + slot, 0)
-        pooled = n_max * self.batch
+        lead = tuple(shape)[:-2]
+        _, used, clients = self._groups(counts)
+        G, pooled = clients.shape[0], clients.shape[1] * self.batch
         padding = (used.to(DTYPE) / self.batch).repeat_interleave(self.batch, dim=1)  # [G, pooled]
         shard = ShardRows(self.partition, self.device)
 

@@ -550,3 +550,23 @@ def test_hub_form_needs_the_workers_of_each_hub_together(monkeypatch):
     fused, buffered = (run_mllsgd(fed, eta=eta, K=8, tau=1, replicas=16, generator=gen(4),
                                   record_iterates=r, **kw) for r in (False, True))
     assert torch.equal(fused.loss, buffered.loss)
+
+
+def test_hub_form_without_a_closed_form_steps_by_vmapped_gradients():
+    """A network outside ``DenseNetwork``'s closed form (ReLU) takes the hub steps through
+    the vmapped gradients: the numbers of the workers' form to round-off."""
+    from fedbound.sim.data import dirichlet_partition, load_digits
+    from fedbound.sim.neural import NeuralClients
+
+    data = load_digits()
+    net = torch.nn.Sequential(torch.nn.Linear(64, 6), torch.nn.ReLU(), torch.nn.Linear(6, 10))
+    fed = NeuralClients(net, data.features, data.labels,
+                        dirichlet_partition(data.labels, 6, 0.5, gen(2)), batch=2)
+    assert fed.dense is None
+    _, kw = _digits_hubs("mlp")
+    kw["x1"] = fed.initial()
+    eta = torch.full((16,), 0.4, dtype=F64)
+    hubs, workers = (run_mllsgd(fed, eta=eta, K=4, tau=1, replicas=16, generator=gen(6),
+                                record_iterates=r, **kw) for r in (False, True))
+    assert torch.equal(hubs.steps_taken, workers.steps_taken)
+    torch.testing.assert_close(hubs.loss, workers.loss, rtol=1e-12, atol=0)
