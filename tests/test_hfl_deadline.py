@@ -368,3 +368,17 @@ def test_exact_mode_is_the_simulator_mean():
     lo, hi = mc.measured_ci
     half = (hi - lo) / 2
     assert abs(mc.measured_mean - exact) <= 2 * half
+
+
+def test_pl_bound_beyond_float64_is_infinite_without_a_warning():
+    """A schedule whose drift factor Gamma_u = (1 + alpha L)^(2 (tau_u - 1)) exceeds float64
+    (here 2^3998) gives an infinite bound, silently: the callers refuse it by name
+    (``verify.adapter.finite_bound``), not a RuntimeWarning from numpy's power."""
+    import warnings
+
+    t = np.array([[2000, 1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        value = PL.evaluate(alpha=1.0, L=1.0, mu=0.5, sigma=1.0, Delta=1.0, sizes=np.array([1, 1]),
+                            zeta=0.0, t=t)
+    assert np.isinf(value)
