@@ -64,6 +64,8 @@ def main(argv: list[str] | None = None) -> None:
     add_device_argument(parser)
     args = parser.parse_args(argv)
     checked_device(parser, args.device)
+    if args.repeats < 1:
+        parser.error(f"--repeats {args.repeats}: give at least 1 timed round")
     where = suffix(args.device)
     torch.set_num_threads(1)
     entries = []

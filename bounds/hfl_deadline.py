@@ -168,8 +168,8 @@ def pl_rounds(v) -> tuple[tuple, dict[str, np.ndarray]]:
     aL = (alpha * L)[:, None]
     tau = tt.max(axis=-1) - 1.0                                         # [B, U]
     theta = aL * tau
-    with np.errstate(over="ignore"):  # beyond float64: Gamma_u = inf, an infinite bound, which
-        gamma = (1.0 + aL) ** (2.0 * (tau - 1.0))  # Theorem.evaluate's callers refuse by name
+    with np.errstate(over="ignore"):  # beyond float64: Gamma_u = inf, the bound inf (verify
+        gamma = (1.0 + aL) ** (2.0 * (tau - 1.0))  # refuses it by name: adapter.finite_bound)
     s = (w * (tt - 1.0) / 2.0).sum(-1)
     with np.errstate(invalid="ignore", divide="ignore"):
         spread = np.where(tau > 0, gamma * (aL * aL * s * s + aL * s * s / tau), 0.0)

@@ -382,3 +382,8 @@ def test_pl_bound_beyond_float64_is_infinite_without_a_warning():
         value = PL.evaluate(alpha=1.0, L=1.0, mu=0.5, sigma=1.0, Delta=1.0, sizes=np.array([1, 1]),
                             zeta=0.0, t=t)
     assert np.isinf(value)
+    from fedbound.verify.adapter import finite_bound
+
+    with pytest.raises(ValueError, match="not finite.*t=2000"):
+        finite_bound(PL, dict(alpha=1.0, L=1.0, mu=0.5, sigma=1.0, Delta=1.0,
+                              sizes=np.array([1, 1]), zeta=0.0, t=t))

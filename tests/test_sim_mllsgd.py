@@ -538,6 +538,7 @@ def test_hub_form_needs_the_workers_of_each_hub_together(monkeypatch):
     consecutive clients): no hub step is made, and with 2 samples a step the numbers of the
     path through a gradient buffer, bit for bit."""
     fed, kw = _digits_hubs("mlp")
+
     def made(*args):
         raise LookupError("a hub step sampler was made")
 
