@@ -44,7 +44,7 @@ from typing import NamedTuple
 import torch
 
 from fedbound.sim.problems import DTYPE, CommonDraws, Problem, rand, rand_, replica_steps
-from fedbound.sim.trace import Acceptance, Trace
+from fedbound.sim.trace import Acceptance, Trace, norm_of
 
 
 class HubWeights(NamedTuple):
@@ -455,7 +455,7 @@ class _Operators:
         """T_k applied to ``moved`` in place; the bound (None where not ``bound``)."""
         if len(self.distinct) == 1:
             z = self.average(moved, operator_at(k, self.q, self.taus[0]))
-            return None if z is None or not bound else torch.linalg.vector_norm(z)
+            return None if z is None or not bound else norm_of(z)
         kinds = tuple(operator_at(k, self.q, tau) for tau in self.distinct)
         if kinds not in self.plans:
             self.plans[kinds] = self._plan(dict(zip(self.distinct, kinds, strict=True)), moved)
@@ -472,9 +472,9 @@ class _Operators:
                 moved.index_copy_(0, rows, part)
         if rest is None or not bound:
             return None
-        norms = [torch.linalg.vector_norm(z) for z in hubs]
+        norms = [norm_of(z) for z in hubs]
         if rest.stop > rest.start:
-            norms.append(torch.linalg.vector_norm(moved[rest]))
+            norms.append(norm_of(moved[rest]))
         return torch.linalg.vector_norm(torch.stack(norms))
 
     def _plan(self, kind_of: dict[int, str], moved: torch.Tensor) -> tuple[list, slice | None]:

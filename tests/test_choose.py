@@ -159,7 +159,27 @@ def test_successive_halving_and_the_paired_stage():
     certified = report.certified[0]  # x = 0: 9 above the best, on every replica
     assert certified.regret == pytest.approx(9.0 / report.simulated.value, rel=1e-9)
     assert certified.regret_ci == 0 and not certified.passes
-    assert report.search["rungs"] == [{"configurations": n, "replicas": r} for n, r in expected.rungs]
+    assert report.search["rungs"] == [{"configurations": n, "replicas": r, "shown_behind": 0}
+                                      for n, r in expected.rungs]
+
+
+def test_a_rung_on_common_numbers_drops_what_it_shows_more_than_10_percent_behind():
+    """A chooser that declares common random numbers (Parabola's replicas share their noise,
+    so every paired difference is exact): each rung keeps, of its better half, only the
+    configurations within 10% of its leader ((x - 3)^2 <= 0.1 of the best's 1); without the
+    declaration the whole better half goes on (the test above)."""
+    xs = (1.0, 2.0, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0)
+    chooser = type("Common", (Parabola,), {"common_numbers": True})(xs=xs, guess=3.0)
+    report = choose(chooser, variants=["proof"])
+    rungs = [c for c in chooser.calls if not c[2]]
+    for k, (before, _, _) in enumerate(rungs):
+        half = sorted(before, key=lambda x: (x - 3.0) ** 2)[:math.ceil(len(before) / 2)]
+        kept = [x for x in half if (x - 3.0) ** 2 <= 0.1 + 1e-12]
+        assert report.search["rungs"][k]["shown_behind"] == len(half) - len(kept) > 0
+        if k + 1 < len(rungs):
+            assert sorted(rungs[k + 1][0]) == sorted(kept)
+    assert report.simulated.settings == {"x": 3.0}
+    assert len(rungs) < len(plan(chooser, len(rungs[0][0]), 0).rungs)  # fewer rungs than halving
 
 
 def test_a_fixed_knob_is_every_answers_value():

@@ -352,6 +352,7 @@ def test_the_closed_form_of_linear_and_tanh_networks_is_vmapped_autograd(net, le
         idx = torch.randint(n, (flat.shape[0], b), generator=g)
         data = (X[idx], labels[idx], torch.rand(flat.shape[0], b, dtype=F64, generator=g))
         dims = (0, 0, 0)
+    given = (X.clone(), x.clone(), data[0].clone())
     grads, values = problem.evaluated("both", x, data, dims)
     from torch.func import grad_and_value
 
@@ -360,6 +361,8 @@ def test_the_closed_form_of_linear_and_tanh_networks_is_vmapped_autograd(net, le
     torch.testing.assert_close(grads, ref_grads, rtol=1e-12, atol=1e-14)
     torch.testing.assert_close(problem.evaluated("loss", x, data, dims), ref_values, rtol=1e-12, atol=1e-14)
     torch.testing.assert_close(problem.evaluated("grad", x, data, dims), ref_grads, rtol=1e-12, atol=1e-14)
+    # the forward pass works in place on its own activations only: the samples and models as given
+    assert all(torch.equal(a, b) for a, b in zip(given, (X, x, data[0]), strict=True))
 
 
 def test_the_closed_form_is_only_for_plain_linear_tanh_and_small_cnn_layers(digits):

@@ -13,12 +13,15 @@ regret against the best configuration found:
 - **simulated**: an adaptive search on the problem itself, started from the calibrated
   answer: successive halving (Jamieson & Talwalkar 2016; Li et al. 2018, Hyperband) over
   the grid of the knobs (:meth:`Chooser.knobs`), the survivors of each rung re-run with
-  twice the replicas, then a paired comparison of the finalists, the other answers and
-  the neighbours of the leader with common random numbers, run again on twice the replicas
-  (up to :attr:`Chooser.resolve` times) while a configuration that cannot be told from the
-  best is more than 10% behind it: the configurations still in contention (those not
-  shown more than 10% behind the leader), the other answers and the leader's neighbours,
-  each with the same numbers on its replicas as in a run of every configuration.
+  twice the replicas (for a chooser that simulates on common random numbers,
+  :attr:`Chooser.common_numbers`, less those the rung shows more than 10% behind its
+  leader, as a racing algorithm would: Maron & Moore 1997), then a paired comparison of
+  the finalists, the other answers and the neighbours of the leader with common random
+  numbers, run again on twice the replicas (up to :attr:`Chooser.resolve` times) while a
+  configuration that cannot be told from the best is more than 10% behind it: the
+  configurations still in contention (those not shown more than 10% behind the leader),
+  the other answers and the leader's neighbours, each with the same numbers on its
+  replicas as in a run of every configuration.
 
 Every configuration of the last, paired stage runs on the same seeds (the same delay paths
 and draws, :meth:`Chooser.simulate` with ``paired=True``), so that the difference between
@@ -343,6 +346,11 @@ class Chooser(ABC):
     ``finalists`` configurations carried into it; ``resolve``: the paired stage is run again
     on twice the replicas, up to ``resolve`` times ``replicas``, while a configuration that
     cannot be told from its best at 95% is more than TOLERANCE behind it (1: never).
+    ``common_numbers``: :meth:`simulate` runs every configuration of a call on the same
+    seeds, ``paired`` or not (the same draws for replica r of each: the built-in choosers);
+    each rung of the screen then also drops the survivors it shows more than TOLERANCE
+    behind its leader (the lower end of the paired regret's 95% interval above TOLERANCE),
+    which the paired stage would leave out of a close race too (:func:`_contenders`).
     ``bounded``: what the certified bound bounds (the theorem's left-hand side, which may not
     be the simulated metric), for the report."""
 
@@ -362,6 +370,7 @@ class Chooser(ABC):
     screen_replicas: int = 4
     finalists: int = 2
     resolve: int = 1
+    common_numbers: ClassVar[bool] = False
 
     @classmethod
     def from_inputs(cls, values: Mapping[str, Any], *, scenario=None,
@@ -700,10 +709,19 @@ def _contenders(knobs: Sequence[Knob], evaluations: list[Evaluation], maximise: 
             if near is not None:
                 kept.add(_key(near.settings))
     for e in evaluations:
-        regret, hw, _ = paired_regret(e.values, best.values, maximise=maximise)
-        if regret != math.inf and not regret - hw > TOLERANCE:  # an unknown width: kept
+        if not _shown_behind(e, best, maximise):
             kept.add(_key(e.settings))
     return [e.settings for e in evaluations if _key(e.settings) in kept]
+
+
+def _shown_behind(e: Evaluation, best: Evaluation, maximise: bool) -> bool:
+    """Whether ``e`` is shown more than TOLERANCE behind ``best`` on the same replicas: the
+    lower end of its paired regret's 95% interval above TOLERANCE, or worse without limit
+    (a replica inf where the best's is finite). An unknown width shows nothing."""
+    if e is best:
+        return False
+    regret, hw, _ = paired_regret(e.values, best.values, maximise=maximise)
+    return regret == math.inf or regret - hw > TOLERANCE
 
 
 def _ranked(evaluations: list[Evaluation], maximise: bool) -> list[Evaluation]:
@@ -815,8 +833,12 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
         step(f"search: rung {k + 1}, {len(pool)} configurations x {r} replicas")
         ranked = _ranked(chooser.simulate(pool, r, paired=False), chooser.maximise)
         step("search", len(pool) * r)
-        rungs.append({"configurations": len(pool), "replicas": r})
-        pool = [e.settings for e in ranked[:math.ceil(len(pool) / 2)]]
+        kept = ranked[:math.ceil(len(pool) / 2)]
+        if chooser.common_numbers:
+            kept = [e for e in kept if not _shown_behind(e, ranked[0], chooser.maximise)]
+        rungs.append({"configurations": len(pool), "replicas": r,
+                      "shown_behind": math.ceil(len(pool) / 2) - len(kept)})
+        pool = [e.settings for e in kept]
     finalists = pool[:chooser.finalists]
     others = [a.settings for a in certified if a.settings is not None] + [prop.settings]
     stage = _distinct(chooser, [*finalists, *_admitted(chooser, around(knobs, finalists[0])), *others])

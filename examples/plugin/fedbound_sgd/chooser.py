@@ -40,6 +40,7 @@ class Step(Chooser):
 
     name = "sgd-step"
     metric = "mean ||grad f(x_k)||^2 over the K iterations"
+    common_numbers = True  # simulate: the same seeds for every configuration, paired or not
     calibration = "the exact second moments of SGD on the scenario's quadratic"
     key = KEY
     summary = "SGD: the step eta for K iterations, certified, calibrated and simulated"

@@ -132,6 +132,7 @@ class SyncTime(DeadlineVariants, Chooser):
     #: the loss at a deadline is noisy (one delay path per replica): the paired stage may
     #: grow to 4 x replicas while a close configuration is unresolved (``Chooser.resolve``)
     resolve = 4
+    common_numbers = True  # simulate: the same seeds for every configuration, paired or not
     bounded = "Theorem 2's left-hand side, the mean of ||grad f(x^u)||^2 over the rounds u <= U"
     calibration = ("the exact second moments of Algorithm 1 on the problem's local quadratic "
                    "model (sim.estimate.quadratic_model: the Hessian's spectrum, the start, the "

@@ -86,6 +86,7 @@ class TauEta(DeadlineVariants, Chooser):
     key = "mllsgd.theorem1"
     summary = "MLL-SGD: the period tau and the step eta, certified, calibrated and simulated"
     example = "fedbound choose mllsgd --graph complete --hubs 4 --workers-per-hub 4"
+    common_numbers = True  # simulate: the same seeds for every configuration, paired or not
     bounded = "Theorem 1's left-hand side, the mean of ||grad F(u_k)||^2 over k <= K"
     calibration = ("the exact second moments of MLL-SGD on the problem's local quadratic model "
                    "(sim.estimate.quadratic_model: the Hessian's spectrum, the start and the "

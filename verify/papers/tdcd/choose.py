@@ -154,6 +154,7 @@ class QEta(DeadlineVariants, Chooser):
     aliases = ("choose-q-eta",)
     summary = "TDCD: the local steps Q and the step eta, certified, calibrated and simulated"
     example = "fedbound choose tdcd --t-comm 100 --t-comp 1"
+    common_numbers = True  # simulate: the same seeds for every configuration, paired or not
     bounded = ("the left side of Theorem 1, (15), the running mean of ||grad L(theta^{rQ})||^2 over "
                "the rounds: its value is the time at which the bound reaches epsilon")
     calibration = ("the first and second moments of the hub models on the model's local "
