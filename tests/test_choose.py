@@ -31,6 +31,7 @@ from fedbound.verify.api import (
     Proposal,
     ResourceError,
     choose,
+    half_width,
     paired_regret,
     passes,
 )
@@ -94,6 +95,41 @@ def test_the_paired_stage_grows_while_a_close_configuration_is_unresolved(choose
     assert paired == replicas and report.search["replicas"] == replicas[-1]
     planned = [r for _, r in plan(chooser, 10, 1).resolving]   # counted in the limits and the bar
     assert planned == ([16, 32] if chooser.resolve == 4 else []) and set(replicas[1:]) <= set(planned)
+
+
+class Blocks(Noisy):
+    """Noisy on replica blocks: block b of configuration x draws its noise from the seed
+    (b, x) (its own per configuration, sd 5: unresolved), every call of block b the same."""
+
+    replica_blocks = True
+
+    def simulate(self, settings, replicas, *, paired, block=0):
+        self.calls.append(([s["x"] for s in settings], replicas, paired, block))
+        return [Evaluation(dict(s), self.values(s["x"], replicas, block)) for s in settings]
+
+    @staticmethod
+    def values(x, replicas, block):
+        noise = np.random.default_rng([block, round(1000 * x)]).normal(0, 5, replicas)
+        return (x - 3.0) ** 2 + 1 + noise
+
+
+def test_a_close_race_on_replica_blocks_adds_new_replicas_to_those_it_has():
+    """A chooser whose simulate takes a block of replicas: the race grows from 8 replicas
+    to 16 and 32 by simulating 8 and then 16 new ones (blocks 1 and 2), never block 0 again
+    for a configuration it has; a configuration added after (the leader's new neighbour)
+    runs on every block; every answer's values are its blocks' joined in order."""
+    chooser = Blocks()
+    report = choose(chooser)
+    paired = [(x, r, b) for x, r, is_paired, b in chooser.calls if is_paired]
+    assert {(r, b) for _, r, b in paired} <= {(8, 0), (8, 1), (16, 2)}
+    assert {b for _, _, b in paired} == {0, 1, 2} and report.search["replicas"] == 32
+    for x in {x for xs, _, _ in paired for x in xs}:  # each configuration once per block
+        runs = [b for xs, _, b in paired for v in xs if v == x]
+        assert sorted(runs) == sorted(set(runs))
+    best = report.simulated.settings["x"]
+    want = np.concatenate([Blocks.values(best, r, b) for b, r in ((0, 8), (1, 8), (2, 16))])
+    assert report.simulated.value == pytest.approx(want.mean(), rel=1e-12)
+    assert report.simulated.ci == pytest.approx(half_width(want), rel=1e-12)
 
 
 # ---------------------------------------------------------------------- the regret

@@ -77,6 +77,24 @@ def test_a_stage_is_one_simulator_call_and_each_configuration_its_run_alone(case
     assert len({tuple(v) for v in values(stage)}) > 1  # the configurations differ
 
 
+def test_a_block_of_replicas_is_its_own_common_numbers_and_block_0_the_plain_call(case):
+    """``simulate(..., block=b)`` (``Chooser.replica_blocks``): block 0 is the call without
+    it; block 1 draws other numbers, the same on every call and for a configuration alone
+    as in a stage (common random numbers within the block)."""
+    chooser, settings, _ = case
+    assert chooser.replica_blocks
+    plain = values(chooser.simulate(settings, 4, paired=True))
+    assert all(np.array_equal(a, b) for a, b in
+               zip(plain, values(chooser.simulate(settings, 4, paired=True, block=0)), strict=True))
+    one = values(chooser.simulate(settings, 4, paired=True, block=1))
+    assert all(np.array_equal(a, b) for a, b in
+               zip(one, values(chooser.simulate(settings, 4, paired=True, block=1)), strict=True))
+    assert np.array_equal(one[2], chooser.simulate([settings[2]], 4, paired=True, block=1)[0].values)
+    assert not any(np.array_equal(a, b) for a, b in zip(plain, one, strict=True))
+    assert not np.array_equal(one[0], values(chooser.simulate(settings[:1], 4, paired=True,
+                                                              block=2))[0])
+
+
 def test_a_stage_above_the_memory_limit_is_cut_into_batches_with_the_same_numbers(case):
     chooser, settings, calls = case
     whole = chooser.simulate(settings, 4, paired=True)

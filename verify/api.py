@@ -52,6 +52,7 @@ from .choose import (
     Knob,
     NoCertificate,
     Proposal,
+    block_seed,
     choose,
     choosers,
     half_width,
@@ -137,7 +138,7 @@ from .witnesses import Witness, register_witness_dir, unregister_witness_dir, wi
 
 __all__ = [
     "above", "ACCURACY", "accuracy_margin", "Adapter", "adapter_for", "adapter_keys",
-    "along_trajectory", "Answer", "below", "between", "check",
+    "along_trajectory", "Answer", "below", "between", "block_seed", "check",
     "check_estimated", "ChoiceReport", "choose", "Chooser", "choosers", "Claim", "claim_figure",
     "ClaimResult", "claims", "claims_grid", "comma_separated", "compare", "Comparison",
     "conservative_bound", "conservative_step", "COUNT", "count_text", "Curve", "DeadlineVariants",

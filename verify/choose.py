@@ -351,6 +351,11 @@ class Chooser(ABC):
     each rung of the screen then also drops the survivors it shows more than TOLERANCE
     behind its leader (the lower end of the paired regret's 95% interval above TOLERANCE),
     which the paired stage would leave out of a close race too (:func:`_contenders`).
+    ``replica_blocks``: ``simulate(settings, replicas, paired=True, block=b)`` runs block b
+    of replicas, b = 0 those of a call without it and every other block on seeds of its own
+    (independent of the other blocks', the same for every configuration); a close race then
+    adds a block of new replicas to those it has instead of running them all again
+    (:func:`_on_blocks`).
     ``bounded``: what the certified bound bounds (the theorem's left-hand side, which may not
     be the simulated metric), for the report."""
 
@@ -371,6 +376,7 @@ class Chooser(ABC):
     finalists: int = 2
     resolve: int = 1
     common_numbers: ClassVar[bool] = False
+    replica_blocks: ClassVar[bool] = False
 
     @classmethod
     def from_inputs(cls, values: Mapping[str, Any], *, scenario=None,
@@ -844,18 +850,28 @@ def _choose(chooser: Chooser, variants, method: str, progress) -> ChoiceReport:
     stage = _distinct(chooser, [*finalists, *_admitted(chooser, around(knobs, finalists[0])), *others])
     replicas = chooser.replicas
     step(f"search: paired, {len(stage)} configurations x {replicas} replicas")
+    blocks = [(0, replicas)]  # the paired stage's replicas: (block, replicas) of each
     evaluated = chooser.simulate(stage, replicas, paired=True)
     step("search", len(stage) * replicas)
-    evaluated = _extended(chooser, knobs, evaluated, replicas, step)
+    evaluated = _extended(chooser, knobs, evaluated, blocks, step)
     answers = {_key(_canonical(chooser, x)) for x in others}
     for _, r in p.resolving:
         if not _unresolved(evaluated, chooser.maximise, answers):
             break
         stage = _contenders(knobs, evaluated, chooser.maximise, answers)
         step(f"search: paired, {len(stage)} configurations x {r} replicas (a close race)")
-        evaluated, replicas = chooser.simulate(stage, r, paired=True), r
-        step("search", len(stage) * r)
-        evaluated = _extended(chooser, knobs, evaluated, replicas, step)
+        if chooser.replica_blocks:  # the replicas it has, and a block of new ones
+            had = {_key(e.settings): e for e in evaluated}
+            blocks.append((len(blocks), r - replicas))
+            evaluated = [_joined([had[_key(s)], e]) for s, e in zip(
+                stage, _on_blocks(chooser, stage, blocks[-1:]), strict=True)]
+            step("search", len(stage) * (r - replicas))
+        else:
+            blocks = [(0, r)]
+            evaluated = chooser.simulate(stage, r, paired=True)
+            step("search", len(stage) * r)
+        replicas = r
+        evaluated = _extended(chooser, knobs, evaluated, blocks, step)
     best = _ranked(evaluated, chooser.maximise)[0]
     seconds["simulated"] = time.perf_counter() - t0
     simulated = Answer("simulated", dict(best.settings), best.value,
@@ -907,14 +923,14 @@ def _judged(answer: Answer, e: Evaluation, best: Evaluation, rival, maximise: bo
     answer.passes = passes(answer.regret, answer.regret_ci)
 
 
-def _extended(chooser: Chooser, knobs: Sequence[Knob], evaluated: list[Evaluation], replicas: int,
-              step) -> list[Evaluation]:
+def _extended(chooser: Chooser, knobs: Sequence[Knob], evaluated: list[Evaluation],
+              blocks: list[tuple[int, int]], step) -> list[Evaluation]:
     """The paired stage completed around its leader: while, along a free knob, nothing is
     simulated on one side of the leader (its other knobs equal), the next value that way is
-    simulated on the same replicas (:func:`_next_value`: halfway to the next grid value, or
-    one step beyond the grid where the knob may extend), up to EXTENSIONS times. A value
-    beyond that diverges ends the search that way (the range is searched until divergence
-    shows)."""
+    simulated on the same replicas, ``blocks`` (:func:`_on_blocks`), up to EXTENSIONS times
+    (:func:`_next_values`: halfway to the next grid value, or one step beyond the grid where
+    the knob may extend). A value beyond that diverges ends the search that way (the range
+    is searched until divergence shows)."""
     for _ in range(EXTENSIONS):
         best = _ranked(evaluated, chooser.maximise)[0]
         seen = {_key(e.settings) for e in evaluated}
@@ -932,10 +948,43 @@ def _extended(chooser: Chooser, knobs: Sequence[Knob], evaluated: list[Evaluatio
                         break
         if not new:
             break
+        replicas = sum(r for _, r in blocks)
         step(f"search: around the leader, {len(new)} configurations x {replicas} replicas")
-        evaluated = [*evaluated, *chooser.simulate(new, replicas, paired=True)]
+        evaluated = [*evaluated, *_on_blocks(chooser, new, blocks)]
         step("search", len(new) * replicas)
     return evaluated
+
+
+def _on_blocks(chooser: Chooser, settings: list[dict[str, Any]],
+               blocks: list[tuple[int, int]]) -> list[Evaluation]:
+    """``settings`` simulated paired on every block of replicas, ``blocks`` [(block,
+    replicas)] (block 0 a plain call; :attr:`Chooser.replica_blocks`), each configuration's
+    values joined in the blocks' order (:func:`_joined`)."""
+    parts = [chooser.simulate(settings, r, paired=True, **({"block": b} if b else {}))
+             for b, r in blocks]
+    return [_joined(list(es)) for es in zip(*parts, strict=True)]
+
+
+def block_seed(seed: int, block: int) -> int:
+    """The seed of block ``block`` > 0 of a chooser's replicas (:attr:`Chooser.replica_blocks`)
+    from its ``seed``: numpy's SeedSequence of the two (streams independent of each other's
+    and of the seed's own)."""
+    return int(np.random.SeedSequence([seed, block]).generate_state(1, np.uint64)[0])
+
+
+def _joined(parts: list[Evaluation]) -> Evaluation:
+    """One configuration's evaluations on several blocks of replicas as one: the values in
+    the blocks' order; in ``extra`` a float the replicas' weighted mean over the blocks,
+    anything else the first block's."""
+    if len(parts) == 1:
+        return parts[0]
+    sizes = [len(e.values) for e in parts]
+    extra = {k: (sum(n * e.extra[k] for n, e in zip(sizes, parts, strict=True)) / sum(sizes)
+                 if isinstance(v, float) and all(isinstance(e.extra.get(k), float) for e in parts)
+                 else v)
+             for k, v in parts[0].extra.items()}
+    return Evaluation(dict(parts[0].settings),
+                      np.concatenate([np.asarray(e.values, dtype=float) for e in parts]), extra)
 
 
 def _next_values(k: Knob, value, up: bool) -> list:

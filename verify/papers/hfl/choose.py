@@ -40,6 +40,7 @@ from fedbound.verify.api import (
     Knob,
     NoCertificate,
     Proposal,
+    block_seed,
     fitting_batches,
     label,
     predicted_over_steps,
@@ -133,6 +134,7 @@ class SyncTime(DeadlineVariants, Chooser):
     #: grow to 4 x replicas while a close configuration is unresolved (``Chooser.resolve``)
     resolve = 4
     common_numbers = True  # simulate: the same seeds for every configuration, paired or not
+    replica_blocks = True  # simulate(..., block=b): block b of replicas, on seeds of its own
     bounded = "Theorem 2's left-hand side, the mean of ||grad f(x^u)||^2 over the rounds u <= U"
     calibration = ("the exact second moments of Algorithm 1 on the problem's local quadratic "
                    "model (sim.estimate.quadratic_model: the Hessian's spectrum, the start, the "
@@ -426,11 +428,13 @@ class SyncTime(DeadlineVariants, Chooser):
                                           subsample=self.subsample, curvature=self.curvature())
         return self._model
 
-    def schedules(self, S: float, replicas: int):
-        """The delay paths of S: the same for every step and every call (seeded)."""
+    def schedules(self, S: float, replicas: int, block: int = 0):
+        """The delay paths of S: the same for every step and every call (seeded; ``block`` > 0:
+        those of that block of replicas, ``Chooser.replica_blocks``)."""
         from fedbound.bounds import delays as dl
 
-        return dl.sample_schedules(self.model, S, self.T, replicas, np.random.default_rng(self.seed))
+        seed = block_seed(self.seed, block) if block else self.seed
+        return dl.sample_schedules(self.model, S, self.T, replicas, np.random.default_rng(seed))
 
     def calibration_grid(self) -> tuple[list[float], list[float]]:
         """The S and alpha the prediction compares: the knobs' values, and between the values
@@ -480,19 +484,22 @@ class SyncTime(DeadlineVariants, Chooser):
     # ------------------------------------------------------------------ simulation
 
     def simulate(self, settings: list[dict[str, Any]], replicas: int, *,
-                 paired: bool) -> list[Evaluation]:
+                 paired: bool, block: int = 0) -> list[Evaluation]:
         """Every configuration in one batched run of Algorithm 1 (``sim.hfl.run_hfl`` with a
         schedule and a step per configuration), on common random numbers, ``paired`` or not:
         replica r of every configuration runs on the r-th delay path of its S (the same paths
         for every step and every call) and takes the same gradient draws (the generator
-        seeded ``seed + 1``, ``sim.problems.CommonDraws``). Cut into batches that fit the
+        seeded ``seed + 1``, ``sim.problems.CommonDraws``; ``block`` > 0: the paths and draws
+        of that block of replicas, seeded ``block_seed``). Cut into batches that fit the
         memory and step limits (:meth:`batch_footprint`, ``verify.limits.fitting_batches``),
         each on the same seeds: a configuration's numbers do not depend on its batch."""
         import torch
 
         from fedbound.sim.hfl import run_hfl
 
-        paths = {S: self.schedules(S, replicas) for S in dict.fromkeys(row["S"] for row in settings)}
+        paths = {S: self.schedules(S, replicas, block)
+                 for S in dict.fromkeys(row["S"] for row in settings)}
+        draws = block_seed(self.seed + 1, block) if block else self.seed + 1
         out: list[Evaluation] = []
         for group in fitting_batches([self.batch_footprint([row], replicas, paths)
                                       for row in settings]):
@@ -506,7 +513,7 @@ class SyncTime(DeadlineVariants, Chooser):
                              alpha=torch.tensor([[float(row["alpha"])] for row in rows],
                                                 dtype=torch.float64),
                              t=torch.as_tensor(t), end_time=torch.as_tensor(ends),
-                             generator=torch.Generator().manual_seed(self.seed + 1),
+                             generator=torch.Generator().manual_seed(draws),
                              record_grad=self.measured == "lhs",
                              record_loss=self.measured != "loss")  # "loss": f at the end only
             for row, tr in zip(rows, traces, strict=True):

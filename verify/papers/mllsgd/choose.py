@@ -35,6 +35,7 @@ from fedbound.verify.api import (
     Knob,
     NoCertificate,
     Proposal,
+    block_seed,
     fitting_batches,
     predicted_over_steps,
     problem_inputs,
@@ -87,6 +88,7 @@ class TauEta(DeadlineVariants, Chooser):
     summary = "MLL-SGD: the period tau and the step eta, certified, calibrated and simulated"
     example = "fedbound choose mllsgd --graph complete --hubs 4 --workers-per-hub 4"
     common_numbers = True  # simulate: the same seeds for every configuration, paired or not
+    replica_blocks = True  # simulate(..., block=b): block b of replicas, on seeds of its own
     bounded = "Theorem 1's left-hand side, the mean of ||grad F(u_k)||^2 over k <= K"
     calibration = ("the exact second moments of MLL-SGD on the problem's local quadratic model "
                    "(sim.estimate.quadratic_model: the Hessian's spectrum, the start and the "
@@ -383,11 +385,12 @@ class TauEta(DeadlineVariants, Chooser):
     # ------------------------------------------------------------------ simulation
 
     def simulate(self, settings: list[dict[str, Any]], replicas: int, *,
-                 paired: bool) -> list[Evaluation]:
+                 paired: bool, block: int = 0) -> list[Evaluation]:
         """Every configuration in one batched run of MLL-SGD (``sim.mllsgd.run_mllsgd`` with a
         tau, its K_tau and a step per configuration), on common random numbers, ``paired`` or
         not: every configuration takes the same coins and gradient draws at iteration k (the
-        generator in the scenario's state, ``sim.problems.CommonDraws``). Cut into batches
+        generator in the scenario's state, ``sim.problems.CommonDraws``; ``block`` > 0: seeded
+        for that block of replicas, ``block_seed`` of the scenario's seed). Cut into batches
         that fit the memory and step limits (:meth:`footprint`,
         ``verify.limits.fitting_batches``), each on the same draws: a configuration's numbers
         do not depend on its batch."""
@@ -412,7 +415,9 @@ class TauEta(DeadlineVariants, Chooser):
                                 # "loss" reads F(u_K) alone: no pass over the data every iteration
                                 record_every=1 if self.measured == "lhs" else math.gcd(*Ks),
                                 record_first=self.measured == "lhs",
-                                generator=torch.Generator().set_state(self._state))
+                                generator=torch.Generator().manual_seed(
+                                    block_seed(s.seed, block)) if block
+                                else torch.Generator().set_state(self._state))
             for row, K, tr in zip(rows, Ks, traces, strict=True):
                 values = (tr.loss.numpy()[:, -1] - st.problem.f_inf if self.measured == "loss"
                           else tr.grad_sq_norm.numpy().mean(axis=1))

@@ -42,6 +42,7 @@ from fedbound.verify.api import (
     NoCertificate,
     Proposal,
     adapter_for,
+    block_seed,
     check,
     choose,
     fitting_batches,
@@ -155,6 +156,7 @@ class QEta(DeadlineVariants, Chooser):
     summary = "TDCD: the local steps Q and the step eta, certified, calibrated and simulated"
     example = "fedbound choose tdcd --t-comm 100 --t-comp 1"
     common_numbers = True  # simulate: the same seeds for every configuration, paired or not
+    replica_blocks = True  # simulate(..., block=b): block b of replicas, on seeds of its own
     bounded = ("the left side of Theorem 1, (15), the running mean of ||grad L(theta^{rQ})||^2 over "
                "the rounds: its value is the time at which the bound reaches epsilon")
     calibration = ("the first and second moments of the hub models on the model's local "
@@ -271,11 +273,14 @@ class QEta(DeadlineVariants, Chooser):
         """eta_max(Q): the largest step the variant's conditions admit."""
         return bounds.get(self.key, variant).max_step(**self.params[variant], Q=Q, R=1)
 
-    def generator(self):
+    def generator(self, block: int = 0):
         """The generator of a run, in the same state for every configuration (common random
-        numbers): the scenario's stream after its data, or seeded for a model passed in."""
+        numbers): the scenario's stream after its data, or seeded for a model passed in;
+        ``block`` > 0: seeded for that block of replicas (``block_seed`` of the seed)."""
         import torch
 
+        if block:
+            return torch.Generator().manual_seed(block_seed(self.seed, block))
         return torch.Generator().set_state(self._state)
 
     def noise_floor(self) -> float:
@@ -495,23 +500,24 @@ class QEta(DeadlineVariants, Chooser):
     # ------------------------------------------------------------------ simulation
 
     def simulate(self, settings: list[dict[str, Any]], replicas: int, *,
-                 paired: bool) -> list[Evaluation]:
+                 paired: bool, block: int = 0) -> list[Evaluation]:
         """Every configuration over the horizon in one batched run (:meth:`_simulate`), on
-        common random numbers, ``paired`` or not. For the time to epsilon a configuration
+        common random numbers, ``paired`` or not (``block`` > 0: that block of replicas,
+        :meth:`generator`). For the time to epsilon a configuration
         stops once every replica has reached it, and an unpaired screen stops at
         SCREEN_FACTOR x the best time seen so far (a configuration not there by then cannot be
         the best; it counts as not reaching epsilon), unless no configuration gets there."""
         screen = (not paired and self.measured == "time" and math.isfinite(self._incumbent))
         out = self._simulate(settings, replicas, SCREEN_FACTOR * self._incumbent
-                             if screen else math.inf)
+                             if screen else math.inf, block)
         if screen and not any(math.isfinite(e.value) for e in out):
-            out = self._simulate(settings, replicas, math.inf)
+            out = self._simulate(settings, replicas, math.inf, block)
         finite = [e.value for e in out if math.isfinite(e.value)]
         if self.measured == "time" and finite:
             self._incumbent = min(self._incumbent, min(finite))
         return out
 
-    def _simulate(self, settings, replicas: int, cutoff: float) -> list[Evaluation]:
+    def _simulate(self, settings, replicas: int, cutoff: float, block: int = 0) -> list[Evaluation]:
         """Every configuration in one batched run of TDCD (``sim.tdcd.run_tdcd`` with a Q, its
         rounds within the horizon, or within ``cutoff``, and a step per configuration) on
         common random numbers: round r of every configuration takes the same batch (the
@@ -538,7 +544,7 @@ class QEta(DeadlineVariants, Chooser):
             traces = run_tdcd(self.model, eta=torch.tensor([[float(row["eta"])] for row in rows],
                                                            dtype=torch.float64),
                               Q=Qs, rounds=rounds, theta0=self.theta0, replicas=replicas,
-                              generator=self.generator(), t_comm=self.t_comm, t_comp=self.t_comp,
+                              generator=self.generator(block), t_comm=self.t_comm, t_comp=self.t_comp,
                               stop_below=stop, record_variance=False)
             for row, tr in zip(rows, traces, strict=True):
                 running, diverged = tr.running_lhs.numpy(), tr.diverged.numpy()
