@@ -132,6 +132,17 @@ def test_a_close_race_on_replica_blocks_adds_new_replicas_to_those_it_has():
     assert report.simulated.ci == pytest.approx(half_width(want), rel=1e-12)
 
 
+def test_blocks_join_their_values_in_order_and_weigh_a_float_by_replicas():
+    from fedbound.verify.choose import _joined
+
+    a = Evaluation({"x": 1.0}, np.array([1.0, 2.0]), {"mean_U": 2.0, "K": 5})
+    b = Evaluation({"x": 1.0}, np.array([3.0, 4.0, 5.0, 6.0, 7.0, 8.0]), {"mean_U": 4.0, "K": 5})
+    joined = _joined([a, b])
+    assert joined.values.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    assert joined.extra == {"mean_U": (2 * 2.0 + 6 * 4.0) / 8, "K": 5}
+    assert _joined([a]) is a
+
+
 # ---------------------------------------------------------------------- the regret
 
 

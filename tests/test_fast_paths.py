@@ -20,7 +20,7 @@ from fedbound.sim.afl import HeterogeneousQuadratic
 from fedbound.sim.mllsgd import run_mllsgd
 from fedbound.sim.problems import LogisticRegression, Problem, Quadratic
 from fedbound.sim.tdcd import BlockLinear, Layout, draw_batch, synthetic_data
-from fedbound.sim.trace import DIVERGENCE_THRESHOLD, Acceptance, freeze_diverged
+from fedbound.sim.trace import DIVERGENCE_THRESHOLD, Acceptance, freeze_diverged, norm_of
 
 F64 = torch.float64
 FAST = settings(max_examples=30, deadline=None)
@@ -147,6 +147,16 @@ def test_acceptance_freezes_what_freeze_diverged_freezes(data):
         state = accept(state, candidate.clone())
         assert torch.equal(state, reference)
         assert torch.equal(accept.diverged, diverged)
+
+
+def test_norm_of_is_the_euclidean_norm_and_inf_past_float64():
+    """Acceptance's norm (one dot product for a contiguous tensor) against
+    torch.linalg.vector_norm, on a contiguous and a transposed tensor; a sum of squares past
+    float64 is inf (the replica-by-replica test then decides), never a wrong finite value."""
+    x = torch.randn(5, 7, 3, generator=gen(1), dtype=F64)
+    for y in (x, x.transpose(0, 2)):
+        assert norm_of(y).item() == pytest.approx(torch.linalg.vector_norm(y).item(), rel=1e-13)
+    assert norm_of(torch.full((4,), 1e160, dtype=F64)).item() == math.inf
 
 
 # ---------------------------------------------------------------- sparse recording
